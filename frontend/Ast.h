@@ -1,0 +1,160 @@
+#pragma once
+/// \file The TSL abstract syntax tree. Every node carries its source range.
+/// Binary operators of one precedence level are one n-ary node and prefix
+/// operators one run, so tree depth is bounded by bracket nesting (which the
+/// parser limits) and no walk can overflow the stack.
+
+#include "shapes/ShapeEnv.h"
+#include "support/SourceManager.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tsl::ast {
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+/// A named argument or a positional one (empty name).
+struct Arg {
+  std::string name;
+  SourceRange nameRange;
+  ExprPtr value;
+};
+
+/// One item of a subscript: `i`, or `a:b` with either bound omitted.
+struct SliceItem {
+  bool isRange = false;
+  ExprPtr start, stop; // range bounds (may be null)
+  ExprPtr index;       // single index
+  SourceRange range;
+};
+
+/// Expressions.
+struct Expr {
+  enum class Kind {
+    IntLit,   ///< intValue
+    FloatLit, ///< floatValue
+    BoolLit,  ///< boolValue
+    StringLit,///< text
+    Name,     ///< text
+    Chain,    ///< operands[0] ops[0] operands[1] ...; ops are "+", "@", "<", ...
+    Prefix,   ///< ops applied right-to-left to operands[0]
+    Call,     ///< callee operands[0], args
+    Member,   ///< operands[0] . text
+    Index,    ///< operands[0] [ slices ]
+    Tuple,    ///< (a, b, ...)
+    List,     ///< [a, b, ...]
+    Paren,    ///< (a)
+  };
+  Kind kind;
+  SourceRange range;
+  int64_t intValue = 0;
+  double floatValue = 0;
+  bool boolValue = false;
+  std::string text;
+  std::vector<ExprPtr> operands;
+  std::vector<std::string> ops;
+  std::vector<SourceRange> opRanges;
+  std::vector<Arg> args;
+  std::vector<SliceItem> slices;
+};
+
+/// `dim X: dynamic in 1..8, multiple_of 4` (also used for inline dims).
+struct DimSpec {
+  DimKind kind = DimKind::Dynamic;
+  std::optional<int64_t> lo, hi;
+  int64_t multipleOf = 1;
+  SourceRange range;
+};
+
+/// One entry of a tensor type's dim list.
+struct TypeDim {
+  enum class Kind { Expr, Pack, Inline, Unknown };
+  Kind kind = Kind::Expr;
+  std::string name; // Pack, Inline
+  ExprPtr expr;     // Expr
+  DimSpec spec;     // Inline
+  SourceRange range;
+};
+
+/// `f32[B, 784]`, `f32`, `int`, `int dynamic`.
+struct TypeExpr {
+  std::string base; // element type name or "int"
+  bool hasDims = false;
+  std::optional<DimKind> intKind;
+  std::vector<TypeDim> dims;
+  SourceRange range;
+  SourceRange baseRange;
+};
+
+struct Param {
+  std::string name;
+  SourceRange nameRange;
+  TypeExpr type;
+  ExprPtr defaultValue;
+};
+
+struct Block;
+
+struct Stmt {
+  enum class Kind { Let, Check, If, Return, ExprStmt };
+  Kind kind;
+  SourceRange range;
+  // Let
+  std::vector<std::string> names;
+  std::vector<SourceRange> nameRanges;
+  bool tuplePattern = false;
+  std::optional<TypeExpr> ascription;
+  ExprPtr value; // Let value, Return value (may be null), ExprStmt
+  // Check
+  ExprPtr cond;
+  std::string message;
+  bool hasMessage = false;
+  // If: conds[i] guards blocks[i]; an else block is the extra last block.
+  std::vector<ExprPtr> conds;
+  std::vector<std::unique_ptr<Block>> blocks;
+};
+
+struct Block {
+  std::vector<Stmt> stmts;
+  SourceRange range;
+};
+
+struct FnDecl {
+  std::string name;
+  SourceRange nameRange;
+  std::vector<Param> params;
+  std::vector<TypeExpr> results;
+  bool tupleResult = false;
+  bool hasResult = false;
+  Block body;
+  SourceRange range;
+};
+
+struct DimDecl {
+  std::string name;
+  SourceRange nameRange;
+  ExprPtr value; // `dim D = 768;`
+  DimSpec spec;
+  SourceRange range;
+};
+
+struct ImportDecl {
+  std::string name;  // stdlib module name, or the alias
+  std::string path;  // relative path (empty for stdlib)
+  SourceRange range;
+};
+
+/// One parsed file.
+struct Module {
+  std::string path;
+  uint32_t file = 0;
+  std::vector<ImportDecl> imports;
+  std::vector<DimDecl> dims;
+  std::vector<FnDecl> fns;
+};
+
+} // namespace tsl::ast

@@ -1,0 +1,160 @@
+#include "frontend/ModuleLoader.h"
+
+#include "frontend/Parser.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#ifndef TSL_DEFAULT_STDLIB_DIR
+#define TSL_DEFAULT_STDLIB_DIR "stdlib"
+#endif
+
+namespace tsl {
+
+namespace fs = std::filesystem;
+
+ModuleLoader::ModuleLoader(SourceManager &sm, DiagnosticEngine &diags) : sm_(sm), diags_(diags) {
+  const char *env = std::getenv("TSL_STDLIB_PATH");
+  stdlibDir_ = env && *env ? env : TSL_DEFAULT_STDLIB_DIR;
+}
+
+static std::string canonical(const std::string &path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::path(path), ec);
+  return ec ? path : p.string();
+}
+
+const LoadedModule *ModuleLoader::load(const std::string &path) {
+  std::string error;
+  uint32_t file = sm_.findFile(path);
+  if (!file)
+    file = sm_.addFile(path, error);
+  if (!file) {
+    diags_.error(SourceRange(), error);
+    return nullptr;
+  }
+  return loadFile(file, SourceRange());
+}
+
+const LoadedModule *ModuleLoader::loadText(const std::string &name, std::string text) {
+  uint32_t file = sm_.addBuffer(name, std::move(text));
+  return loadFile(file, SourceRange());
+}
+
+bool ModuleLoader::indexNames(LoadedModule &m) {
+  bool ok = true;
+  for (const ast::FnDecl &f : m.ast->fns) {
+    auto [it, inserted] = m.fns.emplace(f.name, &f);
+    if (!inserted) {
+      Diagnostic d;
+      d.range = f.nameRange;
+      d.message = "function '" + f.name + "' is defined twice";
+      d.notes.push_back({it->second->nameRange, "the first definition is here"});
+      diags_.report(std::move(d));
+      ok = false;
+    }
+  }
+  for (const ast::DimDecl &dim : m.ast->dims) {
+    auto [it, inserted] = m.dims.emplace(dim.name, &dim);
+    if (!inserted) {
+      Diagnostic d;
+      d.range = dim.nameRange;
+      d.message = "dim '" + dim.name + "' is declared twice";
+      d.notes.push_back({it->second->nameRange, "the first declaration is here"});
+      diags_.report(std::move(d));
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+const LoadedModule *ModuleLoader::loadFile(uint32_t file, SourceRange importedFrom) {
+  std::string key = canonical(sm_.name(file));
+  auto found = modules_.find(key);
+  if (found != modules_.end())
+    return found->second.get();
+  auto module = std::make_unique<LoadedModule>();
+  module->path = sm_.name(file);
+  module->ast = parseSource(sm_, file, diags_);
+  if (!module->ast)
+    return nullptr;
+  if (!indexNames(*module))
+    return nullptr;
+  loading_.push_back(key);
+  bool ok = true;
+  for (const ast::ImportDecl &imp : module->ast->imports) {
+    if (module->imports.count(imp.name)) {
+      diags_.error(imp.range, "module name '" + imp.name + "' is imported twice");
+      ok = false;
+      continue;
+    }
+    const LoadedModule *dep = resolveImport(*module, imp);
+    if (!dep) {
+      ok = false;
+      continue;
+    }
+    module->imports[imp.name] = dep;
+  }
+  loading_.pop_back();
+  if (!ok)
+    return nullptr;
+  LoadedModule *raw = module.get();
+  modules_[key] = std::move(module);
+  return raw;
+}
+
+const LoadedModule *ModuleLoader::resolveImport(const LoadedModule &from,
+                                                const ast::ImportDecl &imp) {
+  std::string path;
+  if (imp.path.empty()) {
+    path = (fs::path(stdlibDir_) / (imp.name + ".tsl")).string();
+    if (!fs::exists(path)) {
+      std::string available;
+      std::error_code ec;
+      for (auto &entry : fs::directory_iterator(stdlibDir_, ec))
+        if (entry.path().extension() == ".tsl")
+          available += (available.empty() ? "" : ", ") + entry.path().stem().string();
+      Diagnostic d;
+      d.range = imp.range;
+      d.message = "no standard-library module named '" + imp.name + "'";
+      if (!available.empty())
+        d.notes.push_back({SourceRange(), "available modules: " + available});
+      d.fix = "to import a file, write 'import \"" + imp.name + ".tsl\" as " + imp.name + ";'";
+      diags_.report(std::move(d));
+      return nullptr;
+    }
+  } else {
+    fs::path base = fs::path(from.path).parent_path();
+    path = (base / imp.path).string();
+  }
+  std::string key = canonical(path);
+  for (size_t i = 0; i < loading_.size(); ++i) {
+    if (loading_[i] == key) {
+      std::string cycle;
+      for (size_t j = i; j < loading_.size(); ++j)
+        cycle += fs::path(loading_[j]).filename().string() + " -> ";
+      cycle += fs::path(key).filename().string();
+      diags_.error(imp.range, "import cycle: " + cycle);
+      return nullptr;
+    }
+  }
+  if (loading_.size() > 64) {
+    diags_.error(imp.range, "imports nested too deeply (more than 64 files)");
+    return nullptr;
+  }
+  auto found = modules_.find(key);
+  if (found != modules_.end())
+    return found->second.get();
+  std::string error;
+  uint32_t file = sm_.findFile(path);
+  if (!file)
+    file = sm_.addFile(path, error);
+  if (!file) {
+    diags_.error(imp.range, "cannot import '" + (imp.path.empty() ? imp.name : imp.path) +
+                                "': " + error);
+    return nullptr;
+  }
+  return loadFile(file, imp.range);
+}
+
+} // namespace tsl

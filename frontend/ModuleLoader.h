@@ -1,0 +1,53 @@
+#pragma once
+/// \file Loading a .tsl file and everything it imports: the standard
+/// library (`import nn;` reads stdlib/nn.tsl) and relative files
+/// (`import "x.tsl" as m;`), with cycle detection and module-level checks
+/// (duplicate names, unknown imports).
+
+#include "frontend/Ast.h"
+#include "support/Diagnostics.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tsl {
+
+/// A parsed module with its name tables.
+struct LoadedModule {
+  std::unique_ptr<ast::Module> ast;
+  std::string path;
+  std::map<std::string, const ast::FnDecl *> fns;
+  std::map<std::string, const ast::DimDecl *> dims;
+  std::map<std::string, const LoadedModule *> imports;
+};
+
+/// Owns every loaded module for one compilation.
+class ModuleLoader {
+public:
+  ModuleLoader(SourceManager &sm, DiagnosticEngine &diags);
+
+  /// Where `import NAME;` looks for NAME.tsl. Defaults to $TSL_STDLIB_PATH,
+  /// else the stdlib folder of the source tree this binary was built from.
+  void setStdlibDir(std::string dir) { stdlibDir_ = std::move(dir); }
+  const std::string &stdlibDir() const { return stdlibDir_; }
+
+  /// Loads a file and its imports. Returns null after diagnostics.
+  const LoadedModule *load(const std::string &path);
+  /// Loads source text given directly (the REPL, tests).
+  const LoadedModule *loadText(const std::string &name, std::string text);
+
+private:
+  const LoadedModule *loadFile(uint32_t file, SourceRange importedFrom);
+  const LoadedModule *resolveImport(const LoadedModule &from, const ast::ImportDecl &imp);
+  bool indexNames(LoadedModule &m);
+
+  SourceManager &sm_;
+  DiagnosticEngine &diags_;
+  std::string stdlibDir_;
+  std::map<std::string, std::unique_ptr<LoadedModule>> modules_;
+  std::vector<std::string> loading_; // the import chain, for cycle reports
+};
+
+} // namespace tsl

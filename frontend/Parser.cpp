@@ -1,0 +1,598 @@
+#include "frontend/Parser.h"
+
+#include "TSLLexer.h"
+#include "TSLParser.h"
+#include "antlr4-runtime.h"
+
+#include <cmath>
+
+namespace tsl {
+
+namespace {
+
+using tslgen::TSLLexer;
+using tslgen::TSLParser;
+
+/// An input stream whose code points are the file's bytes, so token indices
+/// are byte offsets and invalid UTF-8 cannot throw.
+class ByteInputStream : public antlr4::ANTLRInputStream {
+public:
+  explicit ByteInputStream(std::string_view bytes) {
+    _data.reserve(bytes.size());
+    for (unsigned char c : bytes)
+      _data.push_back(static_cast<char32_t>(c));
+    p = 0;
+  }
+};
+
+std::string describeToken(const antlr4::Token *t) {
+  if (!t || t->getType() == antlr4::Token::EOF)
+    return "end of file";
+  std::string text = t->getText();
+  std::string shown;
+  for (unsigned char c : text.substr(0, 20)) {
+    if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      shown += buf;
+    } else {
+      shown += static_cast<char>(c);
+    }
+  }
+  return "'" + shown + "'";
+}
+
+class SyntaxErrorListener : public antlr4::BaseErrorListener {
+public:
+  SyntaxErrorListener(const SourceManager &sm, uint32_t file, DiagnosticEngine &diags)
+      : sm(sm), file(file), diags(diags) {}
+  bool failed = false;
+
+  void syntaxError(antlr4::Recognizer *recognizer, antlr4::Token *offending, size_t line,
+                   size_t col, const std::string &msg, std::exception_ptr) override {
+    if (failed)
+      return; // Only the first syntax error: later ones are usually cascades.
+    failed = true;
+    SourceRange range;
+    if (offending && offending->getType() != antlr4::Token::EOF) {
+      range = SourceRange(sm.locAt(file, offending->getStartIndex()),
+                          sm.locAt(file, offending->getStopIndex() + 1));
+    } else {
+      range = SourceRange(sm.locAt(file, sm.text(file).size()));
+    }
+    std::string message;
+    auto *parser = dynamic_cast<antlr4::Parser *>(recognizer);
+    std::string expected;
+    if (parser) {
+      try {
+        antlr4::misc::IntervalSet set = parser->getExpectedTokens();
+        std::vector<ssize_t> types = set.toList();
+        if (!types.empty() && types.size() <= 4) {
+          for (size_t i = 0; i < types.size(); ++i) {
+            std::string name = parser->getVocabulary().getDisplayName(types[i]);
+            if (name == "IDENT")
+              name = "a name";
+            else if (name == "INT")
+              name = "an integer";
+            else if (name == "STRING")
+              name = "a string";
+            else if (name == "EOF" || name == "<EOF>")
+              name = "end of file";
+            expected += (i ? (i + 1 == types.size() ? " or " : ", ") : "") + name;
+          }
+        }
+      } catch (...) {
+        expected.clear();
+      }
+    }
+    if (msg.rfind("missing", 0) == 0 && !expected.empty())
+      message = "expected " + expected + " before " + describeToken(offending);
+    else if (!expected.empty())
+      message = "expected " + expected + ", found " + describeToken(offending);
+    else
+      message = "unexpected " + describeToken(offending);
+    diags.error(range, message);
+  }
+
+private:
+  const SourceManager &sm;
+  uint32_t file;
+  DiagnosticEngine &diags;
+};
+
+/// Builds the AST from a parse tree that parsed without errors.
+class AstBuilder {
+public:
+  AstBuilder(const SourceManager &sm, uint32_t file, DiagnosticEngine &diags)
+      : sm(sm), file(file), diags(diags) {}
+
+  SourceRange rangeOf(antlr4::ParserRuleContext *ctx) {
+    if (!ctx || !ctx->getStart())
+      return {};
+    antlr4::Token *stop = ctx->getStop() ? ctx->getStop() : ctx->getStart();
+    size_t end = stop->getStopIndex() + 1;
+    if (stop->getType() == antlr4::Token::EOF || end < ctx->getStart()->getStartIndex())
+      end = ctx->getStart()->getStartIndex();
+    return SourceRange(sm.locAt(file, ctx->getStart()->getStartIndex()), sm.locAt(file, end));
+  }
+  SourceRange rangeOf(antlr4::Token *t) {
+    if (!t)
+      return {};
+    return SourceRange(sm.locAt(file, t->getStartIndex()), sm.locAt(file, t->getStopIndex() + 1));
+  }
+  SourceRange rangeOf(antlr4::tree::TerminalNode *n) { return n ? rangeOf(n->getSymbol()) : SourceRange(); }
+
+  bool parseInt(antlr4::Token *t, int64_t &out) {
+    std::string s = t->getText();
+    uint64_t v = 0;
+    for (char c : s) {
+      if (v > (static_cast<uint64_t>(INT64_MAX) - (c - '0')) / 10) {
+        diags.error(rangeOf(t), "integer literal '" + s + "' is too large");
+        return false;
+      }
+      v = v * 10 + static_cast<uint64_t>(c - '0');
+    }
+    out = static_cast<int64_t>(v);
+    return true;
+  }
+
+  bool build(TSLParser::ModuleContext *ctx, ast::Module &m) {
+    for (auto *item : ctx->item()) {
+      if (auto *imp = item->importDecl()) {
+        ast::ImportDecl d;
+        d.range = rangeOf(imp);
+        if (imp->path) {
+          std::string raw = imp->path->getText();
+          d.path = unescape(raw.substr(1, raw.size() - 2));
+          d.name = imp->alias->getText();
+        } else {
+          d.name = imp->name->getText();
+        }
+        m.imports.push_back(std::move(d));
+      } else if (auto *dim = item->dimDecl()) {
+        ast::DimDecl d;
+        d.name = dim->IDENT()->getText();
+        d.nameRange = rangeOf(dim->IDENT());
+        d.range = rangeOf(dim);
+        if (dim->value) {
+          d.value = expr(dim->value);
+          d.spec.kind = DimKind::Static;
+        } else if (!dimSpec(dim->dimSpec(), d.spec)) {
+          return false;
+        }
+        m.dims.push_back(std::move(d));
+      } else if (auto *fn = item->fnDecl()) {
+        ast::FnDecl f;
+        if (!fnDecl(fn, f))
+          return false;
+        m.fns.push_back(std::move(f));
+      }
+    }
+    return !failed;
+  }
+
+private:
+  const SourceManager &sm;
+  uint32_t file;
+  DiagnosticEngine &diags;
+  bool failed = false;
+
+  static std::string unescape(const std::string &s) {
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '\\' && i + 1 < s.size()) {
+        char c = s[++i];
+        out += c == 'n' ? '\n' : c == 't' ? '\t' : c;
+      } else {
+        out += s[i];
+      }
+    }
+    return out;
+  }
+
+  bool signedInt(TSLParser::SignedIntContext *ctx, int64_t &out) {
+    if (!parseInt(ctx->INT()->getSymbol(), out))
+      return failed = true, false;
+    if (ctx->getStart()->getText() == "-")
+      out = -out;
+    return true;
+  }
+
+  bool dimSpec(TSLParser::DimSpecContext *ctx, ast::DimSpec &spec) {
+    spec.range = rangeOf(ctx);
+    std::string k = ctx->dimKind()->getText();
+    spec.kind = k == "static" ? DimKind::Static
+                : k == "dynamic" ? DimKind::Dynamic
+                : k == "unbacked" ? DimKind::Unbacked
+                                  : DimKind::Auto;
+    if (auto *r = ctx->rangeSpec()) {
+      int64_t lo;
+      if (!signedInt(r->lo, lo))
+        return false;
+      spec.lo = lo;
+      if (r->hi) {
+        int64_t hi;
+        if (!signedInt(r->hi, hi))
+          return false;
+        spec.hi = hi;
+      }
+    }
+    if (ctx->multiple) {
+      int64_t m;
+      if (!parseInt(ctx->multiple, m))
+        return failed = true, false;
+      spec.multipleOf = m;
+    }
+    return true;
+  }
+
+  bool typeExpr(TSLParser::TypeExprContext *ctx, ast::TypeExpr &t) {
+    t.range = rangeOf(ctx);
+    t.base = ctx->IDENT()->getText();
+    t.baseRange = rangeOf(ctx->IDENT());
+    if (auto *k = ctx->dimKind()) {
+      std::string s = k->getText();
+      t.intKind = s == "static" ? DimKind::Static
+                  : s == "dynamic" ? DimKind::Dynamic
+                  : s == "unbacked" ? DimKind::Unbacked
+                                    : DimKind::Auto;
+    }
+    // '[' present?
+    for (auto *child : ctx->children)
+      if (child->getText() == "[")
+        t.hasDims = true;
+    for (auto *d : ctx->typeDim()) {
+      ast::TypeDim td;
+      td.range = rangeOf(d);
+      if (auto *p = dynamic_cast<TSLParser::PackDimContext *>(d)) {
+        td.kind = ast::TypeDim::Kind::Pack;
+        td.name = p->IDENT()->getText();
+      } else if (auto *in = dynamic_cast<TSLParser::InlineDimContext *>(d)) {
+        td.kind = ast::TypeDim::Kind::Inline;
+        td.name = in->IDENT()->getText();
+        if (!dimSpec(in->dimSpec(), td.spec))
+          return false;
+      } else if (dynamic_cast<TSLParser::UnknownDimContext *>(d)) {
+        td.kind = ast::TypeDim::Kind::Unknown;
+      } else if (auto *e = dynamic_cast<TSLParser::ExprDimContext *>(d)) {
+        td.kind = ast::TypeDim::Kind::Expr;
+        td.expr = expr(e->expr());
+      }
+      t.dims.push_back(std::move(td));
+    }
+    return !failed;
+  }
+
+  bool fnDecl(TSLParser::FnDeclContext *ctx, ast::FnDecl &f) {
+    f.name = ctx->IDENT()->getText();
+    f.nameRange = rangeOf(ctx->IDENT());
+    f.range = rangeOf(ctx);
+    if (auto *pl = ctx->paramList()) {
+      for (auto *p : pl->param()) {
+        ast::Param param;
+        param.name = p->IDENT()->getText();
+        param.nameRange = rangeOf(p->IDENT());
+        if (!typeExpr(p->typeExpr(), param.type))
+          return false;
+        if (p->defaultValue)
+          param.defaultValue = expr(p->defaultValue);
+        f.params.push_back(std::move(param));
+      }
+    }
+    if (auto *r = ctx->resultTypes()) {
+      f.hasResult = true;
+      f.tupleResult = r->getStart()->getText() == "(";
+      for (auto *t : r->typeExpr()) {
+        ast::TypeExpr te;
+        if (!typeExpr(t, te))
+          return false;
+        f.results.push_back(std::move(te));
+      }
+    }
+    return block(ctx->block(), f.body);
+  }
+
+  bool block(TSLParser::BlockContext *ctx, ast::Block &b) {
+    b.range = rangeOf(ctx);
+    for (auto *s : ctx->stmt()) {
+      ast::Stmt st;
+      st.range = rangeOf(s);
+      if (auto *let = dynamic_cast<TSLParser::LetStmtContext *>(s)) {
+        st.kind = ast::Stmt::Kind::Let;
+        auto *target = let->letTarget();
+        st.tuplePattern = target->getStart()->getText() == "(";
+        for (auto *id : target->IDENT()) {
+          st.names.push_back(id->getText());
+          st.nameRanges.push_back(rangeOf(id));
+        }
+        if (let->typeExpr()) {
+          ast::TypeExpr t;
+          if (!typeExpr(let->typeExpr(), t))
+            return false;
+          st.ascription = std::move(t);
+        }
+        st.value = expr(let->expr());
+      } else if (auto *chk = dynamic_cast<TSLParser::CheckStmtContext *>(s)) {
+        st.kind = ast::Stmt::Kind::Check;
+        st.cond = expr(chk->cond);
+        if (chk->message) {
+          std::string raw = chk->message->getText();
+          st.message = unescape(raw.substr(1, raw.size() - 2));
+          st.hasMessage = true;
+        }
+      } else if (auto *ifs = dynamic_cast<TSLParser::IfStmtContext *>(s)) {
+        st.kind = ast::Stmt::Kind::If;
+        for (auto *c : ifs->expr())
+          st.conds.push_back(expr(c));
+        for (auto *blk : ifs->block()) {
+          auto b2 = std::make_unique<ast::Block>();
+          if (!block(blk, *b2))
+            return false;
+          st.blocks.push_back(std::move(b2));
+        }
+      } else if (auto *ret = dynamic_cast<TSLParser::ReturnStmtContext *>(s)) {
+        st.kind = ast::Stmt::Kind::Return;
+        if (ret->expr())
+          st.value = expr(ret->expr());
+      } else if (auto *es = dynamic_cast<TSLParser::ExprStmtContext *>(s)) {
+        st.kind = ast::Stmt::Kind::ExprStmt;
+        st.value = expr(es->expr());
+      }
+      b.stmts.push_back(std::move(st));
+    }
+    return !failed;
+  }
+
+  ast::ExprPtr make(ast::Expr::Kind kind, SourceRange range) {
+    auto e = std::make_unique<ast::Expr>();
+    e->kind = kind;
+    e->range = range;
+    return e;
+  }
+
+  template <typename Sub, typename Op>
+  ast::ExprPtr chain(antlr4::ParserRuleContext *ctx, const std::vector<Sub *> &subs,
+                     const std::vector<Op *> &ops) {
+    if (subs.size() == 1)
+      return exprOf(subs[0]);
+    auto e = make(ast::Expr::Kind::Chain, rangeOf(ctx));
+    for (auto *s : subs)
+      e->operands.push_back(exprOf(s));
+    for (auto *o : ops) {
+      e->ops.push_back(o->getText());
+      e->opRanges.push_back(rangeOf(o));
+    }
+    return e;
+  }
+
+  ast::ExprPtr expr(TSLParser::ExprContext *ctx) { return exprOf(ctx->orExpr()); }
+  ast::ExprPtr exprOf(TSLParser::OrExprContext *ctx) {
+    if (ctx->andExpr().size() == 1)
+      return exprOf(ctx->andExpr(0));
+    auto e = make(ast::Expr::Kind::Chain, rangeOf(ctx));
+    for (auto *s : ctx->andExpr())
+      e->operands.push_back(exprOf(s));
+    for (size_t i = 1; i < ctx->andExpr().size(); ++i) {
+      e->ops.push_back("||");
+      e->opRanges.push_back(rangeOf(ctx->andExpr(i)));
+    }
+    return e;
+  }
+  ast::ExprPtr exprOf(TSLParser::AndExprContext *ctx) {
+    if (ctx->cmpExpr().size() == 1)
+      return exprOf(ctx->cmpExpr(0));
+    auto e = make(ast::Expr::Kind::Chain, rangeOf(ctx));
+    for (auto *s : ctx->cmpExpr())
+      e->operands.push_back(exprOf(s));
+    for (size_t i = 1; i < ctx->cmpExpr().size(); ++i) {
+      e->ops.push_back("&&");
+      e->opRanges.push_back(rangeOf(ctx->cmpExpr(i)));
+    }
+    return e;
+  }
+  ast::ExprPtr exprOf(TSLParser::CmpExprContext *ctx) {
+    std::vector<TSLParser::CmpOpContext *> ops;
+    if (ctx->cmpOp())
+      ops.push_back(ctx->cmpOp());
+    return chain(ctx, ctx->addExpr(), ops);
+  }
+  ast::ExprPtr exprOf(TSLParser::AddExprContext *ctx) {
+    return chain(ctx, ctx->mulExpr(), ctx->addOp());
+  }
+  ast::ExprPtr exprOf(TSLParser::MulExprContext *ctx) {
+    return chain(ctx, ctx->unaryExpr(), ctx->mulOp());
+  }
+  ast::ExprPtr exprOf(TSLParser::UnaryExprContext *ctx) {
+    auto inner = exprOf(ctx->postfixExpr());
+    if (ctx->prefixOp().empty())
+      return inner;
+    auto e = make(ast::Expr::Kind::Prefix, rangeOf(ctx));
+    for (auto *o : ctx->prefixOp()) {
+      e->ops.push_back(o->getText());
+      e->opRanges.push_back(rangeOf(o));
+    }
+    e->operands.push_back(std::move(inner));
+    return e;
+  }
+  ast::ExprPtr exprOf(TSLParser::PostfixExprContext *ctx) {
+    ast::ExprPtr cur = primary(ctx->primary());
+    SourceRange begin = rangeOf(ctx->primary());
+    for (auto *p : ctx->postfix()) {
+      SourceRange range(begin.begin, rangeOf(p).end);
+      if (auto *call = dynamic_cast<TSLParser::CallPostfixContext *>(p)) {
+        auto e = make(ast::Expr::Kind::Call, range);
+        e->operands.push_back(std::move(cur));
+        if (auto *al = call->argList()) {
+          for (auto *a : al->arg()) {
+            ast::Arg arg;
+            if (a->IDENT()) {
+              arg.name = a->IDENT()->getText();
+              arg.nameRange = rangeOf(a->IDENT());
+            }
+            arg.value = expr(a->expr());
+            e->args.push_back(std::move(arg));
+          }
+        }
+        cur = std::move(e);
+      } else if (auto *mem = dynamic_cast<TSLParser::MemberPostfixContext *>(p)) {
+        auto e = make(ast::Expr::Kind::Member, range);
+        e->text = mem->IDENT()->getText();
+        e->opRanges.push_back(rangeOf(mem->IDENT()));
+        e->operands.push_back(std::move(cur));
+        cur = std::move(e);
+      } else if (auto *idx = dynamic_cast<TSLParser::IndexPostfixContext *>(p)) {
+        auto e = make(ast::Expr::Kind::Index, range);
+        e->operands.push_back(std::move(cur));
+        for (auto *si : idx->sliceItem()) {
+          ast::SliceItem item;
+          item.range = rangeOf(si);
+          if (si->index) {
+            item.index = expr(si->index);
+          } else {
+            item.isRange = true;
+            if (si->start)
+              item.start = expr(si->start);
+            if (si->stop)
+              item.stop = expr(si->stop);
+          }
+          e->slices.push_back(std::move(item));
+        }
+        cur = std::move(e);
+      }
+    }
+    return cur;
+  }
+  ast::ExprPtr primary(TSLParser::PrimaryContext *ctx) {
+    SourceRange r = rangeOf(ctx);
+    if (auto *i = dynamic_cast<TSLParser::IntLitContext *>(ctx)) {
+      auto e = make(ast::Expr::Kind::IntLit, r);
+      if (!parseInt(i->INT()->getSymbol(), e->intValue))
+        failed = true;
+      return e;
+    }
+    if (auto *f = dynamic_cast<TSLParser::FloatLitContext *>(ctx)) {
+      auto e = make(ast::Expr::Kind::FloatLit, r);
+      e->floatValue = std::strtod(f->FLOAT()->getText().c_str(), nullptr);
+      if (!std::isfinite(e->floatValue)) {
+        diags.error(r, "float literal '" + f->FLOAT()->getText() + "' is out of range");
+        failed = true;
+      }
+      return e;
+    }
+    if (dynamic_cast<TSLParser::BoolLitContext *>(ctx)) {
+      auto e = make(ast::Expr::Kind::BoolLit, r);
+      e->boolValue = ctx->getText() == "true";
+      return e;
+    }
+    if (auto *s = dynamic_cast<TSLParser::StringLitContext *>(ctx)) {
+      auto e = make(ast::Expr::Kind::StringLit, r);
+      std::string raw = s->STRING()->getText();
+      e->text = unescape(raw.substr(1, raw.size() - 2));
+      return e;
+    }
+    if (auto *n = dynamic_cast<TSLParser::NameRefContext *>(ctx)) {
+      auto e = make(ast::Expr::Kind::Name, r);
+      e->text = n->IDENT()->getText();
+      return e;
+    }
+    if (auto *p = dynamic_cast<TSLParser::ParenExprContext *>(ctx)) {
+      bool tuple = p->expr().size() > 1 || p->trailing;
+      auto e = make(tuple ? ast::Expr::Kind::Tuple : ast::Expr::Kind::Paren, r);
+      for (auto *x : p->expr())
+        e->operands.push_back(expr(x));
+      return e;
+    }
+    auto *l = dynamic_cast<TSLParser::ListExprContext *>(ctx);
+    auto e = make(ast::Expr::Kind::List, r);
+    if (l)
+      for (auto *x : l->expr())
+        e->operands.push_back(expr(x));
+    return e;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<ast::Module> parseSource(const SourceManager &sm, uint32_t file,
+                                         DiagnosticEngine &diags) {
+  std::string_view text = sm.text(file);
+  unsigned errorsBefore = diags.errorCount();
+  try {
+    ByteInputStream input(text);
+    TSLLexer lexer(&input);
+    lexer.removeErrorListeners();
+    std::vector<std::unique_ptr<antlr4::Token>> tokens = lexer.getAllTokens();
+    // Lexical errors and the nesting bound come first, over the flat tokens.
+    unsigned depth = 0;
+    bool lexOk = true;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      antlr4::Token *t = tokens[i].get();
+      SourceRange range(sm.locAt(file, t->getStartIndex()), sm.locAt(file, t->getStopIndex() + 1));
+      switch (t->getType()) {
+      case TSLLexer::BAD_CHAR: {
+        // One diagnostic for a run of bad bytes.
+        size_t j = i;
+        while (j + 1 < tokens.size() && tokens[j + 1]->getType() == TSLLexer::BAD_CHAR &&
+               tokens[j + 1]->getStartIndex() == tokens[j]->getStopIndex() + 1)
+          ++j;
+        range.end = sm.locAt(file, tokens[j]->getStopIndex() + 1);
+        diags.error(range, "unexpected character " + describeToken(t) +
+                               (j > i ? " (and " + std::to_string(j - i) + " more)" : ""));
+        i = j;
+        lexOk = false;
+        break;
+      }
+      case TSLLexer::UNTERMINATED_STRING:
+        diags.error(SourceRange(range.begin), "unterminated string literal",
+                    "close the string with '\"' on the same line");
+        lexOk = false;
+        break;
+      case TSLLexer::UNTERMINATED_COMMENT:
+        diags.error(SourceRange(range.begin), "unterminated /* comment", "close it with '*/'");
+        lexOk = false;
+        break;
+      default: {
+        std::string s = t->getText();
+        if (s == "(" || s == "[" || s == "{") {
+          if (++depth > kMaxNesting && lexOk) {
+            diags.error(range, "brackets nested too deeply (more than " +
+                                   std::to_string(kMaxNesting) + " levels)",
+                        "split the expression with 'let' bindings");
+            return nullptr;
+          }
+        } else if ((s == ")" || s == "]" || s == "}") && depth > 0) {
+          --depth;
+        }
+      }
+      }
+      if (diags.errorCount() - errorsBefore >= 20)
+        break;
+    }
+    if (!lexOk)
+      return nullptr;
+    input.seek(0);
+    lexer.reset();
+    antlr4::CommonTokenStream stream(&lexer);
+    TSLParser parser(&stream);
+    parser.removeErrorListeners();
+    SyntaxErrorListener listener(sm, file, diags);
+    parser.addErrorListener(&listener);
+    TSLParser::ModuleContext *tree = parser.module();
+    if (listener.failed)
+      return nullptr;
+    auto module = std::make_unique<ast::Module>();
+    module->path = sm.name(file);
+    module->file = file;
+    AstBuilder builder(sm, file, diags);
+    if (!builder.build(tree, *module))
+      return nullptr;
+    return module;
+  } catch (const std::exception &e) {
+    diags.error(SourceRange(sm.locAt(file, 0)), std::string("internal parser error: ") + e.what());
+  } catch (...) {
+    diags.error(SourceRange(sm.locAt(file, 0)), "internal parser error");
+  }
+  return nullptr;
+}
+
+} // namespace tsl

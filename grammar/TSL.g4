@@ -1,0 +1,93 @@
+// The TSL grammar (LANGUAGE.md). Binary operators are flat lists per
+// precedence level and prefix operators a flat run, so parse-tree depth grows
+// only with bracket nesting, which the frontend bounds before parsing.
+grammar TSL;
+
+module: item* EOF;
+
+item: importDecl | dimDecl | fnDecl;
+
+importDecl: 'import' (name=IDENT | path=STRING 'as' alias=IDENT) ';';
+
+dimDecl: 'dim' IDENT ('=' value=expr | ':' dimSpec) ';';
+
+dimSpec: dimKind ('in' rangeSpec)? (',' 'multiple_of' multiple=INT)?;
+
+dimKind: 'static' | 'dynamic' | 'unbacked' | 'auto';
+
+rangeSpec: lo=signedInt '..' hi=signedInt?;
+
+signedInt: '-'? INT;
+
+fnDecl: 'fn' IDENT '(' paramList? ')' ('->' resultTypes)? block;
+
+paramList: param (',' param)* ','?;
+
+param: IDENT ':' typeExpr ('=' defaultValue=expr)?;
+
+resultTypes: typeExpr | '(' typeExpr (',' typeExpr)* ','? ')';
+
+// `int`, `int dynamic`, `f32`, `f32[]`, `f32[B, 2*N, *P, S: dynamic in 1..8, ?]`
+typeExpr: IDENT dimKind? ('[' (typeDim (',' typeDim)* ','?)? ']')?;
+
+typeDim
+  : '*' IDENT                 # packDim
+  | IDENT ':' dimSpec         # inlineDim
+  | '?'                       # unknownDim
+  | expr                      # exprDim
+  ;
+
+block: '{' stmt* '}';
+
+stmt
+  : 'let' letTarget (':' typeExpr)? '=' expr ';'                  # letStmt
+  | 'check' '(' cond=expr (',' message=STRING)? ')' ';'         # checkStmt
+  | 'if' expr block ('else' 'if' expr block)* ('else' block)?   # ifStmt
+  | 'return' expr? ';'                                          # returnStmt
+  | expr ';'                                                    # exprStmt
+  ;
+
+letTarget: IDENT | '(' IDENT (',' IDENT)* ','? ')';
+
+expr: orExpr;
+orExpr: andExpr ('||' andExpr)*;
+andExpr: cmpExpr ('&&' cmpExpr)*;
+cmpExpr: addExpr (cmpOp addExpr)?;
+cmpOp: '==' | '!=' | '<' | '<=' | '>' | '>=';
+addExpr: mulExpr (addOp mulExpr)*;
+addOp: '+' | '-';
+mulExpr: unaryExpr (mulOp unaryExpr)*;
+mulOp: '*' | '/' | '%' | '@';
+unaryExpr: prefixOp* postfixExpr;
+prefixOp: '-' | '!';
+postfixExpr: primary postfix*;
+postfix
+  : '(' argList? ')'          # callPostfix
+  | '.' IDENT                 # memberPostfix
+  | '[' sliceItem (',' sliceItem)* ','? ']'  # indexPostfix
+  ;
+argList: arg (',' arg)* ','?;
+arg: (IDENT '=')? expr;
+sliceItem: start=expr? ':' stop=expr? | index=expr;
+
+primary
+  : INT                                   # intLit
+  | FLOAT                                 # floatLit
+  | ('true' | 'false')                    # boolLit
+  | STRING                                # stringLit
+  | IDENT                                 # nameRef
+  | '(' expr (',' expr)* trailing=','? ')' # parenExpr
+  | '[' (expr (',' expr)* ','?)? ']'      # listExpr
+  ;
+
+FLOAT: [0-9]+ '.' [0-9]+ EXPONENT? | [0-9]+ EXPONENT;
+fragment EXPONENT: [eE] [+-]? [0-9]+;
+INT: [0-9]+;
+IDENT: [a-zA-Z_] [a-zA-Z_0-9]*;
+STRING: '"' (~["\\\r\n] | '\\' ~[\r\n])* '"';
+UNTERMINATED_STRING: '"' (~["\\\r\n] | '\\' ~[\r\n])*;
+LINE_COMMENT: '//' ~[\r\n]* -> skip;
+BLOCK_COMMENT: '/*' .*? '*/' -> skip;
+UNTERMINATED_COMMENT: '/*' .*? EOF;
+WS: [ \t\r\n]+ -> skip;
+BAD_CHAR: .;

@@ -1,0 +1,101 @@
+#include "ir/Function.h"
+
+#include <cassert>
+
+namespace tsl {
+
+std::string Location::str() const {
+  if (!isValid())
+    return "<unknown>";
+  return file + ":" + std::to_string(line) + ":" + std::to_string(col);
+}
+
+template <typename T> static const T &getAttr(const Operation &op, const std::string &name) {
+  static const T empty{};
+  auto it = op.attrs.find(name);
+  if (it == op.attrs.end())
+    return empty;
+  if (const T *v = std::get_if<T>(&it->second))
+    return *v;
+  return empty;
+}
+
+int64_t Operation::intAttr(const std::string &name) const { return getAttr<int64_t>(*this, name); }
+bool Operation::boolAttr(const std::string &name) const { return getAttr<bool>(*this, name); }
+DType Operation::dtypeAttr(const std::string &name) const { return getAttr<DType>(*this, name); }
+Number Operation::numAttr(const std::string &name) const { return getAttr<Number>(*this, name); }
+SymExpr Operation::exprAttr(const std::string &name) const { return getAttr<SymExpr>(*this, name); }
+const std::vector<SymExpr> &Operation::exprsAttr(const std::string &name) const {
+  return getAttr<std::vector<SymExpr>>(*this, name);
+}
+const std::vector<int64_t> &Operation::intsAttr(const std::string &name) const {
+  return getAttr<std::vector<int64_t>>(*this, name);
+}
+const SymCond &Operation::condAttr(const std::string &name) const { return getAttr<SymCond>(*this, name); }
+const std::string &Operation::strAttr(const std::string &name) const {
+  return getAttr<std::string>(*this, name);
+}
+
+ValueId Function::addValue(TensorType type, std::string name) {
+  values.push_back({std::move(type), std::move(name)});
+  return static_cast<ValueId>(values.size() - 1);
+}
+
+const SymbolInfo *Function::symbol(const std::string &name) const {
+  for (const SymbolInfo &s : symbols)
+    if (s.name == name)
+      return &s;
+  return nullptr;
+}
+
+const Function *Module::find(const std::string &name) const {
+  for (const Function &f : functions)
+    if (f.name == name)
+      return &f;
+  return nullptr;
+}
+
+static std::vector<AttrSpec> parseAttrSpecs(const char *text) {
+  std::vector<AttrSpec> out;
+  std::string s(text);
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string::npos)
+      comma = s.size();
+    std::string item = s.substr(pos, comma - pos);
+    size_t colon = item.find(':');
+    AttrSpec spec;
+    spec.name = item.substr(0, colon);
+    spec.kind = item.substr(colon + 1);
+    if (!spec.kind.empty() && spec.kind.back() == '?') {
+      spec.optional = true;
+      spec.kind.pop_back();
+    }
+    out.push_back(spec);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+const std::vector<OpInfo> &allOps() {
+  static const std::vector<OpInfo> table = [] {
+    std::vector<OpInfo> t;
+#define TSL_OP(Id, Name, MinOps, MaxOps, Results, Attrs, Doc)                                      \
+  t.push_back({OpCode::Id, Name, MinOps, MaxOps, Results, parseAttrSpecs(Attrs), Doc});
+#include "ir/Ops.def"
+    return t;
+  }();
+  return table;
+}
+
+const OpInfo &opInfo(OpCode code) { return allOps()[static_cast<size_t>(code)]; }
+
+std::optional<OpCode> lookupOp(std::string_view name) {
+  for (const OpInfo &info : allOps())
+    if (name == info.name)
+      return info.code;
+  return std::nullopt;
+}
+
+} // namespace tsl

@@ -1,0 +1,140 @@
+#pragma once
+/// \file The tensor IR: a function is a flat list of operations in SSA form
+/// over tensor values whose types use symbolic dims. Calls and `if`s are
+/// resolved during elaboration, so the IR of a variant has no control flow.
+
+#include "ir/Type.h"
+#include "shapes/ShapeEnv.h"
+
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tsl {
+
+enum class OpCode : uint16_t {
+#define TSL_OP(Id, Name, MinOps, MaxOps, Results, Attrs, Doc) Id,
+#include "ir/Ops.def"
+};
+
+/// A source position that survives printing and parsing of the IR.
+struct Location {
+  std::string file;
+  unsigned line = 0;
+  unsigned col = 0;
+  unsigned length = 0;
+  bool isValid() const { return line != 0; }
+  /// `file:line:col`.
+  std::string str() const;
+  bool operator==(const Location &) const = default;
+};
+
+/// A number attribute that remembers whether it was written as an integer.
+struct Number {
+  double f = 0;
+  int64_t i = 0;
+  bool isInt = false;
+  static Number ofInt(int64_t v) { return {static_cast<double>(v), v, true}; }
+  static Number ofFloat(double v) { return {v, static_cast<int64_t>(0), false}; }
+  bool operator==(const Number &o) const {
+    return isInt == o.isInt && (isInt ? i == o.i : (f == o.f || (f != f && o.f != o.f)));
+  }
+};
+
+using Attr = std::variant<int64_t, double, Number, bool, DType, SymExpr,
+                          std::vector<SymExpr>, std::vector<int64_t>, SymCond,
+                          std::string>;
+
+using ValueId = uint32_t;
+
+/// One SSA value: a tensor with a (symbolic) type.
+struct Value {
+  TensorType type;
+  /// Parameter name for parameters; empty otherwise.
+  std::string name;
+};
+
+/// One operation. Attributes are kept sorted by name so printing is
+/// deterministic.
+struct Operation {
+  OpCode code;
+  std::vector<ValueId> operands;
+  std::vector<ValueId> results;
+  std::map<std::string, Attr> attrs;
+  Location loc;
+
+  int64_t intAttr(const std::string &name) const;
+  bool boolAttr(const std::string &name) const;
+  DType dtypeAttr(const std::string &name) const;
+  Number numAttr(const std::string &name) const;
+  SymExpr exprAttr(const std::string &name) const;
+  const std::vector<SymExpr> &exprsAttr(const std::string &name) const;
+  const std::vector<int64_t> &intsAttr(const std::string &name) const;
+  const SymCond &condAttr(const std::string &name) const;
+  const std::string &strAttr(const std::string &name) const;
+};
+
+/// A guard or assertion as the IR keeps it.
+struct Check {
+  SymCond cond;
+  Location loc;
+  std::string op;
+  std::string reason;
+};
+
+/// One parameter of a compiled function: a tensor value or an `int`.
+struct Param {
+  std::string name;
+  bool isInt = false;
+  ValueId value = 0; ///< tensor parameters
+  SymExpr intExpr;   ///< int parameters: a symbol or a constant
+};
+
+/// A compiled variant of a TSL function.
+struct Function {
+  std::string name;
+  std::vector<Param> params;
+  std::vector<ValueId> results;
+  std::vector<Value> values;
+  std::vector<Operation> ops;
+  /// Every symbol the function mentions: input dims, int parameters and
+  /// unbacked sizes produced inside.
+  std::vector<SymbolInfo> symbols;
+  /// Conditions a call's sizes must meet for this variant (dispatch).
+  std::vector<Check> guards;
+
+  ValueId addValue(TensorType type, std::string name = {});
+  const TensorType &type(ValueId v) const { return values[v].type; }
+  const SymbolInfo *symbol(const std::string &name) const;
+};
+
+/// A set of functions (for example the variants compiled from one file).
+struct Module {
+  std::vector<Function> functions;
+  const Function *find(const std::string &name) const;
+};
+
+/// Static description of one op (from Ops.def).
+struct AttrSpec {
+  std::string name;
+  std::string kind;
+  bool optional = false;
+};
+struct OpInfo {
+  OpCode code;
+  const char *name;
+  int minOperands;
+  int maxOperands; ///< -1 for variadic
+  int numResults;
+  std::vector<AttrSpec> attrs;
+  const char *doc;
+};
+
+const OpInfo &opInfo(OpCode code);
+/// Looks an op up by its IR name ("add", "reduce_sum").
+std::optional<OpCode> lookupOp(std::string_view name);
+/// All ops, in table order.
+const std::vector<OpInfo> &allOps();
+
+} // namespace tsl

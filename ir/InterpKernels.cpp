@@ -1,0 +1,883 @@
+// Interpreter kernels, one per op of the op table. Floats compute in double
+// and round once on store; integers compute in int64 and wrap on store.
+#include "ir/Interpreter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace tsl {
+
+namespace {
+
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;)
+    s[i - 1] = s[i] * shape[i];
+  return s;
+}
+
+/// Strides of \p in broadcast to \p out (0 on broadcast axes).
+std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &in,
+                                      const std::vector<int64_t> &out) {
+  std::vector<int64_t> s(out.size(), 0);
+  std::vector<int64_t> own = stridesOf(in);
+  size_t offset = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i)
+    s[offset + i] = in[i] == 1 && out[offset + i] != 1 ? 0 : own[i];
+  return s;
+}
+
+/// Iterates a multi-index over a shape, tracking linear offsets into
+/// several strided operands.
+struct MultiIndex {
+  std::vector<int64_t> shape, idx;
+  std::vector<std::vector<int64_t>> strides;
+  std::vector<int64_t> offsets;
+  MultiIndex(std::vector<int64_t> shape, std::vector<std::vector<int64_t>> strides)
+      : shape(std::move(shape)), idx(this->shape.size(), 0), strides(std::move(strides)),
+        offsets(this->strides.size(), 0) {}
+  void next() {
+    for (size_t a = shape.size(); a-- > 0;) {
+      ++idx[a];
+      for (size_t k = 0; k < strides.size(); ++k)
+        offsets[k] += strides[k][a];
+      if (idx[a] < shape[a])
+        return;
+      for (size_t k = 0; k < strides.size(); ++k)
+        offsets[k] -= strides[k][a] * shape[a];
+      idx[a] = 0;
+    }
+  }
+};
+
+std::vector<int64_t> broadcastShape(const std::vector<const Tensor *> &in) {
+  size_t rank = 0;
+  for (const Tensor *t : in)
+    rank = std::max(rank, t->rank());
+  std::vector<int64_t> out(rank, 1);
+  for (const Tensor *t : in) {
+    size_t off = rank - t->rank();
+    for (size_t i = 0; i < t->rank(); ++i)
+      if (t->shape()[i] != 1)
+        out[off + i] = t->shape()[i];
+  }
+  return out;
+}
+
+bool checkBroadcast(KernelContext &ctx, const std::vector<int64_t> &out) {
+  for (const Tensor *t : ctx.in) {
+    size_t off = out.size() - t->rank();
+    for (size_t i = 0; i < t->rank(); ++i)
+      if (t->shape()[i] != 1 && t->shape()[i] != out[off + i])
+        return ctx.fail("cannot broadcast " + t->typeString());
+  }
+  return true;
+}
+
+double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+
+int64_t floorDivInt(int64_t a, int64_t b) {
+  if (b == -1)
+    return static_cast<int64_t>(0 - static_cast<uint64_t>(a));
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0)))
+    --q;
+  return q;
+}
+
+bool elementwise(KernelContext &ctx) {
+  std::vector<int64_t> shape = broadcastShape(ctx.in);
+  if (!checkBroadcast(ctx, shape) || !ctx.allocate(0, shape))
+    return false;
+  std::vector<std::vector<int64_t>> strides;
+  for (const Tensor *t : ctx.in)
+    strides.push_back(broadcastStrides(t->shape(), shape));
+  MultiIndex it(shape, strides);
+  Tensor &out = ctx.out[0];
+  OpCode code = ctx.op.code;
+  DType inType = ctx.in[0]->dtype();
+  bool intMath = !isFloat(inType);
+  for (size_t i = 0; i < out.numel(); ++i, it.next()) {
+    const Tensor &a = *ctx.in[0];
+    size_t ia = static_cast<size_t>(it.offsets[0]);
+    if (code == OpCode::Where) {
+      const Tensor &c = *ctx.in[0], &x = *ctx.in[1], &y = *ctx.in[2];
+      if (c.getI(ia))
+        out.copyElement(i, x, static_cast<size_t>(it.offsets[1]));
+      else
+        out.copyElement(i, y, static_cast<size_t>(it.offsets[2]));
+      continue;
+    }
+    if (ctx.in.size() == 2) {
+      const Tensor &b = *ctx.in[1];
+      size_t ib = static_cast<size_t>(it.offsets[1]);
+      if (intMath) {
+        int64_t x = a.getI(ia), y = b.getI(ib);
+        uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+        switch (code) {
+        case OpCode::Add:
+          out.setI(i, static_cast<int64_t>(ux + uy));
+          break;
+        case OpCode::Sub:
+          out.setI(i, static_cast<int64_t>(ux - uy));
+          break;
+        case OpCode::Mul:
+          out.setI(i, static_cast<int64_t>(ux * uy));
+          break;
+        case OpCode::Div:
+          if (y == 0)
+            return ctx.fail("integer division by zero");
+          out.setI(i, floorDivInt(x, y));
+          break;
+        case OpCode::Maximum:
+          out.setI(i, std::max(x, y));
+          break;
+        case OpCode::Minimum:
+          out.setI(i, std::min(x, y));
+          break;
+        case OpCode::Lt:
+          out.setI(i, x < y);
+          break;
+        case OpCode::Le:
+          out.setI(i, x <= y);
+          break;
+        case OpCode::Gt:
+          out.setI(i, x > y);
+          break;
+        case OpCode::Ge:
+          out.setI(i, x >= y);
+          break;
+        case OpCode::Eq:
+          out.setI(i, x == y);
+          break;
+        case OpCode::Ne:
+          out.setI(i, x != y);
+          break;
+        case OpCode::And:
+          out.setI(i, x && y);
+          break;
+        case OpCode::Or:
+          out.setI(i, x || y);
+          break;
+        default:
+          return ctx.fail("unsupported integer op");
+        }
+      } else {
+        double x = a.getF(ia), y = b.getF(ib);
+        double r = 0;
+        switch (code) {
+        case OpCode::Add:
+          r = x + y;
+          break;
+        case OpCode::Sub:
+          r = x - y;
+          break;
+        case OpCode::Mul:
+          r = x * y;
+          break;
+        case OpCode::Div:
+          r = x / y;
+          break;
+        case OpCode::Pow:
+          r = std::pow(x, y);
+          break;
+        case OpCode::Maximum:
+          r = (std::isnan(x) || std::isnan(y)) ? NAN : std::max(x, y);
+          break;
+        case OpCode::Minimum:
+          r = (std::isnan(x) || std::isnan(y)) ? NAN : std::min(x, y);
+          break;
+        case OpCode::Lt:
+          r = x < y;
+          break;
+        case OpCode::Le:
+          r = x <= y;
+          break;
+        case OpCode::Gt:
+          r = x > y;
+          break;
+        case OpCode::Ge:
+          r = x >= y;
+          break;
+        case OpCode::Eq:
+          r = x == y;
+          break;
+        case OpCode::Ne:
+          r = x != y;
+          break;
+        default:
+          return ctx.fail("unsupported float op");
+        }
+        out.setF(i, r);
+      }
+      continue;
+    }
+    // Unary.
+    if (intMath && code != OpCode::Cast) {
+      int64_t x = a.getI(ia);
+      switch (code) {
+      case OpCode::Neg:
+        out.setI(i, static_cast<int64_t>(0 - static_cast<uint64_t>(x)));
+        break;
+      case OpCode::Not:
+        out.setI(i, !x);
+        break;
+      case OpCode::Abs:
+        out.setI(i, x < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(x)) : x);
+        break;
+      case OpCode::Relu:
+        out.setI(i, std::max<int64_t>(x, 0));
+        break;
+      default:
+        return ctx.fail("unsupported integer op");
+      }
+      continue;
+    }
+    if (code == OpCode::Cast) {
+      if (isFloat(out.dtype()) || out.dtype() == DType::Bool || isFloat(inType))
+        out.setF(i, a.getF(ia));
+      else
+        out.setI(i, a.getI(ia));
+      continue;
+    }
+    double x = a.getF(ia), r = 0;
+    switch (code) {
+    case OpCode::Neg:
+      r = -x;
+      break;
+    case OpCode::Exp:
+      r = std::exp(x);
+      break;
+    case OpCode::Log:
+      r = std::log(x);
+      break;
+    case OpCode::Sqrt:
+      r = std::sqrt(x);
+      break;
+    case OpCode::Rsqrt:
+      r = 1.0 / std::sqrt(x);
+      break;
+    case OpCode::Tanh:
+      r = std::tanh(x);
+      break;
+    case OpCode::Sigmoid:
+      r = 1.0 / (1.0 + std::exp(-x));
+      break;
+    case OpCode::Relu:
+      r = std::isnan(x) ? x : std::max(x, 0.0);
+      break;
+    case OpCode::Gelu:
+      r = gelu(x);
+      break;
+    case OpCode::Abs:
+      r = std::fabs(x);
+      break;
+    case OpCode::Sin:
+      r = std::sin(x);
+      break;
+    case OpCode::Cos:
+      r = std::cos(x);
+      break;
+    default:
+      return ctx.fail("unsupported op");
+    }
+    out.setF(i, r);
+  }
+  return true;
+}
+
+bool reduce(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0];
+  const auto &axesAttr = ctx.op.intsAttr("axes");
+  std::vector<bool> red(x.rank(), axesAttr.empty());
+  for (int64_t a : axesAttr)
+    red[a] = true;
+  std::vector<int64_t> keepShape;
+  for (size_t i = 0; i < x.rank(); ++i)
+    keepShape.push_back(red[i] ? 1 : x.shape()[i]);
+  std::vector<int64_t> outShape;
+  for (size_t i = 0; i < x.rank(); ++i)
+    if (!red[i] || ctx.op.boolAttr("keepdim"))
+      outShape.push_back(keepShape[i]);
+  if (!ctx.allocate(0, outShape))
+    return false;
+  Tensor &out = ctx.out[0];
+  size_t n = out.numel();
+  int64_t count = 1;
+  for (size_t i = 0; i < x.rank(); ++i)
+    if (red[i])
+      count *= x.shape()[i];
+  OpCode code = ctx.op.code;
+  if ((code == OpCode::ReduceMax || code == OpCode::ReduceMin || code == OpCode::Argmax) &&
+      count == 0)
+    return ctx.fail("reduction over an empty axis");
+  bool intMath = !isFloat(x.dtype());
+  std::vector<double> accF(n, 0);
+  std::vector<int64_t> accI(n, 0);
+  std::vector<int64_t> arg(n, 0);
+  std::vector<bool> seen(n, false);
+  std::vector<int64_t> outStrides = broadcastStrides(keepShape, x.shape());
+  // Position along the reduced axes (argmax).
+  std::vector<int64_t> redStrides(x.rank(), 0);
+  int64_t s = 1;
+  for (size_t i = x.rank(); i-- > 0;)
+    if (red[i]) {
+      redStrides[i] = s;
+      s *= x.shape()[i];
+    }
+  MultiIndex it(x.shape(), {outStrides, redStrides});
+  for (size_t i = 0; i < x.numel(); ++i, it.next()) {
+    size_t o = static_cast<size_t>(it.offsets[0]);
+    switch (code) {
+    case OpCode::ReduceSum:
+    case OpCode::ReduceMean:
+      if (intMath)
+        accI[o] = static_cast<int64_t>(static_cast<uint64_t>(accI[o]) +
+                                       static_cast<uint64_t>(x.getI(i)));
+      else
+        accF[o] += x.getF(i);
+      break;
+    case OpCode::ReduceMax:
+    case OpCode::ReduceMin:
+    case OpCode::Argmax: {
+      bool isMax = code != OpCode::ReduceMin;
+      if (intMath) {
+        int64_t v = x.getI(i);
+        if (!seen[o] || (isMax ? v > accI[o] : v < accI[o])) {
+          accI[o] = v;
+          arg[o] = it.offsets[1];
+        }
+      } else {
+        double v = x.getF(i);
+        bool curNan = seen[o] && std::isnan(accF[o]);
+        if (!seen[o] || (!curNan && (std::isnan(v) || (isMax ? v > accF[o] : v < accF[o])))) {
+          accF[o] = v;
+          arg[o] = it.offsets[1];
+        }
+      }
+      seen[o] = true;
+      break;
+    }
+    default:
+      return ctx.fail("unsupported reduction");
+    }
+  }
+  for (size_t o = 0; o < n; ++o) {
+    if (code == OpCode::Argmax)
+      out.setI(o, arg[o]);
+    else if (code == OpCode::ReduceMean)
+      out.setF(o, accF[o] / static_cast<double>(count));
+    else if (intMath)
+      out.setI(o, accI[o]);
+    else
+      out.setF(o, accF[o]);
+  }
+  return true;
+}
+
+bool matmul(KernelContext &ctx) {
+  Tensor a = *ctx.in[0], b = *ctx.in[1];
+  std::vector<int64_t> as = a.shape(), bs = b.shape();
+  bool aVec = as.size() == 1, bVec = bs.size() == 1;
+  if (aVec)
+    as.insert(as.begin(), 1);
+  if (bVec)
+    bs.push_back(1);
+  int64_t m = as[as.size() - 2], k = as.back(), k2 = bs[bs.size() - 2], n = bs.back();
+  if (k != k2)
+    return ctx.fail("inner dimensions differ: " + std::to_string(k) + " vs " + std::to_string(k2));
+  std::vector<int64_t> ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+  size_t rank = std::max(ab.size(), bb.size());
+  std::vector<int64_t> batch(rank, 1);
+  for (size_t i = 0; i < ab.size(); ++i)
+    batch[rank - ab.size() + i] = ab[i];
+  for (size_t i = 0; i < bb.size(); ++i) {
+    int64_t &d = batch[rank - bb.size() + i];
+    if (bb[i] != 1 && d != 1 && d != bb[i])
+      return ctx.fail("batch dimensions do not broadcast");
+    if (bb[i] != 1)
+      d = bb[i];
+  }
+  std::vector<int64_t> outShape = batch;
+  if (!aVec)
+    outShape.push_back(m);
+  if (!bVec)
+    outShape.push_back(n);
+  if (!ctx.allocate(0, outShape))
+    return false;
+  Tensor &out = ctx.out[0];
+  std::vector<int64_t> sa = broadcastStrides(ab, batch), sb = broadcastStrides(bb, batch);
+  MultiIndex it(batch, {sa, sb});
+  int64_t batches = 1;
+  for (int64_t d : batch)
+    batches *= d;
+  bool intMath = !isFloat(a.dtype());
+  size_t o = 0;
+  for (int64_t bi = 0; bi < batches; ++bi, it.next()) {
+    size_t baseA = static_cast<size_t>(it.offsets[0] * m * k);
+    size_t baseB = static_cast<size_t>(it.offsets[1] * k * n);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j, ++o) {
+        if (intMath) {
+          uint64_t acc = 0;
+          for (int64_t p = 0; p < k; ++p)
+            acc += static_cast<uint64_t>(a.getI(baseA + i * k + p)) *
+                   static_cast<uint64_t>(b.getI(baseB + p * n + j));
+          out.setI(o, static_cast<int64_t>(acc));
+        } else {
+          double acc = 0;
+          for (int64_t p = 0; p < k; ++p)
+            acc += a.getF(baseA + i * k + p) * b.getF(baseB + p * n + j);
+          out.setF(o, acc);
+        }
+      }
+  }
+  return true;
+}
+
+bool evalList(KernelContext &ctx, const std::vector<SymExpr> &in, std::vector<int64_t> &out) {
+  out.clear();
+  for (const SymExpr &e : in) {
+    int64_t v;
+    if (!ctx.eval(e, v))
+      return false;
+    out.push_back(v);
+  }
+  return true;
+}
+
+bool copyKernel(KernelContext &ctx) {
+  // Reshape: same elements in order, new shape.
+  const Tensor &x = *ctx.in[0];
+  if (!ctx.allocate(0, ctx.outShapes[0]))
+    return false;
+  if (ctx.out[0].numel() != x.numel())
+    return ctx.fail("element count changes from " + std::to_string(x.numel()) + " to " +
+                    std::to_string(ctx.out[0].numel()));
+  if (x.byteSize())
+    std::copy(x.raw(), x.raw() + x.byteSize(), ctx.out[0].raw());
+  return true;
+}
+
+bool permute(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0];
+  const auto &perm = ctx.op.intsAttr("perm");
+  std::vector<int64_t> shape, strides;
+  std::vector<int64_t> own = stridesOf(x.shape());
+  for (int64_t p : perm) {
+    shape.push_back(x.shape()[p]);
+    strides.push_back(own[p]);
+  }
+  if (!ctx.allocate(0, shape))
+    return false;
+  MultiIndex it(shape, {strides});
+  for (size_t i = 0; i < ctx.out[0].numel(); ++i, it.next())
+    ctx.out[0].copyElement(i, x, static_cast<size_t>(it.offsets[0]));
+  return true;
+}
+
+bool expand(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0];
+  const std::vector<int64_t> &shape = ctx.outShapes[0];
+  if (!ctx.allocate(0, shape))
+    return false;
+  MultiIndex it(shape, {broadcastStrides(x.shape(), shape)});
+  for (size_t i = 0; i < ctx.out[0].numel(); ++i, it.next())
+    ctx.out[0].copyElement(i, x, static_cast<size_t>(it.offsets[0]));
+  return true;
+}
+
+bool concat(KernelContext &ctx) {
+  size_t axis = static_cast<size_t>(ctx.op.intAttr("axis"));
+  std::vector<int64_t> shape = ctx.in[0]->shape();
+  shape[axis] = 0;
+  for (const Tensor *t : ctx.in)
+    shape[axis] += t->shape()[axis];
+  if (!ctx.allocate(0, shape))
+    return false;
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < axis; ++i)
+    outer *= shape[i];
+  for (size_t i = axis + 1; i < shape.size(); ++i)
+    inner *= shape[i];
+  size_t o = 0;
+  for (int64_t b = 0; b < outer; ++b)
+    for (const Tensor *t : ctx.in) {
+      int64_t chunk = t->shape()[axis] * inner;
+      for (int64_t j = 0; j < chunk; ++j)
+        ctx.out[0].copyElement(o++, *t, static_cast<size_t>(b * chunk + j));
+    }
+  return true;
+}
+
+bool slice(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0];
+  std::vector<int64_t> starts, sizes;
+  if (!evalList(ctx, ctx.op.exprsAttr("starts"), starts) ||
+      !evalList(ctx, ctx.op.exprsAttr("sizes"), sizes))
+    return false;
+  for (size_t i = 0; i < x.rank(); ++i)
+    if (starts[i] < 0 || sizes[i] < 0 || starts[i] + sizes[i] > x.shape()[i])
+      return ctx.fail("slice [" + std::to_string(starts[i]) + ", " +
+                      std::to_string(starts[i] + sizes[i]) + ") is out of bounds for axis " +
+                      std::to_string(i) + " of size " + std::to_string(x.shape()[i]));
+  if (!ctx.allocate(0, sizes))
+    return false;
+  std::vector<int64_t> own = stridesOf(x.shape());
+  int64_t base = 0;
+  for (size_t i = 0; i < x.rank(); ++i)
+    base += starts[i] * own[i];
+  MultiIndex it(sizes, {own});
+  for (size_t i = 0; i < ctx.out[0].numel(); ++i, it.next())
+    ctx.out[0].copyElement(i, x, static_cast<size_t>(base + it.offsets[0]));
+  return true;
+}
+
+bool pad(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0];
+  std::vector<int64_t> lo, hi;
+  if (!evalList(ctx, ctx.op.exprsAttr("lo"), lo) || !evalList(ctx, ctx.op.exprsAttr("hi"), hi))
+    return false;
+  std::vector<int64_t> shape = x.shape();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (lo[i] < 0 || hi[i] < 0)
+      return ctx.fail("negative padding");
+    shape[i] += lo[i] + hi[i];
+  }
+  if (!ctx.allocate(0, shape))
+    return false;
+  Tensor &out = ctx.out[0];
+  Number value = ctx.op.numAttr("value");
+  for (size_t i = 0; i < out.numel(); ++i) {
+    if (value.isInt)
+      out.setI(i, value.i);
+    else
+      out.setF(i, value.f);
+  }
+  std::vector<int64_t> os = stridesOf(shape);
+  int64_t base = 0;
+  for (size_t i = 0; i < shape.size(); ++i)
+    base += lo[i] * os[i];
+  MultiIndex it(x.shape(), {os});
+  for (size_t i = 0; i < x.numel(); ++i, it.next())
+    out.copyElement(static_cast<size_t>(base + it.offsets[0]), x, i);
+  return true;
+}
+
+bool conv2d(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0], &w = *ctx.in[1];
+  const Tensor *bias = ctx.in.size() > 2 ? ctx.in[2] : nullptr;
+  auto st = ctx.op.intsAttr("stride"), pd = ctx.op.intsAttr("padding");
+  int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  int64_t O = w.shape()[0], KH = w.shape()[2], KW = w.shape()[3];
+  if (w.shape()[1] != C)
+    return ctx.fail("channel mismatch");
+  int64_t OH = (H + 2 * pd[0] - KH) / st[0] + 1, OW = (W + 2 * pd[1] - KW) / st[1] + 1;
+  if (!ctx.allocate(0, {N, O, OH, OW}))
+    return false;
+  Tensor &out = ctx.out[0];
+  size_t o = 0;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oc = 0; oc < O; ++oc)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow, ++o) {
+          double acc = bias ? bias->getF(oc) : 0.0;
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t kh = 0; kh < KH; ++kh) {
+              int64_t ih = oh * st[0] - pd[0] + kh;
+              if (ih < 0 || ih >= H)
+                continue;
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                int64_t iw = ow * st[1] - pd[1] + kw;
+                if (iw < 0 || iw >= W)
+                  continue;
+                acc += x.getF(((n * C + c) * H + ih) * W + iw) *
+                       w.getF(((oc * C + c) * KH + kh) * KW + kw);
+              }
+            }
+          out.setF(o, acc);
+        }
+  return true;
+}
+
+bool maxPool(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0];
+  auto k = ctx.op.intsAttr("kernel"), st = ctx.op.intsAttr("stride"),
+       pd = ctx.op.intsAttr("padding");
+  int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  int64_t OH = (H + 2 * pd[0] - k[0]) / st[0] + 1, OW = (W + 2 * pd[1] - k[1]) / st[1] + 1;
+  if (!ctx.allocate(0, {N, C, OH, OW}))
+    return false;
+  Tensor &out = ctx.out[0];
+  size_t o = 0;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow, ++o) {
+          double best = -INFINITY;
+          bool any = false;
+          for (int64_t kh = 0; kh < k[0]; ++kh)
+            for (int64_t kw = 0; kw < k[1]; ++kw) {
+              int64_t ih = oh * st[0] - pd[0] + kh, iw = ow * st[1] - pd[1] + kw;
+              if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                continue;
+              double v = x.getF(((n * C + c) * H + ih) * W + iw);
+              if (!any || v > best || std::isnan(v))
+                best = v;
+              any = true;
+            }
+          out.setF(o, best);
+        }
+  return true;
+}
+
+bool nonzero(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0];
+  std::vector<size_t> hits;
+  for (size_t i = 0; i < x.numel(); ++i)
+    if (x.getF(i) != 0)
+      hits.push_back(i);
+  int64_t rank = static_cast<int64_t>(x.rank());
+  if (!ctx.allocate(0, {static_cast<int64_t>(hits.size()), rank}))
+    return false;
+  std::vector<int64_t> strides = stridesOf(x.shape());
+  for (size_t h = 0; h < hits.size(); ++h) {
+    int64_t rem = static_cast<int64_t>(hits[h]);
+    for (int64_t a = 0; a < rank; ++a) {
+      ctx.out[0].setI(h * rank + a, rem / strides[a]);
+      rem %= strides[a];
+    }
+  }
+  return true;
+}
+
+bool maskedSelect(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0], &m = *ctx.in[1];
+  if (x.shape() != m.shape())
+    return ctx.fail("mask shape " + m.typeString() + " differs from " + x.typeString());
+  std::vector<size_t> hits;
+  for (size_t i = 0; i < m.numel(); ++i)
+    if (m.getI(i))
+      hits.push_back(i);
+  if (!ctx.allocate(0, {static_cast<int64_t>(hits.size())}))
+    return false;
+  for (size_t h = 0; h < hits.size(); ++h)
+    ctx.out[0].copyElement(h, x, hits[h]);
+  return true;
+}
+
+bool unique(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0];
+  std::vector<size_t> order(x.numel());
+  std::iota(order.begin(), order.end(), 0);
+  bool intMath = !isFloat(x.dtype());
+  auto less = [&](size_t a, size_t b) {
+    if (intMath)
+      return x.getI(a) < x.getI(b);
+    double u = x.getF(a), v = x.getF(b);
+    if (std::isnan(u))
+      return false;
+    if (std::isnan(v))
+      return true;
+    return u < v;
+  };
+  std::stable_sort(order.begin(), order.end(), less);
+  std::vector<size_t> keep;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (keep.empty() || less(keep.back(), order[i]))
+      keep.push_back(order[i]);
+  if (!ctx.allocate(0, {static_cast<int64_t>(keep.size())}))
+    return false;
+  for (size_t i = 0; i < keep.size(); ++i)
+    ctx.out[0].copyElement(i, x, keep[i]);
+  return true;
+}
+
+bool indexSelect(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0], &idx = *ctx.in[1];
+  size_t axis = static_cast<size_t>(ctx.op.intAttr("axis"));
+  std::vector<int64_t> shape = x.shape();
+  shape[axis] = static_cast<int64_t>(idx.numel());
+  int64_t n = x.shape()[axis];
+  for (size_t j = 0; j < idx.numel(); ++j) {
+    int64_t v = idx.getI(j);
+    if (v < 0 || v >= n)
+      return ctx.fail("index " + std::to_string(v) + " is out of bounds for axis " +
+                      std::to_string(axis) + " of size " + std::to_string(n));
+  }
+  if (!ctx.allocate(0, shape))
+    return false;
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < axis; ++i)
+    outer *= shape[i];
+  for (size_t i = axis + 1; i < shape.size(); ++i)
+    inner *= shape[i];
+  size_t o = 0;
+  for (int64_t b = 0; b < outer; ++b)
+    for (size_t j = 0; j < idx.numel(); ++j)
+      for (int64_t k = 0; k < inner; ++k)
+        ctx.out[0].copyElement(o++, x, static_cast<size_t>((b * n + idx.getI(j)) * inner + k));
+  return true;
+}
+
+bool topk(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0];
+  int64_t k;
+  if (!ctx.eval(ctx.op.exprAttr("k"), k))
+    return false;
+  int64_t n = x.shape().back();
+  if (k < 0 || k > n)
+    return ctx.fail("k = " + std::to_string(k) + " is out of range for a last axis of size " +
+                    std::to_string(n));
+  std::vector<int64_t> shape = x.shape();
+  shape.back() = k;
+  if (!ctx.allocate(0, shape) || !ctx.allocate(1, shape))
+    return false;
+  int64_t rows = n == 0 ? 0 : static_cast<int64_t>(x.numel()) / n;
+  bool intMath = !isFloat(x.dtype());
+  std::vector<int64_t> order(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::iota(order.begin(), order.end(), 0);
+    size_t base = static_cast<size_t>(r * n);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      if (intMath)
+        return x.getI(base + a) > x.getI(base + b);
+      double u = x.getF(base + a), v = x.getF(base + b);
+      if (std::isnan(u))
+        return !std::isnan(v); // NaN counts as the largest, like PyTorch
+      if (std::isnan(v))
+        return false;
+      return u > v;
+    });
+    for (int64_t j = 0; j < k; ++j) {
+      ctx.out[0].copyElement(static_cast<size_t>(r * k + j), x, base + order[j]);
+      ctx.out[1].setI(static_cast<size_t>(r * k + j), order[j]);
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+bool runKernel(KernelContext &ctx) {
+  const Operation &op = ctx.op;
+  switch (op.code) {
+  case OpCode::Add:
+  case OpCode::Sub:
+  case OpCode::Mul:
+  case OpCode::Div:
+  case OpCode::Pow:
+  case OpCode::Maximum:
+  case OpCode::Minimum:
+  case OpCode::Lt:
+  case OpCode::Le:
+  case OpCode::Gt:
+  case OpCode::Ge:
+  case OpCode::Eq:
+  case OpCode::Ne:
+  case OpCode::And:
+  case OpCode::Or:
+  case OpCode::Neg:
+  case OpCode::Not:
+  case OpCode::Exp:
+  case OpCode::Log:
+  case OpCode::Sqrt:
+  case OpCode::Rsqrt:
+  case OpCode::Tanh:
+  case OpCode::Sigmoid:
+  case OpCode::Relu:
+  case OpCode::Gelu:
+  case OpCode::Abs:
+  case OpCode::Sin:
+  case OpCode::Cos:
+  case OpCode::Where:
+  case OpCode::Cast:
+    return elementwise(ctx);
+  case OpCode::Constant: {
+    if (!ctx.allocate(0, {}))
+      return false;
+    Number v = op.numAttr("value");
+    if (v.isInt)
+      ctx.out[0].setI(0, v.i);
+    else
+      ctx.out[0].setF(0, v.f);
+    return true;
+  }
+  case OpCode::SymScalar: {
+    int64_t v;
+    if (!ctx.eval(op.exprAttr("expr"), v) || !ctx.allocate(0, {}))
+      return false;
+    ctx.out[0].setI(0, v);
+    return true;
+  }
+  case OpCode::Full: {
+    std::vector<int64_t> shape;
+    if (!evalList(ctx, op.exprsAttr("shape"), shape) || !ctx.allocate(0, shape))
+      return false;
+    Number v = op.numAttr("value");
+    for (size_t i = 0; i < ctx.out[0].numel(); ++i) {
+      if (v.isInt)
+        ctx.out[0].setI(i, v.i);
+      else
+        ctx.out[0].setF(i, v.f);
+    }
+    return true;
+  }
+  case OpCode::Arange: {
+    int64_t n;
+    if (!ctx.eval(op.exprAttr("n"), n))
+      return false;
+    if (n < 0)
+      return ctx.fail("arange of a negative length " + std::to_string(n));
+    if (!ctx.allocate(0, {n}))
+      return false;
+    for (int64_t i = 0; i < n; ++i)
+      ctx.out[0].setI(static_cast<size_t>(i), i);
+    return true;
+  }
+  case OpCode::ReduceSum:
+  case OpCode::ReduceMean:
+  case OpCode::ReduceMax:
+  case OpCode::ReduceMin:
+  case OpCode::Argmax:
+    return reduce(ctx);
+  case OpCode::Matmul:
+    return matmul(ctx);
+  case OpCode::Reshape:
+    return copyKernel(ctx);
+  case OpCode::Permute:
+    return permute(ctx);
+  case OpCode::Expand:
+    return expand(ctx);
+  case OpCode::Concat:
+    return concat(ctx);
+  case OpCode::Slice:
+    return slice(ctx);
+  case OpCode::Pad:
+    return pad(ctx);
+  case OpCode::Conv2d:
+    return conv2d(ctx);
+  case OpCode::MaxPool2d:
+    return maxPool(ctx);
+  case OpCode::Nonzero:
+    return nonzero(ctx);
+  case OpCode::MaskedSelect:
+    return maskedSelect(ctx);
+  case OpCode::Unique:
+    return unique(ctx);
+  case OpCode::Item:
+    if (ctx.in[0]->numel() != 1)
+      return ctx.fail("item() needs exactly one element, got " + ctx.in[0]->typeString());
+    return true;
+  case OpCode::IndexSelect:
+    return indexSelect(ctx);
+  case OpCode::Topk:
+    return topk(ctx);
+  case OpCode::Assert:
+    return true;
+  }
+  return ctx.fail("no kernel");
+}
+
+} // namespace tsl

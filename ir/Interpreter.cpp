@@ -1,0 +1,266 @@
+#include "ir/Interpreter.h"
+
+namespace tsl {
+
+bool KernelContext::eval(SymExpr e, int64_t &out) {
+  auto v = e.evaluate(values);
+  if (!v)
+    return fail("cannot evaluate size " + e.str() + " (unbound symbol or overflow)");
+  out = *v;
+  return true;
+}
+
+bool KernelContext::allocate(size_t i, std::vector<int64_t> shape) {
+  for (int64_t d : shape)
+    if (d < 0)
+      return fail("negative size in result shape");
+  Tensor t = Tensor::zeros(outTypes[i], shape);
+  if (!t.valid())
+    return fail("result tensor is too large (more than 4 GiB)");
+  out[i] = t;
+  return true;
+}
+
+namespace {
+
+/// Solves `expr == value` for the single unbound symbol in a linear expr.
+bool solveLinear(SymExpr expr, int64_t value, std::map<std::string, int64_t> &values,
+                 std::string &why) {
+  std::vector<std::string> unbound;
+  for (const std::string &s : expr.symbols())
+    if (!values.count(s))
+      unbound.push_back(s);
+  if (unbound.size() != 1) {
+    why = "cannot solve " + expr.str() + " for its dims";
+    return false;
+  }
+  std::map<std::string, int64_t> probe = values;
+  probe[unbound[0]] = 0;
+  auto c0 = expr.evaluate(probe);
+  probe[unbound[0]] = 1;
+  auto c1 = expr.evaluate(probe);
+  probe[unbound[0]] = 2;
+  auto c2 = expr.evaluate(probe);
+  if (!c0 || !c1 || !c2 || *c2 - *c1 != *c1 - *c0 || *c1 == *c0) {
+    why = "not supported: size expression " + expr.str() + " is not linear in " + unbound[0];
+    return false;
+  }
+  int64_t slope = *c1 - *c0;
+  int64_t diff = value - *c0;
+  if (diff % slope != 0 || diff / slope < 0) {
+    why = "size " + std::to_string(value) + " is not of the form " + expr.str();
+    return false;
+  }
+  values[unbound[0]] = diff / slope;
+  return true;
+}
+
+} // namespace
+
+bool bindArguments(const Function &fn, const std::vector<ArgValue> &args,
+                   std::map<std::string, int64_t> &values, RunError &error) {
+  if (args.size() != fn.params.size()) {
+    error.message = "'" + fn.name + "' takes " + std::to_string(fn.params.size()) +
+                    " arguments, got " + std::to_string(args.size());
+    return false;
+  }
+  // Pass 1: bind plain symbols and int parameters; pass 2: derived dims.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Param &p = fn.params[i];
+      const ArgValue &a = args[i];
+      if (p.isInt != a.isInt) {
+        error.message = "argument '" + p.name + "' must be " + (p.isInt ? "an int" : "a tensor");
+        return false;
+      }
+      if (p.isInt) {
+        if (pass == 0 && p.intExpr.isSymbol() && !values.count(p.intExpr.symbolName()))
+          values[p.intExpr.symbolName()] = a.intValue;
+        continue;
+      }
+      const TensorType &t = fn.type(p.value);
+      if (!a.tensor.valid()) {
+        error.message = "argument '" + p.name + "' has no data";
+        return false;
+      }
+      if (a.tensor.dtype() != t.dtype || a.tensor.rank() != t.rank()) {
+        error.message = "argument '" + p.name + "' must be " + t.str() + ", got " +
+                        a.tensor.typeString();
+        return false;
+      }
+      for (size_t d = 0; d < t.rank(); ++d) {
+        SymExpr e = t.dims[d];
+        if (e.isSymbol() && !values.count(e.symbolName()))
+          values[e.symbolName()] = a.tensor.shape()[d];
+        else if (pass == 1 && !e.evaluate(values)) {
+          std::string why;
+          if (!solveLinear(e, a.tensor.shape()[d], values, why)) {
+            error.message = "argument '" + p.name + "' dim " + std::to_string(d) + ": " + why;
+            return false;
+          }
+        }
+      }
+    }
+  }
+  // Every dim must now match.
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Param &p = fn.params[i];
+    if (p.isInt) {
+      auto v = p.intExpr.evaluate(values);
+      if (!v || *v != args[i].intValue) {
+        error.message = "argument '" + p.name + "' must be " + p.intExpr.str() + ", got " +
+                        std::to_string(args[i].intValue);
+        return false;
+      }
+      continue;
+    }
+    const TensorType &t = fn.type(p.value);
+    for (size_t d = 0; d < t.rank(); ++d) {
+      auto v = t.dims[d].evaluate(values);
+      if (!v || *v != args[i].tensor.shape()[d]) {
+        std::string expected = t.dims[d].str();
+        if (v && !t.dims[d].isConst())
+          expected += " = " + std::to_string(*v);
+        error.message = "argument '" + p.name + "' dim " + std::to_string(d) + " must be " +
+                        expected + ", got " + std::to_string(args[i].tensor.shape()[d]);
+        return false;
+      }
+    }
+  }
+  for (const SymbolInfo &s : fn.symbols) {
+    auto it = values.find(s.name);
+    if (it == values.end())
+      continue;
+    int64_t v = it->second;
+    bool below = s.lo != INT64_MIN && v < s.lo;
+    if (below || (s.hi && v > *s.hi)) {
+      error.message = std::string(s.isInt ? "int " : "dim ") + s.name + " = " +
+                      std::to_string(v) + " is outside its declared range " +
+                      (s.lo == INT64_MIN ? "" : std::to_string(s.lo)) + ".." +
+                      (s.hi ? std::to_string(*s.hi) : "");
+      error.loc = Location{};
+      return false;
+    }
+    if (s.multipleOf > 1 && v % s.multipleOf != 0) {
+      error.message = "dim " + s.name + " = " + std::to_string(v) + " is not a multiple of " +
+                      std::to_string(s.multipleOf);
+      return false;
+    }
+  }
+  auto lookup = [&](const std::string &n) -> std::optional<int64_t> {
+    auto it = values.find(n);
+    if (it == values.end())
+      return std::nullopt;
+    return it->second;
+  };
+  for (const Check &g : fn.guards) {
+    auto ok = g.cond.evaluate(lookup);
+    if (!ok || !*ok) {
+      error.message = "these sizes fail the guard '" + g.cond.str() + "' of this variant of '" +
+                      fn.name + "'";
+      error.loc = g.loc;
+      error.notes.push_back("the guard comes from " + g.reason);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool interpret(const Function &fn, const std::vector<ArgValue> &args,
+               std::vector<Tensor> &outputs, RunError &error) {
+  std::map<std::string, int64_t> values;
+  if (!bindArguments(fn, args, values, error))
+    return false;
+  std::vector<Tensor> env(fn.values.size());
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!fn.params[i].isInt)
+      env[fn.params[i].value] = args[i].tensor;
+  auto lookup = [&](const std::string &n) -> std::optional<int64_t> {
+    auto it = values.find(n);
+    if (it == values.end())
+      return std::nullopt;
+    return it->second;
+  };
+  for (const Operation &op : fn.ops) {
+    if (op.code == OpCode::Assert) {
+      auto ok = op.condAttr("cond").evaluate(lookup);
+      if (!ok || !*ok) {
+        std::string msg = op.strAttr("message");
+        error.message = "runtime check failed: " + op.condAttr("cond").str();
+        if (!msg.empty())
+          error.message += ": " + msg;
+        error.loc = op.loc;
+        std::vector<std::string> syms = op.condAttr("cond").symbols();
+        std::string vals;
+        for (const std::string &s : syms)
+          if (values.count(s))
+            vals += (vals.empty() ? "" : ", ") + s + " = " + std::to_string(values[s]);
+        if (!vals.empty())
+          error.notes.push_back("with " + vals);
+        return false;
+      }
+      continue;
+    }
+    KernelContext ctx{op, {}, {}, {}, {}, values, {}};
+    for (ValueId v : op.operands)
+      ctx.in.push_back(&env[v]);
+    for (ValueId r : op.results) {
+      std::vector<int64_t> shape;
+      for (const SymExpr &d : fn.type(r).dims) {
+        auto v = d.evaluate(values);
+        shape.push_back(v ? *v : -1);
+      }
+      ctx.outShapes.push_back(shape);
+      ctx.outTypes.push_back(fn.type(r).dtype);
+    }
+    ctx.out.resize(op.results.size());
+    if (!runKernel(ctx)) {
+      error.message = std::string(opInfo(op.code).name) + ": " + ctx.error;
+      error.loc = op.loc;
+      return false;
+    }
+    for (size_t i = 0; i < op.results.size(); ++i) {
+      const Tensor &t = ctx.out[i];
+      const TensorType &type = fn.type(op.results[i]);
+      if (!t.valid() || t.rank() != type.rank()) {
+        error.message = std::string("internal error: ") + opInfo(op.code).name +
+                        " produced no result of type " + type.str();
+        error.loc = op.loc;
+        return false;
+      }
+      for (size_t d = 0; d < type.rank(); ++d) {
+        SymExpr e = type.dims[d];
+        if (e.isSymbol() && !values.count(e.symbolName()))
+          values[e.symbolName()] = t.shape()[d]; // binds an unbacked size
+        auto v = e.evaluate(values);
+        if (!v || *v != t.shape()[d]) {
+          error.message = std::string("internal error: ") + opInfo(op.code).name +
+                          " produced " + t.typeString() + ", its type says " + type.str();
+          error.loc = op.loc;
+          return false;
+        }
+      }
+      env[op.results[i]] = t;
+    }
+    if (op.code == OpCode::Item) {
+      SymExpr sym = op.exprAttr("sym");
+      if (sym.isSymbol())
+        values[sym.symbolName()] = ctx.in[0]->getI(0);
+      // Check the declared range of the new symbol.
+      if (const SymbolInfo *s = fn.symbol(sym.symbolName())) {
+        int64_t v = values[sym.symbolName()];
+        if ((s->lo != INT64_MIN && v < s->lo) || (s->hi && v > *s->hi)) {
+          error.message = "item() gave " + std::to_string(v) + ", outside the range of " + s->name;
+          error.loc = op.loc;
+          return false;
+        }
+      }
+    }
+  }
+  outputs.clear();
+  for (ValueId r : fn.results)
+    outputs.push_back(env[r]);
+  return true;
+}
+
+} // namespace tsl

@@ -1,0 +1,67 @@
+#pragma once
+/// \file The reference interpreter: runs a Function on host tensors. It is
+/// the oracle every backend is compared with — correct first, not fast.
+/// Every runtime check (assertions, index bounds, integer division by zero,
+/// argument shapes) reports an error with the op's source location instead
+/// of misbehaving.
+
+#include "ir/Function.h"
+#include "ir/Tensor.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tsl {
+
+/// One call argument: a tensor, or an integer for an `int` parameter.
+struct ArgValue {
+  bool isInt = false;
+  int64_t intValue = 0;
+  Tensor tensor;
+};
+
+/// A failure at run time, with the location of the op or check that failed.
+struct RunError {
+  std::string message;
+  Location loc;
+  std::vector<std::string> notes;
+};
+
+/// Binds every input symbol of \p fn from the arguments' shapes and int
+/// values (solving derived dims such as `2*N` or `N + 1`), then checks
+/// declared ranges, divisibility and the variant's guards. Fails with an
+/// error naming the argument and dim.
+bool bindArguments(const Function &fn, const std::vector<ArgValue> &args,
+                   std::map<std::string, int64_t> &values, RunError &error);
+
+/// Runs \p fn. On success fills \p outputs (one per result).
+bool interpret(const Function &fn, const std::vector<ArgValue> &args,
+               std::vector<Tensor> &outputs, RunError &error);
+
+/// Context handed to one op's kernel.
+struct KernelContext {
+  const Operation &op;
+  std::vector<const Tensor *> in;
+  /// Result shapes evaluated from the result types; an entry is -1 where
+  /// the size is only known after the op ran (unbacked).
+  std::vector<std::vector<int64_t>> outShapes;
+  std::vector<DType> outTypes;
+  std::vector<Tensor> out;
+  std::map<std::string, int64_t> &values;
+  std::string error;
+
+  /// Evaluates a size expression under the bound symbols.
+  bool eval(SymExpr e, int64_t &out);
+  /// Allocates output \p i with the given shape.
+  bool allocate(size_t i, std::vector<int64_t> shape);
+  bool fail(std::string message) {
+    error = std::move(message);
+    return false;
+  }
+};
+
+/// Runs one op (the kernel table hangs off the op table by OpCode).
+bool runKernel(KernelContext &ctx);
+
+} // namespace tsl

@@ -1,0 +1,172 @@
+#include "ir/IrText.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace tsl {
+
+namespace {
+
+std::string quote(const std::string &s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string printDouble(double v) {
+  if (std::isnan(v))
+    return "nan";
+  if (std::isinf(v))
+    return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  std::string s = buf;
+  // Prefer the shortest text that reads back exactly.
+  for (int prec = 1; prec < 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (std::strtod(buf, nullptr) == v) {
+      s = buf;
+      break;
+    }
+  }
+  if (s.find_first_of(".eEn") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
+std::string printExprs(const std::vector<SymExpr> &v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    out += (i ? ", " : "") + v[i].str();
+  return out + "]";
+}
+
+std::string printAttr(const Attr &a) {
+  struct Visitor {
+    std::string operator()(int64_t v) const { return std::to_string(v); }
+    std::string operator()(double v) const { return printDouble(v); }
+    std::string operator()(const Number &n) const {
+      return n.isInt ? std::to_string(n.i) : printDouble(n.f);
+    }
+    std::string operator()(bool v) const { return v ? "true" : "false"; }
+    std::string operator()(DType t) const { return dtypeName(t); }
+    std::string operator()(const SymExpr &e) const { return e.str(); }
+    std::string operator()(const std::vector<SymExpr> &v) const { return printExprs(v); }
+    std::string operator()(const std::vector<int64_t> &v) const {
+      std::string out = "[";
+      for (size_t i = 0; i < v.size(); ++i)
+        out += (i ? ", " : "") + std::to_string(v[i]);
+      return out + "]";
+    }
+    std::string operator()(const SymCond &c) const { return c.str(); }
+    std::string operator()(const std::string &s) const { return quote(s); }
+  };
+  return std::visit(Visitor{}, a);
+}
+
+std::string printLoc(const Location &loc) {
+  if (!loc.isValid())
+    return "";
+  return " loc(" + quote(loc.file) + ":" + std::to_string(loc.line) + ":" +
+         std::to_string(loc.col) + ":" + std::to_string(loc.length) + ")";
+}
+
+} // namespace
+
+std::string printFunction(const Function &fn) {
+  std::vector<std::string> names(fn.values.size());
+  unsigned next = 0;
+  for (size_t i = 0; i < fn.values.size(); ++i)
+    names[i] = fn.values[i].name.empty() ? "%" + std::to_string(next++) : "%" + fn.values[i].name;
+  // Unnamed values are numbered in definition order (parameters are named).
+  next = 0;
+  for (const Operation &op : fn.ops)
+    for (ValueId r : op.results)
+      if (fn.values[r].name.empty())
+        names[r] = "%" + std::to_string(next++);
+
+  std::string out = "func @" + fn.name + "(";
+  for (size_t i = 0; i < fn.params.size(); ++i) {
+    const Param &p = fn.params[i];
+    if (i)
+      out += ", ";
+    if (p.isInt)
+      out += p.name + ": int = " + p.intExpr.str();
+    else
+      out += names[p.value] + ": " + fn.type(p.value).str();
+  }
+  out += ") -> (";
+  for (size_t i = 0; i < fn.results.size(); ++i)
+    out += (i ? ", " : "") + fn.type(fn.results[i]).str();
+  out += ") {\n";
+  for (const SymbolInfo &s : fn.symbols) {
+    out += "  symbol " + s.name + ": " + dimKindName(s.kind);
+    if (s.isInt)
+      out += " int";
+    if (s.hint)
+      out += " hint=" + std::to_string(*s.hint);
+    if (s.lo == INT64_MIN)
+      out += " lo=-inf";
+    else if (s.lo != 0)
+      out += " lo=" + std::to_string(s.lo);
+    if (s.hi)
+      out += " hi=" + std::to_string(*s.hi);
+    if (s.multipleOf != 1)
+      out += " multiple_of=" + std::to_string(s.multipleOf);
+    if (!s.description.empty())
+      out += " desc=" + quote(s.description);
+    out += "\n";
+  }
+  for (const Check &g : fn.guards)
+    out += "  guard {cond = " + g.cond.str() + ", op = " + quote(g.op) +
+           ", reason = " + quote(g.reason) + "}" + printLoc(g.loc) + "\n";
+  for (const Operation &op : fn.ops) {
+    out += "  ";
+    for (size_t i = 0; i < op.results.size(); ++i)
+      out += (i ? ", " : "") + names[op.results[i]];
+    if (!op.results.empty())
+      out += " = ";
+    out += opInfo(op.code).name;
+    out += "(";
+    for (size_t i = 0; i < op.operands.size(); ++i)
+      out += (i ? ", " : "") + names[op.operands[i]];
+    out += ")";
+    if (!op.attrs.empty()) {
+      out += " {";
+      bool first = true;
+      for (const auto &[name, value] : op.attrs) {
+        out += (first ? "" : ", ") + name + " = " + printAttr(value);
+        first = false;
+      }
+      out += "}";
+    }
+    if (!op.results.empty()) {
+      out += " : ";
+      for (size_t i = 0; i < op.results.size(); ++i)
+        out += (i ? ", " : "") + fn.type(op.results[i]).str();
+    }
+    out += printLoc(op.loc) + "\n";
+  }
+  out += "  return";
+  for (size_t i = 0; i < fn.results.size(); ++i)
+    out += (i ? ", " : " ") + names[fn.results[i]];
+  out += "\n}\n";
+  return out;
+}
+
+std::string printModule(const Module &module) {
+  std::string out;
+  for (size_t i = 0; i < module.functions.size(); ++i)
+    out += (i ? "\n" : "") + printFunction(module.functions[i]);
+  return out;
+}
+
+} // namespace tsl

@@ -1,0 +1,107 @@
+#include "ir/Verifier.h"
+
+#include "ir/ShapeRules.h"
+
+namespace tsl {
+
+static bool attrHasKind(const Attr &a, const std::string &kind) {
+  if (kind == "int")
+    return std::holds_alternative<int64_t>(a);
+  if (kind == "float")
+    return std::holds_alternative<double>(a);
+  if (kind == "num")
+    return std::holds_alternative<Number>(a);
+  if (kind == "bool")
+    return std::holds_alternative<bool>(a);
+  if (kind == "dtype")
+    return std::holds_alternative<DType>(a);
+  if (kind == "expr")
+    return std::holds_alternative<SymExpr>(a);
+  if (kind == "exprs")
+    return std::holds_alternative<std::vector<SymExpr>>(a);
+  if (kind == "ints")
+    return std::holds_alternative<std::vector<int64_t>>(a);
+  if (kind == "cond")
+    return std::holds_alternative<SymCond>(a);
+  if (kind == "str")
+    return std::holds_alternative<std::string>(a);
+  return false;
+}
+
+bool verifyFunction(const Function &fn, std::string &error) {
+  std::vector<bool> defined(fn.values.size(), false);
+  ShapeEnv env;
+  for (const SymbolInfo &s : fn.symbols)
+    env.addSymbol(s);
+  for (const Check &g : fn.guards)
+    env.addFact(g.cond);
+  for (const Param &p : fn.params) {
+    if (p.isInt)
+      continue;
+    if (p.value >= fn.values.size())
+      return error = "parameter " + p.name + " refers to no value", false;
+    defined[p.value] = true;
+  }
+  for (size_t index = 0; index < fn.ops.size(); ++index) {
+    const Operation &op = fn.ops[index];
+    const OpInfo &info = opInfo(op.code);
+    std::string where = "op " + std::to_string(index) + " ('" + info.name + "')";
+    int n = static_cast<int>(op.operands.size());
+    if (n < info.minOperands || (info.maxOperands >= 0 && n > info.maxOperands))
+      return error = where + " has " + std::to_string(n) + " operands", false;
+    if (static_cast<int>(op.results.size()) != info.numResults)
+      return error = where + " has " + std::to_string(op.results.size()) + " results", false;
+    for (ValueId v : op.operands)
+      if (v >= fn.values.size() || !defined[v])
+        return error = where + " uses a value before its definition", false;
+    for (const AttrSpec &spec : info.attrs) {
+      auto it = op.attrs.find(spec.name);
+      if (it == op.attrs.end()) {
+        if (!spec.optional)
+          return error = where + " lacks attribute '" + spec.name + "'", false;
+        continue;
+      }
+      if (!attrHasKind(it->second, spec.kind))
+        return error = where + " attribute '" + spec.name + "' is not a " + spec.kind, false;
+    }
+    for (const auto &[name, value] : op.attrs) {
+      bool known = false;
+      for (const AttrSpec &spec : info.attrs)
+        known |= spec.name == name;
+      if (!known)
+        return error = where + " has an unknown attribute '" + name + "'", false;
+    }
+    if (op.code == OpCode::Assert) {
+      env.addFact(op.condAttr("cond"));
+      continue;
+    }
+    std::vector<TensorType> operandTypes;
+    for (ValueId v : op.operands)
+      operandTypes.push_back(fn.type(v));
+    ShapeContext ctx(env, op, operandTypes, SourceRange());
+    std::vector<SymExpr> replay;
+    for (ValueId r : op.results)
+      if (!fn.type(r).dims.empty())
+        replay.push_back(fn.type(r).dims[0]);
+    ctx.replayFresh = &replay;
+    std::vector<TensorType> results;
+    if (!inferResultTypes(ctx, results))
+      return error = where + ": " + ctx.error, false;
+    for (size_t i = 0; i < op.results.size(); ++i) {
+      if (op.results[i] >= fn.values.size() || defined[op.results[i]])
+        return error = where + " redefines a value", false;
+      if (!(results[i] == fn.type(op.results[i])))
+        return error = where + " result " + std::to_string(i) + " has type " +
+                       fn.type(op.results[i]).str() + " but its shape rule gives " +
+                       results[i].str(),
+               false;
+      defined[op.results[i]] = true;
+    }
+  }
+  for (ValueId r : fn.results)
+    if (r >= fn.values.size() || !defined[r])
+      return error = "the function returns an undefined value", false;
+  return true;
+}
+
+} // namespace tsl

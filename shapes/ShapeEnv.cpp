@@ -1,0 +1,319 @@
+#include "shapes/ShapeEnv.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace tsl {
+
+const char *dimKindName(DimKind kind) {
+  switch (kind) {
+  case DimKind::Static:
+    return "static";
+  case DimKind::Dynamic:
+    return "dynamic";
+  case DimKind::Unbacked:
+    return "unbacked";
+  case DimKind::Auto:
+    return "auto";
+  }
+  return "auto";
+}
+
+SymExpr ShapeEnv::addSymbol(SymbolInfo info) {
+  std::string name = info.name;
+  if (info.kind != DimKind::Unbacked && !info.hint && info.hi && *info.hi == info.lo)
+    info.hint = info.lo;
+  symbols_.push_back(std::move(info));
+  return SymExpr::symbol(name);
+}
+
+SymExpr ShapeEnv::freshUnbacked(int64_t lo, std::optional<int64_t> hi,
+                                std::string description, SourceRange origin) {
+  std::string name;
+  do {
+    name = "u" + std::to_string(nextUnbacked_++);
+  } while (lookup(name));
+  SymbolInfo info;
+  info.name = name;
+  info.kind = DimKind::Unbacked;
+  info.lo = lo;
+  info.hi = hi;
+  info.origin = origin;
+  info.description = std::move(description);
+  return addSymbol(std::move(info));
+}
+
+const SymbolInfo *ShapeEnv::lookup(const std::string &name) const {
+  for (const SymbolInfo &s : symbols_)
+    if (s.name == name)
+      return &s;
+  return nullptr;
+}
+
+void ShapeEnv::addFact(const SymCond &cond) {
+  if (cond.kind() == SymCond::Kind::And) {
+    for (const SymCond &c : cond.children())
+      addFact(c);
+    return;
+  }
+  if (cond.kind() != SymCond::Kind::True)
+    facts_.push_back(cond);
+}
+
+namespace {
+
+using i128 = __int128;
+constexpr i128 kInf = static_cast<i128>(1) << 100;
+
+i128 clampInf(i128 v) { return v > kInf ? kInf : (v < -kInf ? -kInf : v); }
+i128 satMul(i128 a, i128 b) {
+  if (a == 0 || b == 0)
+    return 0;
+  bool neg = (a < 0) != (b < 0);
+  i128 ma = a < 0 ? -a : a, mb = b < 0 ? -b : b;
+  if (ma >= (static_cast<i128>(1) << 62) || mb >= (static_cast<i128>(1) << 62)) {
+    if (ma >= kInf || mb >= kInf || ma * 1.0L * mb >= 1.0L * kInf)
+      return neg ? -kInf : kInf;
+  }
+  return clampInf(neg ? -(ma * mb) : ma * mb);
+}
+
+struct Interval {
+  i128 lo = -kInf, hi = kInf;
+};
+
+i128 floorDiv128(i128 a, i128 b) {
+  i128 q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0)))
+    --q;
+  return q;
+}
+
+Interval mulI(Interval a, Interval b) {
+  i128 c[4] = {satMul(a.lo, b.lo), satMul(a.lo, b.hi), satMul(a.hi, b.lo), satMul(a.hi, b.hi)};
+  return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+}
+
+class IntervalEval {
+public:
+  explicit IntervalEval(const ShapeEnv &env) : env(env) {}
+  Interval of(SymExpr e) const {
+    switch (e.kind()) {
+    case SymExpr::Kind::Const:
+      return {e.constValue(), e.constValue()};
+    case SymExpr::Kind::Symbol: {
+      const SymbolInfo *s = env.lookup(e.symbolName());
+      if (!s)
+        return {0, kInf}; // an undeclared size symbol is still a size
+      Interval r{s->lo == INT64_MIN ? -kInf : static_cast<i128>(s->lo),
+                 s->hi ? static_cast<i128>(*s->hi) : kInf};
+      return r;
+    }
+    case SymExpr::Kind::Add: {
+      Interval r{e.addConstant(), e.addConstant()};
+      for (size_t i = 0; i < e.operands().size(); ++i) {
+        Interval t = mulI(of(e.operands()[i]), {e.coefficients()[i], e.coefficients()[i]});
+        r.lo = clampInf(r.lo + t.lo);
+        r.hi = clampInf(r.hi + t.hi);
+      }
+      return r;
+    }
+    case SymExpr::Kind::Mul: {
+      Interval r{1, 1};
+      for (size_t i = 0; i < e.operands().size(); ++i) {
+        Interval f = of(e.operands()[i]);
+        int64_t exp = e.coefficients()[i];
+        for (int64_t k = 0; k < exp && k < 8; ++k)
+          r = mulI(r, f);
+        if (exp > 8)
+          return {-kInf, kInf};
+        // Even powers are non-negative.
+        if (exp % 2 == 0 && r.lo < 0)
+          r.lo = 0;
+      }
+      return r;
+    }
+    case SymExpr::Kind::FloorDiv: {
+      Interval a = of(e.operands()[0]), b = of(e.operands()[1]);
+      if (b.lo > 0 && b.lo == b.hi) {
+        return {a.lo <= -kInf ? -kInf : floorDiv128(a.lo, b.lo),
+                a.hi >= kInf ? kInf : floorDiv128(a.hi, b.lo)};
+      }
+      if (b.lo > 0 && a.lo >= 0)
+        return {0, a.hi};
+      return {-kInf, kInf};
+    }
+    case SymExpr::Kind::Mod: {
+      Interval a = of(e.operands()[0]), b = of(e.operands()[1]);
+      if (b.lo > 0) {
+        if (a.lo >= 0 && a.hi < b.lo)
+          return a;
+        return {0, b.hi >= kInf ? kInf : b.hi - 1};
+      }
+      return {-kInf, kInf};
+    }
+    case SymExpr::Kind::Min: {
+      Interval a = of(e.operands()[0]), b = of(e.operands()[1]);
+      return {std::min(a.lo, b.lo), std::min(a.hi, b.hi)};
+    }
+    case SymExpr::Kind::Max: {
+      Interval a = of(e.operands()[0]), b = of(e.operands()[1]);
+      return {std::max(a.lo, b.lo), std::max(a.hi, b.hi)};
+    }
+    }
+    return {};
+  }
+
+private:
+  const ShapeEnv &env;
+};
+
+Truth notT(Truth t) {
+  return t == Truth::True ? Truth::False : (t == Truth::False ? Truth::True : Truth::Unknown);
+}
+
+} // namespace
+
+Truth ShapeEnv::prove(const SymCond &condIn) const {
+  // Facts of the form `symbol == expr` rewrite the question first.
+  std::map<std::string, SymExpr> repl;
+  for (const SymCond &f : facts_) {
+    if (f.kind() == SymCond::Kind::Eq) {
+      if (f.lhs().isSymbol() && !f.rhs().containsSymbol(f.lhs().symbolName()))
+        repl.emplace(f.lhs().symbolName(), f.rhs());
+      else if (f.rhs().isSymbol() && !f.lhs().containsSymbol(f.rhs().symbolName()))
+        repl.emplace(f.rhs().symbolName(), f.lhs());
+    }
+  }
+  SymCond cond = repl.empty() ? condIn : condIn.substitute(repl);
+  switch (cond.kind()) {
+  case SymCond::Kind::True:
+    return Truth::True;
+  case SymCond::Kind::False:
+    return Truth::False;
+  case SymCond::Kind::Not:
+    return notT(prove(cond.children()[0]));
+  case SymCond::Kind::And: {
+    Truth a = prove(cond.children()[0]), b = prove(cond.children()[1]);
+    if (a == Truth::False || b == Truth::False)
+      return Truth::False;
+    return a == Truth::True && b == Truth::True ? Truth::True : Truth::Unknown;
+  }
+  case SymCond::Kind::Or: {
+    Truth a = prove(cond.children()[0]), b = prove(cond.children()[1]);
+    if (a == Truth::True || b == Truth::True)
+      return Truth::True;
+    return a == Truth::False && b == Truth::False ? Truth::False : Truth::Unknown;
+  }
+  default:
+    break;
+  }
+  for (const SymCond &f : facts_) {
+    if (f == cond || f == condIn)
+      return Truth::True;
+    SymCond neg = SymCond::negate(f);
+    if (neg == cond || neg == condIn)
+      return Truth::False;
+  }
+  SymExpr diff = cond.lhs() - cond.rhs();
+  IntervalEval iv(*this);
+  Interval d = iv.of(diff);
+  auto decideGe = [&](Interval x) { // x >= 0 ?
+    if (x.lo >= 0)
+      return Truth::True;
+    if (x.hi < 0)
+      return Truth::False;
+    return Truth::Unknown;
+  };
+  switch (cond.kind()) {
+  case SymCond::Kind::Eq:
+  case SymCond::Kind::Ne: {
+    Truth eq = Truth::Unknown;
+    if (d.lo > 0 || d.hi < 0)
+      eq = Truth::False;
+    else if (d.lo == 0 && d.hi == 0)
+      eq = Truth::True;
+    else if (diff.kind() == SymExpr::Kind::Add) {
+      // Divisibility: sum(c_i * m_i) + k == 0 needs gcd(c_i) | k.
+      int64_t g = 0;
+      for (size_t i = 0; i < diff.operands().size(); ++i) {
+        int64_t c = diff.coefficients()[i];
+        SymExpr m = diff.operands()[i];
+        if (m.isSymbol())
+          if (const SymbolInfo *s = lookup(m.symbolName()))
+            c *= s->multipleOf;
+        g = std::gcd(g, c < 0 ? -c : c);
+      }
+      if (g > 1 && diff.addConstant() % g != 0)
+        eq = Truth::False;
+    }
+    return cond.kind() == SymCond::Kind::Eq ? eq : notT(eq);
+  }
+  case SymCond::Kind::Ge:
+    return decideGe(d);
+  case SymCond::Kind::Gt:
+    return decideGe({d.lo - 1, d.hi - 1});
+  case SymCond::Kind::Le:
+    return decideGe({-d.hi, -d.lo});
+  case SymCond::Kind::Lt:
+    return decideGe({-d.hi - 1, -d.lo - 1});
+  default:
+    return Truth::Unknown;
+  }
+}
+
+std::optional<int64_t> ShapeEnv::hintValue(SymExpr e) const {
+  return e.evaluate([&](const std::string &name) -> std::optional<int64_t> {
+    const SymbolInfo *s = lookup(name);
+    if (!s || s->kind == DimKind::Unbacked)
+      return std::nullopt;
+    return s->hint;
+  });
+}
+
+std::optional<bool> ShapeEnv::hintTruth(const SymCond &cond) const {
+  return cond.evaluate([&](const std::string &name) -> std::optional<int64_t> {
+    const SymbolInfo *s = lookup(name);
+    if (!s || s->kind == DimKind::Unbacked)
+      return std::nullopt;
+    return s->hint;
+  });
+}
+
+ShapeEnv::Resolution ShapeEnv::require(const SymCond &cond, SourceRange origin,
+                                       std::string op, std::string reason) {
+  switch (prove(cond)) {
+  case Truth::True:
+    return Resolution::Proven;
+  case Truth::False:
+    return Resolution::Violated;
+  case Truth::Unknown:
+    break;
+  }
+  if (std::optional<bool> hinted = hintTruth(cond)) {
+    if (!*hinted)
+      return Resolution::Violated;
+    guards_.push_back({cond, origin, std::move(op), std::move(reason)});
+    addFact(cond);
+    return Resolution::Guarded;
+  }
+  assertions_.push_back({cond, origin, std::move(op), std::move(reason)});
+  addFact(cond);
+  return Resolution::Asserted;
+}
+
+Truth ShapeEnv::choose(const SymCond &cond, SourceRange origin, std::string op,
+                       std::string reason) {
+  Truth t = prove(cond);
+  if (t != Truth::Unknown)
+    return t;
+  std::optional<bool> hinted = hintTruth(cond);
+  if (!hinted)
+    return Truth::Unknown;
+  SymCond taken = *hinted ? cond : SymCond::negate(cond);
+  guards_.push_back({taken, origin, std::move(op), std::move(reason)});
+  addFact(taken);
+  return *hinted ? Truth::True : Truth::False;
+}
+
+} // namespace tsl

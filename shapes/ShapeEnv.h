@@ -1,0 +1,97 @@
+#pragma once
+/// \file The symbols of one compilation, what is known about them, and the
+/// decision policy of LANGUAGE.md §6 (prove, else guard from the hint, else
+/// assert at run time, else report).
+
+#include "shapes/SymCond.h"
+#include "support/SourceManager.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tsl {
+
+/// How a dim or int parameter may vary (LANGUAGE.md §2).
+enum class DimKind : uint8_t { Static, Dynamic, Unbacked, Auto };
+const char *dimKindName(DimKind kind);
+
+/// A tri-state answer: the prover never guesses.
+enum class Truth : uint8_t { True, False, Unknown };
+
+/// What the compiler knows about one symbol.
+struct SymbolInfo {
+  std::string name;
+  DimKind kind = DimKind::Dynamic;
+  /// The value seen when compiling (backed symbols only).
+  std::optional<int64_t> hint;
+  /// Inclusive lower bound; INT64_MIN for an unbounded `int` parameter.
+  int64_t lo = 0;
+  std::optional<int64_t> hi;
+  int64_t multipleOf = 1;
+  /// An `int` parameter rather than a tensor dim (may be negative).
+  bool isInt = false;
+  SourceRange origin;
+  /// For unbacked symbols: what produced it ("the row count of nonzero(...)").
+  std::string description;
+};
+
+/// A guard or runtime assertion with its provenance.
+struct ShapeFact {
+  SymCond cond;
+  SourceRange origin;
+  std::string op;
+  std::string reason;
+};
+
+/// One compilation's symbols, facts, guards and assertions.
+class ShapeEnv {
+public:
+  /// Adds a symbol; the name must not be in use. Returns the symbol.
+  SymExpr addSymbol(SymbolInfo info);
+  /// A fresh unbacked symbol u0, u1, ... with an inclusive range.
+  SymExpr freshUnbacked(int64_t lo, std::optional<int64_t> hi,
+                        std::string description, SourceRange origin);
+  const SymbolInfo *lookup(const std::string &name) const;
+  const std::vector<SymbolInfo> &symbols() const { return symbols_; }
+
+  /// Records a condition assumed true from here on (a `check`, a guard).
+  void addFact(const SymCond &cond);
+  const std::vector<SymCond> &facts() const { return facts_; }
+
+  /// Proves or refutes \p cond from its form, symbol ranges, divisibility
+  /// and recorded facts; Unknown otherwise. Never uses hints.
+  Truth prove(const SymCond &cond) const;
+
+  /// The value of \p e under the hints; nullopt if a symbol has no hint.
+  std::optional<int64_t> hintValue(SymExpr e) const;
+  std::optional<bool> hintTruth(const SymCond &cond) const;
+
+  /// How a requirement was met.
+  enum class Resolution { Proven, Guarded, Asserted, Violated };
+
+  /// A requirement (`a == b` for an elementwise op, an index in bounds):
+  /// proven → Proven; refuted → Violated; else if every symbol has a hint,
+  /// the hint decides (true → a guard, false → Violated); else a runtime
+  /// assertion is recorded (Asserted).
+  Resolution require(const SymCond &cond, SourceRange origin, std::string op,
+                     std::string reason);
+
+  /// A choice (an `if`, "does this dim broadcast?"): proven → that answer;
+  /// else the hint decides and the answer becomes a guard; Unknown when
+  /// there is no hint (the caller reports or picks a documented default).
+  Truth choose(const SymCond &cond, SourceRange origin, std::string op,
+               std::string reason);
+
+  const std::vector<ShapeFact> &guards() const { return guards_; }
+  const std::vector<ShapeFact> &assertions() const { return assertions_; }
+
+private:
+  std::vector<SymbolInfo> symbols_;
+  std::vector<SymCond> facts_;
+  std::vector<ShapeFact> guards_;
+  std::vector<ShapeFact> assertions_;
+  unsigned nextUnbacked_ = 0;
+};
+
+} // namespace tsl

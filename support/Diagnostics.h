@@ -1,0 +1,81 @@
+#pragma once
+/// \file Clang-style diagnostics: `file:line:col: error: message`, the source
+/// line, a caret under the range, notes and a suggested fix; or one JSON
+/// object per diagnostic.
+
+#include "support/SourceManager.h"
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace tsl {
+
+enum class Severity { Error, Warning, Note };
+
+/// A secondary message attached to a diagnostic.
+struct DiagNote {
+  SourceRange range;
+  std::string message;
+};
+
+/// One diagnostic. Messages are lower case without a final period.
+struct Diagnostic {
+  Severity severity = Severity::Error;
+  SourceRange range;
+  std::string message;
+  std::vector<DiagNote> notes;
+  /// A suggested fix, rendered as `note: fix: ...` (empty when none).
+  std::string fix;
+};
+
+/// Collects diagnostics and renders them as they are reported. Rendering
+/// stops after `maxErrors` errors (a final line says how many were dropped)
+/// so garbage input cannot flood the output.
+class DiagnosticEngine {
+public:
+  DiagnosticEngine(const SourceManager &sm, std::ostream &out);
+
+  /// Render each diagnostic as a single-line JSON object instead of text.
+  void setJson(bool json) { json_ = json; }
+  void setMaxErrors(unsigned n) { maxErrors_ = n; }
+
+  /// Reports a diagnostic; returns a reference to the stored copy so callers
+  /// may not modify it after reporting (it is already rendered).
+  void report(Diagnostic diag);
+  void error(SourceRange range, std::string message, std::string fix = {});
+  void warning(SourceRange range, std::string message);
+
+  unsigned errorCount() const { return errors_; }
+  unsigned warningCount() const { return warnings_; }
+  bool hasErrors() const { return errors_ != 0; }
+  /// Every diagnostic reported so far (for tests and tools).
+  const std::vector<Diagnostic> &diagnostics() const { return all_; }
+
+  /// Prints "N errors were not shown" if the limit was hit.
+  void finish();
+
+  const SourceManager &sources() const { return sm_; }
+
+  /// Renders one diagnostic as text (without sending it anywhere).
+  std::string renderText(const Diagnostic &diag) const;
+  /// Renders one diagnostic as a JSON object on one line.
+  std::string renderJson(const Diagnostic &diag) const;
+
+private:
+  void renderLocation(std::string &out, Severity sev, SourceRange range,
+                      const std::string &message) const;
+  const SourceManager &sm_;
+  std::ostream &out_;
+  bool json_ = false;
+  unsigned maxErrors_ = 50;
+  unsigned errors_ = 0;
+  unsigned warnings_ = 0;
+  unsigned suppressed_ = 0;
+  std::vector<Diagnostic> all_;
+};
+
+/// Escapes a string for a JSON string literal (without the quotes).
+std::string jsonEscape(std::string_view text);
+
+} // namespace tsl
