@@ -255,8 +255,8 @@ struct Formatter {
         minAbs = std::min(minAbs, v);
       }
     }
-    bool sci = maxAbs >= 1e8 || (minAbs < 1e-4 && minAbs != INFINITY) ||
-               (maxAbs / minAbs > 1e3 && minAbs < 1e-4);
+    // NumPy's rule for switching to scientific notation.
+    bool sci = minAbs != INFINITY && (maxAbs >= 1e8 || minAbs < 1e-4 || maxAbs / minAbs > 1e3);
     int precision = d == DType::F64 ? 8 : 8;
     std::vector<std::string> intPart(t.numel()), fracPart(t.numel());
     size_t wi = 0, wf = 0;
@@ -307,6 +307,12 @@ struct Formatter {
     }
   }
 
+  /// Length of the current (last) line of \p out.
+  static size_t column(const std::string &out) {
+    size_t nl = out.rfind('\n');
+    return nl == std::string::npos ? out.size() : out.size() - nl - 1;
+  }
+
   void emit(std::string &out, size_t axis, size_t base, size_t indent) {
     out += "[";
     size_t n = static_cast<size_t>(t.shape()[axis]);
@@ -322,7 +328,9 @@ struct Formatter {
         continue;
       }
       if (!first) {
-        if (last)
+        if (last && column(out) + 1 + width + 1 > 75)
+          out += "\n" + std::string(indent + 1, ' ');
+        else if (last)
           out += " ";
         else
           out += std::string(t.rank() - axis - 1, '\n') + std::string(indent + 1, ' ');

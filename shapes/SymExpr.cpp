@@ -15,6 +15,7 @@ struct SymNode {
   std::vector<SymExpr> ops;
   std::vector<int64_t> coeffs;
   size_t hash = 0;
+  uint32_t depth = 1;
 };
 
 namespace {
@@ -80,6 +81,8 @@ struct SymBuilder {
     for (int64_t c : n.coeffs)
       h = combine(h, std::hash<int64_t>()(c));
     n.hash = h;
+    for (const SymExpr &op : n.ops)
+      n.depth = std::max<uint32_t>(n.depth, op.depth() + 1);
     InternTable &t = table();
     std::lock_guard<std::mutex> lock(t.mutex);
     auto it = t.set.find(&n);
@@ -253,6 +256,7 @@ const std::vector<SymExpr> &SymExpr::operands() const { return node_->ops; }
 const std::vector<int64_t> &SymExpr::coefficients() const { return node_->coeffs; }
 int64_t SymExpr::addConstant() const { return node_->kind == Kind::Add ? node_->value : 0; }
 size_t SymExpr::hash() const { return node_->hash; }
+unsigned SymExpr::depth() const { return node_->depth; }
 
 SymExpr SymExpr::operator+(SymExpr o) const {
   if (isConst() && o.isConst())

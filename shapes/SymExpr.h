@@ -31,6 +31,7 @@ public:
 
   SymExpr();
   SymExpr(int64_t value); // NOLINT: integers convert implicitly
+  SymExpr(int value) : SymExpr(static_cast<int64_t>(value)) {} // NOLINT
 
   static SymExpr constant(int64_t value);
   /// The symbol named \p name. Symbols are identified by name.
@@ -68,6 +69,8 @@ public:
   bool operator<(const SymExpr &o) const { return compare(*this, o) < 0; }
 
   size_t hash() const;
+  /// Nesting depth of the expression tree (1 for a constant or symbol).
+  unsigned depth() const;
   const SymNode *node() const { return node_; }
 
   /// Printed in TSL dim-expression syntax: `N * S + 1`, `(H - 1) / 2 + 1`.

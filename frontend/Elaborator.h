@@ -1,0 +1,41 @@
+#pragma once
+/// \file Elaboration: a TSL function, instantiated for its argument types,
+/// becomes one IR Function. Calls are inlined, `if`s on sizes are decided
+/// (proof, or hint + guard), and every op's shape rule runs as it is built,
+/// so type errors are reported at their source location.
+
+#include "frontend/ModuleLoader.h"
+#include "ir/Function.h"
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace tsl {
+
+/// An example argument: a concrete tensor type or an int value. Examples
+/// are the "first call" that static and auto dims take their values from and
+/// that dynamic dims take their hints from.
+struct ExampleArg {
+  bool isInt = false;
+  int64_t intValue = 0;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+};
+
+struct ElaborateOptions {
+  /// Example arguments by parameter name. Without examples the function is
+  /// checked generically: every non-constant dim is a symbol without a hint,
+  /// and each undecidable `if` over dynamic dims is checked both ways.
+  std::optional<std::map<std::string, ExampleArg>> examples;
+};
+
+/// Elaborates \p fnName of \p module into \p out. Returns false after
+/// reporting diagnostics.
+bool elaborateFunction(const LoadedModule &module, const std::string &fnName,
+                       const ElaborateOptions &options, DiagnosticEngine &diags, Function &out);
+
+/// Checks every function of \p module generically (`tslc check`).
+bool checkModule(const LoadedModule &module, DiagnosticEngine &diags);
+
+} // namespace tsl

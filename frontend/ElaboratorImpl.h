@@ -1,0 +1,141 @@
+#pragma once
+/// \file Private to frontend/: the elaborator's state and helpers.
+
+#include "frontend/Elaborator.h"
+#include "ir/ShapeRules.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tsl {
+
+/// A compile-time value during elaboration.
+struct SemValue {
+  enum class Kind { None, Tensor, Int, Float, Cond, Tuple, List, String, DType, Module, Fn, Builtin, Shape };
+  Kind kind = Kind::None;
+  ValueId tensor = 0;
+  SymExpr i;
+  double f = 0;
+  SymCond c;
+  std::vector<SemValue> elems; // Tuple, List, Shape (Ints)
+  std::string s;               // String, Builtin name
+  DType dtype = DType::F32;
+  const LoadedModule *module = nullptr; // Module, Fn
+  const ast::FnDecl *fn = nullptr;
+  SourceRange range;
+
+  static SemValue ofTensor(ValueId v, SourceRange r) {
+    SemValue s;
+    s.kind = Kind::Tensor;
+    s.tensor = v;
+    s.range = r;
+    return s;
+  }
+  static SemValue ofInt(SymExpr e, SourceRange r) {
+    SemValue s;
+    s.kind = Kind::Int;
+    s.i = e;
+    s.range = r;
+    return s;
+  }
+  static SemValue ofFloat(double v, SourceRange r) {
+    SemValue s;
+    s.kind = Kind::Float;
+    s.f = v;
+    s.range = r;
+    return s;
+  }
+  static SemValue ofCond(SymCond c, SourceRange r) {
+    SemValue s;
+    s.kind = Kind::Cond;
+    s.c = c;
+    s.range = r;
+    return s;
+  }
+};
+
+const char *kindName(SemValue::Kind k);
+
+/// One inlined function body being elaborated.
+struct Frame {
+  const LoadedModule *module = nullptr;
+  const ast::FnDecl *decl = nullptr;
+  std::vector<std::map<std::string, SemValue>> scopes;
+  std::map<std::string, SymExpr> dims;
+  std::map<std::string, std::vector<SymExpr>> packs;
+};
+
+/// A call's arguments after evaluation.
+struct CallArg {
+  std::string name;
+  SourceRange nameRange;
+  SemValue value;
+};
+
+class Elaborator {
+public:
+  Elaborator(DiagnosticEngine &diags, bool generic) : diags(diags), generic(generic) {}
+
+  bool elaborateEntry(const LoadedModule &module, const ast::FnDecl &decl,
+                      const std::map<std::string, ExampleArg> *examples, Function &out);
+
+  /// Generic checking explores each undecidable `if` both ways: the path of
+  /// decisions taken so far and where the next run must differ.
+  std::vector<bool> path;
+  size_t pathIndex = 0;
+
+  DiagnosticEngine &diags;
+  const SourceManager &sm() const { return diags.sources(); }
+
+  // --- shared helpers (Elaborator.cpp) ---
+  bool error(SourceRange range, std::string message, std::string fix = {});
+  bool errorWithNotes(SourceRange range, std::string message, std::vector<DiagNote> notes,
+                      std::string fix = {});
+  Location locOf(SourceRange range) const;
+  std::string sourceText(SourceRange range) const;
+  bool emit(OpCode code, std::vector<ValueId> operands, std::map<std::string, Attr> attrs,
+            SourceRange range, std::vector<ValueId> &results);
+  bool emit1(OpCode code, std::vector<ValueId> operands, std::map<std::string, Attr> attrs,
+             SourceRange range, ValueId &result);
+  bool checkSize(SymExpr e, SourceRange range);
+  bool requireCond(const SymCond &cond, SourceRange range, const std::string &op,
+                   const std::string &reason, const std::string &message);
+
+  // --- calls and statements (Elaborator.cpp) ---
+  bool callFunction(const LoadedModule &module, const ast::FnDecl &decl,
+                    std::vector<CallArg> args, SourceRange range, SemValue &out);
+  bool execBlock(const ast::Block &block, Frame &frame, bool &returned, SemValue &result);
+  bool bindType(const ast::TypeExpr &pattern, const TensorType &actual, Frame &frame,
+                SourceRange where, const std::string &what);
+  bool evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
+                   std::vector<std::string> *unbound);
+  bool decide(const SymCond &cond, const ast::Expr &source, bool &value);
+
+  // --- expressions (ElabExpr.cpp) ---
+  bool eval(const ast::Expr &e, Frame &frame, SemValue &out);
+  bool lookupName(const std::string &name, SourceRange range, Frame &frame, SemValue &out);
+  bool toTensor(const SemValue &v, std::optional<DType> like, SourceRange range, ValueId &out);
+  bool binary(const std::string &op, SemValue a, SemValue b, SourceRange opRange,
+              SourceRange range, SemValue &out);
+  bool unaryOp(const std::string &op, SemValue a, SourceRange range, SemValue &out);
+  bool tensorBinary(OpCode code, SemValue a, SemValue b, SourceRange range, SemValue &out);
+  bool asInt(const SemValue &v, const std::string &what, SymExpr &out);
+  bool asConstInt(const SemValue &v, const std::string &what, int64_t &out);
+  bool asIntList(const SemValue &v, const std::string &what, std::vector<SymExpr> &out);
+  bool asConstIntList(const SemValue &v, const std::string &what, std::vector<int64_t> &out);
+  bool normalizeAxis(int64_t axis, size_t rank, SourceRange range, int64_t &out);
+  bool indexTensor(const ast::Expr &e, const SemValue &base, Frame &frame, SemValue &out);
+
+  // --- builtins (Builtins.cpp) ---
+  static bool isBuiltin(const std::string &name);
+  bool callBuiltin(const std::string &name, std::vector<CallArg> &args, SourceRange range,
+                   SemValue &out);
+
+  ShapeEnv env;
+  Function fn;
+  bool generic;
+  std::vector<const ast::FnDecl *> callStack;
+};
+
+} // namespace tsl

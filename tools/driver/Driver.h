@@ -1,0 +1,48 @@
+#pragma once
+/// \file The compilation pipeline shared by tslc and tsl-repl: argument
+/// parsing (`NAME=VALUE`), loading, elaboration, verification and running.
+
+#include "frontend/Elaborator.h"
+#include "ir/Interpreter.h"
+#include "support/Diagnostics.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tsl {
+
+/// One `--arg NAME=VALUE`: VALUE is a `.npy` path, an integer, or
+/// `TYPE[:INIT[:SEED]]` (`f32[4,8]`, `f32[4,8]:rand:7`, INIT one of rand
+/// randn zeros ones arange; default randn with seed 0).
+struct ArgSpec {
+  std::string name;
+  bool isInt = false;
+  int64_t intValue = 0;
+  bool hasData = false; ///< false for a type only (`tslc guards`)
+  Tensor tensor;        ///< when hasData
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+};
+
+/// Parses `NAME=VALUE`. With \p withData false, tensors are types only (no
+/// allocation). Returns false with \p error.
+bool parseArgSpec(const std::string &text, bool withData, ArgSpec &out, std::string &error);
+
+/// Fills a tensor: rand (uniform [0, 1); ints uniform in [0, 10); bool
+/// 50%), randn (normal; ints in [-5, 5)), zeros, ones, arange.
+bool initTensor(Tensor &t, const std::string &init, uint64_t seed, std::string &error);
+
+/// Renders a run-time error like a diagnostic, with the source line when
+/// the location's file is loaded.
+void reportRunError(const RunError &error, SourceManager &sm, DiagnosticEngine &diags);
+
+/// Loads \p path and elaborates \p fnName for the given arguments.
+bool compileForArgs(ModuleLoader &loader, const std::string &path, const std::string &fnName,
+                    const std::vector<ArgSpec> &args, DiagnosticEngine &diags, Function &out);
+
+/// Arguments in the function's parameter order, for the interpreter.
+bool orderArgs(const Function &fn, const std::vector<ArgSpec> &args, std::vector<ArgValue> &out,
+               std::string &error);
+
+} // namespace tsl

@@ -1,0 +1,300 @@
+// tslc: the TSL compiler driver. Exit status: 0 on success, 1 on any error
+// (bad input, bad arguments, failed run-time checks).
+#include "frontend/AstPrinter.h"
+#include "frontend/Parser.h"
+#include "ir/IrText.h"
+#include "ir/TensorIO.h"
+#include "tools/driver/Driver.h"
+
+#include <cstring>
+#include <iostream>
+
+using namespace tsl;
+
+namespace {
+
+const char *kUsage = R"(usage: tslc <command> [options]
+
+commands:
+  check FILE...                     parse and check every function (exit 0 when clean)
+  run FILE --fn NAME --arg NAME=VALUE... [--backend interp] [-o OUT.npy]
+                                    run a function and print (or save) its results
+  emit FILE --emit=ast|ir [--fn NAME] [--arg NAME=VALUE...]
+                                    print the AST, or the IR (symbolic without --arg)
+  guards FILE --fn NAME --arg NAME=TYPE... [--json]
+                                    print a variant's guards, runtime assertions and result types
+
+VALUE: an integer (int parameters), a .npy file, or TYPE[:INIT[:SEED]] such as
+f32[4,8] or i64[10]:arange (INIT: rand randn zeros ones arange; default randn, seed 0).
+
+options:
+  --json        diagnostics (and guards) as JSON, one object per line
+  --help        this text
+  --version     the compiler version
+)";
+
+struct Options {
+  std::string command;
+  std::vector<std::string> files;
+  std::string fn;
+  std::vector<std::string> args;
+  std::string emit;
+  std::string output;
+  std::string backend = "interp";
+  bool json = false;
+};
+
+bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
+  if (argc < 2) {
+    error = "missing command";
+    return false;
+  }
+  o.command = argv[1];
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const std::string &flag, std::string &out) {
+      if (a.rfind(flag + "=", 0) == 0) {
+        out = a.substr(flag.size() + 1);
+        return true;
+      }
+      if (a == flag) {
+        if (i + 1 >= argc) {
+          error = flag + " needs a value";
+          return false;
+        }
+        out = argv[++i];
+        return true;
+      }
+      return false;
+    };
+    std::string v;
+    if (a == "--json")
+      o.json = true;
+    else if (value("--fn", o.fn) || value("--emit", o.emit) || value("-o", o.output) ||
+             value("--backend", o.backend)) {
+      if (!error.empty())
+        return false;
+    } else if (value("--arg", v)) {
+      o.args.push_back(v);
+    } else if (!error.empty()) {
+      return false;
+    } else if (!a.empty() && a[0] == '-') {
+      error = "unknown option '" + a + "'";
+      return false;
+    } else {
+      o.files.push_back(a);
+    }
+  }
+  return error.empty();
+}
+
+int usageError(const std::string &message) {
+  std::cerr << "tslc: error: " << message << "\n(run 'tslc --help' for usage)\n";
+  return 1;
+}
+
+std::string jsonString(const std::string &s) { return "\"" + jsonEscape(s) + "\""; }
+
+int cmdCheck(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
+  if (o.files.empty())
+    return usageError("check needs at least one file");
+  bool ok = true;
+  for (const std::string &f : o.files) {
+    ModuleLoader loader(sm, diags);
+    const LoadedModule *m = loader.load(f);
+    if (!m) {
+      ok = false;
+      continue;
+    }
+    ok &= checkModule(*m, diags);
+  }
+  diags.finish();
+  return ok && !diags.hasErrors() ? 0 : 1;
+}
+
+bool parseArgs(const Options &o, bool withData, std::vector<ArgSpec> &out) {
+  for (const std::string &a : o.args) {
+    ArgSpec spec;
+    std::string error;
+    if (!parseArgSpec(a, withData, spec, error)) {
+      usageError(error);
+      return false;
+    }
+    out.push_back(std::move(spec));
+  }
+  return true;
+}
+
+int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
+  if (o.files.size() != 1)
+    return usageError("run needs exactly one file");
+  if (o.fn.empty())
+    return usageError("run needs --fn NAME");
+  if (o.backend != "interp")
+    return usageError("not supported: backend '" + o.backend + "' (available: interp)");
+  std::vector<ArgSpec> args;
+  if (!parseArgs(o, true, args))
+    return 1;
+  ModuleLoader loader(sm, diags);
+  Function fn;
+  if (!compileForArgs(loader, o.files[0], o.fn, args, diags, fn)) {
+    diags.finish();
+    return 1;
+  }
+  std::vector<ArgValue> values;
+  std::string error;
+  if (!orderArgs(fn, args, values, error))
+    return usageError(error);
+  std::vector<Tensor> outputs;
+  RunError runError;
+  if (!interpret(fn, values, outputs, runError)) {
+    reportRunError(runError, sm, diags);
+    return 1;
+  }
+  if (!o.output.empty()) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      std::string path = o.output;
+      if (outputs.size() > 1) {
+        std::string stem = path.size() > 4 && path.substr(path.size() - 4) == ".npy"
+                               ? path.substr(0, path.size() - 4)
+                               : path;
+        path = stem + "." + std::to_string(i) + ".npy";
+      }
+      if (!writeNpy(path, outputs[i], error)) {
+        std::cerr << "tslc: error: " << error << "\n";
+        return 1;
+      }
+    }
+    return 0;
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs.size() > 1)
+      std::cout << "result " << i << ": ";
+    std::cout << outputs[i].typeString() << "\n" << formatTensor(outputs[i]) << "\n";
+  }
+  return 0;
+}
+
+int cmdEmit(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
+  if (o.files.size() != 1)
+    return usageError("emit needs exactly one file");
+  if (o.emit != "ast" && o.emit != "ir")
+    return usageError(o.emit.empty() ? "emit needs --emit=ast or --emit=ir"
+                                     : "not supported: --emit=" + o.emit + " (available: ast, ir)");
+  ModuleLoader loader(sm, diags);
+  const LoadedModule *m = loader.load(o.files[0]);
+  if (!m) {
+    diags.finish();
+    return 1;
+  }
+  if (o.emit == "ast") {
+    std::cout << printAst(*m->ast, sm);
+    return 0;
+  }
+  std::vector<std::string> names;
+  if (!o.fn.empty())
+    names.push_back(o.fn);
+  else
+    for (const ast::FnDecl &f : m->ast->fns)
+      names.push_back(f.name);
+  std::vector<ArgSpec> args;
+  if (!parseArgs(o, false, args))
+    return 1;
+  Module module;
+  for (const std::string &name : names) {
+    Function fn;
+    bool ok;
+    if (!o.args.empty()) {
+      ok = compileForArgs(loader, o.files[0], name, args, diags, fn);
+    } else {
+      ok = elaborateFunction(*m, name, ElaborateOptions{}, diags, fn);
+    }
+    if (!ok) {
+      diags.finish();
+      return 1;
+    }
+    module.functions.push_back(std::move(fn));
+  }
+  std::cout << printModule(module);
+  return 0;
+}
+
+int cmdGuards(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
+  if (o.files.size() != 1 || o.fn.empty())
+    return usageError("guards needs one file and --fn NAME");
+  std::vector<ArgSpec> args;
+  if (!parseArgs(o, false, args))
+    return 1;
+  ModuleLoader loader(sm, diags);
+  Function fn;
+  if (!compileForArgs(loader, o.files[0], o.fn, args, diags, fn)) {
+    diags.finish();
+    return 1;
+  }
+  std::vector<Check> assertions;
+  for (const Operation &op : fn.ops)
+    if (op.code == OpCode::Assert)
+      assertions.push_back({op.condAttr("cond"), op.loc, "check", op.strAttr("message")});
+  if (o.json) {
+    auto list = [&](const std::vector<Check> &checks) {
+      std::string s = "[";
+      for (size_t i = 0; i < checks.size(); ++i)
+        s += std::string(i ? ", " : "") + "{\"expr\": " + jsonString(checks[i].cond.str()) +
+             ", \"origin\": " + jsonString(checks[i].loc.str()) +
+             ", \"reason\": " + jsonString(checks[i].reason) + "}";
+      return s + "]";
+    };
+    std::string results = "[";
+    for (size_t i = 0; i < fn.results.size(); ++i)
+      results += std::string(i ? ", " : "") + jsonString(fn.type(fn.results[i]).str());
+    results += "]";
+    std::cout << "{\"function\": " << jsonString(fn.name) << ", \"guards\": " << list(fn.guards)
+              << ", \"assertions\": " << list(assertions) << ", \"results\": " << results << "}\n";
+    return 0;
+  }
+  std::cout << "function " << fn.name << "\n";
+  std::cout << "guards:" << (fn.guards.empty() ? " none" : "") << "\n";
+  for (const Check &g : fn.guards)
+    std::cout << "  " << g.cond.str() << "    (" << g.loc.str() << ", " << g.reason << ")\n";
+  std::cout << "assertions:" << (assertions.empty() ? " none" : "") << "\n";
+  for (const Check &a : assertions)
+    std::cout << "  " << a.cond.str() << "    (" << a.loc.str()
+              << (a.reason.empty() ? "" : ", " + a.reason) << ")\n";
+  std::cout << "results:";
+  for (ValueId r : fn.results)
+    std::cout << " " << fn.type(r).str();
+  std::cout << "\n";
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+                    std::strcmp(argv[1], "help") == 0)) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (argc >= 2 && std::strcmp(argv[1], "--version") == 0) {
+    std::cout << "tslc 0.1.0\n";
+    return 0;
+  }
+  Options o;
+  std::string error;
+  if (!parseOptions(argc, argv, o, error))
+    return usageError(error);
+  SourceManager sm;
+  DiagnosticEngine diags(sm, std::cerr);
+  diags.setJson(o.json && o.command != "guards");
+  if (o.json && o.command == "guards")
+    diags.setJson(true);
+  if (o.command == "check")
+    return cmdCheck(o, sm, diags);
+  if (o.command == "run")
+    return cmdRun(o, sm, diags);
+  if (o.command == "emit")
+    return cmdEmit(o, sm, diags);
+  if (o.command == "guards")
+    return cmdGuards(o, sm, diags);
+  return usageError("unknown command '" + o.command + "'");
+}
