@@ -168,6 +168,48 @@ private:
   const ShapeEnv &env;
 };
 
+/// Replaces min/max atoms whose operands are ordered over the symbol ranges
+/// by the smaller/larger operand (min(64*S, 512*S) is 64*S for S >= 0).
+SymExpr refine(SymExpr e, const IntervalEval &iv) {
+  if (e.isConst() || e.isSymbol())
+    return e;
+  std::map<std::string, SymExpr> none;
+  switch (e.kind()) {
+  case SymExpr::Kind::Min:
+  case SymExpr::Kind::Max: {
+    SymExpr a = refine(e.operands()[0], iv), b = refine(e.operands()[1], iv);
+    Interval d = iv.of(a - b);
+    bool isMin = e.kind() == SymExpr::Kind::Min;
+    if (d.hi <= 0)
+      return isMin ? a : b;
+    if (d.lo >= 0)
+      return isMin ? b : a;
+    return isMin ? SymExpr::min(a, b) : SymExpr::max(a, b);
+  }
+  case SymExpr::Kind::FloorDiv:
+    return SymExpr::floorDiv(refine(e.operands()[0], iv), refine(e.operands()[1], iv));
+  case SymExpr::Kind::Mod:
+    return SymExpr::mod(refine(e.operands()[0], iv), refine(e.operands()[1], iv));
+  case SymExpr::Kind::Add: {
+    SymExpr sum = e.addConstant();
+    for (size_t i = 0; i < e.operands().size(); ++i)
+      sum = sum + refine(e.operands()[i], iv) * SymExpr(e.coefficients()[i]);
+    return sum;
+  }
+  case SymExpr::Kind::Mul: {
+    SymExpr prod = 1;
+    for (size_t i = 0; i < e.operands().size(); ++i) {
+      SymExpr f = refine(e.operands()[i], iv);
+      for (int64_t k = 0; k < e.coefficients()[i]; ++k)
+        prod = prod * f;
+    }
+    return prod;
+  }
+  default:
+    return e;
+  }
+}
+
 Truth notT(Truth t) {
   return t == Truth::True ? Truth::False : (t == Truth::False ? Truth::True : Truth::Unknown);
 }
@@ -215,8 +257,8 @@ Truth ShapeEnv::prove(const SymCond &condIn) const {
     if (neg == cond || neg == condIn)
       return Truth::False;
   }
-  SymExpr diff = cond.lhs() - cond.rhs();
   IntervalEval iv(*this);
+  SymExpr diff = refine(cond.lhs() - cond.rhs(), iv);
   Interval d = iv.of(diff);
   auto decideGe = [&](Interval x) { // x >= 0 ?
     if (x.lo >= 0)

@@ -1,0 +1,92 @@
+#include "shapes/ShapeEnv.h"
+
+#include <gtest/gtest.h>
+
+using namespace tsl;
+
+namespace {
+
+/// A prover case: symbols with ranges, facts, a condition, the answer.
+struct ProveCase {
+  const char *symbols; // "N:1..; M:0..10; K%16"
+  const char *facts;   // "N == 4" (conditions joined by ';')
+  const char *cond;
+  Truth expected;
+};
+
+std::ostream &operator<<(std::ostream &os, const ProveCase &c) {
+  return os << c.cond << " with [" << c.symbols << "] facts [" << c.facts << "]";
+}
+
+void setup(ShapeEnv &env, const std::string &symbols, const std::string &facts) {
+  size_t pos = 0;
+  while (pos < symbols.size()) {
+    size_t end = symbols.find(';', pos);
+    if (end == std::string::npos)
+      end = symbols.size();
+    std::string item = symbols.substr(pos, end - pos);
+    while (!item.empty() && item[0] == ' ')
+      item.erase(0, 1);
+    SymbolInfo s;
+    size_t colon = item.find(':'), pct = item.find('%');
+    s.name = item.substr(0, std::min(colon, pct));
+    if (colon != std::string::npos) {
+      std::string range = item.substr(colon + 1);
+      size_t dots = range.find("..");
+      s.lo = std::stoll(range.substr(0, dots));
+      if (dots + 2 < range.size())
+        s.hi = std::stoll(range.substr(dots + 2));
+    }
+    if (pct != std::string::npos)
+      s.multipleOf = std::stoll(item.substr(pct + 1));
+    if (!s.name.empty())
+      env.addSymbol(s);
+    pos = end + 1;
+  }
+  pos = 0;
+  while (pos < facts.size()) {
+    size_t end = facts.find(';', pos);
+    if (end == std::string::npos)
+      end = facts.size();
+    SymCond c;
+    std::string err;
+    ASSERT_TRUE(parseSymCond(facts.substr(pos, end - pos), c, err)) << err;
+    env.addFact(c);
+    pos = end + 1;
+  }
+}
+
+class Prover : public ::testing::TestWithParam<ProveCase> {};
+
+TEST_P(Prover, Decides) {
+  const ProveCase &c = GetParam();
+  ShapeEnv env;
+  setup(env, c.symbols, c.facts);
+  SymCond cond;
+  std::string err;
+  ASSERT_TRUE(parseSymCond(c.cond, cond, err)) << err;
+  EXPECT_EQ(env.prove(cond), c.expected);
+}
+
+constexpr Truth T = Truth::True, F = Truth::False, U = Truth::Unknown;
+
+INSTANTIATE_TEST_SUITE_P(
+    Cheap, Prover,
+    ::testing::Values(
+        ProveCase{"N", "", "N + 1 > N", T}, ProveCase{"N", "", "N == N + 1", F},
+        ProveCase{"N", "", "N >= 0", T}, ProveCase{"N", "", "N >= 1", U},
+        ProveCase{"N:2..", "", "N == 1", F}, ProveCase{"N:2..", "", "N != 1", T},
+        ProveCase{"N:1..8", "", "N <= 8", T}, ProveCase{"N:1..8", "", "N > 8", F},
+        ProveCase{"N; M", "", "N == M", U}, ProveCase{"N; M", "N == M", "N == M", T},
+        ProveCase{"N; M", "N == M", "N != M", F}, ProveCase{"N; M", "N == 4", "N * 2 == 8", T},
+        ProveCase{"S", "", "S * 2 == 3", F}, ProveCase{"K%16", "", "K == 17", F},
+        ProveCase{"K%16", "", "K == 32", U}, ProveCase{"S", "", "S % 2 < 2", T},
+        ProveCase{"S", "", "S % 2 >= 0", T}, ProveCase{"S:1..", "", "S * 12 > S", T},
+        ProveCase{"U:1..", "", "U * 12 > U", T}, ProveCase{"S", "", "min(64 * S, 512 * S) == 64 * S", T},
+        ProveCase{"S:2..; T:1..", "", "S * T > T", U}, ProveCase{"I:2..", "", "36 * I != 36", T},
+        ProveCase{"H:3..", "", "(H - 3) / 1 + 1 >= 1", T}, ProveCase{"N", "", "true", T},
+        ProveCase{"N", "", "false", F}, ProveCase{"N:0..3", "", "N < 4 && N >= 0", T},
+        ProveCase{"N:0..3", "", "N > 5 || N < 0", F}, ProveCase{"N:5..9; M:0..4", "", "N > M", T},
+        ProveCase{"N:5..9; M:0..4", "", "N + M <= 13", T}, ProveCase{"N; M", "", "max(N, M) >= N", U}));
+
+} // namespace

@@ -1,0 +1,88 @@
+#include "shapes/SymCond.h"
+
+#include <gtest/gtest.h>
+
+using namespace tsl;
+
+namespace {
+
+SymExpr parse(const std::string &s) {
+  SymExpr e;
+  std::string err;
+  EXPECT_TRUE(parseSymExpr(s, e, err)) << s << ": " << err;
+  return e;
+}
+
+struct CanonCase {
+  const char *input;
+  const char *canonical;
+};
+
+class Canonical : public ::testing::TestWithParam<CanonCase> {};
+
+TEST_P(Canonical, PrintsCanonicalForm) {
+  EXPECT_EQ(parse(GetParam().input).str(), GetParam().canonical);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SymExpr, Canonical,
+    ::testing::Values(CanonCase{"1 + 2 * 3", "7"}, CanonCase{"N + N", "2 * N"},
+                      CanonCase{"N - N", "0"}, CanonCase{"N * S + 1", "N * S + 1"},
+                      CanonCase{"S * N + 1", "N * S + 1"}, CanonCase{"(N + 1) * (N - 1)", "N * N - 1"},
+                      CanonCase{"(H - 1) / 2 + 1", "(H + 1) / 2"}, CanonCase{"(H - 3) / 2 + 1", "(H - 1) / 2"},
+                      CanonCase{"(2 * N + 4) / 2", "N + 2"}, CanonCase{"(2 * N + 1) / 2", "N"},
+                      CanonCase{"(S * 2 + S) / 3", "S"}, CanonCase{"N / 2 / 3", "N / 6"},
+                      CanonCase{"(2 * N) % 2", "0"}, CanonCase{"(2 * N + 3) % 2", "1"},
+                      CanonCase{"N % 3 % 3", "N % 3"}, CanonCase{"N % 6 % 3", "N % 3"},
+                      CanonCase{"min(N, N)", "N"}, CanonCase{"min(N, N + 1)", "N"},
+                      CanonCase{"max(N, N + 1)", "N + 1"}, CanonCase{"min(B, A)", "min(A, B)"},
+                      CanonCase{"min(3, 5)", "3"}, CanonCase{"max(-2, 7)", "7"},
+                      CanonCase{"-7 / 2", "-4"}, CanonCase{"-7 % 2", "1"}, CanonCase{"N / 1", "N"},
+                      CanonCase{"N % 1", "0"}, CanonCase{"0 - N", "-N"},
+                      CanonCase{"3 * (N - 2) + 6", "3 * N"}));
+
+TEST(SymExpr, HashConsedEquality) {
+  EXPECT_EQ(parse("N * S + 1"), parse("1 + S * N"));
+  EXPECT_NE(parse("N + 1"), parse("N + 2"));
+  EXPECT_EQ(parse("N * S").hash(), parse("S * N").hash());
+}
+
+TEST(SymExpr, EvaluateAndSubstitute) {
+  SymExpr e = parse("(H + 2 * P - K) / S + 1");
+  std::map<std::string, int64_t> v{{"H", 32}, {"P", 1}, {"K", 3}, {"S", 2}};
+  EXPECT_EQ(*e.evaluate(v), 16);
+  EXPECT_FALSE(e.evaluate(std::map<std::string, int64_t>{{"H", 1}}).has_value());
+  SymExpr s = e.substitute({{"P", SymExpr(0)}, {"S", SymExpr(1)}});
+  EXPECT_EQ(s.str(), "H - K + 1");
+}
+
+TEST(SymExpr, EvaluateReportsDivisionByZeroAndOverflow) {
+  EXPECT_FALSE(parse("N / M").evaluate(std::map<std::string, int64_t>{{"N", 1}, {"M", 0}}));
+  EXPECT_FALSE(parse("N * N").evaluate(std::map<std::string, int64_t>{{"N", int64_t(1) << 40}}));
+}
+
+TEST(SymExpr, Symbols) {
+  auto syms = parse("min(B, A) * C + A").symbols();
+  EXPECT_EQ(syms, (std::vector<std::string>{"A", "B", "C"}));
+}
+
+TEST(SymExpr, ParseErrors) {
+  SymExpr e;
+  std::string err;
+  EXPECT_FALSE(parseSymExpr("N +", e, err));
+  EXPECT_FALSE(parseSymExpr("min(N)", e, err));
+  EXPECT_FALSE(parseSymExpr(std::string(1000, '(') + "N", e, err));
+  EXPECT_NE(err.find("nested too deeply"), std::string::npos);
+}
+
+TEST(SymCond, PrintAndParse) {
+  SymCond c;
+  std::string err;
+  ASSERT_TRUE(parseSymCond("N == M && S % 2 == 0", c, err)) << err;
+  EXPECT_EQ(c.str(), "N == M && S % 2 == 0");
+  ASSERT_TRUE(parseSymCond("!(A < B) || (N + 1) * 2 >= 4", c, err)) << err;
+  EXPECT_EQ(c.str(), "A >= B || 2 * N + 2 >= 4");
+  EXPECT_EQ(SymCond::lt(SymExpr(1), SymExpr(2)).kind(), SymCond::Kind::True);
+}
+
+} // namespace
