@@ -1,6 +1,7 @@
 #include "frontend/ElaboratorImpl.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace tsl {
 
@@ -267,8 +268,12 @@ bool Elaborator::bindType(const ast::TypeExpr &pattern, const TensorType &actual
   auto sameDim = [&](SymExpr expected, SymExpr got, const std::string &name) {
     return requireCond(SymCond::eq(expected, got), where, "call",
                        "dim '" + name + "' of " + what,
-                       what + ": dim '" + name + "' is " + expected.str() +
-                           " elsewhere but " + got.str() + " here (" + actual.str() + ")");
+                       what + " must be " + sourceText(pattern.range) + ", got " +
+                           actual.str() +
+                           (std::isalpha(static_cast<unsigned char>(name[0]))
+                                ? " (dim '" + name + "' is " + expected.str() +
+                                      " but the value has " + got.str() + ")"
+                                : std::string()));
   };
   for (const ast::TypeDim &d : pattern.dims) {
     switch (d.kind) {
@@ -399,8 +404,13 @@ bool Elaborator::execBlock(const ast::Block &block, Frame &frame, bool &returned
   frame.scopes.emplace_back();
   for (size_t i = 0; i < block.stmts.size(); ++i) {
     const ast::Stmt &st = block.stmts[i];
-    if (returned)
-      return error(st.range, "code after 'return' is unreachable");
+    if (returned) {
+      // After a `return` of this block the code is dead in every variant;
+      // after a branch that returned it is only dead in this one.
+      if (block.stmts[i - 1].kind == ast::Stmt::Kind::Return)
+        return error(st.range, "code after 'return' is unreachable");
+      break;
+    }
     switch (st.kind) {
     case ast::Stmt::Kind::Let: {
       SemValue v;
@@ -442,7 +452,7 @@ bool Elaborator::execBlock(const ast::Block &block, Frame &frame, bool &returned
                      "conditions on tensor values are data, not shapes: use where(...)");
       Truth t = env.prove(c.c);
       if (t == Truth::False)
-        return error(st.cond->range, "this check always fails: " + c.c.str() +
+        return error(st.cond->range, "this check always fails: " + sourceText(st.cond->range) +
                                          (st.hasMessage ? " (" + st.message + ")" : ""));
       if (t == Truth::True)
         break;
@@ -751,7 +761,10 @@ bool Elaborator::elaborateEntry(const LoadedModule &module, const ast::FnDecl &d
       if (ex && !ex->isInt)
         return error(p.nameRange, "parameter '" + p.name + "' is an int; pass an integer");
       SemValue def;
-      if (!ex && p.defaultValue && examples) {
+      DimKind intKind = p.type.intKind.value_or(DimKind::Auto);
+      bool constantDefault = !examples && (intKind == DimKind::Static || intKind == DimKind::Auto);
+      if (!ex && p.defaultValue && (examples || constantDefault)) {
+        // Without a call, a static int takes its default (like the first call).
         if (!eval(*p.defaultValue, frame, def))
           return false;
         if (def.kind != SemValue::Kind::Int)

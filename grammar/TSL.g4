@@ -88,6 +88,6 @@ STRING: '"' (~["\\\r\n] | '\\' ~[\r\n])* '"';
 UNTERMINATED_STRING: '"' (~["\\\r\n] | '\\' ~[\r\n])*;
 LINE_COMMENT: '//' ~[\r\n]* -> skip;
 BLOCK_COMMENT: '/*' .*? '*/' -> skip;
-UNTERMINATED_COMMENT: '/*' .*? EOF;
+UNTERMINATED_COMMENT: '/*' (~[*] | '*'+ ~[*/])* '*'* EOF;
 WS: [ \t\r\n]+ -> skip;
 BAD_CHAR: .;

@@ -66,7 +66,10 @@ bool ShapeContext::broadcastDim(SymExpr a, SymExpr b, SymExpr &out, const std::s
   std::optional<int64_t> ha = env.hintValue(a), hb = env.hintValue(b);
   if (ha && hb) {
     if (*ha != *hb && *ha != 1 && *hb != 1)
-      return fail(mismatch + " (" + std::to_string(*ha) + " vs " + std::to_string(*hb) + ")");
+      return fail(a.isConst() && b.isConst()
+                      ? mismatch
+                      : mismatch + " (" + std::to_string(*ha) + " vs " + std::to_string(*hb) +
+                            " here)");
     if (*ha == *hb) {
       out = a.isConst() ? a : b.isConst() ? b : a;
       return require(eq, "broadcast in '" + std::string(opInfo(op.code).name) + "'", mismatch);
