@@ -318,7 +318,7 @@ bool Elaborator::unaryOp(const std::string &op, SemValue a, SourceRange range, S
 
 bool Elaborator::indexTensor(const ast::Expr &e, const SemValue &base, Frame &frame,
                              SemValue &out) {
-  const TensorType &t = fn.type(base.tensor);
+  const TensorType t = fn.type(base.tensor); // a copy: emitting ops grows fn.values
   if (e.slices.size() > t.rank())
     return error(e.range, "too many indices (" + std::to_string(e.slices.size()) +
                               ") for a tensor of type " + t.str());

@@ -243,7 +243,7 @@ static bool solveForUnknown(SymExpr pattern, const std::string &unknown, SymExpr
          pattern == offset + coeff * ph;
 }
 
-bool Elaborator::bindType(const ast::TypeExpr &pattern, const TensorType &actual, Frame &frame,
+bool Elaborator::bindType(const ast::TypeExpr &pattern, TensorType actual, Frame &frame,
                           SourceRange where, const std::string &what) {
   auto dt = parseDType(pattern.base);
   if (!dt)
@@ -568,6 +568,9 @@ bool Elaborator::callFunction(const LoadedModule &module, const ast::FnDecl &dec
                    "functions are inlined at compile time; unroll the recursion");
   if (callStack.size() > 64)
     return error(range, "calls nested too deeply (more than 64 levels)");
+  if (++inlinedCalls > 100000)
+    return error(range, "too many calls after inlining (more than 100,000)",
+                 "calls are inlined at compile time; avoid calling helpers in exponential fan-out");
   Frame frame;
   frame.module = &module;
   frame.decl = &decl;

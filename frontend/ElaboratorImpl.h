@@ -106,7 +106,7 @@ public:
   bool callFunction(const LoadedModule &module, const ast::FnDecl &decl,
                     std::vector<CallArg> args, SourceRange range, SemValue &out);
   bool execBlock(const ast::Block &block, Frame &frame, bool &returned, SemValue &result);
-  bool bindType(const ast::TypeExpr &pattern, const TensorType &actual, Frame &frame,
+  bool bindType(const ast::TypeExpr &pattern, TensorType actual, Frame &frame,
                 SourceRange where, const std::string &what);
   bool evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
                    std::vector<std::string> *unbound);
@@ -136,6 +136,7 @@ public:
   Function fn;
   bool generic;
   std::vector<const ast::FnDecl *> callStack;
+  size_t inlinedCalls = 0;
 };
 
 } // namespace tsl
