@@ -568,8 +568,8 @@ bool Elaborator::callFunction(const LoadedModule &module, const ast::FnDecl &dec
                    "functions are inlined at compile time; unroll the recursion");
   if (callStack.size() > 64)
     return error(range, "calls nested too deeply (more than 64 levels)");
-  if (++inlinedCalls > 100000)
-    return error(range, "too many calls after inlining (more than 100,000)",
+  if (++inlinedCalls > 20000)
+    return error(range, "too many calls after inlining (more than 20,000)",
                  "calls are inlined at compile time; avoid calling helpers in exponential fan-out");
   Frame frame;
   frame.module = &module;
