@@ -35,19 +35,19 @@ struct SliceItem {
 /// Expressions.
 struct Expr {
   enum class Kind {
-    IntLit,   ///< intValue
-    FloatLit, ///< floatValue
-    BoolLit,  ///< boolValue
-    StringLit,///< text
-    Name,     ///< text
-    Chain,    ///< operands[0] ops[0] operands[1] ...; ops are "+", "@", "<", ...
-    Prefix,   ///< ops applied right-to-left to operands[0]
-    Call,     ///< callee operands[0], args
-    Member,   ///< operands[0] . text
-    Index,    ///< operands[0] [ slices ]
-    Tuple,    ///< (a, b, ...)
-    List,     ///< [a, b, ...]
-    Paren,    ///< (a)
+    IntLit,    ///< intValue
+    FloatLit,  ///< floatValue
+    BoolLit,   ///< boolValue
+    StringLit, ///< text
+    Name,      ///< text
+    Chain,  ///< operands[0] ops[0] operands[1] ...; ops are "+", "@", "<", ...
+    Prefix, ///< ops applied right-to-left to operands[0]
+    Call,   ///< callee operands[0], args
+    Member, ///< operands[0] . text
+    Index,  ///< operands[0] [ slices ]
+    Tuple,  ///< (a, b, ...)
+    List,   ///< [a, b, ...]
+    Paren,  ///< (a)
   };
   Kind kind;
   SourceRange range;
@@ -143,8 +143,8 @@ struct DimDecl {
 };
 
 struct ImportDecl {
-  std::string name;  // stdlib module name, or the alias
-  std::string path;  // relative path (empty for stdlib)
+  std::string name; // stdlib module name, or the alias
+  std::string path; // relative path (empty for stdlib)
   SourceRange range;
 };
 

@@ -19,7 +19,8 @@ struct Printer {
   std::string spec(const ast::DimSpec &s) {
     std::string t = kindText(s.kind);
     if (s.lo || s.hi)
-      t += " in " + (s.lo ? std::to_string(*s.lo) : "") + ".." + (s.hi ? std::to_string(*s.hi) : "");
+      t += " in " + (s.lo ? std::to_string(*s.lo) : "") + ".." +
+           (s.hi ? std::to_string(*s.hi) : "");
     if (s.multipleOf != 1)
       t += ", multiple_of " + std::to_string(s.multipleOf);
     return t;
@@ -35,7 +36,8 @@ struct Printer {
         line(indent + 1, "Pack *" + d.name + pos(d.range));
         break;
       case ast::TypeDim::Kind::Inline:
-        line(indent + 1, "InlineDim " + d.name + ": " + spec(d.spec) + pos(d.range));
+        line(indent + 1,
+             "InlineDim " + d.name + ": " + spec(d.spec) + pos(d.range));
         break;
       case ast::TypeDim::Kind::Unknown:
         line(indent + 1, "UnknownDim ?" + pos(d.range));
@@ -135,7 +137,9 @@ struct Printer {
         break;
       }
       case ast::Stmt::Kind::Check:
-        line(indent, "Check" + (s.hasMessage ? " \"" + s.message + "\"" : std::string()) + p);
+        line(indent,
+             "Check" +
+                 (s.hasMessage ? " \"" + s.message + "\"" : std::string()) + p);
         expr(indent + 1, *s.cond);
         break;
       case ast::Stmt::Kind::If:
@@ -171,7 +175,10 @@ std::string printAst(const ast::Module &m, const SourceManager &sm) {
   Printer p{sm, {}};
   p.line(0, "Module " + m.path);
   for (const ast::ImportDecl &i : m.imports)
-    p.line(1, "Import " + (i.path.empty() ? i.name : "\"" + i.path + "\" as " + i.name) + p.pos(i.range));
+    p.line(1,
+           "Import " +
+               (i.path.empty() ? i.name : "\"" + i.path + "\" as " + i.name) +
+               p.pos(i.range));
   for (const ast::DimDecl &d : m.dims) {
     if (d.value) {
       p.line(1, "Dim " + d.name + " =" + p.pos(d.range));

@@ -10,20 +10,23 @@ namespace {
 
 const std::map<std::string, OpCode> &unaryBuiltins() {
   static const std::map<std::string, OpCode> m = {
-      {"exp", OpCode::Exp},   {"log", OpCode::Log},         {"sqrt", OpCode::Sqrt},
-      {"rsqrt", OpCode::Rsqrt}, {"tanh", OpCode::Tanh},     {"sigmoid", OpCode::Sigmoid},
-      {"relu", OpCode::Relu}, {"gelu", OpCode::Gelu},       {"abs", OpCode::Abs},
-      {"sin", OpCode::Sin},   {"cos", OpCode::Cos}};
+      {"exp", OpCode::Exp},   {"log", OpCode::Log},
+      {"sqrt", OpCode::Sqrt}, {"rsqrt", OpCode::Rsqrt},
+      {"tanh", OpCode::Tanh}, {"sigmoid", OpCode::Sigmoid},
+      {"relu", OpCode::Relu}, {"gelu", OpCode::Gelu},
+      {"abs", OpCode::Abs},   {"sin", OpCode::Sin},
+      {"cos", OpCode::Cos}};
   return m;
 }
 
 const std::set<std::string> &otherBuiltins() {
   static const std::set<std::string> s = {
-      "pow",     "max",        "min",        "where",     "cast",        "sum",
-      "mean",    "argmax",     "matmul",     "reshape",   "transpose",   "permute",
-      "expand",  "concat",     "pad",        "arange",    "zeros",       "ones",
-      "full",    "conv2d",     "max_pool2d", "nonzero",   "masked_select", "unique",
-      "item",    "index_select", "topk",     "size",      "numel"};
+      "pow",          "max",     "min",           "where",  "cast",
+      "sum",          "mean",    "argmax",        "matmul", "reshape",
+      "transpose",    "permute", "expand",        "concat", "pad",
+      "arange",       "zeros",   "ones",          "full",   "conv2d",
+      "max_pool2d",   "nonzero", "masked_select", "unique", "item",
+      "index_select", "topk",    "size",          "numel"};
   return s;
 }
 
@@ -34,7 +37,8 @@ struct Bound {
   const SemValue *operator[](size_t i) const { return v[i]; }
 };
 
-bool bindArgs(Elaborator &el, const std::string &fn, const std::vector<std::string> &params,
+bool bindArgs(Elaborator &el, const std::string &fn,
+              const std::vector<std::string> &params,
               const std::vector<CallArg> &args, SourceRange range, Bound &out) {
   out.v.assign(params.size(), nullptr);
   size_t pos = 0;
@@ -47,7 +51,8 @@ bool bindArgs(Elaborator &el, const std::string &fn, const std::vector<std::stri
     if (a.name.empty()) {
       if (pos >= params.size())
         return el.error(a.value.range, "'" + fn + "' takes at most " +
-                                           std::to_string(params.size()) + " arguments");
+                                           std::to_string(params.size()) +
+                                           " arguments");
       out.v[pos++] = &a.value;
       continue;
     }
@@ -58,7 +63,8 @@ bool bindArgs(Elaborator &el, const std::string &fn, const std::vector<std::stri
       std::string names;
       for (auto &p : params)
         names += (names.empty() ? "" : ", ") + plain(p);
-      return el.error(a.nameRange, "'" + fn + "' has no parameter named '" + a.name + "'",
+      return el.error(a.nameRange,
+                      "'" + fn + "' has no parameter named '" + a.name + "'",
                       "its parameters are: " + names);
     }
     if (out.v[k])
@@ -77,13 +83,16 @@ bool Elaborator::isBuiltin(const std::string &name) {
   return unaryBuiltins().count(name) || otherBuiltins().count(name);
 }
 
-bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args,
-                             SourceRange range, SemValue &out) {
+bool Elaborator::callBuiltin(const std::string &name,
+                             std::vector<CallArg> &args, SourceRange range,
+                             SemValue &out) {
   Bound a;
-  auto tensorArg = [&](const SemValue *v, const std::string &what, ValueId &id) {
+  auto tensorArg = [&](const SemValue *v, const std::string &what,
+                       ValueId &id) {
     if (!v || v->kind != SemValue::Kind::Tensor)
-      return error(v ? v->range : range, "'" + name + "' needs a tensor for " + what + ", got " +
-                                             (v ? kindName(v->kind) : "nothing"));
+      return error(v ? v->range : range,
+                   "'" + name + "' needs a tensor for " + what + ", got " +
+                       (v ? kindName(v->kind) : "nothing"));
     id = v->tensor;
     return true;
   };
@@ -97,8 +106,10 @@ bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args
       return true;
     }
     if (v->kind != SemValue::Kind::DType)
-      return error(v->range, "expected an element type (bool i8 i32 i64 f16 bf16 f32 f64), got " +
-                                 std::string(kindName(v->kind)));
+      return error(
+          v->range,
+          "expected an element type (bool i8 i32 i64 f16 bf16 f32 f64), got " +
+              std::string(kindName(v->kind)));
     dt = v->dtype;
     return true;
   };
@@ -134,14 +145,16 @@ bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args
 
   if (auto u = unaryBuiltins().find(name); u != unaryBuiltins().end()) {
     ValueId x, r;
-    if (!bindArgs(*this, name, {"x"}, args, range, a) || !tensorArg(a[0], "x", x) ||
-        !emit1(u->second, {x}, {}, range, r))
+    if (!bindArgs(*this, name, {"x"}, args, range, a) ||
+        !tensorArg(a[0], "x", x) || !emit1(u->second, {x}, {}, range, r))
       return false;
     return result(r);
   }
   if (name == "size" || name == "numel") {
     bool isSize = name == "size";
-    if (!bindArgs(*this, name, isSize ? std::vector<std::string>{"x", "axis"} : std::vector<std::string>{"x"},
+    if (!bindArgs(*this, name,
+                  isSize ? std::vector<std::string>{"x", "axis"}
+                         : std::vector<std::string>{"x"},
                   args, range, a))
       return false;
     ValueId x;
@@ -153,29 +166,34 @@ bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args
       return checkSize(out.i, range);
     }
     int64_t axis;
-    if (!asConstInt(*a[1], "the axis", axis) || !normalizeAxis(axis, t.rank(), a[1]->range, axis))
+    if (!asConstInt(*a[1], "the axis", axis) ||
+        !normalizeAxis(axis, t.rank(), a[1]->range, axis))
       return false;
     out = SemValue::ofInt(t.dims[axis], range);
     return true;
   }
   if (name == "max" || name == "min") {
     // max(a, b) with two tensors (or a tensor and a scalar) is elementwise;
-    // max(x), max(x, axis) and max(x, axis=k) reduce. On ints it is size min/max.
+    // max(x), max(x, axis) and max(x, axis=k) reduce. On ints it is size
+    // min/max.
     bool elementwise = args.size() == 2 && args[1].name.empty() &&
                        (args[1].value.kind == SemValue::Kind::Tensor ||
                         args[1].value.kind == SemValue::Kind::Float);
     if (args.size() == 2 && args[0].value.kind == SemValue::Kind::Int &&
-        args[1].value.kind == SemValue::Kind::Int && args[0].name.empty() && args[1].name.empty()) {
-      out = SemValue::ofInt(name == "max" ? SymExpr::max(args[0].value.i, args[1].value.i)
-                                          : SymExpr::min(args[0].value.i, args[1].value.i),
-                            range);
+        args[1].value.kind == SemValue::Kind::Int && args[0].name.empty() &&
+        args[1].name.empty()) {
+      out = SemValue::ofInt(
+          name == "max" ? SymExpr::max(args[0].value.i, args[1].value.i)
+                        : SymExpr::min(args[0].value.i, args[1].value.i),
+          range);
       return checkSize(out.i, range);
     }
     if (elementwise)
-      return tensorBinary(name == "max" ? OpCode::Maximum : OpCode::Minimum, args[0].value,
-                          args[1].value, range, out);
+      return tensorBinary(name == "max" ? OpCode::Maximum : OpCode::Minimum,
+                          args[0].value, args[1].value, range, out);
   }
-  if (name == "sum" || name == "mean" || name == "max" || name == "min" || name == "argmax") {
+  if (name == "sum" || name == "mean" || name == "max" || name == "min" ||
+      name == "argmax") {
     if (!bindArgs(*this, name, {"x", "axis?", "keepdim?"}, args, range, a))
       return false;
     ValueId x, r;
@@ -219,7 +237,8 @@ bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args
     else if (a[2]->kind == SemValue::Kind::Tensor)
       like = fn.type(a[2]->tensor).dtype;
     ValueId x, y, r;
-    if (!toTensor(*a[1], like, a[1]->range, x) || !toTensor(*a[2], like, a[2]->range, y) ||
+    if (!toTensor(*a[1], like, a[1]->range, x) ||
+        !toTensor(*a[2], like, a[2]->range, y) ||
         !emit1(OpCode::Where, {c, x, y}, {}, range, r))
       return false;
     return result(r);
@@ -231,7 +250,8 @@ bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args
     DType dt;
     if (!dtypeArg(a[1], DType::F32, dt))
       return false;
-    if (a[0]->kind == SemValue::Kind::Int || a[0]->kind == SemValue::Kind::Float) {
+    if (a[0]->kind == SemValue::Kind::Int ||
+        a[0]->kind == SemValue::Kind::Float) {
       // cast(size, f32): a 0-d tensor holding the size's value.
       if (!toTensor(*a[0], dt, a[0]->range, x))
         return false;
@@ -259,9 +279,10 @@ bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args
       return false;
     for (const SymExpr &d : shape)
       if (d.isConst() && d.constValue() < -1)
-        return error(a[1]->range, "sizes must be non-negative (or -1), got " + d.str());
-    if (!emit1(name == "reshape" ? OpCode::Reshape : OpCode::Expand, {x}, {{"shape", shape}},
-               range, r))
+        return error(a[1]->range,
+                     "sizes must be non-negative (or -1), got " + d.str());
+    if (!emit1(name == "reshape" ? OpCode::Reshape : OpCode::Expand, {x},
+               {{"shape", shape}}, range, r))
       return false;
     return result(r);
   }
@@ -270,10 +291,12 @@ bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args
       return false;
     ValueId x, r;
     int64_t i, j;
-    if (!tensorArg(a[0], "x", x) || !asConstInt(*a[1], "dim0", i) || !asConstInt(*a[2], "dim1", j))
+    if (!tensorArg(a[0], "x", x) || !asConstInt(*a[1], "dim0", i) ||
+        !asConstInt(*a[2], "dim1", j))
       return false;
     size_t rank = fn.type(x).rank();
-    if (!normalizeAxis(i, rank, a[1]->range, i) || !normalizeAxis(j, rank, a[2]->range, j))
+    if (!normalizeAxis(i, rank, a[1]->range, i) ||
+        !normalizeAxis(j, rank, a[2]->range, j))
       return false;
     std::vector<int64_t> perm(rank);
     for (size_t k = 0; k < rank; ++k)
@@ -292,7 +315,8 @@ bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args
       return false;
     size_t rank = fn.type(x).rank();
     if (perm.size() != rank)
-      return error(a[1]->range, "permute needs " + std::to_string(rank) + " axes, got " +
+      return error(a[1]->range, "permute needs " + std::to_string(rank) +
+                                    " axes, got " +
                                     std::to_string(perm.size()));
     for (int64_t &p : perm)
       if (!normalizeAxis(p, rank, a[1]->range, p))
@@ -304,7 +328,8 @@ bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args
   if (name == "concat") {
     if (!bindArgs(*this, name, {"tensors", "axis?"}, args, range, a))
       return false;
-    if (a[0]->kind != SemValue::Kind::List && a[0]->kind != SemValue::Kind::Tuple)
+    if (a[0]->kind != SemValue::Kind::List &&
+        a[0]->kind != SemValue::Kind::Tuple)
       return error(a[0]->range, "concat needs a list of tensors like [a, b]");
     if (a[0]->elems.empty())
       return error(a[0]->range, "concat needs at least one tensor");
@@ -318,7 +343,8 @@ bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args
     int64_t axis = 0;
     if (a[1] && !asConstInt(*a[1], "the axis", axis))
       return false;
-    if (!normalizeAxis(axis, fn.type(ids[0]).rank(), a[1] ? a[1]->range : range, axis))
+    if (!normalizeAxis(axis, fn.type(ids[0]).rank(), a[1] ? a[1]->range : range,
+                       axis))
       return false;
     ValueId r;
     if (!emit1(OpCode::Concat, ids, {{"axis", axis}}, range, r))
@@ -337,14 +363,16 @@ bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args
     size_t rank = fn.type(x).rank();
     if (amounts.size() % 2 != 0 || amounts.size() > 2 * rank)
       return error(a[1]->range, "pad takes pairs (before, after) for up to " +
-                                    std::to_string(rank) + " axes, last axis first; got " +
+                                    std::to_string(rank) +
+                                    " axes, last axis first; got " +
                                     std::to_string(amounts.size()) + " values");
     std::vector<SymExpr> lo(rank, SymExpr(0)), hi(rank, SymExpr(0));
     for (size_t k = 0; k < amounts.size() / 2; ++k) {
       lo[rank - 1 - k] = amounts[2 * k];
       hi[rank - 1 - k] = amounts[2 * k + 1];
     }
-    if (!emit1(OpCode::Pad, {x}, {{"lo", lo}, {"hi", hi}, {"value", value}}, range, r))
+    if (!emit1(OpCode::Pad, {x}, {{"lo", lo}, {"hi", hi}, {"value", value}},
+               range, r))
       return false;
     return result(r);
   }
@@ -369,19 +397,23 @@ bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args
     std::vector<SymExpr> shape;
     Number value = Number::ofInt(name == "ones" ? 1 : 0);
     DType dt;
-    if (!asIntList(*a[0], "the shape", shape) || (isFull && !numberArg(a[1], value)) ||
+    if (!asIntList(*a[0], "the shape", shape) ||
+        (isFull && !numberArg(a[1], value)) ||
         !dtypeArg(a[isFull ? 2 : 1], DType::F32, dt))
       return false;
     ValueId r;
-    if (!emit1(OpCode::Full, {}, {{"shape", shape}, {"value", value}, {"dtype", dt}}, range, r))
+    if (!emit1(OpCode::Full, {},
+               {{"shape", shape}, {"value", value}, {"dtype", dt}}, range, r))
       return false;
     return result(r);
   }
   if (name == "conv2d" || name == "max_pool2d") {
     bool conv = name == "conv2d";
     if (!bindArgs(*this, name,
-                  conv ? std::vector<std::string>{"x", "w", "bias?", "stride?", "padding?"}
-                       : std::vector<std::string>{"x", "kernel", "stride?", "padding?"},
+                  conv ? std::vector<std::string>{"x", "w", "bias?", "stride?",
+                                                  "padding?"}
+                       : std::vector<std::string>{"x", "kernel", "stride?",
+                                                  "padding?"},
                   args, range, a))
       return false;
     ValueId x;
@@ -389,7 +421,8 @@ bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args
       return false;
     std::vector<ValueId> operands{x};
     std::map<std::string, Attr> attrs;
-    auto pair = [&](const SemValue *v, int64_t dflt, std::vector<int64_t> &out2) {
+    auto pair = [&](const SemValue *v, int64_t dflt,
+                    std::vector<int64_t> &out2) {
       out2 = {dflt, dflt};
       if (!v)
         return true;
@@ -420,7 +453,8 @@ bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args
         return false;
     } else {
       std::vector<int64_t> kernel;
-      if (!pair(a[1], 1, kernel) || !pair(a[2], 0, stride) || !pair(a[3], 0, padding))
+      if (!pair(a[1], 1, kernel) || !pair(a[2], 0, stride) ||
+          !pair(a[3], 0, padding))
         return false;
       if (!a[2])
         stride = kernel;
@@ -429,7 +463,8 @@ bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args
     attrs["stride"] = stride;
     attrs["padding"] = padding;
     ValueId r;
-    if (!emit1(conv ? OpCode::Conv2d : OpCode::MaxPool2d, operands, attrs, range, r))
+    if (!emit1(conv ? OpCode::Conv2d : OpCode::MaxPool2d, operands, attrs,
+               range, r))
       return false;
     return result(r);
   }
@@ -438,7 +473,8 @@ bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args
       return false;
     ValueId x, r;
     if (!tensorArg(a[0], "x", x) ||
-        !emit1(name == "nonzero" ? OpCode::Nonzero : OpCode::Unique, {x}, {}, range, r))
+        !emit1(name == "nonzero" ? OpCode::Nonzero : OpCode::Unique, {x}, {},
+               range, r))
       return false;
     return result(r);
   }
@@ -457,7 +493,8 @@ bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args
     ValueId x;
     if (!tensorArg(a[0], "x", x))
       return false;
-    SymExpr u = env.freshUnbacked(INT64_MIN, std::nullopt, "the value of item(...)", range);
+    SymExpr u = env.freshUnbacked(INT64_MIN, std::nullopt,
+                                  "the value of item(...)", range);
     // Item ints may be negative: widen the symbol's range.
     std::vector<ValueId> none;
     if (!emit(OpCode::Item, {x}, {{"sym", u}}, range, none))
@@ -489,7 +526,8 @@ bool Elaborator::callBuiltin(const std::string &name, std::vector<CallArg> &args
     out = SemValue();
     out.kind = SemValue::Kind::Tuple;
     out.range = range;
-    out.elems = {SemValue::ofTensor(rs[0], range), SemValue::ofTensor(rs[1], range)};
+    out.elems = {SemValue::ofTensor(rs[0], range),
+                 SemValue::ofTensor(rs[1], range)};
     return true;
   }
   return error(range, "not supported: builtin '" + name + "'");

@@ -5,8 +5,8 @@
 
 namespace tsl {
 
-bool Elaborator::lookupName(const std::string &name, SourceRange range, Frame &frame,
-                            SemValue &out) {
+bool Elaborator::lookupName(const std::string &name, SourceRange range,
+                            Frame &frame, SemValue &out) {
   for (auto s = frame.scopes.rbegin(); s != frame.scopes.rend(); ++s) {
     auto it = s->find(name);
     if (it != s->end()) {
@@ -29,8 +29,10 @@ bool Elaborator::lookupName(const std::string &name, SourceRange range, Frame &f
       out = SemValue::ofInt(v, range);
       return true;
     }
-    return errorWithNotes(range, "dim '" + name + "' is not bound in '" + frame.decl->name + "'",
-                          {{decl->second->range, "it is declared here but no parameter uses it"}});
+    return errorWithNotes(
+        range, "dim '" + name + "' is not bound in '" + frame.decl->name + "'",
+        {{decl->second->range,
+          "it is declared here but no parameter uses it"}});
   }
   if (auto dt = parseDType(name)) {
     out.kind = SemValue::Kind::DType;
@@ -62,8 +64,8 @@ bool Elaborator::lookupName(const std::string &name, SourceRange range, Frame &f
   return error(range, "unknown name '" + name + "'");
 }
 
-bool Elaborator::toTensor(const SemValue &v, std::optional<DType> like, SourceRange range,
-                          ValueId &out) {
+bool Elaborator::toTensor(const SemValue &v, std::optional<DType> like,
+                          SourceRange range, ValueId &out) {
   switch (v.kind) {
   case SemValue::Kind::Tensor:
     out = v.tensor;
@@ -73,18 +75,23 @@ bool Elaborator::toTensor(const SemValue &v, std::optional<DType> like, SourceRa
     if (dt == DType::Bool)
       return error(range, "cannot use an int with a bool tensor");
     if (v.i.isConst())
-      return emit1(OpCode::Constant, {}, {{"value", Number::ofInt(v.i.constValue())}, {"dtype", dt}},
+      return emit1(OpCode::Constant, {},
+                   {{"value", Number::ofInt(v.i.constValue())}, {"dtype", dt}},
                    range, out);
-    return emit1(OpCode::SymScalar, {}, {{"expr", v.i}, {"dtype", dt}}, range, out);
+    return emit1(OpCode::SymScalar, {}, {{"expr", v.i}, {"dtype", dt}}, range,
+                 out);
   }
   case SemValue::Kind::Float: {
     DType dt = like.value_or(DType::F32);
     if (!isFloat(dt))
-      return error(range, std::string("cannot mix a float literal with an ") + dtypeName(dt) +
-                              " tensor",
-                   std::string("convert the tensor with cast(x, f32), or write an integer"));
-    return emit1(OpCode::Constant, {}, {{"value", Number::ofFloat(v.f)}, {"dtype", dt}}, range,
-                 out);
+      return error(
+          range,
+          std::string("cannot mix a float literal with an ") + dtypeName(dt) +
+              " tensor",
+          std::string(
+              "convert the tensor with cast(x, f32), or write an integer"));
+    return emit1(OpCode::Constant, {},
+                 {{"value", Number::ofFloat(v.f)}, {"dtype", dt}}, range, out);
   }
   case SemValue::Kind::Cond:
     if (v.c.isConst())
@@ -94,18 +101,21 @@ bool Elaborator::toTensor(const SemValue &v, std::optional<DType> like, SourceRa
                    range, out);
     return error(range, "a condition on sizes cannot be used as a tensor here");
   default:
-    return error(range, std::string("expected a tensor, got ") + kindName(v.kind));
+    return error(range,
+                 std::string("expected a tensor, got ") + kindName(v.kind));
   }
 }
 
-bool Elaborator::asInt(const SemValue &v, const std::string &what, SymExpr &out) {
+bool Elaborator::asInt(const SemValue &v, const std::string &what,
+                       SymExpr &out) {
   if (v.kind != SemValue::Kind::Int)
     return error(v.range, what + " must be an int, got " + kindName(v.kind));
   out = v.i;
   return true;
 }
 
-bool Elaborator::asConstInt(const SemValue &v, const std::string &what, int64_t &out) {
+bool Elaborator::asConstInt(const SemValue &v, const std::string &what,
+                            int64_t &out) {
   SymExpr e;
   if (!asInt(v, what, e))
     return false;
@@ -115,7 +125,8 @@ bool Elaborator::asConstInt(const SemValue &v, const std::string &what, int64_t 
   return true;
 }
 
-bool Elaborator::asIntList(const SemValue &v, const std::string &what, std::vector<SymExpr> &out) {
+bool Elaborator::asIntList(const SemValue &v, const std::string &what,
+                           std::vector<SymExpr> &out) {
   out.clear();
   if (v.kind == SemValue::Kind::Shape || v.kind == SemValue::Kind::List ||
       v.kind == SemValue::Kind::Tuple) {
@@ -127,7 +138,8 @@ bool Elaborator::asIntList(const SemValue &v, const std::string &what, std::vect
     }
     return true;
   }
-  return error(v.range, what + " must be a list like [a, b], got " + kindName(v.kind));
+  return error(v.range,
+               what + " must be a list like [a, b], got " + kindName(v.kind));
 }
 
 bool Elaborator::asConstIntList(const SemValue &v, const std::string &what,
@@ -151,34 +163,40 @@ bool Elaborator::asConstIntList(const SemValue &v, const std::string &what,
   return true;
 }
 
-bool Elaborator::normalizeAxis(int64_t axis, size_t rank, SourceRange range, int64_t &out) {
+bool Elaborator::normalizeAxis(int64_t axis, size_t rank, SourceRange range,
+                               int64_t &out) {
   int64_t r = static_cast<int64_t>(rank);
   if (axis < -r || axis >= r)
-    return error(range, "axis " + std::to_string(axis) + " is out of range for a tensor of rank " +
+    return error(range, "axis " + std::to_string(axis) +
+                            " is out of range for a tensor of rank " +
                             std::to_string(rank) +
-                            (rank ? " (valid: " + std::to_string(-r) + ".." + std::to_string(r - 1) + ")"
+                            (rank ? " (valid: " + std::to_string(-r) + ".." +
+                                        std::to_string(r - 1) + ")"
                                   : ""));
   out = axis < 0 ? axis + r : axis;
   return true;
 }
 
-bool Elaborator::tensorBinary(OpCode code, SemValue a, SemValue b, SourceRange range,
-                              SemValue &out) {
+bool Elaborator::tensorBinary(OpCode code, SemValue a, SemValue b,
+                              SourceRange range, SemValue &out) {
   std::optional<DType> like;
   if (a.kind == SemValue::Kind::Tensor)
     like = fn.type(a.tensor).dtype;
   else if (b.kind == SemValue::Kind::Tensor)
     like = fn.type(b.tensor).dtype;
-  if (!like && (a.kind == SemValue::Kind::Float || b.kind == SemValue::Kind::Float))
+  if (!like &&
+      (a.kind == SemValue::Kind::Float || b.kind == SemValue::Kind::Float))
     like = DType::F32;
   ValueId x, y;
   if (!toTensor(a, like, a.range, x) || !toTensor(b, like, b.range, y))
     return false;
   DType dx = fn.type(x).dtype, dy = fn.type(y).dtype;
   if (dx != dy && code != OpCode::Where)
-    return error(range, std::string("mismatched element types: ") + fn.type(x).str() + " and " +
-                            fn.type(y).str(),
-                 std::string("convert one side with cast(..., ") + dtypeName(dx) + ")");
+    return error(range,
+                 std::string("mismatched element types: ") + fn.type(x).str() +
+                     " and " + fn.type(y).str(),
+                 std::string("convert one side with cast(..., ") +
+                     dtypeName(dx) + ")");
   ValueId r;
   if (!emit1(code, {x, y}, {}, range, r))
     return false;
@@ -200,25 +218,28 @@ static SymCond::Kind compareKind(const std::string &op) {
   return SymCond::Kind::Ge;
 }
 
-bool Elaborator::binary(const std::string &op, SemValue a, SemValue b, SourceRange opRange,
-                        SourceRange range, SemValue &out) {
+bool Elaborator::binary(const std::string &op, SemValue a, SemValue b,
+                        SourceRange opRange, SourceRange range, SemValue &out) {
   using K = SemValue::Kind;
   bool tensors = a.kind == K::Tensor || b.kind == K::Tensor;
   auto bad = [&]() {
-    return error(opRange, "'" + op + "' cannot combine " + kindName(a.kind) + " and " +
-                              kindName(b.kind));
+    return error(opRange, "'" + op + "' cannot combine " + kindName(a.kind) +
+                              " and " + kindName(b.kind));
   };
   auto numeric = [](const SemValue &v) {
     return v.kind == K::Tensor || v.kind == K::Int || v.kind == K::Float;
   };
   if (op == "&&" || op == "||") {
     if (a.kind == K::Cond && b.kind == K::Cond) {
-      out = SemValue::ofCond(op == "&&" ? SymCond::conj(a.c, b.c) : SymCond::disj(a.c, b.c), range);
+      out = SemValue::ofCond(op == "&&" ? SymCond::conj(a.c, b.c)
+                                        : SymCond::disj(a.c, b.c),
+                             range);
       return true;
     }
     if (tensors && (a.kind == K::Tensor || a.kind == K::Cond) &&
         (b.kind == K::Tensor || b.kind == K::Cond))
-      return tensorBinary(op == "&&" ? OpCode::And : OpCode::Or, a, b, range, out);
+      return tensorBinary(op == "&&" ? OpCode::And : OpCode::Or, a, b, range,
+                          out);
     return bad();
   }
   if (op == "@") {
@@ -228,12 +249,14 @@ bool Elaborator::binary(const std::string &op, SemValue a, SemValue b, SourceRan
   }
   if (!numeric(a) || !numeric(b))
     return bad();
-  bool compare = op == "==" || op == "!=" || op == "<" || op == "<=" || op == ">" || op == ">=";
+  bool compare = op == "==" || op == "!=" || op == "<" || op == "<=" ||
+                 op == ">" || op == ">=";
   if (tensors) {
     static const std::map<std::string, OpCode> codes = {
-        {"+", OpCode::Add}, {"-", OpCode::Sub}, {"*", OpCode::Mul}, {"/", OpCode::Div},
-        {"==", OpCode::Eq}, {"!=", OpCode::Ne}, {"<", OpCode::Lt},  {"<=", OpCode::Le},
-        {">", OpCode::Gt},  {">=", OpCode::Ge}};
+        {"+", OpCode::Add}, {"-", OpCode::Sub}, {"*", OpCode::Mul},
+        {"/", OpCode::Div}, {"==", OpCode::Eq}, {"!=", OpCode::Ne},
+        {"<", OpCode::Lt},  {"<=", OpCode::Le}, {">", OpCode::Gt},
+        {">=", OpCode::Ge}};
     auto it = codes.find(op);
     if (it == codes.end())
       return error(opRange, "'" + op + "' is not defined on tensors");
@@ -242,13 +265,20 @@ bool Elaborator::binary(const std::string &op, SemValue a, SemValue b, SourceRan
   if (a.kind == K::Float || b.kind == K::Float) {
     double x = a.kind == K::Float ? a.f : static_cast<double>(a.i.constValue());
     double y = b.kind == K::Float ? b.f : static_cast<double>(b.i.constValue());
-    if ((a.kind == K::Int && !a.i.isConst()) || (b.kind == K::Int && !b.i.isConst()))
-      return error(opRange, "cannot combine a size with a float at compile time",
+    if ((a.kind == K::Int && !a.i.isConst()) ||
+        (b.kind == K::Int && !b.i.isConst()))
+      return error(opRange,
+                   "cannot combine a size with a float at compile time",
                    "make a tensor first, for example cast(arange(1), f32)");
     if (compare)
-      return error(opRange, "comparisons of floats are not compile-time conditions",
+      return error(opRange,
+                   "comparisons of floats are not compile-time conditions",
                    "compare tensors, which gives a bool tensor");
-    double r = op == "+" ? x + y : op == "-" ? x - y : op == "*" ? x * y : op == "/" ? x / y : NAN;
+    double r = op == "+"   ? x + y
+               : op == "-" ? x - y
+               : op == "*" ? x * y
+               : op == "/" ? x / y
+                           : NAN;
     if (op == "%")
       return error(opRange, "'%' is not defined on floats");
     out = SemValue::ofFloat(r, range);
@@ -281,7 +311,8 @@ bool Elaborator::binary(const std::string &op, SemValue a, SemValue b, SourceRan
   return true;
 }
 
-bool Elaborator::unaryOp(const std::string &op, SemValue a, SourceRange range, SemValue &out) {
+bool Elaborator::unaryOp(const std::string &op, SemValue a, SourceRange range,
+                         SemValue &out) {
   using K = SemValue::Kind;
   if (op == "-") {
     switch (a.kind) {
@@ -299,7 +330,8 @@ bool Elaborator::unaryOp(const std::string &op, SemValue a, SourceRange range, S
       return true;
     }
     default:
-      return error(range, std::string("'-' cannot apply to ") + kindName(a.kind));
+      return error(range,
+                   std::string("'-' cannot apply to ") + kindName(a.kind));
     }
   }
   if (a.kind == K::Cond) {
@@ -316,11 +348,13 @@ bool Elaborator::unaryOp(const std::string &op, SemValue a, SourceRange range, S
   return error(range, std::string("'!' cannot apply to ") + kindName(a.kind));
 }
 
-bool Elaborator::indexTensor(const ast::Expr &e, const SemValue &base, Frame &frame,
-                             SemValue &out) {
-  const TensorType t = fn.type(base.tensor); // a copy: emitting ops grows fn.values
+bool Elaborator::indexTensor(const ast::Expr &e, const SemValue &base,
+                             Frame &frame, SemValue &out) {
+  const TensorType t =
+      fn.type(base.tensor); // a copy: emitting ops grows fn.values
   if (e.slices.size() > t.rank())
-    return error(e.range, "too many indices (" + std::to_string(e.slices.size()) +
+    return error(e.range, "too many indices (" +
+                              std::to_string(e.slices.size()) +
                               ") for a tensor of type " + t.str());
   std::vector<SymExpr> starts, sizes, keepDims;
   for (size_t axis = 0; axis < t.rank(); ++axis) {
@@ -350,7 +384,8 @@ bool Elaborator::indexTensor(const ast::Expr &e, const SemValue &base, Frame &fr
       SymExpr lo, hi;
       if (!bound(item.start.get(), 0, lo) || !bound(item.stop.get(), n, hi))
         return false;
-      if (!requireCond(SymCond::ge(lo, 0), item.range, "slice", "slice start is not negative",
+      if (!requireCond(SymCond::ge(lo, 0), item.range, "slice",
+                       "slice start is not negative",
                        "slice start " + lo.str() + " is negative"))
         return false;
       SymExpr len = SymExpr::max(hi - lo, 0);
@@ -364,9 +399,10 @@ bool Elaborator::indexTensor(const ast::Expr &e, const SemValue &base, Frame &fr
         return false;
       if (i.isConst() && i.constValue() < 0)
         i = n + i;
-      if (!requireCond(SymCond::conj(SymCond::ge(i, 0), SymCond::lt(i, n)), item.range, "index",
-                       "index in bounds",
-                       "index " + sourceText(item.index->range) + " is out of bounds for axis " +
+      if (!requireCond(SymCond::conj(SymCond::ge(i, 0), SymCond::lt(i, n)),
+                       item.range, "index", "index in bounds",
+                       "index " + sourceText(item.index->range) +
+                           " is out of bounds for axis " +
                            std::to_string(axis) + " of size " + n.str()))
         return false;
       starts.push_back(i);
@@ -374,7 +410,8 @@ bool Elaborator::indexTensor(const ast::Expr &e, const SemValue &base, Frame &fr
     }
   }
   ValueId r;
-  if (!emit1(OpCode::Slice, {base.tensor}, {{"starts", starts}, {"sizes", sizes}}, e.range, r))
+  if (!emit1(OpCode::Slice, {base.tensor},
+             {{"starts", starts}, {"sizes", sizes}}, e.range, r))
     return false;
   if (keepDims.size() != t.rank() &&
       !emit1(OpCode::Reshape, {r}, {{"shape", keepDims}}, e.range, r))
@@ -429,7 +466,8 @@ bool Elaborator::eval(const ast::Expr &e, Frame &frame, SemValue &out) {
       SemValue rhs;
       if (!eval(*e.operands[i + 1], frame, rhs))
         return false;
-      SourceRange range(e.operands[0]->range.begin, e.operands[i + 1]->range.end);
+      SourceRange range(e.operands[0]->range.begin,
+                        e.operands[i + 1]->range.end);
       if (!binary(e.ops[i], acc, rhs, e.opRanges[i], range, acc))
         return false;
     }
@@ -455,7 +493,8 @@ bool Elaborator::eval(const ast::Expr &e, Frame &frame, SemValue &out) {
     if (base.kind == SemValue::Kind::Module) {
       auto it = base.module->fns.find(e.text);
       if (it == base.module->fns.end())
-        return error(e.opRanges[0], "module '" + sourceText(e.operands[0]->range) +
+        return error(e.opRanges[0], "module '" +
+                                        sourceText(e.operands[0]->range) +
                                         "' has no function '" + e.text + "'");
       out.kind = SemValue::Kind::Fn;
       out.fn = it->second;
@@ -471,8 +510,11 @@ bool Elaborator::eval(const ast::Expr &e, Frame &frame, SemValue &out) {
         out.elems.push_back(SemValue::ofInt(d, e.range));
       return true;
     }
-    return error(e.opRanges[0], std::string(kindName(base.kind)) + " has no member '" + e.text +
-                                    "'" + (base.kind == SemValue::Kind::Tensor ? " (tensors have .shape)" : ""));
+    return error(e.opRanges[0], std::string(kindName(base.kind)) +
+                                    " has no member '" + e.text + "'" +
+                                    (base.kind == SemValue::Kind::Tensor
+                                         ? " (tensors have .shape)"
+                                         : ""));
   }
   case K::Index: {
     SemValue base;
@@ -480,18 +522,23 @@ bool Elaborator::eval(const ast::Expr &e, Frame &frame, SemValue &out) {
       return false;
     if (base.kind == SemValue::Kind::Tensor)
       return indexTensor(e, base, frame, out);
-    if (base.kind == SemValue::Kind::Shape || base.kind == SemValue::Kind::Tuple ||
+    if (base.kind == SemValue::Kind::Shape ||
+        base.kind == SemValue::Kind::Tuple ||
         base.kind == SemValue::Kind::List) {
       if (e.slices.size() != 1 || e.slices[0].isRange)
-        return error(e.range, std::string("index ") + kindName(base.kind) + " with one integer");
+        return error(e.range, std::string("index ") + kindName(base.kind) +
+                                  " with one integer");
       SemValue iv;
       int64_t i;
-      if (!eval(*e.slices[0].index, frame, iv) || !asConstInt(iv, "the index", i))
+      if (!eval(*e.slices[0].index, frame, iv) ||
+          !asConstInt(iv, "the index", i))
         return false;
       int64_t n = static_cast<int64_t>(base.elems.size());
       if (i < -n || i >= n)
-        return error(e.slices[0].range, "index " + std::to_string(i) + " is out of range for " +
-                                            kindName(base.kind) + " of length " + std::to_string(n));
+        return error(e.slices[0].range, "index " + std::to_string(i) +
+                                            " is out of range for " +
+                                            kindName(base.kind) +
+                                            " of length " + std::to_string(n));
       out = base.elems[i < 0 ? i + n : i];
       out.range = e.range;
       return true;
@@ -513,10 +560,12 @@ bool Elaborator::eval(const ast::Expr &e, Frame &frame, SemValue &out) {
       args.push_back(std::move(ca));
     }
     if (callee.kind == SemValue::Kind::Fn)
-      return callFunction(*callee.module, *callee.fn, std::move(args), e.range, out);
+      return callFunction(*callee.module, *callee.fn, std::move(args), e.range,
+                          out);
     if (callee.kind == SemValue::Kind::Builtin)
       return callBuiltin(callee.s, args, e.range, out);
-    return error(e.operands[0]->range, std::string("cannot call ") + kindName(callee.kind));
+    return error(e.operands[0]->range,
+                 std::string("cannot call ") + kindName(callee.kind));
   }
   }
   return error(e.range, "unsupported expression");

@@ -36,7 +36,8 @@ const char *kindName(SemValue::Kind k) {
   return "a value";
 }
 
-bool Elaborator::error(SourceRange range, std::string message, std::string fix) {
+bool Elaborator::error(SourceRange range, std::string message,
+                       std::string fix) {
   diags.error(range, std::move(message), std::move(fix));
   return false;
 }
@@ -73,7 +74,8 @@ std::string Elaborator::sourceText(SourceRange range) const {
   if (!range.isValid() || range.end.offset < range.begin.offset)
     return {};
   std::string_view text = sm().text(range.begin.file);
-  return std::string(text.substr(range.begin.offset, range.end.offset - range.begin.offset));
+  return std::string(
+      text.substr(range.begin.offset, range.end.offset - range.begin.offset));
 }
 
 bool Elaborator::emit(OpCode code, std::vector<ValueId> operands,
@@ -103,12 +105,14 @@ bool Elaborator::emit(OpCode code, std::vector<ValueId> operands,
   op.results = results;
   fn.ops.push_back(std::move(op));
   if (fn.ops.size() > 2000000)
-    return error(range, "function is too large (more than 2,000,000 operations)");
+    return error(range,
+                 "function is too large (more than 2,000,000 operations)");
   return true;
 }
 
 bool Elaborator::emit1(OpCode code, std::vector<ValueId> operands,
-                       std::map<std::string, Attr> attrs, SourceRange range, ValueId &result) {
+                       std::map<std::string, Attr> attrs, SourceRange range,
+                       ValueId &result) {
   std::vector<ValueId> results;
   if (!emit(code, std::move(operands), std::move(attrs), range, results))
     return false;
@@ -118,13 +122,15 @@ bool Elaborator::emit1(OpCode code, std::vector<ValueId> operands,
 
 bool Elaborator::checkSize(SymExpr e, SourceRange range) {
   if (e.depth() > 64 || e.operands().size() > 1000)
-    return error(range, "size expression is too complex (" + std::to_string(e.depth()) +
-                            " levels, " + std::to_string(e.operands().size()) + " terms)");
+    return error(range, "size expression is too complex (" +
+                            std::to_string(e.depth()) + " levels, " +
+                            std::to_string(e.operands().size()) + " terms)");
   return true;
 }
 
-bool Elaborator::requireCond(const SymCond &cond, SourceRange range, const std::string &op,
-                             const std::string &reason, const std::string &message) {
+bool Elaborator::requireCond(const SymCond &cond, SourceRange range,
+                             const std::string &op, const std::string &reason,
+                             const std::string &message) {
   size_t before = env.assertions().size();
   if (env.require(cond, range, op, reason) == ShapeEnv::Resolution::Violated)
     return error(range, message);
@@ -159,8 +165,8 @@ bool Elaborator::evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
       auto v = s->find(e.text);
       if (v != s->end()) {
         if (v->second.kind != SemValue::Kind::Int)
-          return error(e.range, "'" + e.text + "' is " + kindName(v->second.kind) +
-                                    ", not a size");
+          return error(e.range, "'" + e.text + "' is " +
+                                    kindName(v->second.kind) + ", not a size");
         out = v->second.i;
         return true;
       }
@@ -171,7 +177,8 @@ bool Elaborator::evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
     }
     if (unbound) {
       unbound->push_back(e.text);
-      out = SymExpr::symbol("\x01" + e.text); // placeholder, solved by the caller
+      out =
+          SymExpr::symbol("\x01" + e.text); // placeholder, solved by the caller
       return true;
     }
     return error(e.range, "unknown dim '" + e.text + "'",
@@ -182,7 +189,8 @@ bool Elaborator::evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
       return false;
     for (const std::string &op : e.ops) {
       if (op != "-")
-        return error(e.range, "'" + op + "' is not allowed in a size expression");
+        return error(e.range,
+                     "'" + op + "' is not allowed in a size expression");
       out = -out;
     }
     return true;
@@ -206,7 +214,8 @@ bool Elaborator::evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
           return error(e.opRanges[i], "division by zero in a size expression");
         out = op == "/" ? SymExpr::floorDiv(out, r) : SymExpr::mod(out, r);
       } else
-        return error(e.opRanges[i], "'" + op + "' is not allowed in a size expression");
+        return error(e.opRanges[i],
+                     "'" + op + "' is not allowed in a size expression");
       if (!checkSize(out, e.range))
         return false;
     }
@@ -214,8 +223,9 @@ bool Elaborator::evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
   }
   case K::Call: {
     const ast::Expr &callee = *e.operands[0];
-    if (callee.kind == K::Name && (callee.text == "min" || callee.text == "max") &&
-        e.args.size() == 2 && e.args[0].name.empty() && e.args[1].name.empty()) {
+    if (callee.kind == K::Name &&
+        (callee.text == "min" || callee.text == "max") && e.args.size() == 2 &&
+        e.args[0].name.empty() && e.args[1].name.empty()) {
       SymExpr a, b;
       if (!evalDimExpr(*e.args[0].value, frame, a, unbound) ||
           !evalDimExpr(*e.args[1].value, frame, b, unbound))
@@ -223,35 +233,42 @@ bool Elaborator::evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
       out = callee.text == "min" ? SymExpr::min(a, b) : SymExpr::max(a, b);
       return checkSize(out, e.range);
     }
-    return error(e.range, "only min(a, b) and max(a, b) may be called in a size expression");
+    return error(
+        e.range,
+        "only min(a, b) and max(a, b) may be called in a size expression");
   }
   default:
-    return error(e.range, "expected a size expression (integers, dim names, + - * / %, min, max)");
+    return error(e.range, "expected a size expression (integers, dim names, + "
+                          "- * / %, min, max)");
   }
 }
 
 /// Solves `pattern(N) == actual` for one unknown N in a linear pattern.
-static bool solveForUnknown(SymExpr pattern, const std::string &unknown, SymExpr actual,
-                            SymExpr &coeff, SymExpr &offset) {
+bool solveForUnknown(SymExpr pattern, const std::string &unknown,
+                     SymExpr actual, SymExpr &coeff, SymExpr &offset) {
   SymExpr ph = SymExpr::symbol("\x01" + unknown);
   std::map<std::string, SymExpr> at0{{ph.symbolName(), SymExpr(0)}},
       at1{{ph.symbolName(), SymExpr(1)}}, at2{{ph.symbolName(), SymExpr(2)}};
-  SymExpr e0 = pattern.substitute(at0), e1 = pattern.substitute(at1), e2 = pattern.substitute(at2);
+  SymExpr e0 = pattern.substitute(at0), e1 = pattern.substitute(at1),
+          e2 = pattern.substitute(at2);
   coeff = e1 - e0;
   offset = e0;
   return coeff.isConst() && coeff.constValue() > 0 && e2 - e1 == coeff &&
          pattern == offset + coeff * ph;
 }
 
-bool Elaborator::bindType(const ast::TypeExpr &pattern, TensorType actual, Frame &frame,
-                          SourceRange where, const std::string &what) {
+bool Elaborator::bindType(const ast::TypeExpr &pattern, TensorType actual,
+                          Frame &frame, SourceRange where,
+                          const std::string &what) {
   auto dt = parseDType(pattern.base);
   if (!dt)
-    return error(pattern.baseRange, "unknown element type '" + pattern.base + "'",
+    return error(pattern.baseRange,
+                 "unknown element type '" + pattern.base + "'",
                  "element types are bool i8 i32 i64 f16 bf16 f32 f64");
   if (*dt != actual.dtype)
-    return error(where, what + " must have element type " + pattern.base + ", got " +
-                            actual.str(),
+    return error(where,
+                 what + " must have element type " + pattern.base + ", got " +
+                     actual.str(),
                  "convert it with cast(..., " + pattern.base + ")");
   size_t packs = 0;
   for (const ast::TypeDim &d : pattern.dims)
@@ -259,7 +276,8 @@ bool Elaborator::bindType(const ast::TypeExpr &pattern, TensorType actual, Frame
   if (packs > 1)
     return error(pattern.range, "a type may contain at most one pack");
   size_t fixed = pattern.dims.size() - packs;
-  if ((packs == 0 && actual.rank() != fixed) || (packs == 1 && actual.rank() < fixed))
+  if ((packs == 0 && actual.rank() != fixed) ||
+      (packs == 1 && actual.rank() < fixed))
     return error(where, what + " must have rank " + (packs ? "at least " : "") +
                             std::to_string(fixed) + ", got " + actual.str());
   size_t packLen = actual.rank() - fixed;
@@ -268,8 +286,8 @@ bool Elaborator::bindType(const ast::TypeExpr &pattern, TensorType actual, Frame
   auto sameDim = [&](SymExpr expected, SymExpr got, const std::string &name) {
     return requireCond(SymCond::eq(expected, got), where, "call",
                        "dim '" + name + "' of " + what,
-                       what + " must be " + sourceText(pattern.range) + ", got " +
-                           actual.str() +
+                       what + " must be " + sourceText(pattern.range) +
+                           ", got " + actual.str() +
                            (std::isalpha(static_cast<unsigned char>(name[0]))
                                 ? " (dim '" + name + "' is " + expected.str() +
                                       " but the value has " + got.str() + ")"
@@ -278,17 +296,20 @@ bool Elaborator::bindType(const ast::TypeExpr &pattern, TensorType actual, Frame
   for (const ast::TypeDim &d : pattern.dims) {
     switch (d.kind) {
     case ast::TypeDim::Kind::Pack: {
-      std::vector<SymExpr> dims(actual.dims.begin() + axis, actual.dims.begin() + axis + packLen);
+      std::vector<SymExpr> dims(actual.dims.begin() + axis,
+                                actual.dims.begin() + axis + packLen);
       auto it = frame.packs.find(d.name);
       if (it == frame.packs.end()) {
         frame.packs[d.name] = dims;
       } else {
         if (it->second.size() != dims.size())
           return error(where, what + ": pack '*" + d.name + "' has " +
-                                  std::to_string(it->second.size()) + " dims elsewhere but " +
+                                  std::to_string(it->second.size()) +
+                                  " dims elsewhere but " +
                                   std::to_string(dims.size()) + " here");
         for (size_t i = 0; i < dims.size(); ++i)
-          if (!sameDim(it->second[i], dims[i], d.name + "[" + std::to_string(i) + "]"))
+          if (!sameDim(it->second[i], dims[i],
+                       d.name + "[" + std::to_string(i) + "]"))
             return false;
       }
       axis += packLen;
@@ -338,16 +359,21 @@ bool Elaborator::bindType(const ast::TypeExpr &pattern, TensorType actual, Frame
       continue;
     }
     SymExpr coeff, offset;
-    if (unbound.size() > 1 || !solveForUnknown(expected, unbound[0], got, coeff, offset))
-      return error(d->range, "not supported: cannot solve the size expression '" +
-                                 sourceText(d->range) + "' for its dim",
+    if (unbound.size() > 1 ||
+        !solveForUnknown(expected, unbound[0], got, coeff, offset))
+      return error(d->range,
+                   "not supported: cannot solve the size expression '" +
+                       sourceText(d->range) + "' for its dim",
                    "use a plain dim name and a check(...)");
     SymExpr rest = got - offset;
     if (!requireCond(SymCond::eq(SymExpr::mod(rest, coeff), 0), where, "call",
                      "size of the form " + sourceText(d->range),
-                     what + ": size " + got.str() + " is not of the form " + sourceText(d->range)) ||
-        !requireCond(SymCond::ge(rest, 0), where, "call", "size of the form " + sourceText(d->range),
-                     what + ": size " + got.str() + " is not of the form " + sourceText(d->range)))
+                     what + ": size " + got.str() + " is not of the form " +
+                         sourceText(d->range)) ||
+        !requireCond(SymCond::ge(rest, 0), where, "call",
+                     "size of the form " + sourceText(d->range),
+                     what + ": size " + got.str() + " is not of the form " +
+                         sourceText(d->range)))
       return false;
     frame.dims[unbound[0]] = SymExpr::floorDiv(rest, coeff);
   }
@@ -357,9 +383,11 @@ bool Elaborator::bindType(const ast::TypeExpr &pattern, TensorType actual, Frame
 // ---------------------------------------------------------------------------
 // Decisions.
 
-bool Elaborator::decide(const SymCond &cond, const ast::Expr &source, bool &value) {
+bool Elaborator::decide(const SymCond &cond, const ast::Expr &source,
+                        bool &value) {
   std::string op = "if";
-  Truth t = env.choose(cond, source.range, op, "'if " + sourceText(source.range) + "'");
+  Truth t = env.choose(cond, source.range, op,
+                       "'if " + sourceText(source.range) + "'");
   if (t != Truth::Unknown) {
     value = t == Truth::True;
     return true;
@@ -381,15 +409,20 @@ bool Elaborator::decide(const SymCond &cond, const ast::Expr &source, bool &valu
     env.addFact(value ? cond : SymCond::negate(cond));
     return true;
   }
-  std::string name = unbacked.empty() ? cond.symbols().front() : unbacked.front();
+  std::string name =
+      unbacked.empty() ? cond.symbols().front() : unbacked.front();
   std::vector<DiagNote> notes;
   if (const SymbolInfo *info = env.lookup(name)) {
-    std::string what = info->description.empty() ? name + " has no value at compile time"
-                                                  : name + " is " + info->description;
-    notes.push_back({info->origin, what + (info->origin.isValid() ? " here" : "")});
+    std::string what = info->description.empty()
+                           ? name + " has no value at compile time"
+                           : name + " is " + info->description;
+    notes.push_back(
+        {info->origin, what + (info->origin.isValid() ? " here" : "")});
   }
   std::string text = sourceText(source.range);
-  notes.push_back({source.range, "add 'check(" + text + ");' before this line, or use where(...)"});
+  notes.push_back(
+      {source.range,
+       "add 'check(" + text + ");' before this line, or use where(...)"});
   return errorWithNotes(source.range,
                         "cannot decide '" + cond.str() + "': " + name +
                             " has no value at compile time",
@@ -399,8 +432,8 @@ bool Elaborator::decide(const SymCond &cond, const ast::Expr &source, bool &valu
 // ---------------------------------------------------------------------------
 // Statements.
 
-bool Elaborator::execBlock(const ast::Block &block, Frame &frame, bool &returned,
-                           SemValue &result) {
+bool Elaborator::execBlock(const ast::Block &block, Frame &frame,
+                           bool &returned, SemValue &result) {
   frame.scopes.emplace_back();
   for (size_t i = 0; i < block.stmts.size(); ++i) {
     const ast::Stmt &st = block.stmts[i];
@@ -418,8 +451,9 @@ bool Elaborator::execBlock(const ast::Block &block, Frame &frame, bool &returned
         return false;
       if (st.tuplePattern) {
         if (v.kind != SemValue::Kind::Tuple)
-          return error(st.value->range, "cannot take apart " + std::string(kindName(v.kind)) +
-                                            " as a tuple of " + std::to_string(st.names.size()));
+          return error(st.value->range,
+                       "cannot take apart " + std::string(kindName(v.kind)) +
+                           " as a tuple of " + std::to_string(st.names.size()));
         if (v.elems.size() != st.names.size())
           return error(st.range, "tuple has " + std::to_string(v.elems.size()) +
                                      " elements but the pattern names " +
@@ -430,8 +464,9 @@ bool Elaborator::execBlock(const ast::Block &block, Frame &frame, bool &returned
       }
       if (st.ascription) {
         if (v.kind != SemValue::Kind::Tensor)
-          return error(st.value->range, "the type annotation needs a tensor, got " +
-                                            std::string(kindName(v.kind)));
+          return error(st.value->range,
+                       "the type annotation needs a tensor, got " +
+                           std::string(kindName(v.kind)));
         if (!bindType(*st.ascription, fn.type(v.tensor), frame, st.value->range,
                       "'" + st.names[0] + "'"))
           return false;
@@ -446,14 +481,16 @@ bool Elaborator::execBlock(const ast::Block &block, Frame &frame, bool &returned
       if (!eval(*st.cond, frame, c))
         return false;
       if (c.kind != SemValue::Kind::Cond)
-        return error(st.cond->range,
-                     "check(...) needs a condition on sizes or ints, got " +
-                         std::string(kindName(c.kind)),
-                     "conditions on tensor values are data, not shapes: use where(...)");
+        return error(
+            st.cond->range,
+            "check(...) needs a condition on sizes or ints, got " +
+                std::string(kindName(c.kind)),
+            "conditions on tensor values are data, not shapes: use where(...)");
       Truth t = env.prove(c.c);
       if (t == Truth::False)
-        return error(st.cond->range, "this check always fails: " + sourceText(st.cond->range) +
-                                         (st.hasMessage ? " (" + st.message + ")" : ""));
+        return error(st.cond->range,
+                     "this check always fails: " + sourceText(st.cond->range) +
+                         (st.hasMessage ? " (" + st.message + ")" : ""));
       if (t == Truth::True)
         break;
       env.addFact(c.c);
@@ -473,7 +510,8 @@ bool Elaborator::execBlock(const ast::Block &block, Frame &frame, bool &returned
           return error(st.conds[k]->range,
                        "'if' needs a condition on sizes or ints, got " +
                            std::string(kindName(c.kind)),
-                       "to choose between tensor values elementwise, use where(c, a, b)");
+                       "to choose between tensor values elementwise, use "
+                       "where(c, a, b)");
         bool value;
         if (!decide(c.c, *st.conds[k], value))
           return false;
@@ -511,23 +549,27 @@ bool Elaborator::execBlock(const ast::Block &block, Frame &frame, bool &returned
 // ---------------------------------------------------------------------------
 // Calls.
 
-static bool matchResults(Elaborator &el, const ast::FnDecl &decl, Frame &frame, SemValue &result,
-                         SourceRange callRange) {
+bool matchResults(Elaborator &el, const ast::FnDecl &decl, Frame &frame,
+                  SemValue &result, SourceRange callRange) {
   if (!decl.hasResult) {
     if (result.kind != SemValue::Kind::None)
-      return el.error(result.range, "'" + decl.name + "' declares no result but returns " +
-                                        std::string(kindName(result.kind)),
+      return el.error(result.range,
+                      "'" + decl.name + "' declares no result but returns " +
+                          std::string(kindName(result.kind)),
                       "add '-> TYPE' to the signature");
     return true;
   }
   if (result.kind == SemValue::Kind::None)
-    return el.error(decl.nameRange, "'" + decl.name + "' does not return a value");
+    return el.error(decl.nameRange,
+                    "'" + decl.name + "' does not return a value");
   std::vector<SemValue *> parts;
   if (decl.tupleResult) {
-    if (result.kind != SemValue::Kind::Tuple || result.elems.size() != decl.results.size())
-      return el.error(result.range, "'" + decl.name + "' must return a tuple of " +
-                                        std::to_string(decl.results.size()) + ", got " +
-                                        kindName(result.kind));
+    if (result.kind != SemValue::Kind::Tuple ||
+        result.elems.size() != decl.results.size())
+      return el.error(result.range, "'" + decl.name +
+                                        "' must return a tuple of " +
+                                        std::to_string(decl.results.size()) +
+                                        ", got " + kindName(result.kind));
     for (SemValue &e : result.elems)
       parts.push_back(&e);
   } else {
@@ -538,7 +580,8 @@ static bool matchResults(Elaborator &el, const ast::FnDecl &decl, Frame &frame, 
     SemValue &v = *parts[i];
     if (t.base == "int") {
       if (v.kind != SemValue::Kind::Int)
-        return el.error(v.range, "'" + decl.name + "' must return an int here, got " +
+        return el.error(v.range, "'" + decl.name +
+                                     "' must return an int here, got " +
                                      kindName(v.kind));
       continue;
     }
@@ -550,7 +593,8 @@ static bool matchResults(Elaborator &el, const ast::FnDecl &decl, Frame &frame, 
       v = SemValue::ofTensor(id, v.range);
     }
     if (v.kind != SemValue::Kind::Tensor)
-      return el.error(v.range, "'" + decl.name + "' must return a tensor here, got " +
+      return el.error(v.range, "'" + decl.name +
+                                   "' must return a tensor here, got " +
                                    kindName(v.kind));
     if (!el.bindType(t, el.fn.type(v.tensor), frame, v.range,
                      "the result of '" + decl.name + "'"))
@@ -560,17 +604,21 @@ static bool matchResults(Elaborator &el, const ast::FnDecl &decl, Frame &frame, 
   return true;
 }
 
-bool Elaborator::callFunction(const LoadedModule &module, const ast::FnDecl &decl,
-                              std::vector<CallArg> args, SourceRange range, SemValue &out) {
+bool Elaborator::callFunction(const LoadedModule &module,
+                              const ast::FnDecl &decl,
+                              std::vector<CallArg> args, SourceRange range,
+                              SemValue &out) {
   for (const ast::FnDecl *active : callStack)
     if (active == &decl)
-      return error(range, "recursive call to '" + decl.name + "' is not supported",
-                   "functions are inlined at compile time; unroll the recursion");
+      return error(
+          range, "recursive call to '" + decl.name + "' is not supported",
+          "functions are inlined at compile time; unroll the recursion");
   if (callStack.size() > 64)
     return error(range, "calls nested too deeply (more than 64 levels)");
   if (++inlinedCalls > 20000)
     return error(range, "too many calls after inlining (more than 20,000)",
-                 "calls are inlined at compile time; avoid calling helpers in exponential fan-out");
+                 "calls are inlined at compile time; avoid calling helpers in "
+                 "exponential fan-out");
   Frame frame;
   frame.module = &module;
   frame.decl = &decl;
@@ -585,7 +633,8 @@ bool Elaborator::callFunction(const LoadedModule &module, const ast::FnDecl &dec
         return error(a.value.range, "positional argument after a named one");
       if (positional >= decl.params.size())
         return error(a.value.range, "'" + decl.name + "' takes " +
-                                        std::to_string(decl.params.size()) + " arguments, got " +
+                                        std::to_string(decl.params.size()) +
+                                        " arguments, got " +
                                         std::to_string(args.size()));
       bound[positional++] = &a;
       continue;
@@ -595,7 +644,8 @@ bool Elaborator::callFunction(const LoadedModule &module, const ast::FnDecl &dec
     while (k < decl.params.size() && decl.params[k].name != a.name)
       ++k;
     if (k == decl.params.size())
-      return error(a.nameRange, "'" + decl.name + "' has no parameter named '" + a.name + "'");
+      return error(a.nameRange, "'" + decl.name + "' has no parameter named '" +
+                                    a.name + "'");
     if (bound[k])
       return error(a.nameRange, "argument '" + a.name + "' is given twice");
     bound[k] = &a;
@@ -610,23 +660,27 @@ bool Elaborator::callFunction(const LoadedModule &module, const ast::FnDecl &dec
       if (!eval(*p.defaultValue, frame, v))
         return false;
     } else {
-      return errorWithNotes(range, "missing argument '" + p.name + "' in call to '" +
-                                       decl.name + "'",
-                            {{p.nameRange, "'" + p.name + "' is declared here"}});
+      return errorWithNotes(
+          range,
+          "missing argument '" + p.name + "' in call to '" + decl.name + "'",
+          {{p.nameRange, "'" + p.name + "' is declared here"}});
     }
     std::string what = "argument '" + p.name + "' of '" + decl.name + "'";
     if (p.type.base == "int") {
       if (p.type.hasDims)
-        return error(p.type.range, "'int' takes no dims", "use i64[...] for a tensor of integers");
+        return error(p.type.range, "'int' takes no dims",
+                     "use i64[...] for a tensor of integers");
       if (v.kind != SemValue::Kind::Int)
-        return error(v.range, what + " must be an int, got " + kindName(v.kind));
+        return error(v.range,
+                     what + " must be an int, got " + kindName(v.kind));
       frame.scopes.back()[p.name] = v;
       continue;
     }
     auto dt = parseDType(p.type.base);
     if (!dt)
       return error(p.type.baseRange, "unknown type '" + p.type.base + "'",
-                   "types are int or an element type (bool i8 i32 i64 f16 bf16 f32 f64)");
+                   "types are int or an element type (bool i8 i32 i64 f16 bf16 "
+                   "f32 f64)");
     if ((v.kind == SemValue::Kind::Int || v.kind == SemValue::Kind::Float) &&
         p.type.dims.empty()) {
       ValueId id;
@@ -635,7 +689,8 @@ bool Elaborator::callFunction(const LoadedModule &module, const ast::FnDecl &dec
       v = SemValue::ofTensor(id, v.range);
     }
     if (v.kind != SemValue::Kind::Tensor)
-      return error(v.range, what + " must be a tensor, got " + kindName(v.kind));
+      return error(v.range,
+                   what + " must be a tensor, got " + kindName(v.kind));
     if (!bindType(p.type, fn.type(v.tensor), frame, v.range, what))
       return false;
     frame.scopes.back()[p.name] = v;
@@ -650,384 +705,6 @@ bool Elaborator::callFunction(const LoadedModule &module, const ast::FnDecl &dec
   out = result;
   out.range = range;
   return true;
-}
-
-// ---------------------------------------------------------------------------
-// Entry functions.
-
-namespace {
-
-struct EntryBinder {
-  Elaborator &el;
-  Frame &frame;
-  const std::map<std::string, ExampleArg> *examples;
-
-  /// Kind and range of a dim named in a signature.
-  void specOf(const std::string &name, const ast::DimSpec *inlineSpec, DimKind &kind,
-              const ast::DimSpec *&spec, const ast::DimDecl *&decl) {
-    decl = nullptr;
-    spec = inlineSpec;
-    auto it = frame.module->dims.find(name);
-    if (it != frame.module->dims.end())
-      decl = it->second;
-    if (!spec && decl && !decl->value)
-      spec = &decl->spec;
-    kind = spec ? spec->kind : (decl && decl->value ? DimKind::Static : DimKind::Auto);
-  }
-
-  bool makeDim(const std::string &name, const ast::DimSpec *inlineSpec, std::optional<int64_t> example,
-               SourceRange range, const std::string &what, SymExpr &out) {
-    DimKind kind;
-    const ast::DimSpec *spec;
-    const ast::DimDecl *decl;
-    specOf(name, inlineSpec, kind, spec, decl);
-    if (decl && decl->value) {
-      if (!el.evalDimExpr(*decl->value, frame, out, nullptr))
-        return false;
-      if (example && out.isConst() && out.constValue() != *example)
-        return el.errorWithNotes(range, what + ": dim '" + name + "' is declared " + out.str() +
-                                            " but the argument has " + std::to_string(*example),
-                                 {{decl->range, "declared here"}});
-      return true;
-    }
-    if (spec && example) {
-      if ((spec->lo && *example < *spec->lo) || (spec->hi && *example > *spec->hi))
-        return el.error(range, what + ": dim '" + name + "' = " + std::to_string(*example) +
-                                   " is outside its declared range " +
-                                   (spec->lo ? std::to_string(*spec->lo) : "") + ".." +
-                                   (spec->hi ? std::to_string(*spec->hi) : ""));
-      if (spec->multipleOf > 1 && *example % spec->multipleOf != 0)
-        return el.error(range, what + ": dim '" + name + "' = " + std::to_string(*example) +
-                                   " is not a multiple of " + std::to_string(spec->multipleOf));
-    }
-    if ((kind == DimKind::Static || kind == DimKind::Auto) && example) {
-      out = *example;
-      return true;
-    }
-    SymbolInfo info;
-    info.name = name;
-    info.kind = kind;
-    if (kind != DimKind::Unbacked)
-      info.hint = example;
-    if (spec) {
-      info.lo = spec->lo.value_or(0);
-      info.hi = spec->hi;
-      info.multipleOf = spec->multipleOf;
-    }
-    info.origin = range;
-    if (el.env.lookup(name))
-      return el.error(range, "dim '" + name + "' is declared twice in this signature");
-    out = el.env.addSymbol(info);
-    return true;
-  }
-};
-
-} // namespace
-
-bool Elaborator::elaborateEntry(const LoadedModule &module, const ast::FnDecl &decl,
-                                const std::map<std::string, ExampleArg> *examples, Function &out) {
-  fn = Function();
-  fn.name = decl.name;
-  Frame frame;
-  frame.module = &module;
-  frame.decl = &decl;
-  frame.scopes.emplace_back();
-  EntryBinder binder{*this, frame, examples};
-  if (examples)
-    for (const auto &[name, ex] : *examples) {
-      bool known = false;
-      for (const ast::Param &p : decl.params)
-        known |= p.name == name;
-      if (!known)
-        return error(decl.nameRange, "'" + decl.name + "' has no parameter named '" + name + "'");
-    }
-  std::vector<std::string> names;
-  for (const ast::Param &p : decl.params) {
-    if (std::find(names.begin(), names.end(), p.name) != names.end())
-      return error(p.nameRange, "parameter '" + p.name + "' is declared twice");
-    names.push_back(p.name);
-  }
-  callStack.push_back(&decl);
-  for (const ast::Param &p : decl.params) {
-    const ExampleArg *ex = nullptr;
-    if (examples) {
-      auto it = examples->find(p.name);
-      if (it != examples->end())
-        ex = &it->second;
-      else if (!p.defaultValue)
-        return error(p.nameRange, "no value for parameter '" + p.name + "'",
-                     "pass --arg " + p.name + "=...");
-    }
-    if (p.type.base == "int") {
-      if (p.type.hasDims)
-        return error(p.type.range, "'int' takes no dims", "use i64[...] for a tensor of integers");
-      if (ex && !ex->isInt)
-        return error(p.nameRange, "parameter '" + p.name + "' is an int; pass an integer");
-      SemValue def;
-      DimKind intKind = p.type.intKind.value_or(DimKind::Auto);
-      bool constantDefault = !examples && (intKind == DimKind::Static || intKind == DimKind::Auto);
-      if (!ex && p.defaultValue && (examples || constantDefault)) {
-        // Without a call, a static int takes its default (like the first call).
-        if (!eval(*p.defaultValue, frame, def))
-          return false;
-        if (def.kind != SemValue::Kind::Int)
-          return error(p.defaultValue->range, "the default of an int parameter must be an int");
-        frame.scopes.back()[p.name] = def;
-        continue;
-      }
-      DimKind kind = p.type.intKind.value_or(DimKind::Auto);
-      SymExpr value;
-      if (ex && (kind == DimKind::Static || kind == DimKind::Auto)) {
-        value = ex->intValue;
-      } else {
-        SymbolInfo info;
-        info.name = p.name;
-        info.kind = kind;
-        info.isInt = true;
-        info.lo = INT64_MIN;
-        if (ex && kind != DimKind::Unbacked)
-          info.hint = ex->intValue;
-        info.origin = p.nameRange;
-        value = env.addSymbol(info);
-      }
-      Param param;
-      param.name = p.name;
-      param.isInt = true;
-      param.intExpr = value;
-      fn.params.push_back(param);
-      frame.scopes.back()[p.name] = SemValue::ofInt(value, p.nameRange);
-      continue;
-    }
-    auto dt = parseDType(p.type.base);
-    if (!dt)
-      return error(p.type.baseRange, "unknown type '" + p.type.base + "'",
-                   "types are int or an element type (bool i8 i32 i64 f16 bf16 f32 f64)");
-    if (!ex && p.defaultValue && examples) {
-      SemValue def;
-      if (!eval(*p.defaultValue, frame, def))
-        return false;
-      ValueId id;
-      if (def.kind == SemValue::Kind::Tensor)
-        id = def.tensor;
-      else if (!toTensor(def, dt, p.defaultValue->range, id))
-        return false;
-      frame.scopes.back()[p.name] = SemValue::ofTensor(id, p.nameRange);
-      continue;
-    }
-    std::string what = "argument '" + p.name + "'";
-    if (ex) {
-      if (ex->isInt)
-        return error(p.nameRange, "parameter '" + p.name + "' is a tensor (" +
-                                      sourceText(p.type.range) + "); pass a TYPE like f32[2,3]");
-      if (ex->dtype != *dt)
-        return error(p.type.range, what + " must have element type " + p.type.base + ", got " +
-                                       dtypeName(ex->dtype));
-    }
-    size_t packs = 0;
-    for (const ast::TypeDim &d : p.type.dims)
-      packs += d.kind == ast::TypeDim::Kind::Pack;
-    if (packs > 1)
-      return error(p.type.range, "a type may contain at most one pack");
-    size_t fixed = p.type.dims.size() - packs;
-    size_t rank = ex ? ex->shape.size() : fixed + (packs ? 2 : 0);
-    if (ex && ((packs == 0 && rank != fixed) || (packs == 1 && rank < fixed)))
-      return error(p.type.range, what + " must have rank " + (packs ? "at least " : "") +
-                                     std::to_string(fixed) + ", got " + std::to_string(rank));
-    TensorType type{*dt, std::vector<SymExpr>(rank)};
-    std::vector<std::pair<const ast::TypeDim *, size_t>> derived;
-    size_t axis = 0;
-    for (const ast::TypeDim &d : p.type.dims) {
-      auto exampleAt = [&](size_t a) -> std::optional<int64_t> {
-        if (!ex)
-          return std::nullopt;
-        return ex->shape[a];
-      };
-      switch (d.kind) {
-      case ast::TypeDim::Kind::Pack: {
-        size_t len = rank - fixed;
-        auto it = frame.packs.find(d.name);
-        std::vector<SymExpr> dims;
-        for (size_t k = 0; k < len; ++k) {
-          if (it != frame.packs.end()) {
-            if (it->second.size() != len)
-              return error(d.range, what + ": pack '*" + d.name + "' has a different length here");
-            dims.push_back(it->second[k]);
-            continue;
-          }
-          SymExpr s;
-          if (!binder.makeDim(d.name + "_" + std::to_string(k), nullptr, exampleAt(axis + k),
-                              d.range, what, s))
-            return false;
-          dims.push_back(s);
-        }
-        if (it == frame.packs.end())
-          frame.packs[d.name] = dims;
-        for (size_t k = 0; k < len; ++k)
-          type.dims[axis + k] = dims[k];
-        axis += len;
-        break;
-      }
-      case ast::TypeDim::Kind::Unknown: {
-        SymExpr s;
-        if (!binder.makeDim("_" + p.name + "_" + std::to_string(axis), nullptr, exampleAt(axis),
-                            d.range, what, s))
-          return false;
-        type.dims[axis++] = s;
-        break;
-      }
-      case ast::TypeDim::Kind::Inline:
-      case ast::TypeDim::Kind::Expr: {
-        bool plain = d.kind == ast::TypeDim::Kind::Inline ||
-                     (d.expr->kind == ast::Expr::Kind::Name && !frame.scopes.back().count(d.expr->text));
-        if (!plain) {
-          derived.push_back({&d, axis++});
-          break;
-        }
-        std::string name = d.kind == ast::TypeDim::Kind::Inline ? d.name : d.expr->text;
-        auto it = frame.dims.find(name);
-        if (it != frame.dims.end()) {
-          // A repeated dim name: the example must agree.
-          std::optional<int64_t> have = env.hintValue(it->second);
-          if (it->second.isConst())
-            have = it->second.constValue();
-          if (ex && have && *have != ex->shape[axis])
-            return error(d.range, what + ": dim '" + name + "' is " + std::to_string(*have) +
-                                      " in an earlier argument but " +
-                                      std::to_string(ex->shape[axis]) + " here");
-          type.dims[axis++] = it->second;
-          break;
-        }
-        SymExpr s;
-        if (!binder.makeDim(name, d.kind == ast::TypeDim::Kind::Inline ? &d.spec : nullptr,
-                            exampleAt(axis), d.range, what, s))
-          return false;
-        frame.dims[name] = s;
-        type.dims[axis++] = s;
-        break;
-      }
-      }
-    }
-    for (auto &[d, a] : derived) {
-      std::vector<std::string> unbound;
-      SymExpr expr;
-      if (!evalDimExpr(*d->expr, frame, expr, &unbound))
-        return false;
-      std::sort(unbound.begin(), unbound.end());
-      unbound.erase(std::unique(unbound.begin(), unbound.end()), unbound.end());
-      if (unbound.size() > 1)
-        return error(d->range, "not supported: the size expression '" + sourceText(d->range) +
-                                   "' has more than one unknown dim");
-      if (unbound.size() == 1) {
-        SymExpr coeff, offset;
-        if (!solveForUnknown(expr, unbound[0], SymExpr(0), coeff, offset))
-          return error(d->range, "not supported: cannot solve '" + sourceText(d->range) +
-                                     "' for '" + unbound[0] + "' (it must be linear)");
-        std::optional<int64_t> solved;
-        if (ex) {
-          int64_t rest = ex->shape[a] - (offset.isConst() ? offset.constValue() : 0);
-          int64_t c = coeff.constValue();
-          if (!offset.isConst() || rest < 0 || rest % c != 0)
-            return error(d->range, what + " dim " + std::to_string(a) + " = " +
-                                       std::to_string(ex->shape[a]) + " is not of the form " +
-                                       sourceText(d->range));
-          solved = rest / c;
-        }
-        SymExpr s;
-        if (!binder.makeDim(unbound[0], nullptr, solved, d->range, what, s))
-          return false;
-        frame.dims[unbound[0]] = s;
-        if (!evalDimExpr(*d->expr, frame, expr, nullptr))
-          return false;
-        if (!solved && !s.isConst())
-          env.addFact(SymCond::ge(s, 0));
-      }
-      if (ex) {
-        auto v = expr.isConst() ? std::optional<int64_t>(expr.constValue()) : env.hintValue(expr);
-        if (v && *v != ex->shape[a])
-          return error(d->range, what + " dim " + std::to_string(a) + " must be " +
-                                     sourceText(d->range) + " = " + std::to_string(*v) +
-                                     ", got " + std::to_string(ex->shape[a]));
-      }
-      type.dims[a] = expr;
-    }
-    ValueId id = fn.addValue(type, p.name);
-    Param param;
-    param.name = p.name;
-    param.value = id;
-    fn.params.push_back(param);
-    frame.scopes.back()[p.name] = SemValue::ofTensor(id, p.nameRange);
-  }
-  bool returned = false;
-  SemValue result;
-  if (!execBlock(decl.body, frame, returned, result))
-    return false;
-  if (!matchResults(*this, decl, frame, result, decl.nameRange))
-    return false;
-  std::vector<SemValue> parts =
-      result.kind == SemValue::Kind::Tuple ? result.elems : std::vector<SemValue>{result};
-  if (result.kind != SemValue::Kind::None) {
-    for (SemValue &v : parts) {
-      if (v.kind == SemValue::Kind::Int || v.kind == SemValue::Kind::Float) {
-        ValueId id;
-        if (!toTensor(v, v.kind == SemValue::Kind::Int ? DType::I64 : DType::F32, v.range, id))
-          return false;
-        v = SemValue::ofTensor(id, v.range);
-      }
-      if (v.kind != SemValue::Kind::Tensor)
-        return error(v.range, "a function may return tensors and ints, not " +
-                                  std::string(kindName(v.kind)));
-      fn.results.push_back(v.tensor);
-    }
-  }
-  fn.symbols = env.symbols();
-  for (const ShapeFact &g : env.guards())
-    fn.guards.push_back({g.cond, locOf(g.origin), g.op, g.reason});
-  out = std::move(fn);
-  return true;
-}
-
-bool elaborateFunction(const LoadedModule &module, const std::string &fnName,
-                       const ElaborateOptions &options, DiagnosticEngine &diags, Function &out) {
-  auto it = module.fns.find(fnName);
-  if (it == module.fns.end()) {
-    std::string names;
-    for (auto &[n, f] : module.fns)
-      names += (names.empty() ? "" : ", ") + n;
-    Diagnostic d;
-    d.message = "no function named '" + fnName + "' in " + module.path;
-    if (!names.empty())
-      d.notes.push_back({SourceRange(), "functions in this file: " + names});
-    diags.report(std::move(d));
-    return false;
-  }
-  Elaborator el(diags, !options.examples.has_value());
-  return el.elaborateEntry(module, *it->second, options.examples ? &*options.examples : nullptr,
-                           out);
-}
-
-bool checkModule(const LoadedModule &module, DiagnosticEngine &diags) {
-  bool ok = true;
-  for (const ast::FnDecl &decl : module.ast->fns) {
-    // Explore each combination of undecidable `if`s (bounded).
-    std::vector<bool> path;
-    for (int run = 0; run < 32; ++run) {
-      Elaborator el(diags, true);
-      el.path = path;
-      Function f;
-      if (!el.elaborateEntry(module, decl, nullptr, f)) {
-        ok = false;
-        break;
-      }
-      path = el.path;
-      path.resize(el.pathIndex);
-      while (!path.empty() && !path.back())
-        path.pop_back();
-      if (path.empty())
-        break;
-      path.back() = false;
-    }
-  }
-  return ok;
 }
 
 } // namespace tsl

@@ -33,7 +33,8 @@ struct ElaborateOptions {
 /// Elaborates \p fnName of \p module into \p out. Returns false after
 /// reporting diagnostics.
 bool elaborateFunction(const LoadedModule &module, const std::string &fnName,
-                       const ElaborateOptions &options, DiagnosticEngine &diags, Function &out);
+                       const ElaborateOptions &options, DiagnosticEngine &diags,
+                       Function &out);
 
 /// Checks every function of \p module generically (`tslc check`).
 bool checkModule(const LoadedModule &module, DiagnosticEngine &diags);

@@ -12,7 +12,21 @@ namespace tsl {
 
 /// A compile-time value during elaboration.
 struct SemValue {
-  enum class Kind { None, Tensor, Int, Float, Cond, Tuple, List, String, DType, Module, Fn, Builtin, Shape };
+  enum class Kind {
+    None,
+    Tensor,
+    Int,
+    Float,
+    Cond,
+    Tuple,
+    List,
+    String,
+    DType,
+    Module,
+    Fn,
+    Builtin,
+    Shape
+  };
   Kind kind = Kind::None;
   ValueId tensor = 0;
   SymExpr i;
@@ -75,10 +89,12 @@ struct CallArg {
 
 class Elaborator {
 public:
-  Elaborator(DiagnosticEngine &diags, bool generic) : diags(diags), generic(generic) {}
+  Elaborator(DiagnosticEngine &diags, bool generic)
+      : diags(diags), generic(generic) {}
 
   bool elaborateEntry(const LoadedModule &module, const ast::FnDecl &decl,
-                      const std::map<std::string, ExampleArg> *examples, Function &out);
+                      const std::map<std::string, ExampleArg> *examples,
+                      Function &out);
 
   /// Generic checking explores each undecidable `if` both ways: the path of
   /// decisions taken so far and where the next run must differ.
@@ -90,22 +106,27 @@ public:
 
   // --- shared helpers (Elaborator.cpp) ---
   bool error(SourceRange range, std::string message, std::string fix = {});
-  bool errorWithNotes(SourceRange range, std::string message, std::vector<DiagNote> notes,
-                      std::string fix = {});
+  bool errorWithNotes(SourceRange range, std::string message,
+                      std::vector<DiagNote> notes, std::string fix = {});
   Location locOf(SourceRange range) const;
   std::string sourceText(SourceRange range) const;
-  bool emit(OpCode code, std::vector<ValueId> operands, std::map<std::string, Attr> attrs,
-            SourceRange range, std::vector<ValueId> &results);
-  bool emit1(OpCode code, std::vector<ValueId> operands, std::map<std::string, Attr> attrs,
-             SourceRange range, ValueId &result);
+  bool emit(OpCode code, std::vector<ValueId> operands,
+            std::map<std::string, Attr> attrs, SourceRange range,
+            std::vector<ValueId> &results);
+  bool emit1(OpCode code, std::vector<ValueId> operands,
+             std::map<std::string, Attr> attrs, SourceRange range,
+             ValueId &result);
   bool checkSize(SymExpr e, SourceRange range);
-  bool requireCond(const SymCond &cond, SourceRange range, const std::string &op,
-                   const std::string &reason, const std::string &message);
+  bool requireCond(const SymCond &cond, SourceRange range,
+                   const std::string &op, const std::string &reason,
+                   const std::string &message);
 
   // --- calls and statements (Elaborator.cpp) ---
   bool callFunction(const LoadedModule &module, const ast::FnDecl &decl,
-                    std::vector<CallArg> args, SourceRange range, SemValue &out);
-  bool execBlock(const ast::Block &block, Frame &frame, bool &returned, SemValue &result);
+                    std::vector<CallArg> args, SourceRange range,
+                    SemValue &out);
+  bool execBlock(const ast::Block &block, Frame &frame, bool &returned,
+                 SemValue &result);
   bool bindType(const ast::TypeExpr &pattern, TensorType actual, Frame &frame,
                 SourceRange where, const std::string &what);
   bool evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
@@ -114,23 +135,31 @@ public:
 
   // --- expressions (ElabExpr.cpp) ---
   bool eval(const ast::Expr &e, Frame &frame, SemValue &out);
-  bool lookupName(const std::string &name, SourceRange range, Frame &frame, SemValue &out);
-  bool toTensor(const SemValue &v, std::optional<DType> like, SourceRange range, ValueId &out);
-  bool binary(const std::string &op, SemValue a, SemValue b, SourceRange opRange,
-              SourceRange range, SemValue &out);
-  bool unaryOp(const std::string &op, SemValue a, SourceRange range, SemValue &out);
-  bool tensorBinary(OpCode code, SemValue a, SemValue b, SourceRange range, SemValue &out);
+  bool lookupName(const std::string &name, SourceRange range, Frame &frame,
+                  SemValue &out);
+  bool toTensor(const SemValue &v, std::optional<DType> like, SourceRange range,
+                ValueId &out);
+  bool binary(const std::string &op, SemValue a, SemValue b,
+              SourceRange opRange, SourceRange range, SemValue &out);
+  bool unaryOp(const std::string &op, SemValue a, SourceRange range,
+               SemValue &out);
+  bool tensorBinary(OpCode code, SemValue a, SemValue b, SourceRange range,
+                    SemValue &out);
   bool asInt(const SemValue &v, const std::string &what, SymExpr &out);
   bool asConstInt(const SemValue &v, const std::string &what, int64_t &out);
-  bool asIntList(const SemValue &v, const std::string &what, std::vector<SymExpr> &out);
-  bool asConstIntList(const SemValue &v, const std::string &what, std::vector<int64_t> &out);
-  bool normalizeAxis(int64_t axis, size_t rank, SourceRange range, int64_t &out);
-  bool indexTensor(const ast::Expr &e, const SemValue &base, Frame &frame, SemValue &out);
+  bool asIntList(const SemValue &v, const std::string &what,
+                 std::vector<SymExpr> &out);
+  bool asConstIntList(const SemValue &v, const std::string &what,
+                      std::vector<int64_t> &out);
+  bool normalizeAxis(int64_t axis, size_t rank, SourceRange range,
+                     int64_t &out);
+  bool indexTensor(const ast::Expr &e, const SemValue &base, Frame &frame,
+                   SemValue &out);
 
   // --- builtins (Builtins.cpp) ---
   static bool isBuiltin(const std::string &name);
-  bool callBuiltin(const std::string &name, std::vector<CallArg> &args, SourceRange range,
-                   SemValue &out);
+  bool callBuiltin(const std::string &name, std::vector<CallArg> &args,
+                   SourceRange range, SemValue &out);
 
   ShapeEnv env;
   Function fn;
@@ -138,5 +167,15 @@ public:
   std::vector<const ast::FnDecl *> callStack;
   size_t inlinedCalls = 0;
 };
+
+/// Solves `pattern(N) == actual` for the one unknown N of a linear pattern:
+/// pattern == offset + coeff * N with a positive constant coeff.
+bool solveForUnknown(SymExpr pattern, const std::string &unknown,
+                     SymExpr actual, SymExpr &coeff, SymExpr &offset);
+
+/// Checks a callee's returned value against its declared result types,
+/// binding result dims (materializes int results declared as tensors).
+bool matchResults(Elaborator &el, const ast::FnDecl &decl, Frame &frame,
+                  SemValue &result, SourceRange callRange);
 
 } // namespace tsl

@@ -13,7 +13,8 @@ namespace tsl {
 
 namespace fs = std::filesystem;
 
-ModuleLoader::ModuleLoader(SourceManager &sm, DiagnosticEngine &diags) : sm_(sm), diags_(diags) {
+ModuleLoader::ModuleLoader(SourceManager &sm, DiagnosticEngine &diags)
+    : sm_(sm), diags_(diags) {
   const char *env = std::getenv("TSL_STDLIB_PATH");
   stdlibDir_ = env && *env ? env : TSL_DEFAULT_STDLIB_DIR;
 }
@@ -36,7 +37,8 @@ const LoadedModule *ModuleLoader::load(const std::string &path) {
   return loadFile(file, SourceRange());
 }
 
-const LoadedModule *ModuleLoader::loadText(const std::string &name, std::string text) {
+const LoadedModule *ModuleLoader::loadText(const std::string &name,
+                                           std::string text) {
   uint32_t file = sm_.addBuffer(name, std::move(text));
   return loadFile(file, SourceRange());
 }
@@ -49,7 +51,8 @@ bool ModuleLoader::indexNames(LoadedModule &m) {
       Diagnostic d;
       d.range = f.nameRange;
       d.message = "function '" + f.name + "' is defined twice";
-      d.notes.push_back({it->second->nameRange, "the first definition is here"});
+      d.notes.push_back(
+          {it->second->nameRange, "the first definition is here"});
       diags_.report(std::move(d));
       ok = false;
     }
@@ -60,7 +63,8 @@ bool ModuleLoader::indexNames(LoadedModule &m) {
       Diagnostic d;
       d.range = dim.nameRange;
       d.message = "dim '" + dim.name + "' is declared twice";
-      d.notes.push_back({it->second->nameRange, "the first declaration is here"});
+      d.notes.push_back(
+          {it->second->nameRange, "the first declaration is here"});
       diags_.report(std::move(d));
       ok = false;
     }
@@ -68,7 +72,8 @@ bool ModuleLoader::indexNames(LoadedModule &m) {
   return ok;
 }
 
-const LoadedModule *ModuleLoader::loadFile(uint32_t file, SourceRange importedFrom) {
+const LoadedModule *ModuleLoader::loadFile(uint32_t file,
+                                           SourceRange importedFrom) {
   std::string key = canonical(sm_.name(file));
   auto found = modules_.find(key);
   if (found != modules_.end())
@@ -84,7 +89,8 @@ const LoadedModule *ModuleLoader::loadFile(uint32_t file, SourceRange importedFr
   bool ok = true;
   for (const ast::ImportDecl &imp : module->ast->imports) {
     if (module->imports.count(imp.name)) {
-      diags_.error(imp.range, "module name '" + imp.name + "' is imported twice");
+      diags_.error(imp.range,
+                   "module name '" + imp.name + "' is imported twice");
       ok = false;
       continue;
     }
@@ -113,13 +119,15 @@ const LoadedModule *ModuleLoader::resolveImport(const LoadedModule &from,
       std::error_code ec;
       for (auto &entry : fs::directory_iterator(stdlibDir_, ec))
         if (entry.path().extension() == ".tsl")
-          available += (available.empty() ? "" : ", ") + entry.path().stem().string();
+          available +=
+              (available.empty() ? "" : ", ") + entry.path().stem().string();
       Diagnostic d;
       d.range = imp.range;
       d.message = "no standard-library module named '" + imp.name + "'";
       if (!available.empty())
         d.notes.push_back({SourceRange(), "available modules: " + available});
-      d.fix = "to import a file, write 'import \"" + imp.name + ".tsl\" as " + imp.name + ";'";
+      d.fix = "to import a file, write 'import \"" + imp.name + ".tsl\" as " +
+              imp.name + ";'";
       diags_.report(std::move(d));
       return nullptr;
     }
@@ -150,7 +158,8 @@ const LoadedModule *ModuleLoader::resolveImport(const LoadedModule &from,
   if (!file)
     file = sm_.addFile(path, error);
   if (!file) {
-    diags_.error(imp.range, "cannot import '" + (imp.path.empty() ? imp.name : imp.path) +
+    diags_.error(imp.range, "cannot import '" +
+                                (imp.path.empty() ? imp.name : imp.path) +
                                 "': " + error);
     return nullptr;
   }

@@ -40,7 +40,8 @@ public:
 
 private:
   const LoadedModule *loadFile(uint32_t file, SourceRange importedFrom);
-  const LoadedModule *resolveImport(const LoadedModule &from, const ast::ImportDecl &imp);
+  const LoadedModule *resolveImport(const LoadedModule &from,
+                                    const ast::ImportDecl &imp);
   bool indexNames(LoadedModule &m);
 
   SourceManager &sm_;

@@ -44,12 +44,14 @@ std::string describeToken(const antlr4::Token *t) {
 
 class SyntaxErrorListener : public antlr4::BaseErrorListener {
 public:
-  SyntaxErrorListener(const SourceManager &sm, uint32_t file, DiagnosticEngine &diags)
+  SyntaxErrorListener(const SourceManager &sm, uint32_t file,
+                      DiagnosticEngine &diags)
       : sm(sm), file(file), diags(diags) {}
   bool failed = false;
 
-  void syntaxError(antlr4::Recognizer *recognizer, antlr4::Token *offending, size_t line,
-                   size_t col, const std::string &msg, std::exception_ptr) override {
+  void syntaxError(antlr4::Recognizer *recognizer, antlr4::Token *offending,
+                   size_t line, size_t col, const std::string &msg,
+                   std::exception_ptr) override {
     if (failed)
       return; // Only the first syntax error: later ones are usually cascades.
     failed = true;
@@ -78,7 +80,8 @@ public:
               name = "a string";
             else if (name == "EOF" || name == "<EOF>")
               name = "end of file";
-            expected += (i ? (i + 1 == types.size() ? " or " : ", ") : "") + name;
+            expected +=
+                (i ? (i + 1 == types.size() ? " or " : ", ") : "") + name;
           }
         }
       } catch (...) {
@@ -111,16 +114,21 @@ public:
       return {};
     antlr4::Token *stop = ctx->getStop() ? ctx->getStop() : ctx->getStart();
     size_t end = stop->getStopIndex() + 1;
-    if (stop->getType() == antlr4::Token::EOF || end < ctx->getStart()->getStartIndex())
+    if (stop->getType() == antlr4::Token::EOF ||
+        end < ctx->getStart()->getStartIndex())
       end = ctx->getStart()->getStartIndex();
-    return SourceRange(sm.locAt(file, ctx->getStart()->getStartIndex()), sm.locAt(file, end));
+    return SourceRange(sm.locAt(file, ctx->getStart()->getStartIndex()),
+                       sm.locAt(file, end));
   }
   SourceRange rangeOf(antlr4::Token *t) {
     if (!t)
       return {};
-    return SourceRange(sm.locAt(file, t->getStartIndex()), sm.locAt(file, t->getStopIndex() + 1));
+    return SourceRange(sm.locAt(file, t->getStartIndex()),
+                       sm.locAt(file, t->getStopIndex() + 1));
   }
-  SourceRange rangeOf(antlr4::tree::TerminalNode *n) { return n ? rangeOf(n->getSymbol()) : SourceRange(); }
+  SourceRange rangeOf(antlr4::tree::TerminalNode *n) {
+    return n ? rangeOf(n->getSymbol()) : SourceRange();
+  }
 
   bool parseInt(antlr4::Token *t, int64_t &out) {
     std::string s = t->getText();
@@ -201,8 +209,8 @@ private:
   bool dimSpec(TSLParser::DimSpecContext *ctx, ast::DimSpec &spec) {
     spec.range = rangeOf(ctx);
     std::string k = ctx->dimKind()->getText();
-    spec.kind = k == "static" ? DimKind::Static
-                : k == "dynamic" ? DimKind::Dynamic
+    spec.kind = k == "static"     ? DimKind::Static
+                : k == "dynamic"  ? DimKind::Dynamic
                 : k == "unbacked" ? DimKind::Unbacked
                                   : DimKind::Auto;
     if (auto *r = ctx->rangeSpec()) {
@@ -232,8 +240,8 @@ private:
     t.baseRange = rangeOf(ctx->IDENT());
     if (auto *k = ctx->dimKind()) {
       std::string s = k->getText();
-      t.intKind = s == "static" ? DimKind::Static
-                  : s == "dynamic" ? DimKind::Dynamic
+      t.intKind = s == "static"     ? DimKind::Static
+                  : s == "dynamic"  ? DimKind::Dynamic
                   : s == "unbacked" ? DimKind::Unbacked
                                     : DimKind::Auto;
     }
@@ -351,7 +359,8 @@ private:
   }
 
   template <typename Sub, typename Op>
-  ast::ExprPtr chain(antlr4::ParserRuleContext *ctx, const std::vector<Sub *> &subs,
+  ast::ExprPtr chain(antlr4::ParserRuleContext *ctx,
+                     const std::vector<Sub *> &subs,
                      const std::vector<Op *> &ops) {
     if (subs.size() == 1)
       return exprOf(subs[0]);
@@ -365,7 +374,9 @@ private:
     return e;
   }
 
-  ast::ExprPtr expr(TSLParser::ExprContext *ctx) { return exprOf(ctx->orExpr()); }
+  ast::ExprPtr expr(TSLParser::ExprContext *ctx) {
+    return exprOf(ctx->orExpr());
+  }
   ast::ExprPtr exprOf(TSLParser::OrExprContext *ctx) {
     if (ctx->andExpr().size() == 1)
       return exprOf(ctx->andExpr(0));
@@ -434,13 +445,15 @@ private:
           }
         }
         cur = std::move(e);
-      } else if (auto *mem = dynamic_cast<TSLParser::MemberPostfixContext *>(p)) {
+      } else if (auto *mem =
+                     dynamic_cast<TSLParser::MemberPostfixContext *>(p)) {
         auto e = make(ast::Expr::Kind::Member, range);
         e->text = mem->IDENT()->getText();
         e->opRanges.push_back(rangeOf(mem->IDENT()));
         e->operands.push_back(std::move(cur));
         cur = std::move(e);
-      } else if (auto *idx = dynamic_cast<TSLParser::IndexPostfixContext *>(p)) {
+      } else if (auto *idx =
+                     dynamic_cast<TSLParser::IndexPostfixContext *>(p)) {
         auto e = make(ast::Expr::Kind::Index, range);
         e->operands.push_back(std::move(cur));
         for (auto *si : idx->sliceItem()) {
@@ -474,7 +487,8 @@ private:
       auto e = make(ast::Expr::Kind::FloatLit, r);
       e->floatValue = std::strtod(f->FLOAT()->getText().c_str(), nullptr);
       if (!std::isfinite(e->floatValue)) {
-        diags.error(r, "float literal '" + f->FLOAT()->getText() + "' is out of range");
+        diags.error(r, "float literal '" + f->FLOAT()->getText() +
+                           "' is out of range");
         failed = true;
       }
       return e;
@@ -527,17 +541,21 @@ std::unique_ptr<ast::Module> parseSource(const SourceManager &sm, uint32_t file,
     bool lexOk = true;
     for (size_t i = 0; i < tokens.size(); ++i) {
       antlr4::Token *t = tokens[i].get();
-      SourceRange range(sm.locAt(file, t->getStartIndex()), sm.locAt(file, t->getStopIndex() + 1));
+      SourceRange range(sm.locAt(file, t->getStartIndex()),
+                        sm.locAt(file, t->getStopIndex() + 1));
       switch (t->getType()) {
       case TSLLexer::BAD_CHAR: {
         // One diagnostic for a run of bad bytes.
         size_t j = i;
-        while (j + 1 < tokens.size() && tokens[j + 1]->getType() == TSLLexer::BAD_CHAR &&
+        while (j + 1 < tokens.size() &&
+               tokens[j + 1]->getType() == TSLLexer::BAD_CHAR &&
                tokens[j + 1]->getStartIndex() == tokens[j]->getStopIndex() + 1)
           ++j;
         range.end = sm.locAt(file, tokens[j]->getStopIndex() + 1);
-        diags.error(range, "unexpected character " + describeToken(t) +
-                               (j > i ? " (and " + std::to_string(j - i) + " more)" : ""));
+        diags.error(
+            range,
+            "unexpected character " + describeToken(t) +
+                (j > i ? " (and " + std::to_string(j - i) + " more)" : ""));
         i = j;
         lexOk = false;
         break;
@@ -548,15 +566,17 @@ std::unique_ptr<ast::Module> parseSource(const SourceManager &sm, uint32_t file,
         lexOk = false;
         break;
       case TSLLexer::UNTERMINATED_COMMENT:
-        diags.error(SourceRange(range.begin), "unterminated /* comment", "close it with '*/'");
+        diags.error(SourceRange(range.begin), "unterminated /* comment",
+                    "close it with '*/'");
         lexOk = false;
         break;
       default: {
         std::string s = t->getText();
         if (s == "(" || s == "[" || s == "{") {
           if (++depth > kMaxNesting && lexOk) {
-            diags.error(range, "brackets nested too deeply (more than " +
-                                   std::to_string(kMaxNesting) + " levels)",
+            diags.error(range,
+                        "brackets nested too deeply (more than " +
+                            std::to_string(kMaxNesting) + " levels)",
                         "split the expression with 'let' bindings");
             return nullptr;
           }
@@ -588,7 +608,8 @@ std::unique_ptr<ast::Module> parseSource(const SourceManager &sm, uint32_t file,
       return nullptr;
     return module;
   } catch (const std::exception &e) {
-    diags.error(SourceRange(sm.locAt(file, 0)), std::string("internal parser error: ") + e.what());
+    diags.error(SourceRange(sm.locAt(file, 0)),
+                std::string("internal parser error: ") + e.what());
   } catch (...) {
     diags.error(SourceRange(sm.locAt(file, 0)), "internal parser error");
   }

@@ -10,7 +10,8 @@ std::string Location::str() const {
   return file + ":" + std::to_string(line) + ":" + std::to_string(col);
 }
 
-template <typename T> static const T &getAttr(const Operation &op, const std::string &name) {
+template <typename T>
+static const T &getAttr(const Operation &op, const std::string &name) {
   static const T empty{};
   auto it = op.attrs.find(name);
   if (it == op.attrs.end())
@@ -20,18 +21,31 @@ template <typename T> static const T &getAttr(const Operation &op, const std::st
   return empty;
 }
 
-int64_t Operation::intAttr(const std::string &name) const { return getAttr<int64_t>(*this, name); }
-bool Operation::boolAttr(const std::string &name) const { return getAttr<bool>(*this, name); }
-DType Operation::dtypeAttr(const std::string &name) const { return getAttr<DType>(*this, name); }
-Number Operation::numAttr(const std::string &name) const { return getAttr<Number>(*this, name); }
-SymExpr Operation::exprAttr(const std::string &name) const { return getAttr<SymExpr>(*this, name); }
-const std::vector<SymExpr> &Operation::exprsAttr(const std::string &name) const {
+int64_t Operation::intAttr(const std::string &name) const {
+  return getAttr<int64_t>(*this, name);
+}
+bool Operation::boolAttr(const std::string &name) const {
+  return getAttr<bool>(*this, name);
+}
+DType Operation::dtypeAttr(const std::string &name) const {
+  return getAttr<DType>(*this, name);
+}
+Number Operation::numAttr(const std::string &name) const {
+  return getAttr<Number>(*this, name);
+}
+SymExpr Operation::exprAttr(const std::string &name) const {
+  return getAttr<SymExpr>(*this, name);
+}
+const std::vector<SymExpr> &
+Operation::exprsAttr(const std::string &name) const {
   return getAttr<std::vector<SymExpr>>(*this, name);
 }
 const std::vector<int64_t> &Operation::intsAttr(const std::string &name) const {
   return getAttr<std::vector<int64_t>>(*this, name);
 }
-const SymCond &Operation::condAttr(const std::string &name) const { return getAttr<SymCond>(*this, name); }
+const SymCond &Operation::condAttr(const std::string &name) const {
+  return getAttr<SymCond>(*this, name);
+}
 const std::string &Operation::strAttr(const std::string &name) const {
   return getAttr<std::string>(*this, name);
 }
@@ -81,15 +95,18 @@ static std::vector<AttrSpec> parseAttrSpecs(const char *text) {
 const std::vector<OpInfo> &allOps() {
   static const std::vector<OpInfo> table = [] {
     std::vector<OpInfo> t;
-#define TSL_OP(Id, Name, MinOps, MaxOps, Results, Attrs, Doc)                                      \
-  t.push_back({OpCode::Id, Name, MinOps, MaxOps, Results, parseAttrSpecs(Attrs), Doc});
+#define TSL_OP(Id, Name, MinOps, MaxOps, Results, Attrs, Doc)                  \
+  t.push_back({OpCode::Id, Name, MinOps, MaxOps, Results,                      \
+               parseAttrSpecs(Attrs), Doc});
 #include "ir/Ops.def"
     return t;
   }();
   return table;
 }
 
-const OpInfo &opInfo(OpCode code) { return allOps()[static_cast<size_t>(code)]; }
+const OpInfo &opInfo(OpCode code) {
+  return allOps()[static_cast<size_t>(code)];
+}
 
 std::optional<OpCode> lookupOp(std::string_view name) {
   for (const OpInfo &info : allOps())

@@ -36,9 +36,12 @@ struct Number {
   int64_t i = 0;
   bool isInt = false;
   static Number ofInt(int64_t v) { return {static_cast<double>(v), v, true}; }
-  static Number ofFloat(double v) { return {v, static_cast<int64_t>(0), false}; }
+  static Number ofFloat(double v) {
+    return {v, static_cast<int64_t>(0), false};
+  }
   bool operator==(const Number &o) const {
-    return isInt == o.isInt && (isInt ? i == o.i : (f == o.f || (f != f && o.f != o.f)));
+    return isInt == o.isInt &&
+           (isInt ? i == o.i : (f == o.f || (f != f && o.f != o.f)));
   }
 };
 

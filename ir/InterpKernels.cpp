@@ -34,9 +34,10 @@ struct MultiIndex {
   std::vector<int64_t> shape, idx;
   std::vector<std::vector<int64_t>> strides;
   std::vector<int64_t> offsets;
-  MultiIndex(std::vector<int64_t> shape, std::vector<std::vector<int64_t>> strides)
-      : shape(std::move(shape)), idx(this->shape.size(), 0), strides(std::move(strides)),
-        offsets(this->strides.size(), 0) {}
+  MultiIndex(std::vector<int64_t> shape,
+             std::vector<std::vector<int64_t>> strides)
+      : shape(std::move(shape)), idx(this->shape.size(), 0),
+        strides(std::move(strides)), offsets(this->strides.size(), 0) {}
   void next() {
     for (size_t a = shape.size(); a-- > 0;) {
       ++idx[a];
@@ -224,7 +225,8 @@ bool elementwise(KernelContext &ctx) {
         out.setI(i, !x);
         break;
       case OpCode::Abs:
-        out.setI(i, x < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(x)) : x);
+        out.setI(i, x < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(x))
+                          : x);
         break;
       case OpCode::Relu:
         out.setI(i, std::max<int64_t>(x, 0));
@@ -309,7 +311,8 @@ bool reduce(KernelContext &ctx) {
     if (red[i])
       count *= x.shape()[i];
   OpCode code = ctx.op.code;
-  if ((code == OpCode::ReduceMax || code == OpCode::ReduceMin || code == OpCode::Argmax) &&
+  if ((code == OpCode::ReduceMax || code == OpCode::ReduceMin ||
+       code == OpCode::Argmax) &&
       count == 0)
     return ctx.fail("reduction over an empty axis");
   bool intMath = !isFloat(x.dtype());
@@ -351,7 +354,8 @@ bool reduce(KernelContext &ctx) {
       } else {
         double v = x.getF(i);
         bool curNan = seen[o] && std::isnan(accF[o]);
-        if (!seen[o] || (!curNan && (std::isnan(v) || (isMax ? v > accF[o] : v < accF[o])))) {
+        if (!seen[o] || (!curNan && (std::isnan(v) ||
+                                     (isMax ? v > accF[o] : v < accF[o])))) {
           accF[o] = v;
           arg[o] = it.offsets[1];
         }
@@ -384,10 +388,13 @@ bool matmul(KernelContext &ctx) {
     as.insert(as.begin(), 1);
   if (bVec)
     bs.push_back(1);
-  int64_t m = as[as.size() - 2], k = as.back(), k2 = bs[bs.size() - 2], n = bs.back();
+  int64_t m = as[as.size() - 2], k = as.back(), k2 = bs[bs.size() - 2],
+          n = bs.back();
   if (k != k2)
-    return ctx.fail("inner dimensions differ: " + std::to_string(k) + " vs " + std::to_string(k2));
-  std::vector<int64_t> ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+    return ctx.fail("inner dimensions differ: " + std::to_string(k) + " vs " +
+                    std::to_string(k2));
+  std::vector<int64_t> ab(as.begin(), as.end() - 2),
+      bb(bs.begin(), bs.end() - 2);
   size_t rank = std::max(ab.size(), bb.size());
   std::vector<int64_t> batch(rank, 1);
   for (size_t i = 0; i < ab.size(); ++i)
@@ -407,7 +414,8 @@ bool matmul(KernelContext &ctx) {
   if (!ctx.allocate(0, outShape))
     return false;
   Tensor &out = ctx.out[0];
-  std::vector<int64_t> sa = broadcastStrides(ab, batch), sb = broadcastStrides(bb, batch);
+  std::vector<int64_t> sa = broadcastStrides(ab, batch),
+                       sb = broadcastStrides(bb, batch);
   MultiIndex it(batch, {sa, sb});
   int64_t batches = 1;
   for (int64_t d : batch)
@@ -436,7 +444,8 @@ bool matmul(KernelContext &ctx) {
   return true;
 }
 
-bool evalList(KernelContext &ctx, const std::vector<SymExpr> &in, std::vector<int64_t> &out) {
+bool evalList(KernelContext &ctx, const std::vector<SymExpr> &in,
+              std::vector<int64_t> &out) {
   out.clear();
   for (const SymExpr &e : in) {
     int64_t v;
@@ -453,8 +462,8 @@ bool copyKernel(KernelContext &ctx) {
   if (!ctx.allocate(0, ctx.outShapes[0]))
     return false;
   if (ctx.out[0].numel() != x.numel())
-    return ctx.fail("element count changes from " + std::to_string(x.numel()) + " to " +
-                    std::to_string(ctx.out[0].numel()));
+    return ctx.fail("element count changes from " + std::to_string(x.numel()) +
+                    " to " + std::to_string(ctx.out[0].numel()));
   if (x.byteSize())
     std::copy(x.raw(), x.raw() + x.byteSize(), ctx.out[0].raw());
   return true;
@@ -520,8 +529,9 @@ bool slice(KernelContext &ctx) {
   for (size_t i = 0; i < x.rank(); ++i)
     if (starts[i] < 0 || sizes[i] < 0 || starts[i] + sizes[i] > x.shape()[i])
       return ctx.fail("slice [" + std::to_string(starts[i]) + ", " +
-                      std::to_string(starts[i] + sizes[i]) + ") is out of bounds for axis " +
-                      std::to_string(i) + " of size " + std::to_string(x.shape()[i]));
+                      std::to_string(starts[i] + sizes[i]) +
+                      ") is out of bounds for axis " + std::to_string(i) +
+                      " of size " + std::to_string(x.shape()[i]));
   if (!ctx.allocate(0, sizes))
     return false;
   std::vector<int64_t> own = stridesOf(x.shape());
@@ -537,7 +547,8 @@ bool slice(KernelContext &ctx) {
 bool pad(KernelContext &ctx) {
   const Tensor &x = *ctx.in[0];
   std::vector<int64_t> lo, hi;
-  if (!evalList(ctx, ctx.op.exprsAttr("lo"), lo) || !evalList(ctx, ctx.op.exprsAttr("hi"), hi))
+  if (!evalList(ctx, ctx.op.exprsAttr("lo"), lo) ||
+      !evalList(ctx, ctx.op.exprsAttr("hi"), hi))
     return false;
   std::vector<int64_t> shape = x.shape();
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -569,11 +580,13 @@ bool conv2d(KernelContext &ctx) {
   const Tensor &x = *ctx.in[0], &w = *ctx.in[1];
   const Tensor *bias = ctx.in.size() > 2 ? ctx.in[2] : nullptr;
   auto st = ctx.op.intsAttr("stride"), pd = ctx.op.intsAttr("padding");
-  int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2],
+          W = x.shape()[3];
   int64_t O = w.shape()[0], KH = w.shape()[2], KW = w.shape()[3];
   if (w.shape()[1] != C)
     return ctx.fail("channel mismatch");
-  int64_t OH = (H + 2 * pd[0] - KH) / st[0] + 1, OW = (W + 2 * pd[1] - KW) / st[1] + 1;
+  int64_t OH = (H + 2 * pd[0] - KH) / st[0] + 1,
+          OW = (W + 2 * pd[1] - KW) / st[1] + 1;
   if (!ctx.allocate(0, {N, O, OH, OW}))
     return false;
   Tensor &out = ctx.out[0];
@@ -605,8 +618,10 @@ bool maxPool(KernelContext &ctx) {
   const Tensor &x = *ctx.in[0];
   auto k = ctx.op.intsAttr("kernel"), st = ctx.op.intsAttr("stride"),
        pd = ctx.op.intsAttr("padding");
-  int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
-  int64_t OH = (H + 2 * pd[0] - k[0]) / st[0] + 1, OW = (W + 2 * pd[1] - k[1]) / st[1] + 1;
+  int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2],
+          W = x.shape()[3];
+  int64_t OH = (H + 2 * pd[0] - k[0]) / st[0] + 1,
+          OW = (W + 2 * pd[1] - k[1]) / st[1] + 1;
   if (!ctx.allocate(0, {N, C, OH, OW}))
     return false;
   Tensor &out = ctx.out[0];
@@ -619,7 +634,8 @@ bool maxPool(KernelContext &ctx) {
           bool any = false;
           for (int64_t kh = 0; kh < k[0]; ++kh)
             for (int64_t kw = 0; kw < k[1]; ++kw) {
-              int64_t ih = oh * st[0] - pd[0] + kh, iw = ow * st[1] - pd[1] + kw;
+              int64_t ih = oh * st[0] - pd[0] + kh,
+                      iw = ow * st[1] - pd[1] + kw;
               if (ih < 0 || ih >= H || iw < 0 || iw >= W)
                 continue;
               double v = x.getF(((n * C + c) * H + ih) * W + iw);
@@ -655,7 +671,8 @@ bool nonzero(KernelContext &ctx) {
 bool maskedSelect(KernelContext &ctx) {
   const Tensor &x = *ctx.in[0], &m = *ctx.in[1];
   if (x.shape() != m.shape())
-    return ctx.fail("mask shape " + m.typeString() + " differs from " + x.typeString());
+    return ctx.fail("mask shape " + m.typeString() + " differs from " +
+                    x.typeString());
   std::vector<size_t> hits;
   for (size_t i = 0; i < m.numel(); ++i)
     if (m.getI(i))
@@ -703,8 +720,9 @@ bool indexSelect(KernelContext &ctx) {
   for (size_t j = 0; j < idx.numel(); ++j) {
     int64_t v = idx.getI(j);
     if (v < 0 || v >= n)
-      return ctx.fail("index " + std::to_string(v) + " is out of bounds for axis " +
-                      std::to_string(axis) + " of size " + std::to_string(n));
+      return ctx.fail("index " + std::to_string(v) +
+                      " is out of bounds for axis " + std::to_string(axis) +
+                      " of size " + std::to_string(n));
   }
   if (!ctx.allocate(0, shape))
     return false;
@@ -717,7 +735,8 @@ bool indexSelect(KernelContext &ctx) {
   for (int64_t b = 0; b < outer; ++b)
     for (size_t j = 0; j < idx.numel(); ++j)
       for (int64_t k = 0; k < inner; ++k)
-        ctx.out[0].copyElement(o++, x, static_cast<size_t>((b * n + idx.getI(j)) * inner + k));
+        ctx.out[0].copyElement(
+            o++, x, static_cast<size_t>((b * n + idx.getI(j)) * inner + k));
   return true;
 }
 
@@ -728,7 +747,8 @@ bool topk(KernelContext &ctx) {
     return false;
   int64_t n = x.shape().back();
   if (k < 0 || k > n)
-    return ctx.fail("k = " + std::to_string(k) + " is out of range for a last axis of size " +
+    return ctx.fail("k = " + std::to_string(k) +
+                    " is out of range for a last axis of size " +
                     std::to_string(n));
   std::vector<int64_t> shape = x.shape();
   shape.back() = k;
@@ -751,7 +771,8 @@ bool topk(KernelContext &ctx) {
       return u > v;
     });
     for (int64_t j = 0; j < k; ++j) {
-      ctx.out[0].copyElement(static_cast<size_t>(r * k + j), x, base + order[j]);
+      ctx.out[0].copyElement(static_cast<size_t>(r * k + j), x,
+                             base + order[j]);
       ctx.out[1].setI(static_cast<size_t>(r * k + j), order[j]);
     }
   }
@@ -868,7 +889,8 @@ bool runKernel(KernelContext &ctx) {
     return unique(ctx);
   case OpCode::Item:
     if (ctx.in[0]->numel() != 1)
-      return ctx.fail("item() needs exactly one element, got " + ctx.in[0]->typeString());
+      return ctx.fail("item() needs exactly one element, got " +
+                      ctx.in[0]->typeString());
     return true;
   case OpCode::IndexSelect:
     return indexSelect(ctx);

@@ -5,7 +5,8 @@ namespace tsl {
 bool KernelContext::eval(SymExpr e, int64_t &out) {
   auto v = e.evaluate(values);
   if (!v)
-    return fail("cannot evaluate size " + e.str() + " (unbound symbol or overflow)");
+    return fail("cannot evaluate size " + e.str() +
+                " (unbound symbol or overflow)");
   out = *v;
   return true;
 }
@@ -24,8 +25,8 @@ bool KernelContext::allocate(size_t i, std::vector<int64_t> shape) {
 namespace {
 
 /// Solves `expr == value` for the single unbound symbol in a linear expr.
-bool solveLinear(SymExpr expr, int64_t value, std::map<std::string, int64_t> &values,
-                 std::string &why) {
+bool solveLinear(SymExpr expr, int64_t value,
+                 std::map<std::string, int64_t> &values, std::string &why) {
   std::vector<std::string> unbound;
   for (const std::string &s : expr.symbols())
     if (!values.count(s))
@@ -42,7 +43,8 @@ bool solveLinear(SymExpr expr, int64_t value, std::map<std::string, int64_t> &va
   probe[unbound[0]] = 2;
   auto c2 = expr.evaluate(probe);
   if (!c0 || !c1 || !c2 || *c2 - *c1 != *c1 - *c0 || *c1 == *c0) {
-    why = "not supported: size expression " + expr.str() + " is not linear in " + unbound[0];
+    why = "not supported: size expression " + expr.str() +
+          " is not linear in " + unbound[0];
     return false;
   }
   int64_t slope = *c1 - *c0;
@@ -60,8 +62,9 @@ bool solveLinear(SymExpr expr, int64_t value, std::map<std::string, int64_t> &va
 bool bindArguments(const Function &fn, const std::vector<ArgValue> &args,
                    std::map<std::string, int64_t> &values, RunError &error) {
   if (args.size() != fn.params.size()) {
-    error.message = "'" + fn.name + "' takes " + std::to_string(fn.params.size()) +
-                    " arguments, got " + std::to_string(args.size());
+    error.message = "'" + fn.name + "' takes " +
+                    std::to_string(fn.params.size()) + " arguments, got " +
+                    std::to_string(args.size());
     return false;
   }
   // Pass 1: bind plain symbols and int parameters; pass 2: derived dims.
@@ -70,11 +73,13 @@ bool bindArguments(const Function &fn, const std::vector<ArgValue> &args,
       const Param &p = fn.params[i];
       const ArgValue &a = args[i];
       if (p.isInt != a.isInt) {
-        error.message = "argument '" + p.name + "' must be " + (p.isInt ? "an int" : "a tensor");
+        error.message = "argument '" + p.name + "' must be " +
+                        (p.isInt ? "an int" : "a tensor");
         return false;
       }
       if (p.isInt) {
-        if (pass == 0 && p.intExpr.isSymbol() && !values.count(p.intExpr.symbolName()))
+        if (pass == 0 && p.intExpr.isSymbol() &&
+            !values.count(p.intExpr.symbolName()))
           values[p.intExpr.symbolName()] = a.intValue;
         continue;
       }
@@ -84,8 +89,8 @@ bool bindArguments(const Function &fn, const std::vector<ArgValue> &args,
         return false;
       }
       if (a.tensor.dtype() != t.dtype || a.tensor.rank() != t.rank()) {
-        error.message = "argument '" + p.name + "' must be " + t.str() + ", got " +
-                        a.tensor.typeString();
+        error.message = "argument '" + p.name + "' must be " + t.str() +
+                        ", got " + a.tensor.typeString();
         return false;
       }
       for (size_t d = 0; d < t.rank(); ++d) {
@@ -95,7 +100,8 @@ bool bindArguments(const Function &fn, const std::vector<ArgValue> &args,
         else if (pass == 1 && !e.evaluate(values)) {
           std::string why;
           if (!solveLinear(e, a.tensor.shape()[d], values, why)) {
-            error.message = "argument '" + p.name + "' dim " + std::to_string(d) + ": " + why;
+            error.message = "argument '" + p.name + "' dim " +
+                            std::to_string(d) + ": " + why;
             return false;
           }
         }
@@ -108,8 +114,8 @@ bool bindArguments(const Function &fn, const std::vector<ArgValue> &args,
     if (p.isInt) {
       auto v = p.intExpr.evaluate(values);
       if (!v || *v != args[i].intValue) {
-        error.message = "argument '" + p.name + "' must be " + p.intExpr.str() + ", got " +
-                        std::to_string(args[i].intValue);
+        error.message = "argument '" + p.name + "' must be " + p.intExpr.str() +
+                        ", got " + std::to_string(args[i].intValue);
         return false;
       }
       continue;
@@ -121,8 +127,9 @@ bool bindArguments(const Function &fn, const std::vector<ArgValue> &args,
         std::string expected = t.dims[d].str();
         if (v && !t.dims[d].isConst())
           expected += " = " + std::to_string(*v);
-        error.message = "argument '" + p.name + "' dim " + std::to_string(d) + " must be " +
-                        expected + ", got " + std::to_string(args[i].tensor.shape()[d]);
+        error.message = "argument '" + p.name + "' dim " + std::to_string(d) +
+                        " must be " + expected + ", got " +
+                        std::to_string(args[i].tensor.shape()[d]);
         return false;
       }
     }
@@ -142,8 +149,8 @@ bool bindArguments(const Function &fn, const std::vector<ArgValue> &args,
       return false;
     }
     if (s.multipleOf > 1 && v % s.multipleOf != 0) {
-      error.message = "dim " + s.name + " = " + std::to_string(v) + " is not a multiple of " +
-                      std::to_string(s.multipleOf);
+      error.message = "dim " + s.name + " = " + std::to_string(v) +
+                      " is not a multiple of " + std::to_string(s.multipleOf);
       return false;
     }
   }
@@ -156,8 +163,8 @@ bool bindArguments(const Function &fn, const std::vector<ArgValue> &args,
   for (const Check &g : fn.guards) {
     auto ok = g.cond.evaluate(lookup);
     if (!ok || !*ok) {
-      error.message = "these sizes fail the guard '" + g.cond.str() + "' of this variant of '" +
-                      fn.name + "'";
+      error.message = "these sizes fail the guard '" + g.cond.str() +
+                      "' of this variant of '" + fn.name + "'";
       error.loc = g.loc;
       error.notes.push_back("the guard comes from " + g.reason);
       return false;
@@ -194,7 +201,8 @@ bool interpret(const Function &fn, const std::vector<ArgValue> &args,
         std::string vals;
         for (const std::string &s : syms)
           if (values.count(s))
-            vals += (vals.empty() ? "" : ", ") + s + " = " + std::to_string(values[s]);
+            vals += (vals.empty() ? "" : ", ") + s + " = " +
+                    std::to_string(values[s]);
         if (!vals.empty())
           error.notes.push_back("with " + vals);
         return false;
@@ -234,8 +242,9 @@ bool interpret(const Function &fn, const std::vector<ArgValue> &args,
           values[e.symbolName()] = t.shape()[d]; // binds an unbacked size
         auto v = e.evaluate(values);
         if (!v || *v != t.shape()[d]) {
-          error.message = std::string("internal error: ") + opInfo(op.code).name +
-                          " produced " + t.typeString() + ", its type says " + type.str();
+          error.message = std::string("internal error: ") +
+                          opInfo(op.code).name + " produced " + t.typeString() +
+                          ", its type says " + type.str();
           error.loc = op.loc;
           return false;
         }
@@ -250,7 +259,8 @@ bool interpret(const Function &fn, const std::vector<ArgValue> &args,
       if (const SymbolInfo *s = fn.symbol(sym.symbolName())) {
         int64_t v = values[sym.symbolName()];
         if ((s->lo != INT64_MIN && v < s->lo) || (s->hi && v > *s->hi)) {
-          error.message = "item() gave " + std::to_string(v) + ", outside the range of " + s->name;
+          error.message = "item() gave " + std::to_string(v) +
+                          ", outside the range of " + s->name;
           error.loc = op.loc;
           return false;
         }

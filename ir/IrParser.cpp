@@ -2,8 +2,8 @@
 
 #include <cctype>
 #include <cerrno>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <unordered_map>
 
 namespace tsl {
@@ -59,7 +59,8 @@ private:
   /// True when only blanks remain on the current line.
   bool atLineEnd() const {
     size_t p = pos;
-    while (p < text.size() && (text[p] == ' ' || text[p] == '\t' || text[p] == '\r'))
+    while (p < text.size() &&
+           (text[p] == ' ' || text[p] == '\t' || text[p] == '\r'))
       ++p;
     return p >= text.size() || text[p] == '\n';
   }
@@ -82,7 +83,8 @@ private:
     skipSpace();
     size_t start = pos;
     while (pos < text.size() &&
-           (std::isalnum(static_cast<unsigned char>(text[pos])) || text[pos] == '_'))
+           (std::isalnum(static_cast<unsigned char>(text[pos])) ||
+            text[pos] == '_'))
       ++pos;
     if (start == pos)
       return fail("expected a name");
@@ -94,7 +96,8 @@ private:
     size_t start = pos;
     if (pos < text.size() && text[pos] == '-')
       ++pos;
-    while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos])))
+    while (pos < text.size() &&
+           std::isdigit(static_cast<unsigned char>(text[pos])))
       ++pos;
     std::string s = text.substr(start, pos - start);
     if (s.empty() || s == "-")
@@ -198,9 +201,11 @@ private:
     if (!string(loc.file) || !expect(":"))
       return false;
     int64_t l, c, n;
-    if (!integer(l) || !expect(":") || !integer(c) || !expect(":") || !integer(n) || !expect(")"))
+    if (!integer(l) || !expect(":") || !integer(c) || !expect(":") ||
+        !integer(n) || !expect(")"))
       return false;
-    if (l < 0 || c < 0 || n < 0 || l > UINT32_MAX || c > UINT32_MAX || n > UINT32_MAX)
+    if (l < 0 || c < 0 || n < 0 || l > UINT32_MAX || c > UINT32_MAX ||
+        n > UINT32_MAX)
       return fail("bad location");
     loc.line = static_cast<unsigned>(l);
     loc.col = static_cast<unsigned>(c);
@@ -369,9 +374,10 @@ private:
   bool guardLine(Function &fn) {
     Check g;
     Attr cond, op, reason;
-    if (!expect("{") || !expect("cond") || !expect("=") || !attrValue("cond", cond) ||
-        !expect(",") || !expect("op") || !expect("=") || !attrValue("str", op) ||
-        !expect(",") || !expect("reason") || !expect("=") || !attrValue("str", reason) ||
+    if (!expect("{") || !expect("cond") || !expect("=") ||
+        !attrValue("cond", cond) || !expect(",") || !expect("op") ||
+        !expect("=") || !attrValue("str", op) || !expect(",") ||
+        !expect("reason") || !expect("=") || !attrValue("str", reason) ||
         !expect("}") || !location(g.loc))
       return false;
     g.cond = std::get<SymCond>(cond);
@@ -427,7 +433,8 @@ private:
       }
     }
     if (resultNames.size() != static_cast<size_t>(info.numResults))
-      return fail("op '" + opName + "' has " + std::to_string(info.numResults) + " results");
+      return fail("op '" + opName + "' has " + std::to_string(info.numResults) +
+                  " results");
     if (!resultNames.empty()) {
       if (!expect(":"))
         return false;
@@ -467,8 +474,8 @@ private:
           names[p.name] = p.value;
         } else {
           p.isInt = true;
-          if (!ident(p.name) || !expect(":") || !expect("int") || !expect("=") ||
-              !expr(p.intExpr, ",)"))
+          if (!ident(p.name) || !expect(":") || !expect("int") ||
+              !expect("=") || !expr(p.intExpr, ",)"))
             return false;
         }
         fn.params.push_back(p);
@@ -520,7 +527,8 @@ private:
         }
         if (fn.results.size() != resultTypes.size())
           return fail("return gives " + std::to_string(fn.results.size()) +
-                      " values but the signature declares " + std::to_string(resultTypes.size()));
+                      " values but the signature declares " +
+                      std::to_string(resultTypes.size()));
         for (size_t i = 0; i < resultTypes.size(); ++i)
           if (!(fn.type(fn.results[i]) == resultTypes[i]))
             return fail("returned value " + std::to_string(i) + " has type " +

@@ -59,7 +59,9 @@ std::string printAttr(const Attr &a) {
     std::string operator()(bool v) const { return v ? "true" : "false"; }
     std::string operator()(DType t) const { return dtypeName(t); }
     std::string operator()(const SymExpr &e) const { return e.str(); }
-    std::string operator()(const std::vector<SymExpr> &v) const { return printExprs(v); }
+    std::string operator()(const std::vector<SymExpr> &v) const {
+      return printExprs(v);
+    }
     std::string operator()(const std::vector<int64_t> &v) const {
       std::string out = "[";
       for (size_t i = 0; i < v.size(); ++i)
@@ -85,7 +87,8 @@ std::string printFunction(const Function &fn) {
   std::vector<std::string> names(fn.values.size());
   unsigned next = 0;
   for (size_t i = 0; i < fn.values.size(); ++i)
-    names[i] = fn.values[i].name.empty() ? "%" + std::to_string(next++) : "%" + fn.values[i].name;
+    names[i] = fn.values[i].name.empty() ? "%" + std::to_string(next++)
+                                         : "%" + fn.values[i].name;
   // Unnamed values are numbered in definition order (parameters are named).
   next = 0;
   for (const Operation &op : fn.ops)

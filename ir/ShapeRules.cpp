@@ -15,7 +15,8 @@ bool ShapeContext::fail(std::string message) {
 bool ShapeContext::require(const SymCond &cond, const std::string &reason,
                            const std::string &message) {
   size_t before = env.assertions().size();
-  ShapeEnv::Resolution r = env.require(cond, range, opInfo(op.code).name, reason);
+  ShapeEnv::Resolution r =
+      env.require(cond, range, opInfo(op.code).name, reason);
   if (r == ShapeEnv::Resolution::Violated)
     return fail(message);
   for (size_t i = before; i < env.assertions().size(); ++i)
@@ -40,7 +41,8 @@ SymExpr ShapeContext::fresh(int64_t lo, std::optional<SymExpr> hi,
   return u;
 }
 
-bool ShapeContext::broadcastDim(SymExpr a, SymExpr b, SymExpr &out, const std::string &what) {
+bool ShapeContext::broadcastDim(SymExpr a, SymExpr b, SymExpr &out,
+                                const std::string &what) {
   if (a == b || b.isConst(1)) {
     out = a;
     return true;
@@ -62,32 +64,38 @@ bool ShapeContext::broadcastDim(SymExpr a, SymExpr b, SymExpr &out, const std::s
     out = a;
     return true;
   }
-  std::string mismatch = "cannot broadcast " + what + ": size " + a.str() + " vs " + b.str();
+  std::string mismatch =
+      "cannot broadcast " + what + ": size " + a.str() + " vs " + b.str();
   std::optional<int64_t> ha = env.hintValue(a), hb = env.hintValue(b);
   if (ha && hb) {
     if (*ha != *hb && *ha != 1 && *hb != 1)
       return fail(a.isConst() && b.isConst()
                       ? mismatch
-                      : mismatch + " (" + std::to_string(*ha) + " vs " + std::to_string(*hb) +
-                            " here)");
+                      : mismatch + " (" + std::to_string(*ha) + " vs " +
+                            std::to_string(*hb) + " here)");
     if (*ha == *hb) {
       out = a.isConst() ? a : b.isConst() ? b : a;
-      return require(eq, "broadcast in '" + std::string(opInfo(op.code).name) + "'", mismatch);
+      return require(eq,
+                     "broadcast in '" + std::string(opInfo(op.code).name) + "'",
+                     mismatch);
     }
     if (*ha == 1) {
-      choose(SymCond::eq(a, 1), "size-1 broadcast in '" + std::string(opInfo(op.code).name) + "'");
+      choose(SymCond::eq(a, 1),
+             "size-1 broadcast in '" + std::string(opInfo(op.code).name) + "'");
       out = b;
       return true;
     }
-    choose(SymCond::eq(b, 1), "size-1 broadcast in '" + std::string(opInfo(op.code).name) + "'");
+    choose(SymCond::eq(b, 1),
+           "size-1 broadcast in '" + std::string(opInfo(op.code).name) + "'");
     out = a;
     return true;
   }
   // No hint: assume the sizes do not broadcast and assert equality at run
   // time (documented in docs/language.md).
   out = (a.isConst() || ha) ? a : b;
-  return require(eq, "unbacked size assumed not to broadcast in '" +
-                         std::string(opInfo(op.code).name) + "'",
+  return require(eq,
+                 "unbacked size assumed not to broadcast in '" +
+                     std::string(opInfo(op.code).name) + "'",
                  mismatch);
 }
 
@@ -116,7 +124,8 @@ bool sameDtypes(ShapeContext &ctx, size_t first) {
     if (ctx.operands[i].dtype != ctx.operands[first].dtype)
       return ctx.fail(std::string("mismatched element types ") +
                       dtypeName(ctx.operands[first].dtype) + " and " +
-                      dtypeName(ctx.operands[i].dtype) + " in '" + opInfo(ctx.op.code).name + "'");
+                      dtypeName(ctx.operands[i].dtype) + " in '" +
+                      opInfo(ctx.op.code).name + "'");
   return true;
 }
 
@@ -136,8 +145,8 @@ bool needNumeric(ShapeContext &ctx, const TensorType &t) {
 
 bool needBool(ShapeContext &ctx, const TensorType &t) {
   if (t.dtype != DType::Bool)
-    return ctx.fail(std::string("'") + opInfo(ctx.op.code).name + "' needs a bool tensor, got " +
-                    t.str());
+    return ctx.fail(std::string("'") + opInfo(ctx.op.code).name +
+                    "' needs a bool tensor, got " + t.str());
   return true;
 }
 
@@ -153,7 +162,8 @@ bool reduction(ShapeContext &ctx, std::vector<TensorType> &results) {
   std::vector<bool> reduced(x.rank(), axes.empty());
   for (int64_t a : axes) {
     if (a < 0 || static_cast<size_t>(a) >= x.rank())
-      return ctx.fail("axis " + std::to_string(a) + " is out of range for " + x.str());
+      return ctx.fail("axis " + std::to_string(a) + " is out of range for " +
+                      x.str());
     if (reduced[a])
       return ctx.fail("axis " + std::to_string(a) + " is reduced twice");
     reduced[a] = true;
@@ -168,10 +178,12 @@ bool reduction(ShapeContext &ctx, std::vector<TensorType> &results) {
   TensorType out;
   out.dtype = c == OpCode::Argmax ? DType::I64 : x.dtype;
   for (size_t i = 0; i < x.rank(); ++i) {
-    if (reduced[i] && (c == OpCode::ReduceMax || c == OpCode::ReduceMin || c == OpCode::Argmax)) {
-      if (!ctx.require(SymCond::ge(x.dims[i], 1), "reduction over a non-empty axis",
-                       std::string(opInfo(c).name) + " over an empty axis (size " +
-                           x.dims[i].str() + ")"))
+    if (reduced[i] && (c == OpCode::ReduceMax || c == OpCode::ReduceMin ||
+                       c == OpCode::Argmax)) {
+      if (!ctx.require(
+              SymCond::ge(x.dims[i], 1), "reduction over a non-empty axis",
+              std::string(opInfo(c).name) + " over an empty axis (size " +
+                  x.dims[i].str() + ")"))
         return false;
     }
     if (!reduced[i])
@@ -188,7 +200,8 @@ bool matmul(ShapeContext &ctx, std::vector<TensorType> &results) {
   if (!sameDtypes(ctx, 0) || !needNumeric(ctx, a))
     return false;
   if (a.rank() == 0 || b.rank() == 0)
-    return ctx.fail("matmul needs operands of rank 1 or more, got " + a.str() + " and " + b.str());
+    return ctx.fail("matmul needs operands of rank 1 or more, got " + a.str() +
+                    " and " + b.str());
   bool aVec = a.rank() == 1, bVec = b.rank() == 1;
   if (aVec)
     a.dims.insert(a.dims.begin(), SymExpr(1));
@@ -196,11 +209,14 @@ bool matmul(ShapeContext &ctx, std::vector<TensorType> &results) {
     b.dims.push_back(SymExpr(1));
   SymExpr ka = a.dims[a.rank() - 1], kb = b.dims[b.rank() - 2];
   if (!ctx.require(SymCond::eq(ka, kb), "inner dimensions of '@'",
-                   "inner dimensions of '@' differ: " + ctx.operands[0].str() + " @ " +
-                       ctx.operands[1].str() + " (" + ka.str() + " vs " + kb.str() + ")"))
+                   "inner dimensions of '@' differ: " + ctx.operands[0].str() +
+                       " @ " + ctx.operands[1].str() + " (" + ka.str() +
+                       " vs " + kb.str() + ")"))
     return false;
-  TensorType ba{a.dtype, std::vector<SymExpr>(a.dims.begin(), a.dims.end() - 2)};
-  TensorType bb{b.dtype, std::vector<SymExpr>(b.dims.begin(), b.dims.end() - 2)};
+  TensorType ba{a.dtype,
+                std::vector<SymExpr>(a.dims.begin(), a.dims.end() - 2)};
+  TensorType bb{b.dtype,
+                std::vector<SymExpr>(b.dims.begin(), b.dims.end() - 2)};
   std::vector<SymExpr> batch;
   if (!ctx.broadcastShapes({ba, bb}, batch))
     return false;
@@ -235,15 +251,20 @@ bool reshape(ShapeContext &ctx, std::vector<TensorType> &results) {
     desc += (i ? ", " : "") + dims[i].str();
   desc += "]";
   if (inferred >= 0) {
-    if (!ctx.require(SymCond::ne(known, 0), "reshape with -1 needs a non-zero known size",
-                     desc + ": the other sizes multiply to 0, so -1 is ambiguous"))
+    if (!ctx.require(SymCond::ne(known, 0),
+                     "reshape with -1 needs a non-zero known size",
+                     desc +
+                         ": the other sizes multiply to 0, so -1 is ambiguous"))
       return false;
-    if (!ctx.require(SymCond::eq(SymExpr::mod(n, known), 0), "element count of reshape",
-                     desc + ": " + n.str() + " elements do not divide into " + known.str()))
+    if (!ctx.require(SymCond::eq(SymExpr::mod(n, known), 0),
+                     "element count of reshape",
+                     desc + ": " + n.str() + " elements do not divide into " +
+                         known.str()))
       return false;
     dims[inferred] = SymExpr::floorDiv(n, known);
   } else if (!ctx.require(SymCond::eq(n, known), "element count of reshape",
-                          desc + ": element count " + n.str() + " != " + known.str())) {
+                          desc + ": element count " + n.str() +
+                              " != " + known.str())) {
     return false;
   }
   results.push_back({x.dtype, dims});
@@ -257,8 +278,8 @@ bool convLike(ShapeContext &ctx, std::vector<TensorType> &results, bool conv) {
                     " needs an NCHW tensor of rank 4, got " + x.str());
   auto stride = ctx.op.intsAttr("stride");
   auto padding = ctx.op.intsAttr("padding");
-  if (stride.size() != 2 || padding.size() != 2 || stride[0] < 1 || stride[1] < 1 ||
-      padding[0] < 0 || padding[1] < 0)
+  if (stride.size() != 2 || padding.size() != 2 || stride[0] < 1 ||
+      stride[1] < 1 || padding[0] < 0 || padding[1] < 0)
     return ctx.fail("stride must be >= 1 and padding >= 0 (two values each)");
   SymExpr kh, kw, channels = x.dims[1];
   if (conv) {
@@ -268,15 +289,17 @@ bool convLike(ShapeContext &ctx, std::vector<TensorType> &results, bool conv) {
     if (!sameDtypes(ctx, 0) || !needFloat(ctx, x))
       return false;
     if (!ctx.require(SymCond::eq(x.dims[1], w.dims[1]), "conv2d input channels",
-                     "conv2d input has " + x.dims[1].str() + " channels but the weights expect " +
-                         w.dims[1].str()))
+                     "conv2d input has " + x.dims[1].str() +
+                         " channels but the weights expect " + w.dims[1].str()))
       return false;
     if (ctx.operands.size() == 3) {
       const TensorType &b = ctx.operands[2];
       if (b.rank() != 1 ||
           !ctx.require(SymCond::eq(b.dims[0], w.dims[0]), "conv2d bias size",
-                       "conv2d bias must be [" + w.dims[0].str() + "], got " + b.str()))
-        return ctx.fail("conv2d bias must be [" + w.dims[0].str() + "], got " + b.str());
+                       "conv2d bias must be [" + w.dims[0].str() + "], got " +
+                           b.str()))
+        return ctx.fail("conv2d bias must be [" + w.dims[0].str() + "], got " +
+                        b.str());
     }
     channels = w.dims[0];
     kh = w.dims[2];
@@ -295,8 +318,9 @@ bool convLike(ShapeContext &ctx, std::vector<TensorType> &results, bool conv) {
     SymExpr in = x.dims[2 + i], k = i ? kw : kh;
     SymExpr padded = in + SymExpr(2 * padding[i]);
     if (!ctx.require(SymCond::ge(padded, k), "window fits the padded input",
-                     "window of size " + k.str() + " is larger than the padded input (" +
-                         padded.str() + ")"))
+                     "window of size " + k.str() +
+                         " is larger than the padded input (" + padded.str() +
+                         ")"))
       return false;
     out.dims.push_back(SymExpr::floorDiv(padded - k, stride[i]) + 1);
   }
@@ -339,8 +363,8 @@ bool inferResultTypes(ShapeContext &ctx, std::vector<TensorType> &results) {
     bool compare = op.code >= OpCode::Lt && op.code <= OpCode::Ne;
     if (logical && !needBool(ctx, in[0]))
       return false;
-    if (!logical && !compare && op.code != OpCode::Maximum && op.code != OpCode::Minimum &&
-        !needNumeric(ctx, in[0]))
+    if (!logical && !compare && op.code != OpCode::Maximum &&
+        op.code != OpCode::Minimum && !needNumeric(ctx, in[0]))
       return false;
     if (op.code == OpCode::Pow && !needFloat(ctx, in[0]))
       return false;
@@ -380,8 +404,9 @@ bool inferResultTypes(ShapeContext &ctx, std::vector<TensorType> &results) {
     if (!needBool(ctx, in[0]))
       return false;
     if (in[1].dtype != in[2].dtype)
-      return ctx.fail(std::string("where needs both branches of one element type, got ") +
-                      dtypeName(in[1].dtype) + " and " + dtypeName(in[2].dtype));
+      return ctx.fail(
+          std::string("where needs both branches of one element type, got ") +
+          dtypeName(in[1].dtype) + " and " + dtypeName(in[2].dtype));
     TensorType out;
     out.dtype = in[1].dtype;
     if (!ctx.broadcastShapes(in, out.dims))
@@ -421,8 +446,9 @@ bool inferResultTypes(ShapeContext &ctx, std::vector<TensorType> &results) {
   case OpCode::Permute: {
     const auto &perm = op.intsAttr("perm");
     if (perm.size() != in[0].rank())
-      return ctx.fail("permute needs " + std::to_string(in[0].rank()) + " axes for " +
-                      in[0].str() + ", got " + std::to_string(perm.size()));
+      return ctx.fail("permute needs " + std::to_string(in[0].rank()) +
+                      " axes for " + in[0].str() + ", got " +
+                      std::to_string(perm.size()));
     std::vector<bool> seen(perm.size(), false);
     TensorType out{in[0].dtype, {}};
     for (int64_t p : perm) {
@@ -461,8 +487,9 @@ bool inferResultTypes(ShapeContext &ctx, std::vector<TensorType> &results) {
         out.dims.push_back(t);
       } else {
         if (!ctx.require(SymCond::eq(d, t), "expand of a non-1 axis",
-                         "expand: axis " + std::to_string(i - offset) + " of " + x.str() +
-                             " has size " + d.str() + ", which is not 1 and not " + t.str()))
+                         "expand: axis " + std::to_string(i - offset) + " of " +
+                             x.str() + " has size " + d.str() +
+                             ", which is not 1 and not " + t.str()))
           return false;
         out.dims.push_back(t);
       }
@@ -474,19 +501,23 @@ bool inferResultTypes(ShapeContext &ctx, std::vector<TensorType> &results) {
     int64_t axis = op.intAttr("axis");
     const TensorType &first = in[0];
     if (axis < 0 || static_cast<size_t>(axis) >= first.rank())
-      return ctx.fail("concat axis " + std::to_string(axis) + " is out of range for " + first.str());
+      return ctx.fail("concat axis " + std::to_string(axis) +
+                      " is out of range for " + first.str());
     if (!sameDtypes(ctx, 0))
       return false;
     TensorType out = first;
     for (size_t k = 1; k < in.size(); ++k) {
       if (in[k].rank() != first.rank())
-        return ctx.fail("concat needs tensors of one rank, got " + operandList(ctx));
+        return ctx.fail("concat needs tensors of one rank, got " +
+                        operandList(ctx));
       for (size_t i = 0; i < first.rank(); ++i) {
         if (static_cast<int64_t>(i) == axis)
           continue;
-        if (!ctx.require(SymCond::eq(out.dims[i], in[k].dims[i]), "concat sizes off the axis",
-                         "concat: axis " + std::to_string(i) + " differs between " +
-                             first.str() + " and " + in[k].str()))
+        if (!ctx.require(SymCond::eq(out.dims[i], in[k].dims[i]),
+                         "concat sizes off the axis",
+                         "concat: axis " + std::to_string(i) +
+                             " differs between " + first.str() + " and " +
+                             in[k].str()))
           return false;
       }
       out.dims[axis] = out.dims[axis] + in[k].dims[axis];
@@ -506,10 +537,12 @@ bool inferResultTypes(ShapeContext &ctx, std::vector<TensorType> &results) {
                        "slice start " + starts[i].str() + " is negative") ||
           !ctx.require(SymCond::ge(sizes[i], 0), "slice size in bounds",
                        "slice size " + sizes[i].str() + " is negative") ||
-          !ctx.require(SymCond::le(starts[i] + sizes[i], x.dims[i]), "slice in bounds",
-                       "slice [" + starts[i].str() + ", " + (starts[i] + sizes[i]).str() +
-                           ") is out of bounds for axis " + std::to_string(i) + " of size " +
-                           x.dims[i].str()))
+          !ctx.require(SymCond::le(starts[i] + sizes[i], x.dims[i]),
+                       "slice in bounds",
+                       "slice [" + starts[i].str() + ", " +
+                           (starts[i] + sizes[i]).str() +
+                           ") is out of bounds for axis " + std::to_string(i) +
+                           " of size " + x.dims[i].str()))
         return false;
     }
     results.push_back({x.dtype, sizes});
@@ -523,7 +556,8 @@ bool inferResultTypes(ShapeContext &ctx, std::vector<TensorType> &results) {
       return ctx.fail("pad needs two amounts per axis of " + x.str());
     TensorType out{x.dtype, {}};
     for (size_t i = 0; i < x.rank(); ++i) {
-      if (!nonNegative(ctx, lo[i], "padding") || !nonNegative(ctx, hi[i], "padding"))
+      if (!nonNegative(ctx, lo[i], "padding") ||
+          !nonNegative(ctx, hi[i], "padding"))
         return false;
       out.dims.push_back(x.dims[i] + lo[i] + hi[i]);
     }
@@ -536,19 +570,23 @@ bool inferResultTypes(ShapeContext &ctx, std::vector<TensorType> &results) {
     return convLike(ctx, results, false);
   case OpCode::Nonzero: {
     SymExpr u = ctx.fresh(0, in[0].numel(), "the row count of nonzero(...)");
-    results.push_back({DType::I64, {u, SymExpr(static_cast<int64_t>(in[0].rank()))}});
+    results.push_back(
+        {DType::I64, {u, SymExpr(static_cast<int64_t>(in[0].rank()))}});
     return true;
   }
   case OpCode::MaskedSelect: {
     if (!needBool(ctx, in[1]))
       return false;
     if (in[0].rank() != in[1].rank())
-      return ctx.fail("masked_select needs a mask of the same shape, got " + operandList(ctx));
+      return ctx.fail("masked_select needs a mask of the same shape, got " +
+                      operandList(ctx));
     for (size_t i = 0; i < in[0].rank(); ++i)
       if (!ctx.require(SymCond::eq(in[0].dims[i], in[1].dims[i]), "mask shape",
-                       "masked_select needs a mask of the same shape, got " + operandList(ctx)))
+                       "masked_select needs a mask of the same shape, got " +
+                           operandList(ctx)))
         return false;
-    SymExpr u = ctx.fresh(0, in[0].numel(), "the element count of masked_select(...)");
+    SymExpr u =
+        ctx.fresh(0, in[0].numel(), "the element count of masked_select(...)");
     results.push_back({in[0].dtype, {u}});
     return true;
   }
@@ -559,19 +597,22 @@ bool inferResultTypes(ShapeContext &ctx, std::vector<TensorType> &results) {
   }
   case OpCode::Item:
     if (isFloat(in[0].dtype))
-      return ctx.fail("item() gives an int and needs an integer or bool tensor, got " +
-                      in[0].str());
-    return ctx.require(SymCond::eq(in[0].numel(), 1), "item of a one-element tensor",
-                       "item() needs exactly one element, " + in[0].str() + " has " +
-                           in[0].numel().str());
+      return ctx.fail(
+          "item() gives an int and needs an integer or bool tensor, got " +
+          in[0].str());
+    return ctx.require(SymCond::eq(in[0].numel(), 1),
+                       "item of a one-element tensor",
+                       "item() needs exactly one element, " + in[0].str() +
+                           " has " + in[0].numel().str());
   case OpCode::IndexSelect: {
     int64_t axis = op.intAttr("axis");
     const TensorType &x = in[0], &idx = in[1];
     if (axis < 0 || static_cast<size_t>(axis) >= x.rank())
-      return ctx.fail("index_select axis " + std::to_string(axis) + " is out of range for " +
-                      x.str());
+      return ctx.fail("index_select axis " + std::to_string(axis) +
+                      " is out of range for " + x.str());
     if (idx.rank() != 1 || !isInteger(idx.dtype))
-      return ctx.fail("index_select needs a 1-d integer index tensor, got " + idx.str());
+      return ctx.fail("index_select needs a 1-d integer index tensor, got " +
+                      idx.str());
     TensorType out = x;
     out.dims[axis] = idx.dims[0];
     results.push_back(out);
@@ -587,7 +628,8 @@ bool inferResultTypes(ShapeContext &ctx, std::vector<TensorType> &results) {
     SymExpr n = x.dims.back();
     if (!nonNegative(ctx, k, "topk k") ||
         !ctx.require(SymCond::le(k, n), "topk k within the last axis",
-                     "topk k = " + k.str() + " exceeds the last axis of " + x.str()))
+                     "topk k = " + k.str() + " exceeds the last axis of " +
+                         x.str()))
       return false;
     TensorType values = x;
     values.dims.back() = k;

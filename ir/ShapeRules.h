@@ -16,8 +16,8 @@ namespace tsl {
 /// builder can emit them before the op.
 class ShapeContext {
 public:
-  ShapeContext(ShapeEnv &env, const Operation &op, std::vector<TensorType> operands,
-               SourceRange range);
+  ShapeContext(ShapeEnv &env, const Operation &op,
+               std::vector<TensorType> operands, SourceRange range);
 
   const Operation &op;
   const std::vector<TensorType> operands;
@@ -32,16 +32,20 @@ public:
 
   /// A requirement; false (with `error` set to \p message) when it is
   /// violated.
-  bool require(const SymCond &cond, const std::string &reason, const std::string &message);
+  bool require(const SymCond &cond, const std::string &reason,
+               const std::string &message);
   /// A choice; see ShapeEnv::choose.
   Truth choose(const SymCond &cond, const std::string &reason);
   /// A fresh unbacked size in [lo, hi].
-  SymExpr fresh(int64_t lo, std::optional<SymExpr> hi, const std::string &description);
+  SymExpr fresh(int64_t lo, std::optional<SymExpr> hi,
+                const std::string &description);
   bool fail(std::string message);
   /// The broadcast of two dims (NumPy rules, decided per LANGUAGE.md §6).
-  bool broadcastDim(SymExpr a, SymExpr b, SymExpr &out, const std::string &what);
+  bool broadcastDim(SymExpr a, SymExpr b, SymExpr &out,
+                    const std::string &what);
   /// The broadcast shape of several types.
-  bool broadcastShapes(const std::vector<TensorType> &types, std::vector<SymExpr> &out);
+  bool broadcastShapes(const std::vector<TensorType> &types,
+                       std::vector<SymExpr> &out);
 };
 
 /// Computes the result types of \p ctx.op. Returns false with ctx.error set

@@ -50,7 +50,8 @@ float halfToFloat(uint16_t h) {
         ++e;
         mant <<= 1;
       } while (!(mant & 0x400));
-      x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ff) << 13);
+      x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) |
+          ((mant & 0x3ff) << 13);
     }
   } else if (exp == 31) {
     x = sign | 0x7f800000 | (mant << 13);

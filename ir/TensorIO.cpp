@@ -32,9 +32,10 @@ static const char *npyDescr(DType t) {
 
 static std::optional<DType> dtypeOfDescr(const std::string &d) {
   static const std::pair<const char *, DType> table[] = {
-      {"|b1", DType::Bool}, {"<b1", DType::Bool}, {"|i1", DType::I8},  {"<i1", DType::I8},
-      {"<i4", DType::I32},  {"<i8", DType::I64},  {"<f2", DType::F16}, {"<u2", DType::BF16},
-      {"<f4", DType::F32},  {"<f8", DType::F64}};
+      {"|b1", DType::Bool}, {"<b1", DType::Bool}, {"|i1", DType::I8},
+      {"<i1", DType::I8},   {"<i4", DType::I32},  {"<i8", DType::I64},
+      {"<f2", DType::F16},  {"<u2", DType::BF16}, {"<f4", DType::F32},
+      {"<f8", DType::F64}};
   for (auto &[n, t] : table)
     if (d == n)
       return t;
@@ -42,7 +43,8 @@ static std::optional<DType> dtypeOfDescr(const std::string &d) {
 }
 
 /// Finds `'key': value` in the header dict and returns the raw value text.
-static bool headerValue(const std::string &header, const std::string &key, std::string &out) {
+static bool headerValue(const std::string &header, const std::string &key,
+                        std::string &out) {
   size_t k = header.find("'" + key + "'");
   if (k == std::string::npos)
     return false;
@@ -79,7 +81,8 @@ bool parseNpy(const std::string &bytes, Tensor &out, std::string &error) {
   int major = static_cast<unsigned char>(bytes[6]);
   size_t headerLen, offset;
   if (major == 1) {
-    headerLen = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
+    headerLen = static_cast<unsigned char>(bytes[8]) |
+                (static_cast<unsigned char>(bytes[9]) << 8);
     offset = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12) {
@@ -88,7 +91,8 @@ bool parseNpy(const std::string &bytes, Tensor &out, std::string &error) {
     }
     headerLen = 0;
     for (int i = 0; i < 4; ++i)
-      headerLen |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+      headerLen |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i]))
+                   << (8 * i);
     offset = 12;
   } else {
     error = "unsupported .npy version " + std::to_string(major);
@@ -100,7 +104,8 @@ bool parseNpy(const std::string &bytes, Tensor &out, std::string &error) {
   }
   std::string header = bytes.substr(offset, headerLen);
   std::string descr, fortran, shape;
-  if (!headerValue(header, "descr", descr) || !headerValue(header, "fortran_order", fortran) ||
+  if (!headerValue(header, "descr", descr) ||
+      !headerValue(header, "fortran_order", fortran) ||
       !headerValue(header, "shape", shape)) {
     error = "malformed .npy header: " + header;
     return false;
@@ -114,7 +119,8 @@ bool parseNpy(const std::string &bytes, Tensor &out, std::string &error) {
     return false;
   }
   if (fortran.find("True") != std::string::npos) {
-    error = "not supported: Fortran-ordered .npy (save with np.ascontiguousarray)";
+    error =
+        "not supported: Fortran-ordered .npy (save with np.ascontiguousarray)";
     return false;
   }
   std::vector<int64_t> dims;
@@ -126,7 +132,8 @@ bool parseNpy(const std::string &bytes, Tensor &out, std::string &error) {
       break;
     int64_t v = 0;
     bool any = false;
-    while (p < shape.size() && std::isdigit(static_cast<unsigned char>(shape[p]))) {
+    while (p < shape.size() &&
+           std::isdigit(static_cast<unsigned char>(shape[p]))) {
       if (v > (int64_t(1) << 40)) {
         error = "malformed .npy shape " + shape;
         return false;
@@ -150,8 +157,8 @@ bool parseNpy(const std::string &bytes, Tensor &out, std::string &error) {
   }
   size_t dataStart = offset + headerLen;
   if (bytes.size() - dataStart < t.byteSize()) {
-    error = "truncated .npy data: expected " + std::to_string(t.byteSize()) + " bytes, found " +
-            std::to_string(bytes.size() - dataStart);
+    error = "truncated .npy data: expected " + std::to_string(t.byteSize()) +
+            " bytes, found " + std::to_string(bytes.size() - dataStart);
     return false;
   }
   if (t.byteSize())
@@ -180,7 +187,8 @@ bool writeNpy(const std::string &path, const Tensor &t, std::string &error) {
   header += npyDescr(t.dtype());
   header += "', 'fortran_order': False, 'shape': (";
   for (size_t i = 0; i < t.rank(); ++i)
-    header += std::to_string(t.shape()[i]) + (t.rank() == 1 || i + 1 < t.rank() ? "," : "") +
+    header += std::to_string(t.shape()[i]) +
+              (t.rank() == 1 || i + 1 < t.rank() ? "," : "") +
               (i + 1 < t.rank() ? " " : "");
   header += "), }";
   size_t total = 10 + header.size() + 1;
@@ -191,7 +199,8 @@ bool writeNpy(const std::string &path, const Tensor &t, std::string &error) {
     return false;
   }
   outFile.write("\x93NUMPY\x01\x00", 8);
-  char len[2] = {static_cast<char>(header.size() & 0xff), static_cast<char>(header.size() >> 8)};
+  char len[2] = {static_cast<char>(header.size() & 0xff),
+                 static_cast<char>(header.size() >> 8)};
   outFile.write(len, 2);
   outFile.write(header.data(), header.size());
   if (t.byteSize())
@@ -256,7 +265,8 @@ struct Formatter {
       }
     }
     // NumPy's rule for switching to scientific notation.
-    bool sci = minAbs != INFINITY && (maxAbs >= 1e8 || minAbs < 1e-4 || maxAbs / minAbs > 1e3);
+    bool sci = minAbs != INFINITY &&
+               (maxAbs >= 1e8 || minAbs < 1e-4 || maxAbs / minAbs > 1e3);
     int precision = d == DType::F64 ? 8 : 8;
     std::vector<std::string> intPart(t.numel()), fracPart(t.numel());
     size_t wi = 0, wf = 0;
@@ -296,8 +306,10 @@ struct Formatter {
     for (size_t i = 0; i < t.numel(); ++i) {
       if (!shown(i))
         continue;
-      std::string s = std::string(wi - std::min(wi, intPart[i].size()), ' ') + intPart[i];
-      bool special = intPart[i] == "nan" || intPart[i] == "inf" || intPart[i] == "-inf";
+      std::string s =
+          std::string(wi - std::min(wi, intPart[i].size()), ' ') + intPart[i];
+      bool special =
+          intPart[i] == "nan" || intPart[i] == "inf" || intPart[i] == "-inf";
       if (special)
         s += std::string(wf + 1, ' ');
       else
@@ -333,7 +345,8 @@ struct Formatter {
         else if (last)
           out += " ";
         else
-          out += std::string(t.rank() - axis - 1, '\n') + std::string(indent + 1, ' ');
+          out += std::string(t.rank() - axis - 1, '\n') +
+                 std::string(indent + 1, ' ');
       }
       first = false;
       if (last) {
@@ -353,7 +366,9 @@ std::string formatTensor(const Tensor &t) {
   Formatter f(t);
   f.formatAll();
   if (t.rank() == 0)
-    return f.cells.empty() ? "" : f.cells[0].substr(f.cells[0].find_first_not_of(' '));
+    return f.cells.empty()
+               ? ""
+               : f.cells[0].substr(f.cells[0].find_first_not_of(' '));
   std::string out;
   f.emit(out, 0, 0, 0);
   return out;

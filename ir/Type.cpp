@@ -26,8 +26,9 @@ const char *dtypeName(DType t) {
 
 std::optional<DType> parseDType(std::string_view name) {
   static const std::pair<const char *, DType> table[] = {
-      {"bool", DType::Bool}, {"i8", DType::I8},     {"i32", DType::I32}, {"i64", DType::I64},
-      {"f16", DType::F16},   {"bf16", DType::BF16}, {"f32", DType::F32}, {"f64", DType::F64}};
+      {"bool", DType::Bool}, {"i8", DType::I8},   {"i32", DType::I32},
+      {"i64", DType::I64},   {"f16", DType::F16}, {"bf16", DType::BF16},
+      {"f32", DType::F32},   {"f64", DType::F64}};
   for (auto &[n, t] : table)
     if (name == n)
       return t;
@@ -53,9 +54,12 @@ size_t dtypeSize(DType t) {
 }
 
 bool isFloat(DType t) {
-  return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64;
+  return t == DType::F16 || t == DType::BF16 || t == DType::F32 ||
+         t == DType::F64;
 }
-bool isInteger(DType t) { return t == DType::I8 || t == DType::I32 || t == DType::I64; }
+bool isInteger(DType t) {
+  return t == DType::I8 || t == DType::I32 || t == DType::I64;
+}
 
 SymExpr TensorType::numel() const {
   SymExpr n = 1;

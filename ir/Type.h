@@ -31,7 +31,9 @@ struct TensorType {
   SymExpr numel() const;
   /// `f32[B, 784]`, `f32[]`.
   std::string str() const;
-  bool operator==(const TensorType &o) const { return dtype == o.dtype && dims == o.dims; }
+  bool operator==(const TensorType &o) const {
+    return dtype == o.dtype && dims == o.dims;
+  }
 };
 
 } // namespace tsl

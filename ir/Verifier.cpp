@@ -45,12 +45,15 @@ bool verifyFunction(const Function &fn, std::string &error) {
   for (size_t index = 0; index < fn.ops.size(); ++index) {
     const Operation &op = fn.ops[index];
     const OpInfo &info = opInfo(op.code);
-    std::string where = "op " + std::to_string(index) + " ('" + info.name + "')";
+    std::string where =
+        "op " + std::to_string(index) + " ('" + info.name + "')";
     int n = static_cast<int>(op.operands.size());
     if (n < info.minOperands || (info.maxOperands >= 0 && n > info.maxOperands))
       return error = where + " has " + std::to_string(n) + " operands", false;
     if (static_cast<int>(op.results.size()) != info.numResults)
-      return error = where + " has " + std::to_string(op.results.size()) + " results", false;
+      return error = where + " has " + std::to_string(op.results.size()) +
+                     " results",
+             false;
     for (ValueId v : op.operands)
       if (v >= fn.values.size() || !defined[v])
         return error = where + " uses a value before its definition", false;
@@ -62,14 +65,17 @@ bool verifyFunction(const Function &fn, std::string &error) {
         continue;
       }
       if (!attrHasKind(it->second, spec.kind))
-        return error = where + " attribute '" + spec.name + "' is not a " + spec.kind, false;
+        return error = where + " attribute '" + spec.name + "' is not a " +
+                       spec.kind,
+               false;
     }
     for (const auto &[name, value] : op.attrs) {
       bool known = false;
       for (const AttrSpec &spec : info.attrs)
         known |= spec.name == name;
       if (!known)
-        return error = where + " has an unknown attribute '" + name + "'", false;
+        return error = where + " has an unknown attribute '" + name + "'",
+               false;
     }
     if (op.code == OpCode::Assert) {
       env.addFact(op.condAttr("cond"));
@@ -92,8 +98,8 @@ bool verifyFunction(const Function &fn, std::string &error) {
         return error = where + " redefines a value", false;
       if (!(results[i] == fn.type(op.results[i])))
         return error = where + " result " + std::to_string(i) + " has type " +
-                       fn.type(op.results[i]).str() + " but its shape rule gives " +
-                       results[i].str(),
+                       fn.type(op.results[i]).str() +
+                       " but its shape rule gives " + results[i].str(),
                false;
       defined[op.results[i]] = true;
     }

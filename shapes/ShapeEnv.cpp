@@ -21,7 +21,8 @@ const char *dimKindName(DimKind kind) {
 
 SymExpr ShapeEnv::addSymbol(SymbolInfo info) {
   std::string name = info.name;
-  if (info.kind != DimKind::Unbacked && !info.hint && info.hi && *info.hi == info.lo)
+  if (info.kind != DimKind::Unbacked && !info.hint && info.hi &&
+      *info.hi == info.lo)
     info.hint = info.lo;
   symbols_.push_back(std::move(info));
   return SymExpr::symbol(name);
@@ -71,7 +72,8 @@ i128 satMul(i128 a, i128 b) {
     return 0;
   bool neg = (a < 0) != (b < 0);
   i128 ma = a < 0 ? -a : a, mb = b < 0 ? -b : b;
-  if (ma >= (static_cast<i128>(1) << 62) || mb >= (static_cast<i128>(1) << 62)) {
+  if (ma >= (static_cast<i128>(1) << 62) ||
+      mb >= (static_cast<i128>(1) << 62)) {
     if (ma >= kInf || mb >= kInf || ma * 1.0L * mb >= 1.0L * kInf)
       return neg ? -kInf : kInf;
   }
@@ -90,7 +92,8 @@ i128 floorDiv128(i128 a, i128 b) {
 }
 
 Interval mulI(Interval a, Interval b) {
-  i128 c[4] = {satMul(a.lo, b.lo), satMul(a.lo, b.hi), satMul(a.hi, b.lo), satMul(a.hi, b.hi)};
+  i128 c[4] = {satMul(a.lo, b.lo), satMul(a.lo, b.hi), satMul(a.hi, b.lo),
+               satMul(a.hi, b.hi)};
   return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
 }
 
@@ -112,7 +115,8 @@ public:
     case SymExpr::Kind::Add: {
       Interval r{e.addConstant(), e.addConstant()};
       for (size_t i = 0; i < e.operands().size(); ++i) {
-        Interval t = mulI(of(e.operands()[i]), {e.coefficients()[i], e.coefficients()[i]});
+        Interval t = mulI(of(e.operands()[i]),
+                          {e.coefficients()[i], e.coefficients()[i]});
         r.lo = clampInf(r.lo + t.lo);
         r.hi = clampInf(r.hi + t.hi);
       }
@@ -187,9 +191,11 @@ SymExpr refine(SymExpr e, const IntervalEval &iv) {
     return isMin ? SymExpr::min(a, b) : SymExpr::max(a, b);
   }
   case SymExpr::Kind::FloorDiv:
-    return SymExpr::floorDiv(refine(e.operands()[0], iv), refine(e.operands()[1], iv));
+    return SymExpr::floorDiv(refine(e.operands()[0], iv),
+                             refine(e.operands()[1], iv));
   case SymExpr::Kind::Mod:
-    return SymExpr::mod(refine(e.operands()[0], iv), refine(e.operands()[1], iv));
+    return SymExpr::mod(refine(e.operands()[0], iv),
+                        refine(e.operands()[1], iv));
   case SymExpr::Kind::Add: {
     SymExpr sum = e.addConstant();
     for (size_t i = 0; i < e.operands().size(); ++i)
@@ -211,7 +217,8 @@ SymExpr refine(SymExpr e, const IntervalEval &iv) {
 }
 
 Truth notT(Truth t) {
-  return t == Truth::True ? Truth::False : (t == Truth::False ? Truth::True : Truth::Unknown);
+  return t == Truth::True ? Truth::False
+                          : (t == Truth::False ? Truth::True : Truth::Unknown);
 }
 
 } // namespace
@@ -223,7 +230,8 @@ Truth ShapeEnv::prove(const SymCond &condIn) const {
     if (f.kind() == SymCond::Kind::Eq) {
       if (f.lhs().isSymbol() && !f.rhs().containsSymbol(f.lhs().symbolName()))
         repl.emplace(f.lhs().symbolName(), f.rhs());
-      else if (f.rhs().isSymbol() && !f.lhs().containsSymbol(f.rhs().symbolName()))
+      else if (f.rhs().isSymbol() &&
+               !f.lhs().containsSymbol(f.rhs().symbolName()))
         repl.emplace(f.rhs().symbolName(), f.lhs());
     }
   }
@@ -245,7 +253,8 @@ Truth ShapeEnv::prove(const SymCond &condIn) const {
     Truth a = prove(cond.children()[0]), b = prove(cond.children()[1]);
     if (a == Truth::True || b == Truth::True)
       return Truth::True;
-    return a == Truth::False && b == Truth::False ? Truth::False : Truth::Unknown;
+    return a == Truth::False && b == Truth::False ? Truth::False
+                                                  : Truth::Unknown;
   }
   default:
     break;

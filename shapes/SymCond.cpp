@@ -46,7 +46,8 @@ SymCond SymCond::conj(SymCond a, SymCond b) {
     return b;
   SymCond c;
   c.kind_ = Kind::And;
-  c.children_ = std::make_shared<const std::vector<SymCond>>(std::vector<SymCond>{a, b});
+  c.children_ =
+      std::make_shared<const std::vector<SymCond>>(std::vector<SymCond>{a, b});
   return c;
 }
 
@@ -57,7 +58,8 @@ SymCond SymCond::disj(SymCond a, SymCond b) {
     return b;
   SymCond c;
   c.kind_ = Kind::Or;
-  c.children_ = std::make_shared<const std::vector<SymCond>>(std::vector<SymCond>{a, b});
+  c.children_ =
+      std::make_shared<const std::vector<SymCond>>(std::vector<SymCond>{a, b});
   return c;
 }
 
@@ -84,7 +86,8 @@ SymCond SymCond::negate(SymCond a) {
   default: {
     SymCond c;
     c.kind_ = Kind::Not;
-    c.children_ = std::make_shared<const std::vector<SymCond>>(std::vector<SymCond>{a});
+    c.children_ =
+        std::make_shared<const std::vector<SymCond>>(std::vector<SymCond>{a});
     return c;
   }
   }
@@ -167,7 +170,8 @@ SymCond SymCond::substitute(const std::map<std::string, SymExpr> &repl) const {
 }
 
 std::optional<bool> SymCond::evaluate(
-    const std::function<std::optional<int64_t>(const std::string &)> &lookup) const {
+    const std::function<std::optional<int64_t>(const std::string &)> &lookup)
+    const {
   switch (kind_) {
   case Kind::True:
     return true;
@@ -253,12 +257,15 @@ private:
     return false;
   }
   void skip() {
-    while (pos < text.size() && std::isspace(static_cast<unsigned char>(text[pos])))
+    while (pos < text.size() &&
+           std::isspace(static_cast<unsigned char>(text[pos])))
       ++pos;
   }
   bool atEnd() {
     skip();
-    return pos == text.size() ? true : fail("unexpected '" + std::string(1, text[pos]) + "'");
+    return pos == text.size()
+               ? true
+               : fail("unexpected '" + std::string(1, text[pos]) + "'");
   }
   bool accept(const char *tok) {
     skip();
@@ -332,7 +339,9 @@ private:
       SymCond inner;
       if (cond(inner) && accept(")")) {
         skip();
-        bool followedByOp = pos < text.size() && std::string("+-*/%<>=!").find(text[pos]) != std::string::npos;
+        bool followedByOp =
+            pos < text.size() &&
+            std::string("+-*/%<>=!").find(text[pos]) != std::string::npos;
         if (!followedByOp) {
           out = inner;
           return true;
@@ -345,8 +354,9 @@ private:
     if (!expr(lhs))
       return false;
     static const std::pair<const char *, SymCond::Kind> ops[] = {
-        {"==", SymCond::Kind::Eq}, {"!=", SymCond::Kind::Ne}, {"<=", SymCond::Kind::Le},
-        {">=", SymCond::Kind::Ge}, {"<", SymCond::Kind::Lt},  {">", SymCond::Kind::Gt}};
+        {"==", SymCond::Kind::Eq}, {"!=", SymCond::Kind::Ne},
+        {"<=", SymCond::Kind::Le}, {">=", SymCond::Kind::Ge},
+        {"<", SymCond::Kind::Lt},  {">", SymCond::Kind::Gt}};
     for (auto &[tok, kind] : ops)
       if (accept(tok)) {
         if (!expr(rhs))
@@ -420,7 +430,8 @@ private:
     char c = text[pos];
     if (std::isdigit(static_cast<unsigned char>(c))) {
       uint64_t v = 0;
-      while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) {
+      while (pos < text.size() &&
+             std::isdigit(static_cast<unsigned char>(text[pos]))) {
         v = v * 10 + (text[pos] - '0');
         if (v > (uint64_t)INT64_MAX)
           return fail("integer literal too large");
@@ -432,7 +443,8 @@ private:
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t start = pos;
       while (pos < text.size() &&
-             (std::isalnum(static_cast<unsigned char>(text[pos])) || text[pos] == '_'))
+             (std::isalnum(static_cast<unsigned char>(text[pos])) ||
+              text[pos] == '_'))
         ++pos;
       std::string name = text.substr(start, pos - start);
       if ((name == "min" || name == "max") && accept("(")) {

@@ -13,7 +13,19 @@ namespace tsl {
 /// A boolean condition on symbolic integers.
 class SymCond {
 public:
-  enum class Kind : uint8_t { True, False, Eq, Ne, Lt, Le, Gt, Ge, And, Or, Not };
+  enum class Kind : uint8_t {
+    True,
+    False,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+    Not
+  };
 
   SymCond() : kind_(Kind::True) {}
   static SymCond truth(bool value);
@@ -41,9 +53,9 @@ public:
   std::vector<std::string> symbols() const;
   SymCond substitute(const std::map<std::string, SymExpr> &repl) const;
   /// Evaluates under an assignment; nullopt when some value is missing.
-  std::optional<bool>
-  evaluate(const std::function<std::optional<int64_t>(const std::string &)>
-               &lookup) const;
+  std::optional<bool> evaluate(
+      const std::function<std::optional<int64_t>(const std::string &)> &lookup)
+      const;
   bool operator==(const SymCond &o) const;
 
 private:

@@ -22,12 +22,16 @@ namespace {
 
 // Wrapping arithmetic: defined behaviour on overflow.
 int64_t wrapAdd(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  return static_cast<int64_t>(static_cast<uint64_t>(a) +
+                              static_cast<uint64_t>(b));
 }
 int64_t wrapMul(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  return static_cast<int64_t>(static_cast<uint64_t>(a) *
+                              static_cast<uint64_t>(b));
 }
-int64_t wrapNeg(int64_t a) { return static_cast<int64_t>(0 - static_cast<uint64_t>(a)); }
+int64_t wrapNeg(int64_t a) {
+  return static_cast<int64_t>(0 - static_cast<uint64_t>(a));
+}
 
 int64_t floorDivConst(int64_t a, int64_t b) {
   if (b == -1)
@@ -46,7 +50,9 @@ int64_t floorModConst(int64_t a, int64_t b) {
   return r;
 }
 
-size_t combine(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
+size_t combine(size_t h, size_t v) {
+  return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+}
 
 struct NodeHash {
   size_t operator()(const SymNode *n) const { return n->hash; }
@@ -127,7 +133,9 @@ bool monoLess(const Monomial &a, const Monomial &b) {
 }
 
 struct MonoCmp {
-  bool operator()(const Monomial &a, const Monomial &b) const { return monoLess(a, b); }
+  bool operator()(const Monomial &a, const Monomial &b) const {
+    return monoLess(a, b);
+  }
 };
 
 struct Poly {
@@ -206,7 +214,8 @@ Monomial mulMono(const Monomial &a, const Monomial &b) {
   Monomial out;
   size_t i = 0, j = 0;
   while (i < a.size() || j < b.size()) {
-    if (j == b.size() || (i < a.size() && SymExpr::compare(a[i].first, b[j].first) < 0)) {
+    if (j == b.size() ||
+        (i < a.size() && SymExpr::compare(a[i].first, b[j].first) < 0)) {
       out.push_back(a[i++]);
     } else if (i == a.size() || SymExpr::compare(b[j].first, a[i].first) < 0) {
       out.push_back(b[j++]);
@@ -250,11 +259,17 @@ SymExpr SymExpr::symbol(const std::string &name) {
 }
 
 SymExpr::Kind SymExpr::kind() const { return node_->kind; }
-int64_t SymExpr::constValue() const { return node_->kind == Kind::Const ? node_->value : 0; }
+int64_t SymExpr::constValue() const {
+  return node_->kind == Kind::Const ? node_->value : 0;
+}
 const std::string &SymExpr::symbolName() const { return node_->name; }
 const std::vector<SymExpr> &SymExpr::operands() const { return node_->ops; }
-const std::vector<int64_t> &SymExpr::coefficients() const { return node_->coeffs; }
-int64_t SymExpr::addConstant() const { return node_->kind == Kind::Add ? node_->value : 0; }
+const std::vector<int64_t> &SymExpr::coefficients() const {
+  return node_->coeffs;
+}
+int64_t SymExpr::addConstant() const {
+  return node_->kind == Kind::Add ? node_->value : 0;
+}
 size_t SymExpr::hash() const { return node_->hash; }
 unsigned SymExpr::depth() const { return node_->depth; }
 
@@ -330,10 +345,12 @@ SymExpr SymExpr::floorDiv(SymExpr a, SymExpr b) {
       if (restExpr.isConst())
         return whole; // rest is in [0, c)
       // (X / a) / c == X / (a*c) for positive constants.
-      if (restExpr.kind() == Kind::FloorDiv && restExpr.operands()[1].isConst() &&
+      if (restExpr.kind() == Kind::FloorDiv &&
+          restExpr.operands()[1].isConst() &&
           restExpr.operands()[1].constValue() > 0) {
         int64_t inner = restExpr.operands()[1].constValue();
-        return whole + floorDiv(restExpr.operands()[0], makeConst(wrapMul(inner, c)));
+        return whole +
+               floorDiv(restExpr.operands()[0], makeConst(wrapMul(inner, c)));
       }
       Bounds bd = naiveBounds(restExpr);
       if (bd.hasLo && bd.hasHi && bd.lo >= 0 && bd.hi < c)
@@ -416,7 +433,9 @@ int SymExpr::compare(SymExpr a, SymExpr b) {
   case Kind::Const:
     return a.constValue() < b.constValue() ? -1 : 1;
   case Kind::Symbol:
-    return a.symbolName() < b.symbolName() ? -1 : (a.symbolName() == b.symbolName() ? 0 : 1);
+    return a.symbolName() < b.symbolName()
+               ? -1
+               : (a.symbolName() == b.symbolName() ? 0 : 1);
   default:
     break;
   }
@@ -503,7 +522,8 @@ void print(SymExpr e, std::string &out, int context) {
     for (size_t i = 0; i < e.operands().size(); ++i) {
       int64_t c = e.coefficients()[i];
       bool neg = c < 0;
-      uint64_t mag = neg ? 0 - static_cast<uint64_t>(c) : static_cast<uint64_t>(c);
+      uint64_t mag =
+          neg ? 0 - static_cast<uint64_t>(c) : static_cast<uint64_t>(c);
       if (first)
         out += neg ? "-" : "";
       else
@@ -516,7 +536,8 @@ void print(SymExpr e, std::string &out, int context) {
     }
     int64_t k = e.addConstant();
     if (k != 0) {
-      uint64_t mag = k < 0 ? 0 - static_cast<uint64_t>(k) : static_cast<uint64_t>(k);
+      uint64_t mag =
+          k < 0 ? 0 - static_cast<uint64_t>(k) : static_cast<uint64_t>(k);
       out += k < 0 ? " - " : " + ";
       out += std::to_string(mag);
     }
@@ -578,12 +599,14 @@ Bounds naiveBounds(SymExpr e) {
       b.hasLo = x.hasLo && y.hasLo;
       b.lo = std::min(x.lo, y.lo);
       b.hasHi = x.hasHi || y.hasHi;
-      b.hi = x.hasHi && y.hasHi ? std::min(x.hi, y.hi) : (x.hasHi ? x.hi : y.hi);
+      b.hi =
+          x.hasHi && y.hasHi ? std::min(x.hi, y.hi) : (x.hasHi ? x.hi : y.hi);
     } else {
       b.hasHi = x.hasHi && y.hasHi;
       b.hi = std::max(x.hi, y.hi);
       b.hasLo = x.hasLo || y.hasLo;
-      b.lo = x.hasLo && y.hasLo ? std::max(x.lo, y.lo) : (x.hasLo ? x.lo : y.lo);
+      b.lo =
+          x.hasLo && y.hasLo ? std::max(x.lo, y.lo) : (x.hasLo ? x.lo : y.lo);
     }
     return b;
   }
@@ -595,7 +618,8 @@ Bounds naiveBounds(SymExpr e) {
     for (size_t i = 0; i < e.operands().size(); ++i) {
       Bounds t = naiveBounds(e.operands()[i]);
       int64_t c = e.coefficients()[i];
-      if (c < 0 || !t.hasLo || t.lo < 0 || t.lo > (1LL << 31) || c > (1LL << 31))
+      if (c < 0 || !t.hasLo || t.lo < 0 || t.lo > (1LL << 31) ||
+          c > (1LL << 31))
         return Bounds{};
       b.lo += c * t.lo;
     }
@@ -605,8 +629,12 @@ Bounds naiveBounds(SymExpr e) {
   return b;
 }
 
-bool checkedAdd(int64_t a, int64_t b, int64_t &r) { return !__builtin_add_overflow(a, b, &r); }
-bool checkedMul(int64_t a, int64_t b, int64_t &r) { return !__builtin_mul_overflow(a, b, &r); }
+bool checkedAdd(int64_t a, int64_t b, int64_t &r) {
+  return !__builtin_add_overflow(a, b, &r);
+}
+bool checkedMul(int64_t a, int64_t b, int64_t &r) {
+  return !__builtin_mul_overflow(a, b, &r);
+}
 
 } // namespace
 
@@ -657,7 +685,8 @@ SymExpr SymExpr::substitute(const std::map<std::string, SymExpr> &repl) const {
     return prod;
   }
   case Kind::FloorDiv:
-    return floorDiv(operands()[0].substitute(repl), operands()[1].substitute(repl));
+    return floorDiv(operands()[0].substitute(repl),
+                    operands()[1].substitute(repl));
   case Kind::Mod:
     return mod(operands()[0].substitute(repl), operands()[1].substitute(repl));
   case Kind::Min:
@@ -669,7 +698,8 @@ SymExpr SymExpr::substitute(const std::map<std::string, SymExpr> &repl) const {
 }
 
 std::optional<int64_t> SymExpr::evaluate(
-    const std::function<std::optional<int64_t>(const std::string &)> &lookup) const {
+    const std::function<std::optional<int64_t>(const std::string &)> &lookup)
+    const {
   switch (kind()) {
   case Kind::Const:
     return constValue();
@@ -680,7 +710,8 @@ std::optional<int64_t> SymExpr::evaluate(
     for (size_t i = 0; i < operands().size(); ++i) {
       auto v = operands()[i].evaluate(lookup);
       int64_t t;
-      if (!v || !checkedMul(*v, coefficients()[i], t) || !checkedAdd(sum, t, sum))
+      if (!v || !checkedMul(*v, coefficients()[i], t) ||
+          !checkedAdd(sum, t, sum))
         return std::nullopt;
     }
     return sum;

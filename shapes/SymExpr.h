@@ -27,7 +27,16 @@ struct SymNode;
 /// handles are the constant 0.
 class SymExpr {
 public:
-  enum class Kind : uint8_t { Const, Symbol, Add, Mul, FloorDiv, Mod, Min, Max };
+  enum class Kind : uint8_t {
+    Const,
+    Symbol,
+    Add,
+    Mul,
+    FloorDiv,
+    Mod,
+    Min,
+    Max
+  };
 
   SymExpr();
   SymExpr(int64_t value); // NOLINT: integers convert implicitly
@@ -85,9 +94,9 @@ public:
 
   /// Evaluates under an assignment. nullopt when a symbol is unassigned,
   /// on division or modulo by zero, or on int64 overflow.
-  std::optional<int64_t>
-  evaluate(const std::function<std::optional<int64_t>(const std::string &)>
-               &lookup) const;
+  std::optional<int64_t> evaluate(
+      const std::function<std::optional<int64_t>(const std::string &)> &lookup)
+      const;
   std::optional<int64_t>
   evaluate(const std::map<std::string, int64_t> &values) const;
 

@@ -95,7 +95,8 @@ void DiagnosticEngine::renderLocation(std::string &out, Severity sev,
     if (endCol > col)
       width = endCol - col;
   }
-  width = std::min<size_t>(width, std::max<size_t>(line.size() - std::min(col, line.size()), 1));
+  width = std::min<size_t>(
+      width, std::max<size_t>(line.size() - std::min(col, line.size()), 1));
   out += std::string(col, ' ') + "^";
   if (width > 1)
     out += std::string(width - 1, '~');
@@ -127,7 +128,8 @@ static std::string jsonLocation(const SourceManager &sm, SourceRange range) {
 std::string DiagnosticEngine::renderJson(const Diagnostic &diag) const {
   std::string out = "{\"severity\": \"";
   out += severityName(diag.severity);
-  out += "\", \"message\": \"" + jsonEscape(diag.message) + "\", \"location\": ";
+  out +=
+      "\", \"message\": \"" + jsonEscape(diag.message) + "\", \"location\": ";
   out += jsonLocation(sm_, diag.range);
   out += ", \"notes\": [";
   for (size_t i = 0; i < diag.notes.size(); ++i) {

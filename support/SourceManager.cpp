@@ -81,7 +81,8 @@ LineCol SourceManager::lineCol(SourceLoc loc) const {
   if (!f)
     return {};
   uint32_t offset = std::min<uint32_t>(loc.offset, f->text.size());
-  auto it = std::upper_bound(f->lineStarts.begin(), f->lineStarts.end(), offset);
+  auto it =
+      std::upper_bound(f->lineStarts.begin(), f->lineStarts.end(), offset);
   size_t line = static_cast<size_t>(it - f->lineStarts.begin());
   return {static_cast<unsigned>(line),
           static_cast<unsigned>(offset - f->lineStarts[line - 1] + 1)};

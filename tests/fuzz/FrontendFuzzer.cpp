@@ -15,8 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tsl::DiagnosticEngine diags(sm, sink);
   tsl::ModuleLoader loader(sm, diags);
   loader.setStdlibDir(TSL_FUZZ_STDLIB_DIR);
-  const tsl::LoadedModule *module =
-      loader.loadText("fuzz.tsl", std::string(reinterpret_cast<const char *>(data), size));
+  const tsl::LoadedModule *module = loader.loadText(
+      "fuzz.tsl", std::string(reinterpret_cast<const char *>(data), size));
   if (module)
     tsl::checkModule(*module, diags);
   return 0;

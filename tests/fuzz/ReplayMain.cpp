@@ -19,7 +19,8 @@ int main(int argc, char **argv) {
     std::ostringstream buf;
     buf << in.rdbuf();
     std::string bytes = buf.str();
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size());
+    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t *>(bytes.data()),
+                           bytes.size());
     ++count;
   }
   std::printf("replayed %d inputs without a crash\n", count);

@@ -26,7 +26,8 @@ static bool parseInt64(const std::string &s, int64_t &out) {
   return true;
 }
 
-bool initTensor(Tensor &t, const std::string &init, uint64_t seed, std::string &error) {
+bool initTensor(Tensor &t, const std::string &init, uint64_t seed,
+                std::string &error) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -53,14 +54,16 @@ bool initTensor(Tensor &t, const std::string &init, uint64_t seed, std::string &
       else
         t.setI(i, static_cast<int64_t>(std::floor(uniform(rng) * 10)) - 5);
     } else {
-      error = "unknown initializer '" + init + "' (use rand, randn, zeros, ones or arange)";
+      error = "unknown initializer '" + init +
+              "' (use rand, randn, zeros, ones or arange)";
       return false;
     }
   }
   return true;
 }
 
-bool parseArgSpec(const std::string &text, bool withData, ArgSpec &out, std::string &error) {
+bool parseArgSpec(const std::string &text, bool withData, ArgSpec &out,
+                  std::string &error) {
   size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0) {
     error = "expected NAME=VALUE, got '" + text + "'";
@@ -83,14 +86,18 @@ bool parseArgSpec(const std::string &text, bool withData, ArgSpec &out, std::str
   // TYPE[:INIT[:SEED]]
   size_t bracket = value.find('[');
   size_t close = value.find(']');
-  if (bracket == std::string::npos || close == std::string::npos || close < bracket) {
-    error = "argument '" + out.name + "': expected an integer, a .npy file or a type like f32[4,8], got '" +
-            value + "'";
+  if (bracket == std::string::npos || close == std::string::npos ||
+      close < bracket) {
+    error =
+        "argument '" + out.name +
+        "': expected an integer, a .npy file or a type like f32[4,8], got '" +
+        value + "'";
     return false;
   }
   auto dt = parseDType(value.substr(0, bracket));
   if (!dt) {
-    error = "argument '" + out.name + "': unknown element type '" + value.substr(0, bracket) + "'";
+    error = "argument '" + out.name + "': unknown element type '" +
+            value.substr(0, bracket) + "'";
     return false;
   }
   out.dtype = *dt;
@@ -118,7 +125,8 @@ bool parseArgSpec(const std::string &text, bool withData, ArgSpec &out, std::str
   uint64_t seed = 0;
   if (!rest.empty()) {
     if (rest[0] != ':') {
-      error = "argument '" + out.name + "': unexpected '" + rest + "' after the type";
+      error = "argument '" + out.name + "': unexpected '" + rest +
+              "' after the type";
       return false;
     }
     rest = rest.substr(1);
@@ -127,7 +135,8 @@ bool parseArgSpec(const std::string &text, bool withData, ArgSpec &out, std::str
     if (colon != std::string::npos) {
       int64_t s;
       if (!parseInt64(rest.substr(colon + 1), s) || s < 0) {
-        error = "argument '" + out.name + "': bad seed '" + rest.substr(colon + 1) + "'";
+        error = "argument '" + out.name + "': bad seed '" +
+                rest.substr(colon + 1) + "'";
         return false;
       }
       seed = static_cast<uint64_t>(s);
@@ -148,7 +157,8 @@ bool parseArgSpec(const std::string &text, bool withData, ArgSpec &out, std::str
   return true;
 }
 
-void reportRunError(const RunError &error, SourceManager &sm, DiagnosticEngine &diags) {
+void reportRunError(const RunError &error, SourceManager &sm,
+                    DiagnosticEngine &diags) {
   Diagnostic d;
   d.message = error.message;
   if (error.loc.isValid()) {
@@ -163,7 +173,8 @@ void reportRunError(const RunError &error, SourceManager &sm, DiagnosticEngine &
         ++offset;
       }
       offset += error.loc.col - 1;
-      d.range = SourceRange(sm.locAt(file, offset), sm.locAt(file, offset + error.loc.length));
+      d.range = SourceRange(sm.locAt(file, offset),
+                            sm.locAt(file, offset + error.loc.length));
     } else {
       d.message = error.loc.str() + ": " + d.message;
     }
@@ -173,8 +184,9 @@ void reportRunError(const RunError &error, SourceManager &sm, DiagnosticEngine &
   diags.report(std::move(d));
 }
 
-bool compileForArgs(ModuleLoader &loader, const std::string &path, const std::string &fnName,
-                    const std::vector<ArgSpec> &args, DiagnosticEngine &diags, Function &out) {
+bool compileForArgs(ModuleLoader &loader, const std::string &path,
+                    const std::string &fnName, const std::vector<ArgSpec> &args,
+                    DiagnosticEngine &diags, Function &out) {
   const LoadedModule *module = loader.load(path);
   if (!module)
     return false;
@@ -195,14 +207,15 @@ bool compileForArgs(ModuleLoader &loader, const std::string &path, const std::st
     return false;
   std::string error;
   if (!verifyFunction(out, error)) {
-    diags.error(SourceRange(), "internal error: the IR of '" + fnName + "' does not verify: " + error);
+    diags.error(SourceRange(), "internal error: the IR of '" + fnName +
+                                   "' does not verify: " + error);
     return false;
   }
   return true;
 }
 
-bool orderArgs(const Function &fn, const std::vector<ArgSpec> &args, std::vector<ArgValue> &out,
-               std::string &error) {
+bool orderArgs(const Function &fn, const std::vector<ArgSpec> &args,
+               std::vector<ArgValue> &out, std::string &error) {
   out.clear();
   for (const Param &p : fn.params) {
     const ArgSpec *spec = nullptr;

@@ -27,22 +27,26 @@ struct ArgSpec {
 
 /// Parses `NAME=VALUE`. With \p withData false, tensors are types only (no
 /// allocation). Returns false with \p error.
-bool parseArgSpec(const std::string &text, bool withData, ArgSpec &out, std::string &error);
+bool parseArgSpec(const std::string &text, bool withData, ArgSpec &out,
+                  std::string &error);
 
 /// Fills a tensor: rand (uniform [0, 1); ints uniform in [0, 10); bool
 /// 50%), randn (normal; ints in [-5, 5)), zeros, ones, arange.
-bool initTensor(Tensor &t, const std::string &init, uint64_t seed, std::string &error);
+bool initTensor(Tensor &t, const std::string &init, uint64_t seed,
+                std::string &error);
 
 /// Renders a run-time error like a diagnostic, with the source line when
 /// the location's file is loaded.
-void reportRunError(const RunError &error, SourceManager &sm, DiagnosticEngine &diags);
+void reportRunError(const RunError &error, SourceManager &sm,
+                    DiagnosticEngine &diags);
 
 /// Loads \p path and elaborates \p fnName for the given arguments.
-bool compileForArgs(ModuleLoader &loader, const std::string &path, const std::string &fnName,
-                    const std::vector<ArgSpec> &args, DiagnosticEngine &diags, Function &out);
+bool compileForArgs(ModuleLoader &loader, const std::string &path,
+                    const std::string &fnName, const std::vector<ArgSpec> &args,
+                    DiagnosticEngine &diags, Function &out);
 
 /// Arguments in the function's parameter order, for the interpreter.
-bool orderArgs(const Function &fn, const std::vector<ArgSpec> &args, std::vector<ArgValue> &out,
-               std::string &error);
+bool orderArgs(const Function &fn, const std::vector<ArgSpec> &args,
+               std::vector<ArgValue> &out, std::string &error);
 
 } // namespace tsl

@@ -70,8 +70,8 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
     std::string v;
     if (a == "--json")
       o.json = true;
-    else if (value("--fn", o.fn) || value("--emit", o.emit) || value("-o", o.output) ||
-             value("--backend", o.backend)) {
+    else if (value("--fn", o.fn) || value("--emit", o.emit) ||
+             value("-o", o.output) || value("--backend", o.backend)) {
       if (!error.empty())
         return false;
     } else if (value("--arg", v)) {
@@ -89,11 +89,14 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
 }
 
 int usageError(const std::string &message) {
-  std::cerr << "tslc: error: " << message << "\n(run 'tslc --help' for usage)\n";
+  std::cerr << "tslc: error: " << message
+            << "\n(run 'tslc --help' for usage)\n";
   return 1;
 }
 
-std::string jsonString(const std::string &s) { return "\"" + jsonEscape(s) + "\""; }
+std::string jsonString(const std::string &s) {
+  return "\"" + jsonEscape(s) + "\"";
+}
 
 int cmdCheck(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (o.files.empty())
@@ -131,7 +134,8 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (o.fn.empty())
     return usageError("run needs --fn NAME");
   if (o.backend != "interp")
-    return usageError("not supported: backend '" + o.backend + "' (available: interp)");
+    return usageError("not supported: backend '" + o.backend +
+                      "' (available: interp)");
   std::vector<ArgSpec> args;
   if (!parseArgs(o, true, args))
     return 1;
@@ -155,9 +159,10 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
     for (size_t i = 0; i < outputs.size(); ++i) {
       std::string path = o.output;
       if (outputs.size() > 1) {
-        std::string stem = path.size() > 4 && path.substr(path.size() - 4) == ".npy"
-                               ? path.substr(0, path.size() - 4)
-                               : path;
+        std::string stem =
+            path.size() > 4 && path.substr(path.size() - 4) == ".npy"
+                ? path.substr(0, path.size() - 4)
+                : path;
         path = stem + "." + std::to_string(i) + ".npy";
       }
       if (!writeNpy(path, outputs[i], error)) {
@@ -170,7 +175,8 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (outputs.size() > 1)
       std::cout << "result " << i << ": ";
-    std::cout << outputs[i].typeString() << "\n" << formatTensor(outputs[i]) << "\n";
+    std::cout << outputs[i].typeString() << "\n"
+              << formatTensor(outputs[i]) << "\n";
   }
   return 0;
 }
@@ -180,7 +186,8 @@ int cmdEmit(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
     return usageError("emit needs exactly one file");
   if (o.emit != "ast" && o.emit != "ir")
     return usageError(o.emit.empty() ? "emit needs --emit=ast or --emit=ir"
-                                     : "not supported: --emit=" + o.emit + " (available: ast, ir)");
+                                     : "not supported: --emit=" + o.emit +
+                                           " (available: ast, ir)");
   ModuleLoader loader(sm, diags);
   const LoadedModule *m = loader.load(o.files[0]);
   if (!m) {
@@ -234,28 +241,34 @@ int cmdGuards(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   std::vector<Check> assertions;
   for (const Operation &op : fn.ops)
     if (op.code == OpCode::Assert)
-      assertions.push_back({op.condAttr("cond"), op.loc, "check", op.strAttr("message")});
+      assertions.push_back(
+          {op.condAttr("cond"), op.loc, "check", op.strAttr("message")});
   if (o.json) {
     auto list = [&](const std::vector<Check> &checks) {
       std::string s = "[";
       for (size_t i = 0; i < checks.size(); ++i)
-        s += std::string(i ? ", " : "") + "{\"expr\": " + jsonString(checks[i].cond.str()) +
+        s += std::string(i ? ", " : "") +
+             "{\"expr\": " + jsonString(checks[i].cond.str()) +
              ", \"origin\": " + jsonString(checks[i].loc.str()) +
              ", \"reason\": " + jsonString(checks[i].reason) + "}";
       return s + "]";
     };
     std::string results = "[";
     for (size_t i = 0; i < fn.results.size(); ++i)
-      results += std::string(i ? ", " : "") + jsonString(fn.type(fn.results[i]).str());
+      results +=
+          std::string(i ? ", " : "") + jsonString(fn.type(fn.results[i]).str());
     results += "]";
-    std::cout << "{\"function\": " << jsonString(fn.name) << ", \"guards\": " << list(fn.guards)
-              << ", \"assertions\": " << list(assertions) << ", \"results\": " << results << "}\n";
+    std::cout << "{\"function\": " << jsonString(fn.name)
+              << ", \"guards\": " << list(fn.guards)
+              << ", \"assertions\": " << list(assertions)
+              << ", \"results\": " << results << "}\n";
     return 0;
   }
   std::cout << "function " << fn.name << "\n";
   std::cout << "guards:" << (fn.guards.empty() ? " none" : "") << "\n";
   for (const Check &g : fn.guards)
-    std::cout << "  " << g.cond.str() << "    (" << g.loc.str() << ", " << g.reason << ")\n";
+    std::cout << "  " << g.cond.str() << "    (" << g.loc.str() << ", "
+              << g.reason << ")\n";
   std::cout << "assertions:" << (assertions.empty() ? " none" : "") << "\n";
   for (const Check &a : assertions)
     std::cout << "  " << a.cond.str() << "    (" << a.loc.str()
@@ -270,8 +283,9 @@ int cmdGuards(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
-                    std::strcmp(argv[1], "help") == 0)) {
+  if (argc >= 2 &&
+      (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+       std::strcmp(argv[1], "help") == 0)) {
     std::cout << kUsage;
     return 0;
   }

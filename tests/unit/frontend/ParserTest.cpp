@@ -64,23 +64,28 @@ TEST_P(Rejects, WithADiagnostic) {
 
 INSTANTIATE_TEST_SUITE_P(
     Parser, Rejects,
-    ::testing::Values(BadInput{std::string(100000, '('), "nested too deeply"},
-                      BadInput{"fn f() { return " + std::string(100000, '[') + "; }", "nested too deeply"},
-                      BadInput{std::string("fn \0\xff\xfe f", 9), "unexpected character"},
-                      BadInput{"fn f() { let s = \"abc; }", "unterminated string"},
-                      BadInput{"/* open", "unterminated /* comment"},
-                      BadInput{"fn f( { }", "t.tsl:1:7: error:"},
-                      BadInput{"dim X = 99999999999999999999999;", "too large"}));
+    ::testing::Values(
+        BadInput{std::string(100000, '('), "nested too deeply"},
+        BadInput{"fn f() { return " + std::string(100000, '[') + "; }",
+                 "nested too deeply"},
+        BadInput{std::string("fn \0\xff\xfe f", 9), "unexpected character"},
+        BadInput{"fn f() { let s = \"abc; }", "unterminated string"},
+        BadInput{"/* open", "unterminated /* comment"},
+        BadInput{"fn f( { }", "t.tsl:1:7: error:"},
+        BadInput{"dim X = 99999999999999999999999;", "too large"}));
 
 TEST(Parser, LongFlatInputsParseQuickly) {
   std::string sum = "fn f(x: f32[N]) -> f32[N] { return x";
   for (int i = 0; i < 50000; ++i)
     sum += " + x";
   sum += "; }";
-  std::string negs = "fn g(x: f32[N]) -> f32[N] { return " + std::string(100000, '-') + "x; }";
+  std::string negs =
+      "fn g(x: f32[N]) -> f32[N] { return " + std::string(100000, '-') + "x; }";
   auto start = std::chrono::steady_clock::now();
   Parsed a = parse(sum), b = parse(negs);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   EXPECT_NE(a.module, nullptr) << a.errors;
   EXPECT_NE(b.module, nullptr) << b.errors;
   EXPECT_LT(seconds, 30.0); // a hang guard, not a performance target

@@ -1,5 +1,5 @@
-#include "frontend/Elaborator.h"
 #include "ir/IrText.h"
+#include "frontend/Elaborator.h"
 #include "ir/Verifier.h"
 
 #include <gtest/gtest.h>
@@ -10,7 +10,8 @@ using namespace tsl;
 namespace {
 
 /// Elaborates a source snippet generically and returns the printed IR.
-std::string irOf(const std::string &source, const std::string &fnName, Function &fn) {
+std::string irOf(const std::string &source, const std::string &fnName,
+                 Function &fn) {
   SourceManager sm;
   std::ostringstream errors;
   DiagnosticEngine diags(sm, errors);
@@ -20,19 +21,28 @@ std::string irOf(const std::string &source, const std::string &fnName, Function 
   EXPECT_NE(m, nullptr) << errors.str();
   if (!m)
     return {};
-  EXPECT_TRUE(elaborateFunction(*m, fnName, ElaborateOptions{}, diags, fn)) << errors.str();
+  EXPECT_TRUE(elaborateFunction(*m, fnName, ElaborateOptions{}, diags, fn))
+      << errors.str();
   return printFunction(fn);
 }
 
 const char *kPrograms[] = {
-    "fn f(x: f32[B, 784], w: f32[784, 10]) -> f32[B, 10] { return relu(x @ w) * 2.0; }",
-    "import nn;\nfn f(x: f32[B, S, D]) -> f32[B, S, D] { return nn.softmax(x); }",
-    "fn f(m: bool[N, M], x: f32[N, M]) -> (i64[?, 2], f32[?]) { return (nonzero(m), masked_select(x, m)); }",
-    "fn f(x: f32[N, C, H, W], w: f32[O, C, 3, 3]) -> f32[N, O, H - 2, W - 2] { return conv2d(x, w); }",
-    "fn f(x: f32[N], k: int dynamic) -> (f32[k], i64[k]) { return topk(x, k); }",
-    "fn f(x: f32[A, B]) -> f32[B, A + 2] { return pad(transpose(x, 0, 1), [1, 1]); }",
-    "fn f(x: f32[S]) -> f32[?] { check(S >= 4, \"need four\"); return x[1:S - 1]; }",
-    "fn f(x: i64[1]) -> i64[?] { let n = item(x); check(n >= 0); return arange(n); }",
+    "fn f(x: f32[B, 784], w: f32[784, 10]) -> f32[B, 10] { return relu(x @ w) "
+    "* 2.0; }",
+    "import nn;\nfn f(x: f32[B, S, D]) -> f32[B, S, D] { return nn.softmax(x); "
+    "}",
+    "fn f(m: bool[N, M], x: f32[N, M]) -> (i64[?, 2], f32[?]) { return "
+    "(nonzero(m), masked_select(x, m)); }",
+    "fn f(x: f32[N, C, H, W], w: f32[O, C, 3, 3]) -> f32[N, O, H - 2, W - 2] { "
+    "return conv2d(x, w); }",
+    "fn f(x: f32[N], k: int dynamic) -> (f32[k], i64[k]) { return topk(x, k); "
+    "}",
+    "fn f(x: f32[A, B]) -> f32[B, A + 2] { return pad(transpose(x, 0, 1), [1, "
+    "1]); }",
+    "fn f(x: f32[S]) -> f32[?] { check(S >= 4, \"need four\"); return x[1:S - "
+    "1]; }",
+    "fn f(x: i64[1]) -> i64[?] { let n = item(x); check(n >= 0); return "
+    "arange(n); }",
 };
 
 class RoundTrip : public ::testing::TestWithParam<const char *> {};
@@ -55,9 +65,12 @@ INSTANTIATE_TEST_SUITE_P(Ir, RoundTrip, ::testing::ValuesIn(kPrograms));
 TEST(IrParser, RejectsMalformedText) {
   Module m;
   std::string error;
-  EXPECT_FALSE(parseModule("func @f(%x: f32[N]) -> (f32[N]) {\n  %0 = nope(%x) : f32[N]\n  return %0\n}", m, error));
+  EXPECT_FALSE(parseModule("func @f(%x: f32[N]) -> (f32[N]) {\n  %0 = nope(%x) "
+                           ": f32[N]\n  return %0\n}",
+                           m, error));
   EXPECT_NE(error.find("unknown op 'nope'"), std::string::npos) << error;
-  EXPECT_FALSE(parseModule("func @f(%x: f32[N]) -> (f32[N]) {\n  return %1\n}", m, error));
+  EXPECT_FALSE(parseModule("func @f(%x: f32[N]) -> (f32[N]) {\n  return %1\n}",
+                           m, error));
   EXPECT_FALSE(parseModule("func @f(", m, error));
   EXPECT_FALSE(parseModule(std::string("\x93garbage\0\xff", 11), m, error));
 }

@@ -21,12 +21,13 @@ TEST_P(Half, ConvertsBothWays) {
   EXPECT_EQ(halfToFloat(GetParam().half), GetParam().value);
 }
 
-INSTANTIATE_TEST_SUITE_P(Tensor, Half,
-                         ::testing::Values(HalfCase{0.0f, 0x0000}, HalfCase{1.0f, 0x3c00},
-                                           HalfCase{-2.0f, 0xc000}, HalfCase{65504.0f, 0x7bff},
-                                           HalfCase{0.5f, 0x3800},
-                                           HalfCase{5.9604644775390625e-08f, 0x0001},
-                                           HalfCase{INFINITY, 0x7c00}));
+INSTANTIATE_TEST_SUITE_P(
+    Tensor, Half,
+    ::testing::Values(HalfCase{0.0f, 0x0000}, HalfCase{1.0f, 0x3c00},
+                      HalfCase{-2.0f, 0xc000}, HalfCase{65504.0f, 0x7bff},
+                      HalfCase{0.5f, 0x3800},
+                      HalfCase{5.9604644775390625e-08f, 0x0001},
+                      HalfCase{INFINITY, 0x7c00}));
 
 TEST(Tensor, HalfRoundsToNearestEvenAndOverflowsToInf) {
   EXPECT_EQ(floatToHalf(1.0f + 1.0f / 2048), 0x3c00); // tie: to even
@@ -51,13 +52,14 @@ TEST(Tensor, IntegerStoresWrapAndFloatToIntSaturates) {
 }
 
 TEST(Tensor, RefusesHugeAllocations) {
-  EXPECT_FALSE(Tensor::zeros(DType::F32, {int64_t(1) << 20, int64_t(1) << 20}).valid());
+  EXPECT_FALSE(
+      Tensor::zeros(DType::F32, {int64_t(1) << 20, int64_t(1) << 20}).valid());
   EXPECT_FALSE(Tensor::zeros(DType::F32, {-1}).valid());
 }
 
 TEST(Npy, RoundTripsEveryElementType) {
-  for (DType dt : {DType::Bool, DType::I8, DType::I32, DType::I64, DType::F16, DType::BF16,
-                   DType::F32, DType::F64}) {
+  for (DType dt : {DType::Bool, DType::I8, DType::I32, DType::I64, DType::F16,
+                   DType::BF16, DType::F32, DType::F64}) {
     Tensor t = Tensor::zeros(dt, {2, 3});
     for (size_t i = 0; i < t.numel(); ++i)
       t.setF(i, static_cast<double>(i % 2));
@@ -76,9 +78,12 @@ TEST(Npy, RejectsBadFiles) {
   Tensor t;
   std::string error;
   EXPECT_FALSE(parseNpy("not numpy", t, error));
-  EXPECT_FALSE(parseNpy(std::string("\x93NUMPY\x01\x00\x10\x00{'descr': '<f4'", 25), t, error));
-  std::string header = "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }";
-  std::string bytes = std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header;
+  EXPECT_FALSE(parseNpy(
+      std::string("\x93NUMPY\x01\x00\x10\x00{'descr': '<f4'", 25), t, error));
+  std::string header =
+      "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }";
+  std::string bytes =
+      std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header;
   EXPECT_FALSE(parseNpy(bytes, t, error));
   EXPECT_NE(error.find("not supported"), std::string::npos);
 }

@@ -15,10 +15,12 @@ struct ProveCase {
 };
 
 std::ostream &operator<<(std::ostream &os, const ProveCase &c) {
-  return os << c.cond << " with [" << c.symbols << "] facts [" << c.facts << "]";
+  return os << c.cond << " with [" << c.symbols << "] facts [" << c.facts
+            << "]";
 }
 
-void setup(ShapeEnv &env, const std::string &symbols, const std::string &facts) {
+void setup(ShapeEnv &env, const std::string &symbols,
+           const std::string &facts) {
   size_t pos = 0;
   while (pos < symbols.size()) {
     size_t end = symbols.find(';', pos);
@@ -75,18 +77,28 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         ProveCase{"N", "", "N + 1 > N", T}, ProveCase{"N", "", "N == N + 1", F},
         ProveCase{"N", "", "N >= 0", T}, ProveCase{"N", "", "N >= 1", U},
-        ProveCase{"N:2..", "", "N == 1", F}, ProveCase{"N:2..", "", "N != 1", T},
-        ProveCase{"N:1..8", "", "N <= 8", T}, ProveCase{"N:1..8", "", "N > 8", F},
-        ProveCase{"N; M", "", "N == M", U}, ProveCase{"N; M", "N == M", "N == M", T},
-        ProveCase{"N; M", "N == M", "N != M", F}, ProveCase{"N; M", "N == 4", "N * 2 == 8", T},
-        ProveCase{"S", "", "S * 2 == 3", F}, ProveCase{"K%16", "", "K == 17", F},
+        ProveCase{"N:2..", "", "N == 1", F},
+        ProveCase{"N:2..", "", "N != 1", T},
+        ProveCase{"N:1..8", "", "N <= 8", T},
+        ProveCase{"N:1..8", "", "N > 8", F}, ProveCase{"N; M", "", "N == M", U},
+        ProveCase{"N; M", "N == M", "N == M", T},
+        ProveCase{"N; M", "N == M", "N != M", F},
+        ProveCase{"N; M", "N == 4", "N * 2 == 8", T},
+        ProveCase{"S", "", "S * 2 == 3", F},
+        ProveCase{"K%16", "", "K == 17", F},
         ProveCase{"K%16", "", "K == 32", U}, ProveCase{"S", "", "S % 2 < 2", T},
-        ProveCase{"S", "", "S % 2 >= 0", T}, ProveCase{"S:1..", "", "S * 12 > S", T},
-        ProveCase{"U:1..", "", "U * 12 > U", T}, ProveCase{"S", "", "min(64 * S, 512 * S) == 64 * S", T},
-        ProveCase{"S:2..; T:1..", "", "S * T > T", U}, ProveCase{"I:2..", "", "36 * I != 36", T},
-        ProveCase{"H:3..", "", "(H - 3) / 1 + 1 >= 1", T}, ProveCase{"N", "", "true", T},
-        ProveCase{"N", "", "false", F}, ProveCase{"N:0..3", "", "N < 4 && N >= 0", T},
-        ProveCase{"N:0..3", "", "N > 5 || N < 0", F}, ProveCase{"N:5..9; M:0..4", "", "N > M", T},
-        ProveCase{"N:5..9; M:0..4", "", "N + M <= 13", T}, ProveCase{"N; M", "", "max(N, M) >= N", U}));
+        ProveCase{"S", "", "S % 2 >= 0", T},
+        ProveCase{"S:1..", "", "S * 12 > S", T},
+        ProveCase{"U:1..", "", "U * 12 > U", T},
+        ProveCase{"S", "", "min(64 * S, 512 * S) == 64 * S", T},
+        ProveCase{"S:2..; T:1..", "", "S * T > T", U},
+        ProveCase{"I:2..", "", "36 * I != 36", T},
+        ProveCase{"H:3..", "", "(H - 3) / 1 + 1 >= 1", T},
+        ProveCase{"N", "", "true", T}, ProveCase{"N", "", "false", F},
+        ProveCase{"N:0..3", "", "N < 4 && N >= 0", T},
+        ProveCase{"N:0..3", "", "N > 5 || N < 0", F},
+        ProveCase{"N:5..9; M:0..4", "", "N > M", T},
+        ProveCase{"N:5..9; M:0..4", "", "N + M <= 13", T},
+        ProveCase{"N; M", "", "max(N, M) >= N", U}));
 
 } // namespace

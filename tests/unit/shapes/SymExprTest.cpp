@@ -26,20 +26,24 @@ TEST_P(Canonical, PrintsCanonicalForm) {
 
 INSTANTIATE_TEST_SUITE_P(
     SymExpr, Canonical,
-    ::testing::Values(CanonCase{"1 + 2 * 3", "7"}, CanonCase{"N + N", "2 * N"},
-                      CanonCase{"N - N", "0"}, CanonCase{"N * S + 1", "N * S + 1"},
-                      CanonCase{"S * N + 1", "N * S + 1"}, CanonCase{"(N + 1) * (N - 1)", "N * N - 1"},
-                      CanonCase{"(H - 1) / 2 + 1", "(H + 1) / 2"}, CanonCase{"(H - 3) / 2 + 1", "(H + 1) / 2 - 1"},
-                      CanonCase{"(2 * N + 4) / 2", "N + 2"}, CanonCase{"(2 * N + 1) / 2", "N"},
-                      CanonCase{"(S * 2 + S) / 3", "S"}, CanonCase{"N / 2 / 3", "N / 6"},
-                      CanonCase{"(2 * N) % 2", "0"}, CanonCase{"(2 * N + 3) % 2", "1"},
-                      CanonCase{"N % 3 % 3", "N % 3"}, CanonCase{"N % 6 % 3", "N % 3"},
-                      CanonCase{"min(N, N)", "N"}, CanonCase{"min(N, N + 1)", "N"},
-                      CanonCase{"max(N, N + 1)", "N + 1"}, CanonCase{"min(B, A)", "min(A, B)"},
-                      CanonCase{"min(3, 5)", "3"}, CanonCase{"max(-2, 7)", "7"},
-                      CanonCase{"-7 / 2", "-4"}, CanonCase{"-7 % 2", "1"}, CanonCase{"N / 1", "N"},
-                      CanonCase{"N % 1", "0"}, CanonCase{"0 - N", "-N"},
-                      CanonCase{"3 * (N - 2) + 6", "3 * N"}));
+    ::testing::Values(
+        CanonCase{"1 + 2 * 3", "7"}, CanonCase{"N + N", "2 * N"},
+        CanonCase{"N - N", "0"}, CanonCase{"N * S + 1", "N * S + 1"},
+        CanonCase{"S * N + 1", "N * S + 1"},
+        CanonCase{"(N + 1) * (N - 1)", "N * N - 1"},
+        CanonCase{"(H - 1) / 2 + 1", "(H + 1) / 2"},
+        CanonCase{"(H - 3) / 2 + 1", "(H + 1) / 2 - 1"},
+        CanonCase{"(2 * N + 4) / 2", "N + 2"},
+        CanonCase{"(2 * N + 1) / 2", "N"}, CanonCase{"(S * 2 + S) / 3", "S"},
+        CanonCase{"N / 2 / 3", "N / 6"}, CanonCase{"(2 * N) % 2", "0"},
+        CanonCase{"(2 * N + 3) % 2", "1"}, CanonCase{"N % 3 % 3", "N % 3"},
+        CanonCase{"N % 6 % 3", "N % 3"}, CanonCase{"min(N, N)", "N"},
+        CanonCase{"min(N, N + 1)", "N"}, CanonCase{"max(N, N + 1)", "N + 1"},
+        CanonCase{"min(B, A)", "min(A, B)"}, CanonCase{"min(3, 5)", "3"},
+        CanonCase{"max(-2, 7)", "7"}, CanonCase{"-7 / 2", "-4"},
+        CanonCase{"-7 % 2", "1"}, CanonCase{"N / 1", "N"},
+        CanonCase{"N % 1", "0"}, CanonCase{"0 - N", "-N"},
+        CanonCase{"3 * (N - 2) + 6", "3 * N"}));
 
 TEST(SymExpr, HashConsedEquality) {
   EXPECT_EQ(parse("N * S + 1"), parse("1 + S * N"));
@@ -51,14 +55,17 @@ TEST(SymExpr, EvaluateAndSubstitute) {
   SymExpr e = parse("(H + 2 * P - K) / S + 1");
   std::map<std::string, int64_t> v{{"H", 32}, {"P", 1}, {"K", 3}, {"S", 2}};
   EXPECT_EQ(*e.evaluate(v), 16);
-  EXPECT_FALSE(e.evaluate(std::map<std::string, int64_t>{{"H", 1}}).has_value());
+  EXPECT_FALSE(
+      e.evaluate(std::map<std::string, int64_t>{{"H", 1}}).has_value());
   SymExpr s = e.substitute({{"P", SymExpr(0)}, {"S", SymExpr(1)}});
   EXPECT_EQ(s.str(), "H - K + 1");
 }
 
 TEST(SymExpr, EvaluateReportsDivisionByZeroAndOverflow) {
-  EXPECT_FALSE(parse("N / M").evaluate(std::map<std::string, int64_t>{{"N", 1}, {"M", 0}}));
-  EXPECT_FALSE(parse("N * N").evaluate(std::map<std::string, int64_t>{{"N", int64_t(1) << 40}}));
+  EXPECT_FALSE(parse("N / M").evaluate(
+      std::map<std::string, int64_t>{{"N", 1}, {"M", 0}}));
+  EXPECT_FALSE(parse("N * N").evaluate(
+      std::map<std::string, int64_t>{{"N", int64_t(1) << 40}}));
 }
 
 TEST(SymExpr, Symbols) {

@@ -35,9 +35,11 @@ TEST(Diagnostics, JsonIsOneObjectPerLineAndEscapes) {
   DiagnosticEngine diags(sm, out);
   diags.setJson(true);
   diags.error(SourceRange(sm.locAt(f, 0), sm.locAt(f, 1)), "bad \x01 byte");
-  EXPECT_EQ(out.str(), "{\"severity\": \"error\", \"message\": \"bad \\u0001 byte\", "
-                       "\"location\": {\"file\": \"a\\\"b.tsl\", \"line\": 1, \"col\": 1, "
-                       "\"end_line\": 1, \"end_col\": 2}, \"notes\": [], \"fix\": null}\n");
+  EXPECT_EQ(
+      out.str(),
+      "{\"severity\": \"error\", \"message\": \"bad \\u0001 byte\", "
+      "\"location\": {\"file\": \"a\\\"b.tsl\", \"line\": 1, \"col\": 1, "
+      "\"end_line\": 1, \"end_col\": 2}, \"notes\": [], \"fix\": null}\n");
 }
 
 TEST(Diagnostics, CapsTheNumberOfErrorsShown) {

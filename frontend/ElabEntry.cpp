@@ -1,0 +1,425 @@
+// Entry functions: parameters become symbols (or constants) from example
+// arguments or generically; plus the module-level check.
+#include "frontend/ElaboratorImpl.h"
+
+#include <algorithm>
+
+namespace tsl {
+
+// ---------------------------------------------------------------------------
+// Entry functions.
+
+namespace {
+
+struct EntryBinder {
+  Elaborator &el;
+  Frame &frame;
+  const std::map<std::string, ExampleArg> *examples;
+
+  /// Kind and range of a dim named in a signature.
+  void specOf(const std::string &name, const ast::DimSpec *inlineSpec,
+              DimKind &kind, const ast::DimSpec *&spec,
+              const ast::DimDecl *&decl) {
+    decl = nullptr;
+    spec = inlineSpec;
+    auto it = frame.module->dims.find(name);
+    if (it != frame.module->dims.end())
+      decl = it->second;
+    if (!spec && decl && !decl->value)
+      spec = &decl->spec;
+    kind = spec ? spec->kind
+                : (decl && decl->value ? DimKind::Static : DimKind::Auto);
+  }
+
+  bool makeDim(const std::string &name, const ast::DimSpec *inlineSpec,
+               std::optional<int64_t> example, SourceRange range,
+               const std::string &what, SymExpr &out) {
+    DimKind kind;
+    const ast::DimSpec *spec;
+    const ast::DimDecl *decl;
+    specOf(name, inlineSpec, kind, spec, decl);
+    if (decl && decl->value) {
+      if (!el.evalDimExpr(*decl->value, frame, out, nullptr))
+        return false;
+      if (example && out.isConst() && out.constValue() != *example)
+        return el.errorWithNotes(range,
+                                 what + ": dim '" + name + "' is declared " +
+                                     out.str() + " but the argument has " +
+                                     std::to_string(*example),
+                                 {{decl->range, "declared here"}});
+      return true;
+    }
+    if (spec && example) {
+      if ((spec->lo && *example < *spec->lo) ||
+          (spec->hi && *example > *spec->hi))
+        return el.error(
+            range, what + ": dim '" + name + "' = " + std::to_string(*example) +
+                       " is outside its declared range " +
+                       (spec->lo ? std::to_string(*spec->lo) : "") + ".." +
+                       (spec->hi ? std::to_string(*spec->hi) : ""));
+      if (spec->multipleOf > 1 && *example % spec->multipleOf != 0)
+        return el.error(range, what + ": dim '" + name +
+                                   "' = " + std::to_string(*example) +
+                                   " is not a multiple of " +
+                                   std::to_string(spec->multipleOf));
+    }
+    if ((kind == DimKind::Static || kind == DimKind::Auto) && example) {
+      out = *example;
+      return true;
+    }
+    SymbolInfo info;
+    info.name = name;
+    info.kind = kind;
+    if (kind != DimKind::Unbacked)
+      info.hint = example;
+    if (spec) {
+      info.lo = spec->lo.value_or(0);
+      info.hi = spec->hi;
+      info.multipleOf = spec->multipleOf;
+    }
+    info.origin = range;
+    if (el.env.lookup(name))
+      return el.error(range,
+                      "dim '" + name + "' is declared twice in this signature");
+    out = el.env.addSymbol(info);
+    return true;
+  }
+};
+
+} // namespace
+
+bool Elaborator::elaborateEntry(
+    const LoadedModule &module, const ast::FnDecl &decl,
+    const std::map<std::string, ExampleArg> *examples, Function &out) {
+  fn = Function();
+  fn.name = decl.name;
+  Frame frame;
+  frame.module = &module;
+  frame.decl = &decl;
+  frame.scopes.emplace_back();
+  EntryBinder binder{*this, frame, examples};
+  if (examples)
+    for (const auto &[name, ex] : *examples) {
+      bool known = false;
+      for (const ast::Param &p : decl.params)
+        known |= p.name == name;
+      if (!known)
+        return error(decl.nameRange, "'" + decl.name +
+                                         "' has no parameter named '" + name +
+                                         "'");
+    }
+  std::vector<std::string> names;
+  for (const ast::Param &p : decl.params) {
+    if (std::find(names.begin(), names.end(), p.name) != names.end())
+      return error(p.nameRange, "parameter '" + p.name + "' is declared twice");
+    names.push_back(p.name);
+  }
+  callStack.push_back(&decl);
+  for (const ast::Param &p : decl.params) {
+    const ExampleArg *ex = nullptr;
+    if (examples) {
+      auto it = examples->find(p.name);
+      if (it != examples->end())
+        ex = &it->second;
+      else if (!p.defaultValue)
+        return error(p.nameRange, "no value for parameter '" + p.name + "'",
+                     "pass --arg " + p.name + "=...");
+    }
+    if (p.type.base == "int") {
+      if (p.type.hasDims)
+        return error(p.type.range, "'int' takes no dims",
+                     "use i64[...] for a tensor of integers");
+      if (ex && !ex->isInt)
+        return error(p.nameRange,
+                     "parameter '" + p.name + "' is an int; pass an integer");
+      SemValue def;
+      DimKind intKind = p.type.intKind.value_or(DimKind::Auto);
+      bool constantDefault =
+          !examples && (intKind == DimKind::Static || intKind == DimKind::Auto);
+      if (!ex && p.defaultValue && (examples || constantDefault)) {
+        // Without a call, a static int takes its default (like the first call).
+        if (!eval(*p.defaultValue, frame, def))
+          return false;
+        if (def.kind != SemValue::Kind::Int)
+          return error(p.defaultValue->range,
+                       "the default of an int parameter must be an int");
+        frame.scopes.back()[p.name] = def;
+        continue;
+      }
+      DimKind kind = p.type.intKind.value_or(DimKind::Auto);
+      SymExpr value;
+      if (ex && (kind == DimKind::Static || kind == DimKind::Auto)) {
+        value = ex->intValue;
+      } else {
+        SymbolInfo info;
+        info.name = p.name;
+        info.kind = kind;
+        info.isInt = true;
+        info.lo = INT64_MIN;
+        if (ex && kind != DimKind::Unbacked)
+          info.hint = ex->intValue;
+        info.origin = p.nameRange;
+        value = env.addSymbol(info);
+      }
+      Param param;
+      param.name = p.name;
+      param.isInt = true;
+      param.intExpr = value;
+      fn.params.push_back(param);
+      frame.scopes.back()[p.name] = SemValue::ofInt(value, p.nameRange);
+      continue;
+    }
+    auto dt = parseDType(p.type.base);
+    if (!dt)
+      return error(p.type.baseRange, "unknown type '" + p.type.base + "'",
+                   "types are int or an element type (bool i8 i32 i64 f16 bf16 "
+                   "f32 f64)");
+    if (!ex && p.defaultValue && examples) {
+      SemValue def;
+      if (!eval(*p.defaultValue, frame, def))
+        return false;
+      ValueId id;
+      if (def.kind == SemValue::Kind::Tensor)
+        id = def.tensor;
+      else if (!toTensor(def, dt, p.defaultValue->range, id))
+        return false;
+      frame.scopes.back()[p.name] = SemValue::ofTensor(id, p.nameRange);
+      continue;
+    }
+    std::string what = "argument '" + p.name + "'";
+    if (ex) {
+      if (ex->isInt)
+        return error(p.nameRange, "parameter '" + p.name + "' is a tensor (" +
+                                      sourceText(p.type.range) +
+                                      "); pass a TYPE like f32[2,3]");
+      if (ex->dtype != *dt)
+        return error(p.type.range, what + " must have element type " +
+                                       p.type.base + ", got " +
+                                       dtypeName(ex->dtype));
+    }
+    size_t packs = 0;
+    for (const ast::TypeDim &d : p.type.dims)
+      packs += d.kind == ast::TypeDim::Kind::Pack;
+    if (packs > 1)
+      return error(p.type.range, "a type may contain at most one pack");
+    size_t fixed = p.type.dims.size() - packs;
+    size_t rank = ex ? ex->shape.size() : fixed + (packs ? 2 : 0);
+    if (ex && ((packs == 0 && rank != fixed) || (packs == 1 && rank < fixed)))
+      return error(p.type.range,
+                   what + " must have rank " + (packs ? "at least " : "") +
+                       std::to_string(fixed) + ", got " + std::to_string(rank));
+    TensorType type{*dt, std::vector<SymExpr>(rank)};
+    std::vector<std::pair<const ast::TypeDim *, size_t>> derived;
+    size_t axis = 0;
+    for (const ast::TypeDim &d : p.type.dims) {
+      auto exampleAt = [&](size_t a) -> std::optional<int64_t> {
+        if (!ex)
+          return std::nullopt;
+        return ex->shape[a];
+      };
+      switch (d.kind) {
+      case ast::TypeDim::Kind::Pack: {
+        size_t len = rank - fixed;
+        auto it = frame.packs.find(d.name);
+        std::vector<SymExpr> dims;
+        for (size_t k = 0; k < len; ++k) {
+          if (it != frame.packs.end()) {
+            if (it->second.size() != len)
+              return error(d.range, what + ": pack '*" + d.name +
+                                        "' has a different length here");
+            dims.push_back(it->second[k]);
+            continue;
+          }
+          SymExpr s;
+          if (!binder.makeDim(d.name + "_" + std::to_string(k), nullptr,
+                              exampleAt(axis + k), d.range, what, s))
+            return false;
+          dims.push_back(s);
+        }
+        if (it == frame.packs.end())
+          frame.packs[d.name] = dims;
+        for (size_t k = 0; k < len; ++k)
+          type.dims[axis + k] = dims[k];
+        axis += len;
+        break;
+      }
+      case ast::TypeDim::Kind::Unknown: {
+        SymExpr s;
+        if (!binder.makeDim("_" + p.name + "_" + std::to_string(axis), nullptr,
+                            exampleAt(axis), d.range, what, s))
+          return false;
+        type.dims[axis++] = s;
+        break;
+      }
+      case ast::TypeDim::Kind::Inline:
+      case ast::TypeDim::Kind::Expr: {
+        bool plain = d.kind == ast::TypeDim::Kind::Inline ||
+                     (d.expr->kind == ast::Expr::Kind::Name &&
+                      !frame.scopes.back().count(d.expr->text));
+        if (!plain) {
+          derived.push_back({&d, axis++});
+          break;
+        }
+        std::string name =
+            d.kind == ast::TypeDim::Kind::Inline ? d.name : d.expr->text;
+        auto it = frame.dims.find(name);
+        if (it != frame.dims.end()) {
+          // A repeated dim name: the example must agree.
+          std::optional<int64_t> have = env.hintValue(it->second);
+          if (it->second.isConst())
+            have = it->second.constValue();
+          if (ex && have && *have != ex->shape[axis])
+            return error(d.range, what + ": dim '" + name + "' is " +
+                                      std::to_string(*have) +
+                                      " in an earlier argument but " +
+                                      std::to_string(ex->shape[axis]) +
+                                      " here");
+          type.dims[axis++] = it->second;
+          break;
+        }
+        SymExpr s;
+        if (!binder.makeDim(
+                name, d.kind == ast::TypeDim::Kind::Inline ? &d.spec : nullptr,
+                exampleAt(axis), d.range, what, s))
+          return false;
+        frame.dims[name] = s;
+        type.dims[axis++] = s;
+        break;
+      }
+      }
+    }
+    for (auto &[d, a] : derived) {
+      std::vector<std::string> unbound;
+      SymExpr expr;
+      if (!evalDimExpr(*d->expr, frame, expr, &unbound))
+        return false;
+      std::sort(unbound.begin(), unbound.end());
+      unbound.erase(std::unique(unbound.begin(), unbound.end()), unbound.end());
+      if (unbound.size() > 1)
+        return error(d->range, "not supported: the size expression '" +
+                                   sourceText(d->range) +
+                                   "' has more than one unknown dim");
+      if (unbound.size() == 1) {
+        SymExpr coeff, offset;
+        if (!solveForUnknown(expr, unbound[0], SymExpr(0), coeff, offset))
+          return error(d->range, "not supported: cannot solve '" +
+                                     sourceText(d->range) + "' for '" +
+                                     unbound[0] + "' (it must be linear)");
+        std::optional<int64_t> solved;
+        if (ex) {
+          int64_t rest =
+              ex->shape[a] - (offset.isConst() ? offset.constValue() : 0);
+          int64_t c = coeff.constValue();
+          if (!offset.isConst() || rest < 0 || rest % c != 0)
+            return error(d->range, what + " dim " + std::to_string(a) + " = " +
+                                       std::to_string(ex->shape[a]) +
+                                       " is not of the form " +
+                                       sourceText(d->range));
+          solved = rest / c;
+        }
+        SymExpr s;
+        if (!binder.makeDim(unbound[0], nullptr, solved, d->range, what, s))
+          return false;
+        frame.dims[unbound[0]] = s;
+        if (!evalDimExpr(*d->expr, frame, expr, nullptr))
+          return false;
+        if (!solved && !s.isConst())
+          env.addFact(SymCond::ge(s, 0));
+      }
+      if (ex) {
+        auto v = expr.isConst() ? std::optional<int64_t>(expr.constValue())
+                                : env.hintValue(expr);
+        if (v && *v != ex->shape[a])
+          return error(d->range, what + " dim " + std::to_string(a) +
+                                     " must be " + sourceText(d->range) +
+                                     " = " + std::to_string(*v) + ", got " +
+                                     std::to_string(ex->shape[a]));
+      }
+      type.dims[a] = expr;
+    }
+    ValueId id = fn.addValue(type, p.name);
+    Param param;
+    param.name = p.name;
+    param.value = id;
+    fn.params.push_back(param);
+    frame.scopes.back()[p.name] = SemValue::ofTensor(id, p.nameRange);
+  }
+  bool returned = false;
+  SemValue result;
+  if (!execBlock(decl.body, frame, returned, result))
+    return false;
+  if (!matchResults(*this, decl, frame, result, decl.nameRange))
+    return false;
+  std::vector<SemValue> parts = result.kind == SemValue::Kind::Tuple
+                                    ? result.elems
+                                    : std::vector<SemValue>{result};
+  if (result.kind != SemValue::Kind::None) {
+    for (SemValue &v : parts) {
+      if (v.kind == SemValue::Kind::Int || v.kind == SemValue::Kind::Float) {
+        ValueId id;
+        if (!toTensor(v,
+                      v.kind == SemValue::Kind::Int ? DType::I64 : DType::F32,
+                      v.range, id))
+          return false;
+        v = SemValue::ofTensor(id, v.range);
+      }
+      if (v.kind != SemValue::Kind::Tensor)
+        return error(v.range, "a function may return tensors and ints, not " +
+                                  std::string(kindName(v.kind)));
+      fn.results.push_back(v.tensor);
+    }
+  }
+  fn.symbols = env.symbols();
+  for (const ShapeFact &g : env.guards())
+    fn.guards.push_back({g.cond, locOf(g.origin), g.op, g.reason});
+  out = std::move(fn);
+  return true;
+}
+
+bool elaborateFunction(const LoadedModule &module, const std::string &fnName,
+                       const ElaborateOptions &options, DiagnosticEngine &diags,
+                       Function &out) {
+  auto it = module.fns.find(fnName);
+  if (it == module.fns.end()) {
+    std::string names;
+    for (auto &[n, f] : module.fns)
+      names += (names.empty() ? "" : ", ") + n;
+    Diagnostic d;
+    d.message = "no function named '" + fnName + "' in " + module.path;
+    if (!names.empty())
+      d.notes.push_back({SourceRange(), "functions in this file: " + names});
+    diags.report(std::move(d));
+    return false;
+  }
+  Elaborator el(diags, !options.examples.has_value());
+  return el.elaborateEntry(module, *it->second,
+                           options.examples ? &*options.examples : nullptr,
+                           out);
+}
+
+bool checkModule(const LoadedModule &module, DiagnosticEngine &diags) {
+  bool ok = true;
+  for (const ast::FnDecl &decl : module.ast->fns) {
+    // Explore each combination of undecidable `if`s (bounded).
+    std::vector<bool> path;
+    for (int run = 0; run < 32; ++run) {
+      Elaborator el(diags, true);
+      el.path = path;
+      Function f;
+      if (!el.elaborateEntry(module, decl, nullptr, f)) {
+        ok = false;
+        break;
+      }
+      path = el.path;
+      path.resize(el.pathIndex);
+      while (!path.empty() && !path.back())
+        path.pop_back();
+      if (path.empty())
+        break;
+      path.back() = false;
+    }
+  }
+  return ok;
+}
+
+} // namespace tsl
