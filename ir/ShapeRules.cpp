@@ -51,9 +51,13 @@ bool ShapeContext::broadcastDim(SymExpr a, SymExpr b, SymExpr &out,
     out = b;
     return true;
   }
+  // Equal sizes: prefer a constant, else the left operand. Every path that
+  // ends with equal sizes picks the same way, so the verifier's replay (which
+  // knows the equality as a fact) derives the same type.
+  SymExpr same = b.isConst() && !a.isConst() ? b : a;
   SymCond eq = SymCond::eq(a, b);
   if (env.prove(eq) == Truth::True) {
-    out = a;
+    out = same;
     return true;
   }
   if (env.prove(SymCond::eq(a, 1)) == Truth::True) {
@@ -74,7 +78,7 @@ bool ShapeContext::broadcastDim(SymExpr a, SymExpr b, SymExpr &out,
                       : mismatch + " (" + std::to_string(*ha) + " vs " +
                             std::to_string(*hb) + " here)");
     if (*ha == *hb) {
-      out = a.isConst() ? a : b.isConst() ? b : a;
+      out = same;
       return require(eq,
                      "broadcast in '" + std::string(opInfo(op.code).name) + "'",
                      mismatch);
@@ -92,7 +96,7 @@ bool ShapeContext::broadcastDim(SymExpr a, SymExpr b, SymExpr &out,
   }
   // No hint: assume the sizes do not broadcast and assert equality at run
   // time (documented in docs/language.md).
-  out = (a.isConst() || ha) ? a : b;
+  out = same;
   return require(eq,
                  "unbacked size assumed not to broadcast in '" +
                      std::string(opInfo(op.code).name) + "'",
