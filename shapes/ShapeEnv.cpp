@@ -1,5 +1,7 @@
 #include "shapes/ShapeEnv.h"
 
+#include "shapes/Z3Solver.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -52,6 +54,9 @@ const SymbolInfo *ShapeEnv::lookup(const std::string &name) const {
 }
 
 void ShapeEnv::addFact(const SymCond &cond) {
+  if (cond.kind() != SymCond::Kind::And && cond.kind() != SymCond::Kind::True &&
+      !addingGuard_)
+    declaredFacts_.push_back(cond);
   if (cond.kind() == SymCond::Kind::And) {
     for (const SymCond &c : cond.children())
       addFact(c);
@@ -223,7 +228,7 @@ Truth notT(Truth t) {
 
 } // namespace
 
-Truth ShapeEnv::prove(const SymCond &condIn) const {
+Truth ShapeEnv::proveCheap(const SymCond &condIn) const {
   // Facts of the form `symbol == expr` rewrite the question first.
   std::map<std::string, SymExpr> repl;
   for (const SymCond &f : facts_) {
@@ -242,15 +247,15 @@ Truth ShapeEnv::prove(const SymCond &condIn) const {
   case SymCond::Kind::False:
     return Truth::False;
   case SymCond::Kind::Not:
-    return notT(prove(cond.children()[0]));
+    return notT(proveCheap(cond.children()[0]));
   case SymCond::Kind::And: {
-    Truth a = prove(cond.children()[0]), b = prove(cond.children()[1]);
+    Truth a = proveCheap(cond.children()[0]), b = proveCheap(cond.children()[1]);
     if (a == Truth::False || b == Truth::False)
       return Truth::False;
     return a == Truth::True && b == Truth::True ? Truth::True : Truth::Unknown;
   }
   case SymCond::Kind::Or: {
-    Truth a = prove(cond.children()[0]), b = prove(cond.children()[1]);
+    Truth a = proveCheap(cond.children()[0]), b = proveCheap(cond.children()[1]);
     if (a == Truth::True || b == Truth::True)
       return Truth::True;
     return a == Truth::False && b == Truth::False ? Truth::False
@@ -313,6 +318,65 @@ Truth ShapeEnv::prove(const SymCond &condIn) const {
   }
 }
 
+Z3Solver &ShapeEnv::z3() const {
+  if (!z3_)
+    z3_ = std::make_shared<Z3Solver>();
+  return *z3_;
+}
+
+/// True when interval reasoning is already exact for \p cond: one
+/// comparison, linear in symbols that no fact mentions.
+static bool cheapIsComplete(const SymCond &cond, const std::vector<SymCond> &facts) {
+  if (!cond.isComparison())
+    return false;
+  SymExpr d = cond.lhs() - cond.rhs();
+  auto atomOk = [](SymExpr e) { return e.isSymbol(); };
+  if (d.kind() == SymExpr::Kind::Add) {
+    for (const SymExpr &t : d.operands())
+      if (!atomOk(t))
+        return false;
+  } else if (!d.isConst() && !atomOk(d)) {
+    return false;
+  }
+  std::vector<std::string> syms = cond.symbols();
+  for (const SymCond &f : facts)
+    for (const std::string &s : f.symbols())
+      for (const std::string &c : syms)
+        if (s == c)
+          return false;
+  return true;
+}
+
+Truth ShapeEnv::prove(const SymCond &cond) const {
+  Truth t = proveCheap(cond);
+  if (t != Truth::Unknown || cheapIsComplete(cond, facts_))
+    return t;
+  return z3().decide(symbols_, facts_, cond).truth;
+}
+
+std::map<std::string, int64_t> ShapeEnv::counterexample(const SymCond &cond) const {
+  return z3().decide(symbols_, facts_, cond).counterexample;
+}
+
+void ShapeEnv::minimizeGuards() {
+  std::vector<ShapeFact> kept;
+  for (size_t i = 0; i < guards_.size(); ++i) {
+    std::vector<SymCond> others = declaredFacts_;
+    for (const ShapeFact &k : kept)
+      others.push_back(k.cond);
+    for (size_t j = i + 1; j < guards_.size(); ++j)
+      others.push_back(guards_[j].cond);
+    bool implied = false;
+    for (const SymCond &o : others)
+      implied |= o == guards_[i].cond;
+    if (!implied)
+      implied = z3().decide(symbols_, others, guards_[i].cond).truth == Truth::True;
+    if (!implied)
+      kept.push_back(guards_[i]);
+  }
+  guards_ = std::move(kept);
+}
+
 std::optional<int64_t> ShapeEnv::hintValue(SymExpr e) const {
   return e.evaluate([&](const std::string &name) -> std::optional<int64_t> {
     const SymbolInfo *s = lookup(name);
@@ -345,11 +409,15 @@ ShapeEnv::Resolution ShapeEnv::require(const SymCond &cond, SourceRange origin,
     if (!*hinted)
       return Resolution::Violated;
     guards_.push_back({cond, origin, std::move(op), std::move(reason)});
+    addingGuard_ = true;
     addFact(cond);
+    addingGuard_ = false;
     return Resolution::Guarded;
   }
   assertions_.push_back({cond, origin, std::move(op), std::move(reason)});
+  addingGuard_ = true; // an operation's assertion is not a declared fact
   addFact(cond);
+  addingGuard_ = false;
   return Resolution::Asserted;
 }
 
@@ -363,7 +431,9 @@ Truth ShapeEnv::choose(const SymCond &cond, SourceRange origin, std::string op,
     return Truth::Unknown;
   SymCond taken = *hinted ? cond : SymCond::negate(cond);
   guards_.push_back({taken, origin, std::move(op), std::move(reason)});
+  addingGuard_ = true;
   addFact(taken);
+  addingGuard_ = false;
   return *hinted ? Truth::True : Truth::False;
 }
 

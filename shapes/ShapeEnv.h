@@ -6,11 +6,15 @@
 #include "shapes/SymCond.h"
 #include "support/SourceManager.h"
 
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace tsl {
+
+class Z3Solver;
 
 /// How a dim or int parameter may vary (LANGUAGE.md §2).
 enum class DimKind : uint8_t { Static, Dynamic, Unbacked, Auto };
@@ -60,8 +64,17 @@ public:
   const std::vector<SymCond> &facts() const { return facts_; }
 
   /// Proves or refutes \p cond from its form, symbol ranges, divisibility
-  /// and recorded facts; Unknown otherwise. Never uses hints.
+  /// and recorded facts (cheap rules first, then Z3); Unknown otherwise.
+  /// Never uses hints.
   Truth prove(const SymCond &cond) const;
+  /// prove() without the Z3 stage.
+  Truth proveCheap(const SymCond &cond) const;
+  /// Symbol values (within ranges and facts) where \p cond is false; empty
+  /// when none was found.
+  std::map<std::string, int64_t> counterexample(const SymCond &cond) const;
+  /// Drops every guard implied by the other guards plus the declared
+  /// ranges and facts, keeping the first of equivalent guards.
+  void minimizeGuards();
 
   /// The value of \p e under the hints; nullopt if a symbol has no hint.
   std::optional<int64_t> hintValue(SymExpr e) const;
@@ -92,6 +105,12 @@ private:
   std::vector<ShapeFact> guards_;
   std::vector<ShapeFact> assertions_;
   unsigned nextUnbacked_ = 0;
+  /// Facts from declarations and check(...), not from guards or the
+  /// assertions operations need (guard minimization may rely on these).
+  std::vector<SymCond> declaredFacts_;
+  bool addingGuard_ = false;
+  mutable std::shared_ptr<Z3Solver> z3_;
+  Z3Solver &z3() const;
 };
 
 } // namespace tsl
