@@ -369,11 +369,37 @@ bool Elaborator::elaborateEntry(
       fn.results.push_back(v.tensor);
     }
   }
+  env.minimizeGuards();
+  warnPinnedDynamicDims();
   fn.symbols = env.symbols();
   for (const ShapeFact &g : env.guards())
     fn.guards.push_back({g.cond, locOf(g.origin), g.op, g.reason});
   out = std::move(fn);
   return true;
+}
+
+void Elaborator::warnPinnedDynamicDims() {
+  for (const ShapeFact &g : env.guards()) {
+    if (g.cond.kind() != SymCond::Kind::Eq)
+      continue;
+    SymExpr sym = g.cond.lhs().isSymbol() ? g.cond.lhs() : g.cond.rhs();
+    SymExpr value = g.cond.lhs().isSymbol() ? g.cond.rhs() : g.cond.lhs();
+    if (!sym.isSymbol() || !value.isConst())
+      continue;
+    const SymbolInfo *info = env.lookup(sym.symbolName());
+    if (!info || info->kind != DimKind::Dynamic)
+      continue;
+    Diagnostic d;
+    d.severity = Severity::Warning;
+    d.range = g.origin;
+    d.message = "'" + info->name + "' is declared dynamic but this variant only serves " +
+                g.cond.str() + " (" + g.reason + ")";
+    if (info->origin.isValid())
+      d.notes.push_back({info->origin, "'" + info->name + "' is used as a dynamic dim here"});
+    d.fix = "make the operation independent of '" + info->name +
+            "', or declare it static if only one value is ever used";
+    diags.report(std::move(d));
+  }
 }
 
 bool elaborateFunction(const LoadedModule &module, const std::string &fnName,

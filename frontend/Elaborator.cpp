@@ -420,6 +420,18 @@ bool Elaborator::decide(const SymCond &cond, const ast::Expr &source,
         {info->origin, what + (info->origin.isValid() ? " here" : "")});
   }
   std::string text = sourceText(source.range);
+  // Z3 counterexamples show why no single answer is right.
+  auto describe = [](const std::map<std::string, int64_t> &values) {
+    std::string out;
+    for (const auto &[n, v] : values)
+      out += (out.empty() ? "" : ", ") + n + " = " + std::to_string(v);
+    return out;
+  };
+  std::string whenFalse = describe(env.counterexample(cond));
+  std::string whenTrue = describe(env.counterexample(SymCond::negate(cond)));
+  if (!whenFalse.empty() && !whenTrue.empty())
+    notes.push_back({source.range, "it is true when " + whenTrue +
+                                       " but false when " + whenFalse});
   notes.push_back(
       {source.range,
        "add 'check(" + text + ");' before this line, or use where(...)"});

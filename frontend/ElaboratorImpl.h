@@ -121,6 +121,9 @@ public:
                    const std::string &op, const std::string &reason,
                    const std::string &message);
 
+  /// Warns about guards that pin a dim declared dynamic to one value.
+  void warnPinnedDynamicDims();
+
   // --- calls and statements (Elaborator.cpp) ---
   bool callFunction(const LoadedModule &module, const ast::FnDecl &decl,
                     std::vector<CallArg> args, SourceRange range,

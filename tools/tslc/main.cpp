@@ -275,7 +275,7 @@ int cmdGuards(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
               << (a.reason.empty() ? "" : ", " + a.reason) << ")\n";
   std::cout << "results:";
   for (ValueId r : fn.results)
-    std::cout << " " << fn.type(r).str();
+    std::cout << (r == fn.results.front() ? " " : ", ") << fn.type(r).str();
   std::cout << "\n";
   return 0;
 }
