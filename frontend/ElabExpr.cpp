@@ -388,7 +388,8 @@ bool Elaborator::indexTensor(const ast::Expr &e, const SemValue &base,
                        "slice start is not negative",
                        "slice start " + lo.str() + " is negative"))
         return false;
-      SymExpr len = SymExpr::max(hi - lo, 0);
+      lo = env.simplify(lo);
+      SymExpr len = env.simplify(SymExpr::max(env.simplify(hi) - lo, 0));
       starts.push_back(lo);
       sizes.push_back(len);
       keepDims.push_back(len);

@@ -96,10 +96,12 @@ bool Elaborator::emit(OpCode code, std::vector<ValueId> operands,
     fn.ops.push_back(std::move(check));
   }
   results.clear();
-  for (const TensorType &t : resultTypes) {
-    for (const SymExpr &d : t.dims)
+  for (TensorType t : resultTypes) {
+    for (SymExpr &d : t.dims) {
+      d = env.simplify(d); // apply replacements such as S == 4
       if (!checkSize(d, range))
         return false;
+    }
     results.push_back(fn.addValue(t));
   }
   op.results = results;

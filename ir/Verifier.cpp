@@ -28,6 +28,21 @@ static bool attrHasKind(const Attr &a, const std::string &kind) {
   return false;
 }
 
+/// Equal types, or types whose dims are provably equal under the facts (the
+/// elaborator rewrites dims with replacements such as S == 4 as it goes).
+static bool sameTypeUnderFacts(const ShapeEnv &env, const TensorType &a,
+                               const TensorType &b) {
+  if (a == b)
+    return true;
+  if (a.dtype != b.dtype || a.rank() != b.rank())
+    return false;
+  for (size_t i = 0; i < a.rank(); ++i)
+    if (a.dims[i] != b.dims[i] &&
+        env.prove(SymCond::eq(a.dims[i], b.dims[i])) != Truth::True)
+      return false;
+  return true;
+}
+
 bool verifyFunction(const Function &fn, std::string &error) {
   std::vector<bool> defined(fn.values.size(), false);
   ShapeEnv env;
@@ -96,7 +111,7 @@ bool verifyFunction(const Function &fn, std::string &error) {
     for (size_t i = 0; i < op.results.size(); ++i) {
       if (op.results[i] >= fn.values.size() || defined[op.results[i]])
         return error = where + " redefines a value", false;
-      if (!(results[i] == fn.type(op.results[i])))
+      if (!sameTypeUnderFacts(env, results[i], fn.type(op.results[i])))
         return error = where + " result " + std::to_string(i) + " has type " +
                        fn.type(op.results[i]).str() +
                        " but its shape rule gives " + results[i].str(),

@@ -249,13 +249,15 @@ Truth ShapeEnv::proveCheap(const SymCond &condIn) const {
   case SymCond::Kind::Not:
     return notT(proveCheap(cond.children()[0]));
   case SymCond::Kind::And: {
-    Truth a = proveCheap(cond.children()[0]), b = proveCheap(cond.children()[1]);
+    Truth a = proveCheap(cond.children()[0]),
+          b = proveCheap(cond.children()[1]);
     if (a == Truth::False || b == Truth::False)
       return Truth::False;
     return a == Truth::True && b == Truth::True ? Truth::True : Truth::Unknown;
   }
   case SymCond::Kind::Or: {
-    Truth a = proveCheap(cond.children()[0]), b = proveCheap(cond.children()[1]);
+    Truth a = proveCheap(cond.children()[0]),
+          b = proveCheap(cond.children()[1]);
     if (a == Truth::True || b == Truth::True)
       return Truth::True;
     return a == Truth::False && b == Truth::False ? Truth::False
@@ -326,7 +328,8 @@ Z3Solver &ShapeEnv::z3() const {
 
 /// True when interval reasoning is already exact for \p cond: one
 /// comparison, linear in symbols that no fact mentions.
-static bool cheapIsComplete(const SymCond &cond, const std::vector<SymCond> &facts) {
+static bool cheapIsComplete(const SymCond &cond,
+                            const std::vector<SymCond> &facts) {
   if (!cond.isComparison())
     return false;
   SymExpr d = cond.lhs() - cond.rhs();
@@ -354,7 +357,8 @@ Truth ShapeEnv::prove(const SymCond &cond) const {
   return z3().decide(symbols_, facts_, cond).truth;
 }
 
-std::map<std::string, int64_t> ShapeEnv::counterexample(const SymCond &cond) const {
+std::map<std::string, int64_t>
+ShapeEnv::counterexample(const SymCond &cond) const {
   return z3().decide(symbols_, facts_, cond).counterexample;
 }
 
@@ -370,11 +374,51 @@ void ShapeEnv::minimizeGuards() {
     for (const SymCond &o : others)
       implied |= o == guards_[i].cond;
     if (!implied)
-      implied = z3().decide(symbols_, others, guards_[i].cond).truth == Truth::True;
+      implied =
+          z3().decide(symbols_, others, guards_[i].cond).truth == Truth::True;
     if (!implied)
       kept.push_back(guards_[i]);
   }
   guards_ = std::move(kept);
+}
+
+SymExpr ShapeEnv::simplify(SymExpr e) const {
+  if (e.isConst())
+    return e;
+  e = refine(e, IntervalEval(*this)); // min/max decided by the ranges
+  if (facts_.empty())
+    return e;
+  auto order = [&](const std::string &name) {
+    for (size_t i = 0; i < symbols_.size(); ++i)
+      if (symbols_[i].name == name)
+        return i;
+    return symbols_.size();
+  };
+  std::map<std::string, SymExpr> repl;
+  for (const SymCond &f : facts_) {
+    if (f.kind() != SymCond::Kind::Eq)
+      continue;
+    SymExpr a = f.lhs(), b = f.rhs();
+    // Replace a symbol by a constant, or the later symbol by the earlier.
+    if (b.isSymbol() &&
+        (a.isConst() ||
+         (a.isSymbol() && order(a.symbolName()) < order(b.symbolName()))))
+      std::swap(a, b);
+    if (a.isSymbol() && (b.isConst() || b.isSymbol()) &&
+        !repl.count(a.symbolName()))
+      repl.emplace(a.symbolName(), b);
+  }
+  if (repl.empty())
+    return e;
+  // Resolve chains (U -> V -> 4) a bounded number of times.
+  SymExpr out = e;
+  for (int k = 0; k < 4; ++k) {
+    SymExpr next = out.substitute(repl);
+    if (next == out)
+      break;
+    out = next;
+  }
+  return refine(out, IntervalEval(*this));
 }
 
 std::optional<int64_t> ShapeEnv::hintValue(SymExpr e) const {

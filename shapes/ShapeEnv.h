@@ -76,6 +76,10 @@ public:
   /// ranges and facts, keeping the first of equivalent guards.
   void minimizeGuards();
 
+  /// Rewrites \p e with the replacements the facts imply: `S == 4` turns S
+  /// into 4, `U == V` turns the later symbol into the earlier one.
+  SymExpr simplify(SymExpr e) const;
+
   /// The value of \p e under the hints; nullopt if a symbol has no hint.
   std::optional<int64_t> hintValue(SymExpr e) const;
   std::optional<bool> hintTruth(const SymCond &cond) const;
