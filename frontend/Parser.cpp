@@ -590,14 +590,32 @@ std::unique_ptr<ast::Module> parseSource(const SourceManager &sm, uint32_t file,
     }
     if (!lexOk)
       return nullptr;
-    input.seek(0);
-    lexer.reset();
-    antlr4::CommonTokenStream stream(&lexer);
+    // Parse the tokens already lexed: fast SLL prediction first, full LL
+    // with error reporting only when SLL fails (the standard two-stage
+    // ANTLR strategy; SLL never accepts invalid input).
+    antlr4::ListTokenSource source(std::move(tokens));
+    antlr4::CommonTokenStream stream(&source);
     TSLParser parser(&stream);
     parser.removeErrorListeners();
+    parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
+    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+        antlr4::atn::PredictionMode::SLL);
     SyntaxErrorListener listener(sm, file, diags);
-    parser.addErrorListener(&listener);
-    TSLParser::ModuleContext *tree = parser.module();
+    TSLParser::ModuleContext *tree = nullptr;
+    try {
+      tree = parser.module();
+    } catch (const antlr4::ParseCancellationException &) {
+      tree = nullptr;
+    }
+    if (!tree) {
+      stream.seek(0);
+      parser.reset();
+      parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
+      parser.addErrorListener(&listener);
+      parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+          antlr4::atn::PredictionMode::LL);
+      tree = parser.module();
+    }
     if (listener.failed)
       return nullptr;
     auto module = std::make_unique<ast::Module>();
