@@ -4,6 +4,7 @@
 #include <deque>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <unordered_set>
 
 namespace tsl {
@@ -244,6 +245,43 @@ struct Bounds {
 
 Bounds naiveBounds(SymExpr e);
 
+/// a / b when b is one term c*m (c != 0, m a non-empty monomial) dividing
+/// every term of a exactly (coefficients and exponents); nullopt otherwise.
+std::optional<SymExpr> exactDivide(SymExpr a, SymExpr b) {
+  Poly pb = toPoly(b);
+  if (pb.constant != 0 || pb.terms.size() != 1)
+    return std::nullopt;
+  const Monomial &m = pb.terms.begin()->first;
+  int64_t c = pb.terms.begin()->second;
+  if (c == 0)
+    return std::nullopt;
+  Poly pa = toPoly(a);
+  if (pa.constant != 0)
+    return std::nullopt;
+  Poly q;
+  for (auto &[term, coeff] : pa.terms) {
+    if (coeff % c != 0)
+      return std::nullopt;
+    Monomial rest;
+    size_t j = 0;
+    for (auto &[atom, exp] : term) {
+      int64_t e = exp;
+      if (j < m.size() && m[j].first == atom) {
+        e -= m[j].second;
+        ++j;
+      }
+      if (e < 0)
+        return std::nullopt;
+      if (e > 0)
+        rest.push_back({atom, e});
+    }
+    if (j != m.size())
+      return std::nullopt;
+    q.addTerm(rest, coeff / c);
+  }
+  return fromPoly(q);
+}
+
 } // namespace
 
 SymExpr::SymExpr() : node_(makeConst(0).node_) {}
@@ -358,8 +396,11 @@ SymExpr SymExpr::floorDiv(SymExpr a, SymExpr b) {
       return whole + makeBinaryAtom(Kind::FloorDiv, restExpr, b);
     }
   }
-  if (a == b && !a.isConst())
-    return makeBinaryAtom(Kind::FloorDiv, a, b); // a/a is 1 only when a != 0
+  // (m*X) / m == X: exact division by a symbolic term (division by zero is
+  // an error wherever the expression is evaluated, so this is sound).
+  if (!b.isConst())
+    if (auto q = exactDivide(a, b))
+      return *q;
   return makeBinaryAtom(Kind::FloorDiv, a, b);
 }
 
@@ -394,6 +435,8 @@ SymExpr SymExpr::mod(SymExpr a, SymExpr b) {
       return makeBinaryAtom(Kind::Mod, restExpr, b);
     }
   }
+  if (!b.isConst() && exactDivide(a, b))
+    return makeConst(0);
   return makeBinaryAtom(Kind::Mod, a, b);
 }
 

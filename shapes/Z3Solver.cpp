@@ -3,6 +3,10 @@
 
 #include <z3++.h>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
 namespace tsl {
 
 struct Z3Solver::Impl {
@@ -116,12 +120,18 @@ Z3Solver::Answer Z3Solver::decide(const std::vector<SymbolInfo> &symbols,
     return cached->second;
   ++queries_;
   Answer answer;
+  static const bool log = std::getenv("TSL_LOG_Z3") != nullptr;
+  auto start = std::chrono::steady_clock::now();
   try {
     Impl &z = *impl_;
     z.side.clear();
     z3::solver solver(z.ctx);
     z3::params p(z.ctx);
-    p.set("rlimit", 2000000u);
+    // rlimit bounds the work deterministically; Z3 4.8's preprocessing
+    // does not always count against it, so a generous wall-clock cap
+    // backs it up (it only fires on pathological nonlinear queries).
+    p.set("rlimit", 150000u);
+    p.set("timeout", 2000u);
     p.set("random_seed", 0u);
     solver.set(p);
     std::vector<z3::expr> base;
@@ -188,6 +198,15 @@ Z3Solver::Answer Z3Solver::decide(const std::vector<SymbolInfo> &symbols,
   } catch (const z3::exception &) {
     answer = Answer();
   }
+  if (log)
+    std::fprintf(stderr, "z3: %s with %zu facts -> %s in %.1f ms\n", cond.str().c_str(),
+                 facts.size(),
+                 answer.truth == Truth::True    ? "true"
+                 : answer.truth == Truth::False ? "false"
+                                                : "unknown",
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                           start)
+                     .count());
   cache_[key] = answer;
   return answer;
 }
