@@ -348,6 +348,18 @@ bool Elaborator::elaborateEntry(
   SemValue result;
   if (!execBlock(decl.body, frame, returned, result))
     return false;
+  if (probe) {
+    ProbeResult described = describe(result);
+    fn.symbols = env.symbols();
+    probe(env, described);
+    for (const SemValue &v : result.kind == SemValue::Kind::Tuple
+                                 ? result.elems
+                                 : std::vector<SemValue>{result})
+      if (v.kind == SemValue::Kind::Tensor)
+        fn.results.push_back(v.tensor);
+    out = std::move(fn);
+    return true;
+  }
   if (!matchResults(*this, decl, frame, result, decl.nameRange))
     return false;
   std::vector<SemValue> parts = result.kind == SemValue::Kind::Tuple
@@ -402,6 +414,35 @@ void Elaborator::warnPinnedDynamicDims() {
   }
 }
 
+ProbeResult Elaborator::describe(const SemValue &v) {
+  ProbeResult r;
+  switch (v.kind) {
+  case SemValue::Kind::Tensor:
+    r.kind = ProbeResult::Kind::Tensor;
+    r.type = fn.type(v.tensor);
+    break;
+  case SemValue::Kind::Int:
+    r.kind = ProbeResult::Kind::Int;
+    r.intValue = env.simplify(v.i);
+    break;
+  case SemValue::Kind::Cond:
+    r.kind = ProbeResult::Kind::Cond;
+    r.cond = v.c;
+    break;
+  case SemValue::Kind::Tuple:
+    r.kind = ProbeResult::Kind::Tuple;
+    for (const SemValue &e : v.elems)
+      r.elements.push_back(describe(e));
+    break;
+  case SemValue::Kind::Float:
+    r.description = "float " + std::to_string(v.f);
+    break;
+  default:
+    r.description = kindName(v.kind);
+  }
+  return r;
+}
+
 bool elaborateFunction(const LoadedModule &module, const std::string &fnName,
                        const ElaborateOptions &options, DiagnosticEngine &diags,
                        Function &out) {
@@ -418,6 +459,7 @@ bool elaborateFunction(const LoadedModule &module, const std::string &fnName,
     return false;
   }
   Elaborator el(diags, !options.examples.has_value());
+  el.probe = options.probe;
   return el.elaborateEntry(module, *it->second,
                            options.examples ? &*options.examples : nullptr,
                            out);

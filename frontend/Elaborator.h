@@ -7,6 +7,7 @@
 #include "frontend/ModuleLoader.h"
 #include "ir/Function.h"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -23,11 +24,29 @@ struct ExampleArg {
   std::vector<int64_t> shape;
 };
 
+/// What a function returned, for tools that inspect values without a
+/// declared result type (the REPL).
+struct ProbeResult {
+  enum class Kind { Tensor, Int, Cond, Tuple, Other } kind = Kind::Other;
+  TensorType type;                  ///< Tensor
+  SymExpr intValue;                 ///< Int
+  SymCond cond;                     ///< Cond
+  std::vector<ProbeResult> elements; ///< Tuple
+  std::string description;          ///< Other: what it is
+};
+
+/// Called at the end of elaboration with the environment (symbols, facts,
+/// the prover) and the returned value.
+using ProbeFn = std::function<void(const ShapeEnv &, const ProbeResult &)>;
+
 struct ElaborateOptions {
   /// Example arguments by parameter name. Without examples the function is
   /// checked generically: every non-constant dim is a symbol without a hint,
   /// and each undecidable `if` over dynamic dims is checked both ways.
   std::optional<std::map<std::string, ExampleArg>> examples;
+  /// When set, the function's declared result is not checked; whatever it
+  /// returns is described to the probe (tensors are still IR results).
+  ProbeFn probe;
 };
 
 /// Elaborates \p fnName of \p module into \p out. Returns false after

@@ -96,6 +96,10 @@ public:
                       const std::map<std::string, ExampleArg> *examples,
                       Function &out);
 
+  /// For ElaborateOptions::probe: skip result checks and describe results.
+  ProbeFn probe;
+  ProbeResult describe(const SemValue &v);
+
   /// Generic checking explores each undecidable `if` both ways: the path of
   /// decisions taken so far and where the next run must differ.
   std::vector<bool> path;

@@ -3,7 +3,7 @@
 # Idempotent: when everything is present it only checks (no apt-get call).
 set -euo pipefail
 packages=(
-  build-essential cmake ninja-build pkg-config ccache python3
+  build-essential cmake ninja-build pkg-config ccache python3 tmux
   antlr4 libantlr4-runtime-dev default-jre-headless
   libz3-dev libgtest-dev libbenchmark-dev libedit-dev
   llvm-19-dev llvm-19-tools clang-19 libclang-rt-19-dev

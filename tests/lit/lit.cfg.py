@@ -12,6 +12,7 @@ config.test_exec_root = os.path.join(config.tsl_build_dir, 'tests', 'lit')
 
 tools = os.path.join(config.tsl_source_dir, 'tests', 'tools')
 config.substitutions.append(('%tslc', os.path.join(config.tsl_bin_dir, 'tslc')))
+config.substitutions.append(('%tsl-repl', os.path.join(config.tsl_bin_dir, 'tsl-repl')))
 config.substitutions.append(('%fixtures', os.path.join(config.tsl_source_dir, 'tests', 'fixtures')))
 config.substitutions.append(('%stdlib', os.path.join(config.tsl_source_dir, 'stdlib')))
 config.substitutions.append(('%npycmp', config.python + ' ' + os.path.join(tools, 'npycmp.py')))

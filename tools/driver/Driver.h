@@ -49,4 +49,11 @@ bool compileForArgs(ModuleLoader &loader, const std::string &path,
 bool orderArgs(const Function &fn, const std::vector<ArgSpec> &args,
                std::vector<ArgValue> &out, std::string &error);
 
+/// A variant's guards, runtime assertions and result types, as text (one
+/// item per line) or as one JSON object (`tslc guards`, `:guards`).
+std::string formatGuardReport(const Function &fn, bool json);
+
+/// Prints results NumPy-style ("result i: " prefixes when several).
+std::string formatResults(const std::vector<Tensor> &outputs);
+
 } // namespace tsl

@@ -172,12 +172,7 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
     }
     return 0;
   }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (outputs.size() > 1)
-      std::cout << "result " << i << ": ";
-    std::cout << outputs[i].typeString() << "\n"
-              << formatTensor(outputs[i]) << "\n";
-  }
+  std::cout << formatResults(outputs);
   return 0;
 }
 
@@ -238,45 +233,7 @@ int cmdGuards(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
     diags.finish();
     return 1;
   }
-  std::vector<Check> assertions;
-  for (const Operation &op : fn.ops)
-    if (op.code == OpCode::Assert)
-      assertions.push_back(
-          {op.condAttr("cond"), op.loc, "check", op.strAttr("message")});
-  if (o.json) {
-    auto list = [&](const std::vector<Check> &checks) {
-      std::string s = "[";
-      for (size_t i = 0; i < checks.size(); ++i)
-        s += std::string(i ? ", " : "") +
-             "{\"expr\": " + jsonString(checks[i].cond.str()) +
-             ", \"origin\": " + jsonString(checks[i].loc.str()) +
-             ", \"reason\": " + jsonString(checks[i].reason) + "}";
-      return s + "]";
-    };
-    std::string results = "[";
-    for (size_t i = 0; i < fn.results.size(); ++i)
-      results +=
-          std::string(i ? ", " : "") + jsonString(fn.type(fn.results[i]).str());
-    results += "]";
-    std::cout << "{\"function\": " << jsonString(fn.name)
-              << ", \"guards\": " << list(fn.guards)
-              << ", \"assertions\": " << list(assertions)
-              << ", \"results\": " << results << "}\n";
-    return 0;
-  }
-  std::cout << "function " << fn.name << "\n";
-  std::cout << "guards:" << (fn.guards.empty() ? " none" : "") << "\n";
-  for (const Check &g : fn.guards)
-    std::cout << "  " << g.cond.str() << "    (" << g.loc.str() << ", "
-              << g.reason << ")\n";
-  std::cout << "assertions:" << (assertions.empty() ? " none" : "") << "\n";
-  for (const Check &a : assertions)
-    std::cout << "  " << a.cond.str() << "    (" << a.loc.str()
-              << (a.reason.empty() ? "" : ", " + a.reason) << ")\n";
-  std::cout << "results:";
-  for (ValueId r : fn.results)
-    std::cout << (r == fn.results.front() ? " " : ", ") << fn.type(r).str();
-  std::cout << "\n";
+  std::cout << formatGuardReport(fn, o.json);
   return 0;
 }
 
