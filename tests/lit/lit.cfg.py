@@ -22,3 +22,6 @@ config.environment['PATH'] = os.pathsep.join([config.llvm_bin_dir, config.tsl_bi
 config.environment['TSL_STDLIB_PATH'] = os.path.join(config.tsl_source_dir, 'stdlib')
 if config.has_fuzzer:
     config.available_features.add('fuzzer')
+import shutil
+if shutil.which('tmux'):
+    config.available_features.add('tmux')

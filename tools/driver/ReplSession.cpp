@@ -414,7 +414,12 @@ bool ReplSession::execute(const std::string &entryText) {
   return expression(stripSemicolon(entry), false);
 }
 
-bool ReplSession::addItems(const std::string &text) {
+bool ReplSession::addItems(const std::string &typed) {
+  // `dim N: dynamic` and `import nn` may omit the final ';' at the prompt.
+  std::string text = typed;
+  if ((text.rfind("dim", 0) == 0 || text.rfind("import", 0) == 0) && text.back() != ';' &&
+      text.back() != '}')
+    text += ";";
   Piece p{text, entry_, 0};
   items_.push_back(p);
   Parts parts{items_, decls_, stmts_, entries_, stdlibDir_, entry_};
