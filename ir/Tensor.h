@@ -3,6 +3,7 @@
 /// contiguous row-major storage with element access through double or int64.
 
 #include "ir/Type.h"
+#include "support/Float16.h"
 
 #include <cstdint>
 #include <memory>
@@ -10,12 +11,6 @@
 #include <vector>
 
 namespace tsl {
-
-/// IEEE half and bfloat16 conversions (round to nearest even).
-uint16_t floatToHalf(float f);
-float halfToFloat(uint16_t h);
-uint16_t floatToBF16(float f);
-float bf16ToFloat(uint16_t b);
 
 /// A dense row-major tensor on the host. Copies share storage.
 class Tensor {

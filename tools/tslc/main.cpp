@@ -1,5 +1,6 @@
 // tslc: the TSL compiler driver. Exit status: 0 on success, 1 on any error
 // (bad input, bad arguments, failed run-time checks).
+#include "backend/cpu/CpuKernel.h"
 #include "frontend/AstPrinter.h"
 #include "frontend/Parser.h"
 #include "ir/IrText.h"
@@ -17,9 +18,9 @@ const char *kUsage = R"(usage: tslc <command> [options]
 
 commands:
   check FILE...                     parse and check every function (exit 0 when clean)
-  run FILE --fn NAME --arg NAME=VALUE... [--backend interp] [-o OUT.npy]
+  run FILE --fn NAME --arg NAME=VALUE... [--backend cpu|interp] [-o OUT.npy]
                                     run a function and print (or save) its results
-  emit FILE --emit=ast|ir [--fn NAME] [--arg NAME=VALUE...]
+  emit FILE --emit=ast|ir|llvm [--fn NAME] [--arg NAME=VALUE...]
                                     print the AST, or the IR (symbolic without --arg)
   guards FILE --fn NAME --arg NAME=TYPE... [--json]
                                     print a variant's guards, runtime assertions and result types
@@ -133,9 +134,8 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
     return usageError("run needs exactly one file");
   if (o.fn.empty())
     return usageError("run needs --fn NAME");
-  if (o.backend != "interp")
-    return usageError("not supported: backend '" + o.backend +
-                      "' (available: interp)");
+  if (o.backend != "interp" && o.backend != "cpu")
+    return usageError("not supported: backend '" + o.backend + "' (available: cpu, interp)");
   std::vector<ArgSpec> args;
   if (!parseArgs(o, true, args))
     return 1;
@@ -151,7 +151,18 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
     return usageError(error);
   std::vector<Tensor> outputs;
   RunError runError;
-  if (!interpret(fn, values, outputs, runError)) {
+  bool ran;
+  if (o.backend == "cpu") {
+    std::unique_ptr<CpuKernel> kernel = CpuKernel::compile(fn, error);
+    if (!kernel) {
+      std::cerr << "tslc: error: " << error << "\n";
+      return 1;
+    }
+    ran = kernel->run(values, outputs, runError);
+  } else {
+    ran = interpret(fn, values, outputs, runError);
+  }
+  if (!ran) {
     reportRunError(runError, sm, diags);
     return 1;
   }
@@ -179,10 +190,10 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
 int cmdEmit(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (o.files.size() != 1)
     return usageError("emit needs exactly one file");
-  if (o.emit != "ast" && o.emit != "ir")
-    return usageError(o.emit.empty() ? "emit needs --emit=ast or --emit=ir"
+  if (o.emit != "ast" && o.emit != "ir" && o.emit != "llvm")
+    return usageError(o.emit.empty() ? "emit needs --emit=ast, --emit=ir or --emit=llvm"
                                      : "not supported: --emit=" + o.emit +
-                                           " (available: ast, ir)");
+                                           " (available: ast, ir, llvm)");
   ModuleLoader loader(sm, diags);
   const LoadedModule *m = loader.load(o.files[0]);
   if (!m) {
@@ -216,6 +227,17 @@ int cmdEmit(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
       return 1;
     }
     module.functions.push_back(std::move(fn));
+  }
+  if (o.emit == "llvm") {
+    for (const Function &f : module.functions) {
+      std::string text, error;
+      if (!lowerToLLVMText(f, text, error)) {
+        std::cerr << "tslc: error: " << error << "\n";
+        return 1;
+      }
+      std::cout << text;
+    }
+    return 0;
   }
   std::cout << printModule(module);
   return 0;

@@ -1,0 +1,220 @@
+// Optimizing and loading generated kernels with ORC LLJIT, and calling them.
+#include "backend/cpu/CpuKernel.h"
+
+#include "backend/cpu/CpuCodegen.h"
+#include "runtime/KernelAbi.h"
+
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+namespace tsl {
+
+namespace {
+
+void initializeLLVM() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+std::string errorText(llvm::Error err) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << err;
+  return os.str();
+}
+
+/// Runs the O3 pipeline for the host CPU (vectorization included).
+void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder pb(&tm, tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(m, mam);
+}
+
+using KernelFn = int32_t (*)(void **, int64_t *, tsl_rt_context *);
+
+} // namespace
+
+bool lowerToLLVMText(const Function &fn, std::string &text, std::string &error) {
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::Module> m = lowerFunction(fn, ctx, error);
+  if (!m)
+    return false;
+  llvm::raw_string_ostream os(text);
+  m->print(os, nullptr);
+  return true;
+}
+
+struct CpuKernel::Impl {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  KernelFn entry = nullptr;
+  Function fn;
+};
+
+CpuKernel::CpuKernel() : impl_(std::make_unique<Impl>()) {}
+CpuKernel::~CpuKernel() = default;
+
+std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn, std::string &error) {
+  initializeLLVM();
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  std::unique_ptr<llvm::Module> m = lowerFunction(fn, *ctx, error);
+  if (!m)
+    return nullptr;
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) {
+    error = "cannot target the host CPU: " + errorText(jtmb.takeError());
+    return nullptr;
+  }
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto tm = jtmb->createTargetMachine();
+  if (!tm) {
+    error = errorText(tm.takeError());
+    return nullptr;
+  }
+  m->setDataLayout((*tm)->createDataLayout());
+  m->setTargetTriple((*tm)->getTargetTriple().str());
+  for (llvm::Function &f : *m)
+    if (!f.isDeclaration()) {
+      f.addFnAttr("target-cpu", (*tm)->getTargetCPU());
+      f.addFnAttr("target-features", (*tm)->getTargetFeatureString());
+    }
+  optimize(*m, **tm);
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
+  if (!jit) {
+    error = errorText(jit.takeError());
+    return nullptr;
+  }
+  // The runtime's C ABI and libm, resolved to this process's definitions.
+  llvm::orc::SymbolMap symbols;
+  auto add = [&](const char *name, void *address) {
+    symbols[(*jit)->mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                                              llvm::JITSymbolFlags::Exported};
+  };
+  add("tsl_rt_alloc", reinterpret_cast<void *>(&tsl_rt_alloc));
+  add("tsl_rt_fail", reinterpret_cast<void *>(&tsl_rt_fail));
+  add("tsl_rt_error", reinterpret_cast<void *>(&tsl_rt_error));
+  add("tsl_rt_conv2d", reinterpret_cast<void *>(&tsl_rt_conv2d));
+  add("tsl_rt_max_pool2d", reinterpret_cast<void *>(&tsl_rt_max_pool2d));
+  add("tsl_rt_nonzero", reinterpret_cast<void *>(&tsl_rt_nonzero));
+  add("tsl_rt_masked_select", reinterpret_cast<void *>(&tsl_rt_masked_select));
+  add("tsl_rt_unique", reinterpret_cast<void *>(&tsl_rt_unique));
+  add("tsl_rt_index_select", reinterpret_cast<void *>(&tsl_rt_index_select));
+  add("tsl_rt_topk", reinterpret_cast<void *>(&tsl_rt_topk));
+  add("tsl_rt_argmax", reinterpret_cast<void *>(&tsl_rt_argmax));
+  add("tanhf", reinterpret_cast<void *>(static_cast<float (*)(float)>(&::tanhf)));
+  add("tanh", reinterpret_cast<void *>(static_cast<double (*)(double)>(&::tanh)));
+  add("erff", reinterpret_cast<void *>(static_cast<float (*)(float)>(&::erff)));
+  add("erf", reinterpret_cast<void *>(static_cast<double (*)(double)>(&::erf)));
+  llvm::orc::JITDylib &lib = (*jit)->getMainJITDylib();
+  if (auto err = lib.define(llvm::orc::absoluteSymbols(std::move(symbols)))) {
+    error = errorText(std::move(err));
+    return nullptr;
+  }
+  auto generator = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!generator) {
+    error = errorText(generator.takeError());
+    return nullptr;
+  }
+  lib.addGenerator(std::move(*generator));
+  if (auto err = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx)))) {
+    error = errorText(std::move(err));
+    return nullptr;
+  }
+  auto sym = (*jit)->lookup(kKernelName);
+  if (!sym) {
+    error = errorText(sym.takeError());
+    return nullptr;
+  }
+  std::unique_ptr<CpuKernel> kernel(new CpuKernel());
+  kernel->impl_->entry = sym->toPtr<KernelFn>();
+  kernel->impl_->jit = std::move(*jit);
+  kernel->impl_->fn = fn;
+  return kernel;
+}
+
+bool CpuKernel::run(const std::vector<ArgValue> &args, std::vector<Tensor> &outputs,
+                    RunError &error) const {
+  const Function &fn = impl_->fn;
+  std::map<std::string, int64_t> values;
+  if (!bindArguments(fn, args, values, error))
+    return false;
+  std::vector<void *> buffers(fn.values.size(), nullptr);
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!fn.params[i].isInt)
+      buffers[fn.params[i].value] = const_cast<uint8_t *>(args[i].tensor.raw());
+  std::vector<int64_t> syms(fn.symbols.size() + 1, 0);
+  for (size_t i = 0; i < fn.symbols.size(); ++i) {
+    auto it = values.find(fn.symbols[i].name);
+    if (it != values.end())
+      syms[i] = it->second;
+  }
+  tsl_rt_context *ctx = tsl_rt_context_create();
+  int32_t status = impl_->entry(buffers.data(), syms.data(), ctx);
+  bool ok = status == 0;
+  if (!ok) {
+    int32_t op = tsl_rt_context_failed_op(ctx);
+    std::string message = tsl_rt_context_error(ctx);
+    if (op >= 0 && static_cast<size_t>(op) < fn.ops.size()) {
+      const Operation &failed = fn.ops[op];
+      error.loc = failed.loc;
+      if (failed.code == OpCode::Assert) {
+        error.message = "runtime check failed: " + failed.condAttr("cond").str();
+        if (!failed.strAttr("message").empty())
+          error.message += ": " + failed.strAttr("message");
+      } else {
+        error.message = std::string(opInfo(failed.code).name) + ": " +
+                        (message.empty() ? "failed" : message);
+      }
+    } else {
+      error.message = message.empty() ? "kernel failed" : message;
+    }
+  } else {
+    outputs.clear();
+    for (size_t i = 0; i < fn.symbols.size(); ++i)
+      values[fn.symbols[i].name] = syms[i];
+    for (ValueId r : fn.results) {
+      std::vector<int64_t> shape;
+      for (const SymExpr &d : fn.type(r).dims)
+        shape.push_back(d.evaluate(values).value_or(0));
+      Tensor t = Tensor::zeros(fn.type(r).dtype, shape);
+      if (!t.valid()) {
+        error.message = "result is too large";
+        ok = false;
+        break;
+      }
+      if (t.byteSize())
+        std::memcpy(t.raw(), buffers[r], t.byteSize());
+      outputs.push_back(t);
+    }
+  }
+  tsl_rt_context_destroy(ctx);
+  return ok;
+}
+
+} // namespace tsl

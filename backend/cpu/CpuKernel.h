@@ -1,0 +1,36 @@
+#pragma once
+/// \file A TSL function compiled for the host CPU: IR lowered to LLVM IR,
+/// optimized (O3, host CPU features) and loaded with ORC LLJIT. The kernel
+/// follows the ABI of runtime/KernelAbi.h.
+
+#include "ir/Interpreter.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tsl {
+
+/// Lowers \p fn to LLVM IR text (for `tslc emit --emit=llvm`). Returns
+/// false with \p error when an op is not supported by the backend.
+bool lowerToLLVMText(const Function &fn, std::string &text, std::string &error);
+
+/// A compiled, loaded kernel. Thread-compatible: run() may be called from
+/// several threads at once (each call has its own context).
+class CpuKernel {
+public:
+  ~CpuKernel();
+  /// Compiles \p fn. Returns null with \p error on failure.
+  static std::unique_ptr<CpuKernel> compile(const Function &fn, std::string &error);
+  /// Binds the arguments (as the interpreter does), runs the kernel and
+  /// copies the results into fresh tensors.
+  bool run(const std::vector<ArgValue> &args, std::vector<Tensor> &outputs,
+           RunError &error) const;
+
+private:
+  CpuKernel();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace tsl

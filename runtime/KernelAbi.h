@@ -1,0 +1,69 @@
+#pragma once
+/// \file The C ABI between generated kernels and the runtime: the context a
+/// kernel runs in (memory, errors) and the library kernels generated code
+/// calls for operations it does not emit inline (convolution, pooling,
+/// data-dependent sizes, top-k). No compiler is needed to use any of this.
+///
+/// A compiled variant is a function
+///   int32_t kernel(void **buffers, int64_t *syms, tsl_rt_context *ctx);
+/// `buffers` holds one pointer per IR value (the caller fills the
+/// parameters; the kernel allocates the rest with tsl_rt_alloc), `syms`
+/// one value per symbol (the caller binds input symbols; the kernel writes
+/// unbacked ones). It returns 0, or non-zero after recording an error.
+///
+/// Element type codes are the values of tsl::DType: bool 0, i8 1, i32 2,
+/// i64 3, f16 4, bf16 5, f32 6, f64 7.
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Per-call state: an arena of allocations and the first error.
+typedef struct tsl_rt_context tsl_rt_context;
+
+/// Creates and destroys a context (the runtime does; generated code never).
+tsl_rt_context *tsl_rt_context_create(void);
+void tsl_rt_context_destroy(tsl_rt_context *ctx);
+/// Frees every allocation made in the context except \p keep (outputs).
+void tsl_rt_context_release(tsl_rt_context *ctx, void *const *keep, int32_t nkeep);
+/// The error message recorded by a failed call ("" when none).
+const char *tsl_rt_context_error(const tsl_rt_context *ctx);
+/// The op index passed to tsl_rt_fail (-1 when the failure came from a
+/// library kernel, whose message says what happened).
+int32_t tsl_rt_context_failed_op(const tsl_rt_context *ctx);
+
+/// Allocates \p bytes (64-byte aligned) owned by the context; null (with
+/// an error recorded) when the size is negative or too large.
+void *tsl_rt_alloc(tsl_rt_context *ctx, int64_t bytes);
+/// Records that the assertion or check of IR op \p op failed.
+void tsl_rt_fail(tsl_rt_context *ctx, int32_t op);
+/// Records an error with a message (library kernels).
+void tsl_rt_error(tsl_rt_context *ctx, const char *message);
+
+int32_t tsl_rt_conv2d(tsl_rt_context *ctx, int32_t dtype, const void *x, const int64_t *xshape,
+                      const void *w, const int64_t *wshape, const void *bias, int64_t sh,
+                      int64_t sw, int64_t ph, int64_t pw, void *out);
+int32_t tsl_rt_max_pool2d(tsl_rt_context *ctx, int32_t dtype, const void *x,
+                          const int64_t *xshape, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                          int64_t ph, int64_t pw, void *out);
+/// Row-major indices of non-zero elements: allocates *out as i64[count, rank].
+int32_t tsl_rt_nonzero(tsl_rt_context *ctx, int32_t dtype, const void *x, const int64_t *shape,
+                       int32_t rank, void **out, int64_t *count);
+int32_t tsl_rt_masked_select(tsl_rt_context *ctx, int32_t dtype, const void *x,
+                             const void *mask, int64_t numel, void **out, int64_t *count);
+int32_t tsl_rt_unique(tsl_rt_context *ctx, int32_t dtype, const void *x, int64_t numel,
+                      void **out, int64_t *count);
+int32_t tsl_rt_index_select(tsl_rt_context *ctx, int32_t dtype, const void *x,
+                            const int64_t *shape, int32_t rank, int32_t axis, int32_t idxDtype,
+                            const void *idx, int64_t nidx, void *out);
+int32_t tsl_rt_topk(tsl_rt_context *ctx, int32_t dtype, const void *x, int64_t rows, int64_t n,
+                    int64_t k, void *values, void *indices);
+/// argmax over one axis (axis < 0: the flattened tensor), writing i64.
+int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t dtype, const void *x, const int64_t *shape,
+                      int32_t rank, int32_t axis, void *out);
+
+#ifdef __cplusplus
+}
+#endif

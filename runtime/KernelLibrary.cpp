@@ -1,0 +1,396 @@
+// Library kernels called by generated code, and the per-call context. These
+// are written independently of the reference interpreter on purpose: the
+// interpreter is the oracle they are tested against.
+#include "runtime/KernelAbi.h"
+#include "support/Float16.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+struct tsl_rt_context {
+  std::vector<void *> allocations;
+  std::string error;
+  int32_t failedOp = -1;
+};
+
+namespace {
+
+enum Code : int32_t { Bool = 0, I8, I32, I64, F16, BF16, F32, F64 };
+
+size_t sizeOf(int32_t dtype) {
+  static const size_t sizes[] = {1, 1, 4, 8, 2, 2, 4, 8};
+  return dtype >= 0 && dtype < 8 ? sizes[dtype] : 1;
+}
+bool isFloatCode(int32_t d) { return d == F16 || d == BF16 || d == F32 || d == F64; }
+
+double loadF(int32_t d, const void *p, int64_t i) {
+  const uint8_t *b = static_cast<const uint8_t *>(p) + i * sizeOf(d);
+  switch (d) {
+  case Bool:
+    return *b ? 1 : 0;
+  case I8:
+    return static_cast<int8_t>(*b);
+  case I32: {
+    int32_t v;
+    std::memcpy(&v, b, 4);
+    return v;
+  }
+  case I64: {
+    int64_t v;
+    std::memcpy(&v, b, 8);
+    return static_cast<double>(v);
+  }
+  case F16: {
+    uint16_t v;
+    std::memcpy(&v, b, 2);
+    return tsl::halfToFloat(v);
+  }
+  case BF16: {
+    uint16_t v;
+    std::memcpy(&v, b, 2);
+    return tsl::bf16ToFloat(v);
+  }
+  case F32: {
+    float v;
+    std::memcpy(&v, b, 4);
+    return v;
+  }
+  default: {
+    double v;
+    std::memcpy(&v, b, 8);
+    return v;
+  }
+  }
+}
+
+int64_t loadI(int32_t d, const void *p, int64_t i) {
+  const uint8_t *b = static_cast<const uint8_t *>(p) + i * sizeOf(d);
+  switch (d) {
+  case Bool:
+    return *b ? 1 : 0;
+  case I8:
+    return static_cast<int8_t>(*b);
+  case I32: {
+    int32_t v;
+    std::memcpy(&v, b, 4);
+    return v;
+  }
+  case I64: {
+    int64_t v;
+    std::memcpy(&v, b, 8);
+    return v;
+  }
+  default:
+    return static_cast<int64_t>(loadF(d, p, i));
+  }
+}
+
+void storeF(int32_t d, void *p, int64_t i, double v) {
+  uint8_t *b = static_cast<uint8_t *>(p) + i * sizeOf(d);
+  switch (d) {
+  case F16: {
+    uint16_t h = tsl::floatToHalf(static_cast<float>(v));
+    std::memcpy(b, &h, 2);
+    return;
+  }
+  case BF16: {
+    uint16_t h = tsl::floatToBF16(static_cast<float>(v));
+    std::memcpy(b, &h, 2);
+    return;
+  }
+  case F32: {
+    float f = static_cast<float>(v);
+    std::memcpy(b, &f, 4);
+    return;
+  }
+  case F64:
+    std::memcpy(b, &v, 8);
+    return;
+  default: {
+    int64_t x = std::isnan(v) ? 0 : static_cast<int64_t>(std::max(-9.2e18, std::min(9.2e18, v)));
+    if (d == Bool)
+      *b = v != 0;
+    else if (d == I8)
+      *b = static_cast<uint8_t>(x);
+    else if (d == I32) {
+      int32_t y = static_cast<int32_t>(static_cast<uint32_t>(x));
+      std::memcpy(b, &y, 4);
+    } else
+      std::memcpy(b, &x, 8);
+  }
+  }
+}
+
+void copyElement(int32_t d, void *dst, int64_t di, const void *src, int64_t si) {
+  size_t n = sizeOf(d);
+  std::memcpy(static_cast<uint8_t *>(dst) + di * n, static_cast<const uint8_t *>(src) + si * n, n);
+}
+
+/// Total order used by unique and topk: NaN above everything.
+bool lessThan(int32_t d, const void *x, int64_t a, int64_t b) {
+  if (!isFloatCode(d))
+    return loadI(d, x, a) < loadI(d, x, b);
+  double u = loadF(d, x, a), v = loadF(d, x, b);
+  if (std::isnan(u))
+    return false;
+  if (std::isnan(v))
+    return true;
+  return u < v;
+}
+
+} // namespace
+
+extern "C" {
+
+tsl_rt_context *tsl_rt_context_create(void) { return new tsl_rt_context(); }
+
+void tsl_rt_context_destroy(tsl_rt_context *ctx) {
+  if (!ctx)
+    return;
+  tsl_rt_context_release(ctx, nullptr, 0);
+  delete ctx;
+}
+
+void tsl_rt_context_release(tsl_rt_context *ctx, void *const *keep, int32_t nkeep) {
+  std::vector<void *> kept;
+  for (void *p : ctx->allocations) {
+    bool k = false;
+    for (int32_t i = 0; i < nkeep; ++i)
+      k |= keep[i] == p;
+    if (k)
+      kept.push_back(p);
+    else
+      std::free(p);
+  }
+  ctx->allocations = kept;
+}
+
+const char *tsl_rt_context_error(const tsl_rt_context *ctx) { return ctx->error.c_str(); }
+int32_t tsl_rt_context_failed_op(const tsl_rt_context *ctx) { return ctx->failedOp; }
+
+void *tsl_rt_alloc(tsl_rt_context *ctx, int64_t bytes) {
+  if (bytes < 0 || bytes > (int64_t(1) << 36)) {
+    tsl_rt_error(ctx, "allocation of an invalid size");
+    return nullptr;
+  }
+  size_t rounded = (static_cast<size_t>(bytes) + 63) / 64 * 64;
+  void *p = std::aligned_alloc(64, rounded ? rounded : 64);
+  if (!p) {
+    tsl_rt_error(ctx, "out of memory");
+    return nullptr;
+  }
+  ctx->allocations.push_back(p);
+  return p;
+}
+
+void tsl_rt_fail(tsl_rt_context *ctx, int32_t op) {
+  if (ctx->error.empty() && ctx->failedOp < 0)
+    ctx->failedOp = op;
+}
+
+void tsl_rt_error(tsl_rt_context *ctx, const char *message) {
+  if (ctx->error.empty() && ctx->failedOp < 0)
+    ctx->error = message;
+}
+
+int32_t tsl_rt_conv2d(tsl_rt_context *, int32_t d, const void *x, const int64_t *xs,
+                      const void *w, const int64_t *ws, const void *bias, int64_t sh,
+                      int64_t sw, int64_t ph, int64_t pw, void *out) {
+  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
+  int64_t O = ws[0], KH = ws[2], KW = ws[3];
+  int64_t OH = (H + 2 * ph - KH) / sh + 1, OW = (W + 2 * pw - KW) / sw + 1;
+  int64_t o = 0;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oc = 0; oc < O; ++oc)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow, ++o) {
+          double acc = bias ? loadF(d, bias, oc) : 0.0;
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t kh = 0; kh < KH; ++kh) {
+              int64_t ih = oh * sh - ph + kh;
+              if (ih < 0 || ih >= H)
+                continue;
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                int64_t iw = ow * sw - pw + kw;
+                if (iw >= 0 && iw < W)
+                  acc += loadF(d, x, ((n * C + c) * H + ih) * W + iw) *
+                         loadF(d, w, ((oc * C + c) * KH + kh) * KW + kw);
+              }
+            }
+          storeF(d, out, o, acc);
+        }
+  return 0;
+}
+
+int32_t tsl_rt_max_pool2d(tsl_rt_context *, int32_t d, const void *x, const int64_t *xs,
+                          int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                          void *out) {
+  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
+  int64_t OH = (H + 2 * ph - kh) / sh + 1, OW = (W + 2 * pw - kw) / sw + 1;
+  int64_t o = 0;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow, ++o) {
+          double best = -INFINITY;
+          bool any = false;
+          for (int64_t i = 0; i < kh; ++i)
+            for (int64_t j = 0; j < kw; ++j) {
+              int64_t ih = oh * sh - ph + i, iw = ow * sw - pw + j;
+              if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                continue;
+              double v = loadF(d, x, ((n * C + c) * H + ih) * W + iw);
+              if (!any || v > best || std::isnan(v))
+                best = v;
+              any = true;
+            }
+          storeF(d, out, o, best);
+        }
+  return 0;
+}
+
+int32_t tsl_rt_nonzero(tsl_rt_context *ctx, int32_t d, const void *x, const int64_t *shape,
+                       int32_t rank, void **out, int64_t *count) {
+  int64_t numel = 1;
+  for (int32_t i = 0; i < rank; ++i)
+    numel *= shape[i];
+  std::vector<int64_t> hits;
+  for (int64_t i = 0; i < numel; ++i)
+    if (loadF(d, x, i) != 0)
+      hits.push_back(i);
+  int64_t *o = static_cast<int64_t *>(
+      tsl_rt_alloc(ctx, static_cast<int64_t>(hits.size()) * std::max(rank, 1) * 8));
+  if (!o)
+    return 1;
+  for (size_t h = 0; h < hits.size(); ++h) {
+    int64_t rem = hits[h];
+    for (int32_t a = rank; a-- > 0;) {
+      o[h * rank + a] = rem % shape[a];
+      rem /= shape[a];
+    }
+  }
+  *out = o;
+  *count = static_cast<int64_t>(hits.size());
+  return 0;
+}
+
+int32_t tsl_rt_masked_select(tsl_rt_context *ctx, int32_t d, const void *x, const void *mask,
+                             int64_t numel, void **out, int64_t *count) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < numel; ++i)
+    n += static_cast<const uint8_t *>(mask)[i] != 0;
+  void *o = tsl_rt_alloc(ctx, n * static_cast<int64_t>(sizeOf(d)));
+  if (!o)
+    return 1;
+  int64_t k = 0;
+  for (int64_t i = 0; i < numel; ++i)
+    if (static_cast<const uint8_t *>(mask)[i])
+      copyElement(d, o, k++, x, i);
+  *out = o;
+  *count = n;
+  return 0;
+}
+
+int32_t tsl_rt_unique(tsl_rt_context *ctx, int32_t d, const void *x, int64_t numel, void **out,
+                      int64_t *count) {
+  std::vector<int64_t> order(static_cast<size_t>(numel));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return lessThan(d, x, a, b); });
+  std::vector<int64_t> keep;
+  for (int64_t i : order)
+    if (keep.empty() || lessThan(d, x, keep.back(), i))
+      keep.push_back(i);
+  void *o = tsl_rt_alloc(ctx, static_cast<int64_t>(keep.size() * sizeOf(d)));
+  if (!o)
+    return 1;
+  for (size_t i = 0; i < keep.size(); ++i)
+    copyElement(d, o, static_cast<int64_t>(i), x, keep[i]);
+  *out = o;
+  *count = static_cast<int64_t>(keep.size());
+  return 0;
+}
+
+int32_t tsl_rt_index_select(tsl_rt_context *ctx, int32_t d, const void *x, const int64_t *shape,
+                            int32_t rank, int32_t axis, int32_t idxDtype, const void *idx,
+                            int64_t nidx, void *out) {
+  int64_t n = shape[axis], outer = 1, inner = 1;
+  for (int32_t i = 0; i < axis; ++i)
+    outer *= shape[i];
+  for (int32_t i = axis + 1; i < rank; ++i)
+    inner *= shape[i];
+  for (int64_t j = 0; j < nidx; ++j) {
+    int64_t v = loadI(idxDtype, idx, j);
+    if (v < 0 || v >= n) {
+      std::string msg = "index_select: index " + std::to_string(v) +
+                        " is out of bounds for axis " + std::to_string(axis) + " of size " +
+                        std::to_string(n);
+      tsl_rt_error(ctx, msg.c_str());
+      return 1;
+    }
+  }
+  int64_t o = 0;
+  for (int64_t b = 0; b < outer; ++b)
+    for (int64_t j = 0; j < nidx; ++j)
+      for (int64_t k = 0; k < inner; ++k)
+        copyElement(d, out, o++, x, (b * n + loadI(idxDtype, idx, j)) * inner + k);
+  return 0;
+}
+
+int32_t tsl_rt_topk(tsl_rt_context *ctx, int32_t d, const void *x, int64_t rows, int64_t n,
+                    int64_t k, void *values, void *indices) {
+  if (k < 0 || k > n) {
+    tsl_rt_error(ctx, "topk: k is out of range for the last axis");
+    return 1;
+  }
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t r = 0; r < rows; ++r) {
+    std::iota(order.begin(), order.end(), r * n);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return lessThan(d, x, b, a); });
+    for (int64_t j = 0; j < k; ++j) {
+      copyElement(d, values, r * k + j, x, order[j]);
+      static_cast<int64_t *>(indices)[r * k + j] = order[j] - r * n;
+    }
+  }
+  return 0;
+}
+
+int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t d, const void *x, const int64_t *shape,
+                      int32_t rank, int32_t axis, void *out) {
+  int64_t numel = 1;
+  for (int32_t i = 0; i < rank; ++i)
+    numel *= shape[i];
+  int64_t n = axis < 0 ? numel : shape[axis], inner = 1, outer = 1;
+  if (axis >= 0) {
+    for (int32_t i = 0; i < axis; ++i)
+      outer *= shape[i];
+    for (int32_t i = axis + 1; i < rank; ++i)
+      inner *= shape[i];
+  }
+  if (n == 0) {
+    tsl_rt_error(ctx, "argmax over an empty axis");
+    return 1;
+  }
+  int64_t *o = static_cast<int64_t *>(out);
+  for (int64_t b = 0; b < outer; ++b)
+    for (int64_t k = 0; k < inner; ++k) {
+      int64_t best = 0;
+      for (int64_t j = 1; j < n; ++j) {
+        int64_t cand = (b * n + j) * inner + k, cur = (b * n + best) * inner + k;
+        bool curNan = isFloatCode(d) && std::isnan(loadF(d, x, cur));
+        if (!curNan && (lessThan(d, x, cur, cand) ||
+                        (isFloatCode(d) && std::isnan(loadF(d, x, cand)))))
+          best = j;
+      }
+      o[b * inner + k] = best;
+    }
+  return 0;
+}
+
+} // extern "C"
