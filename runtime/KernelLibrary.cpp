@@ -189,7 +189,9 @@ void *tsl_rt_alloc(tsl_rt_context *ctx, int64_t bytes) {
 }
 
 void tsl_rt_fail(tsl_rt_context *ctx, int32_t op) {
-  if (ctx->error.empty() && ctx->failedOp < 0)
+  // The op is recorded even after a library kernel's message: it gives the
+  // message its source location.
+  if (ctx->failedOp < 0)
     ctx->failedOp = op;
 }
 
@@ -327,7 +329,7 @@ int32_t tsl_rt_index_select(tsl_rt_context *ctx, int32_t d, const void *x, const
   for (int64_t j = 0; j < nidx; ++j) {
     int64_t v = loadI(idxDtype, idx, j);
     if (v < 0 || v >= n) {
-      std::string msg = "index_select: index " + std::to_string(v) +
+      std::string msg = "index " + std::to_string(v) +
                         " is out of bounds for axis " + std::to_string(axis) + " of size " +
                         std::to_string(n);
       tsl_rt_error(ctx, msg.c_str());
@@ -345,7 +347,7 @@ int32_t tsl_rt_index_select(tsl_rt_context *ctx, int32_t d, const void *x, const
 int32_t tsl_rt_topk(tsl_rt_context *ctx, int32_t d, const void *x, int64_t rows, int64_t n,
                     int64_t k, void *values, void *indices) {
   if (k < 0 || k > n) {
-    tsl_rt_error(ctx, "topk: k is out of range for the last axis");
+    tsl_rt_error(ctx, "k is out of range for the last axis");
     return 1;
   }
   std::vector<int64_t> order(static_cast<size_t>(n));
