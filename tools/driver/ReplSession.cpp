@@ -1,5 +1,6 @@
 #include "tools/driver/ReplSession.h"
 
+#include "backend/cpu/CpuKernel.h"
 #include "frontend/Elaborator.h"
 #include "ir/IrText.h"
 #include "ir/TensorIO.h"
@@ -584,26 +585,20 @@ bool ReplSession::facts() {
   return true;
 }
 
-bool ReplSession::guards(const std::string &argsText) {
+bool ReplSession::compileCall(const std::string &argsText, bool withData, SourceManager &sm,
+                              DiagnosticEngine &diags, std::vector<ArgSpec> &args, Function &fn) {
   std::stringstream ss(argsText);
   std::string fnName, word;
   ss >> fnName;
-  std::vector<ArgSpec> args;
   while (ss >> word) {
     ArgSpec spec;
     std::string error;
-    if (!parseArgSpec(word, false, spec, error)) {
+    if (!parseArgSpec(word, withData, spec, error)) {
       err_ << "<input>: error: " << error << "\n";
       return false;
     }
-    args.push_back(spec);
+    args.push_back(std::move(spec));
   }
-  if (fnName.empty()) {
-    err_ << "<input>: error: usage: :guards FN ARG=TYPE...\n";
-    return false;
-  }
-  SourceManager sm;
-  DiagnosticEngine diags(sm, err_);
   ModuleLoader loader(sm, diags);
   loader.setStdlibDir(stdlibDir_);
   const LoadedModule *m = loader.loadText("<session>", itemsText());
@@ -613,8 +608,15 @@ bool ReplSession::guards(const std::string &argsText) {
   options.examples.emplace();
   for (const ArgSpec &a : args)
     (*options.examples)[a.name] = ExampleArg{a.isInt, a.intValue, a.dtype, a.shape};
+  return elaborateFunction(*m, fnName, options, diags, fn);
+}
+
+bool ReplSession::guards(const std::string &argsText) {
+  SourceManager sm;
+  DiagnosticEngine diags(sm, err_);
+  std::vector<ArgSpec> args;
   Function fn;
-  if (!elaborateFunction(*m, fnName, options, diags, fn))
+  if (!compileCall(argsText, false, sm, diags, args, fn))
     return false;
   out_ << formatGuardReport(fn, false);
   return true;
@@ -647,32 +649,11 @@ bool ReplSession::load(const std::string &path) {
 }
 
 bool ReplSession::run(const std::string &argsText) {
-  std::stringstream ss(argsText);
-  std::string fnName, word;
-  ss >> fnName;
-  std::vector<ArgSpec> args;
-  while (ss >> word) {
-    ArgSpec spec;
-    std::string error;
-    if (!parseArgSpec(word, true, spec, error)) {
-      err_ << "<input>: error: " << error << "\n";
-      return false;
-    }
-    args.push_back(std::move(spec));
-  }
   SourceManager sm;
   DiagnosticEngine diags(sm, err_);
-  ModuleLoader loader(sm, diags);
-  loader.setStdlibDir(stdlibDir_);
-  const LoadedModule *m = loader.loadText("<session>", itemsText());
-  if (!m)
-    return false;
-  ElaborateOptions options;
-  options.examples.emplace();
-  for (const ArgSpec &a : args)
-    (*options.examples)[a.name] = ExampleArg{a.isInt, a.intValue, a.dtype, a.shape};
+  std::vector<ArgSpec> args;
   Function fn;
-  if (!elaborateFunction(*m, fnName, options, diags, fn))
+  if (!compileCall(argsText, true, sm, diags, args, fn))
     return false;
   std::vector<ArgValue> values;
   std::string error;
@@ -680,9 +661,15 @@ bool ReplSession::run(const std::string &argsText) {
     err_ << "<input>: error: " << error << "\n";
     return false;
   }
+  // The CPU backend runs the call (the interpreter stays the oracle).
+  std::unique_ptr<CpuKernel> kernel = CpuKernel::compile(fn, error);
+  if (!kernel) {
+    err_ << "<input>: error: " << error << "\n";
+    return false;
+  }
   std::vector<Tensor> outputs;
   RunError runError;
-  if (!interpret(fn, values, outputs, runError)) {
+  if (!kernel->run(values, outputs, runError)) {
     reportRunError(runError, sm, diags);
     return false;
   }

@@ -8,6 +8,8 @@
 /// a synthetic function made of all of them; diagnostics point into the
 /// entry as typed (`<input>:1:col`) and a failed entry changes nothing.
 
+#include "tools/driver/Driver.h"
+
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -55,6 +57,10 @@ private:
   void help();
 
   std::string itemsText() const;
+  /// Parses `FN ARG=VALUE...` and elaborates FN of the session's items for
+  /// those arguments (`:guards`, `:run`).
+  bool compileCall(const std::string &argsText, bool withData, SourceManager &sm,
+                   DiagnosticEngine &diags, std::vector<ArgSpec> &args, Function &fn);
 
   std::ostream &out_;
   std::ostream &err_;
