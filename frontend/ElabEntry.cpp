@@ -29,6 +29,9 @@ struct EntryBinder {
       spec = &decl->spec;
     kind = spec ? spec->kind
                 : (decl && decl->value ? DimKind::Static : DimKind::Auto);
+    if (kind == DimKind::Auto &&
+        (el.allDynamic || el.forceDynamic.count(name)))
+      kind = DimKind::Dynamic; // automatic dynamic
   }
 
   bool makeDim(const std::string &name, const ast::DimSpec *inlineSpec,
@@ -65,6 +68,8 @@ struct EntryBinder {
     }
     if ((kind == DimKind::Static || kind == DimKind::Auto) && example) {
       out = *example;
+      if (kind == DimKind::Auto)
+        el.fn.specialized[name] = *example;
       return true;
     }
     SymbolInfo info;
@@ -147,9 +152,13 @@ bool Elaborator::elaborateEntry(
         continue;
       }
       DimKind kind = p.type.intKind.value_or(DimKind::Auto);
+      if (kind == DimKind::Auto && (allDynamic || forceDynamic.count(p.name)))
+        kind = DimKind::Dynamic; // automatic dynamic
       SymExpr value;
       if (ex && (kind == DimKind::Static || kind == DimKind::Auto)) {
         value = ex->intValue;
+        if (kind == DimKind::Auto)
+          fn.specialized[p.name] = ex->intValue;
       } else {
         SymbolInfo info;
         info.name = p.name;
@@ -209,6 +218,7 @@ bool Elaborator::elaborateEntry(
                    what + " must have rank " + (packs ? "at least " : "") +
                        std::to_string(fixed) + ", got " + std::to_string(rank));
     TensorType type{*dt, std::vector<SymExpr>(rank)};
+    std::vector<std::string> axisNames(rank);
     std::vector<std::pair<const ast::TypeDim *, size_t>> derived;
     size_t axis = 0;
     for (const ast::TypeDim &d : p.type.dims) {
@@ -238,15 +248,17 @@ bool Elaborator::elaborateEntry(
         }
         if (it == frame.packs.end())
           frame.packs[d.name] = dims;
-        for (size_t k = 0; k < len; ++k)
+        for (size_t k = 0; k < len; ++k) {
           type.dims[axis + k] = dims[k];
+          axisNames[axis + k] = d.name + "_" + std::to_string(k);
+        }
         axis += len;
         break;
       }
       case ast::TypeDim::Kind::Unknown: {
         SymExpr s;
-        if (!binder.makeDim("_" + p.name + "_" + std::to_string(axis), nullptr,
-                            exampleAt(axis), d.range, what, s))
+        axisNames[axis] = "_" + p.name + "_" + std::to_string(axis);
+        if (!binder.makeDim(axisNames[axis], nullptr, exampleAt(axis), d.range, what, s))
           return false;
         type.dims[axis++] = s;
         break;
@@ -274,6 +286,7 @@ bool Elaborator::elaborateEntry(
                                       " in an earlier argument but " +
                                       std::to_string(ex->shape[axis]) +
                                       " here");
+          axisNames[axis] = name;
           type.dims[axis++] = it->second;
           break;
         }
@@ -283,6 +296,7 @@ bool Elaborator::elaborateEntry(
                 exampleAt(axis), d.range, what, s))
           return false;
         frame.dims[name] = s;
+        axisNames[axis] = name;
         type.dims[axis++] = s;
         break;
       }
@@ -337,6 +351,7 @@ bool Elaborator::elaborateEntry(
       }
       type.dims[a] = expr;
     }
+    fn.axisNames.push_back(axisNames);
     ValueId id = fn.addValue(type, p.name);
     Param param;
     param.name = p.name;
@@ -460,6 +475,8 @@ bool elaborateFunction(const LoadedModule &module, const std::string &fnName,
   }
   Elaborator el(diags, !options.examples.has_value());
   el.probe = options.probe;
+  el.forceDynamic = options.forceDynamic;
+  el.allDynamic = options.allDynamic;
   return el.elaborateEntry(module, *it->second,
                            options.examples ? &*options.examples : nullptr,
                            out);

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 
@@ -47,6 +48,12 @@ struct ElaborateOptions {
   /// When set, the function's declared result is not checked; whatever it
   /// returns is described to the probe (tensors are still IR results).
   ProbeFn probe;
+  /// Dims (and int parameters) that must be dynamic although declared or
+  /// defaulted `auto` (automatic dynamic: their value changed between calls).
+  std::set<std::string> forceDynamic;
+  /// Every dim and int parameter that is not declared static becomes
+  /// dynamic (the runtime's fallback past its cache limit).
+  bool allDynamic = false;
 };
 
 /// Elaborates \p fnName of \p module into \p out. Returns false after

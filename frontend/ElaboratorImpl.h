@@ -98,6 +98,9 @@ public:
 
   /// For ElaborateOptions::probe: skip result checks and describe results.
   ProbeFn probe;
+  /// ElaborateOptions::forceDynamic and allDynamic.
+  std::set<std::string> forceDynamic;
+  bool allDynamic = false;
   ProbeResult describe(const SemValue &v);
 
   /// Generic checking explores each undecidable `if` both ways: the path of

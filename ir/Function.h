@@ -106,6 +106,13 @@ struct Function {
   std::vector<SymbolInfo> symbols;
   /// Conditions a call's sizes must meet for this variant (dispatch).
   std::vector<Check> guards;
+  /// `auto` dims and int parameters this variant specialized to the
+  /// value of the call it was compiled for (automatic dynamic watches them).
+  std::map<std::string, int64_t> specialized;
+  /// For each tensor parameter (in order) the dim name of each axis, ""
+  /// when the axis is an expression; lets a runtime read a call's value of
+  /// each named dim.
+  std::vector<std::vector<std::string>> axisNames;
 
   ValueId addValue(TensorType type, std::string name = {});
   const TensorType &type(ValueId v) const { return values[v].type; }

@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 
 namespace tsl {
 
@@ -24,6 +25,8 @@ class Codegen {
 public:
   Codegen(const Function &fn, llvm::LLVMContext &ctx)
       : fn(fn), ctx(ctx), mod(std::make_unique<llvm::Module>("tsl", ctx)), b(ctx) {}
+
+  std::vector<std::string> checks;
 
   std::unique_ptr<llvm::Module> run(std::string &err) {
     for (size_t i = 0; i < fn.symbols.size(); ++i)
@@ -53,6 +56,8 @@ public:
       }
     }
     b.CreateRet(b.getInt32(0));
+    emitMatch();
+    emitShapes();
     std::string verify;
     llvm::raw_string_ostream os(verify);
     if (llvm::verifyModule(*mod, &os)) {
@@ -78,6 +83,141 @@ private:
   bool unsupported(const std::string &what) {
     error = "not supported on the cpu backend: " + what;
     return false;
+  }
+
+  // --- argument matching and result shapes ------------------------------
+  /// Sets up a new function `name(ptr, ptr, ptr?)` and points the builder
+  /// and the symbol array at it.
+  llvm::Function *beginHelper(const char *name, llvm::Type *ret, unsigned nargs) {
+    std::vector<llvm::Type *> params(nargs, ptr);
+    auto *f = llvm::Function::Create(llvm::FunctionType::get(ret, params, false),
+                                     llvm::Function::ExternalLinkage, name, *mod);
+    kernel = f;
+    b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+    return f;
+  }
+  /// Returns `code` from the current helper when \p bad holds.
+  void checkOrReturn(Value *bad, const std::string &description) {
+    checks.push_back(description);
+    int32_t code = static_cast<int32_t>(checks.size());
+    auto *fail = llvm::BasicBlock::Create(ctx, "mismatch", kernel);
+    auto *ok = llvm::BasicBlock::Create(ctx, "match", kernel);
+    b.CreateCondBr(bad, fail, ok);
+    b.SetInsertPoint(fail);
+    b.CreateRet(b.getInt32(code));
+    b.SetInsertPoint(ok);
+  }
+
+  void emitMatch() {
+    llvm::Function *f = beginHelper(kMatchName, i32, 3);
+    Value *sizes = f->getArg(0), *ints = f->getArg(1);
+    symsArg = f->getArg(2);
+    std::set<std::string> bound;
+    // Each tensor axis: its flat position in `sizes`.
+    struct Axis {
+      const Param *param;
+      size_t tensorIndex;
+      size_t dim;
+      SymExpr expr;
+      Value *size;
+    };
+    std::vector<Axis> axes;
+    int64_t flat = 0, intIndex = 0;
+    size_t tensorIndex = 0;
+    std::vector<std::pair<const Param *, Value *>> intArgs;
+    for (const Param &p : fn.params) {
+      if (p.isInt) {
+        intArgs.push_back({&p, b.CreateLoad(i64, b.CreateConstGEP1_64(i64, ints, intIndex++))});
+        continue;
+      }
+      const TensorType &t = fn.type(p.value);
+      for (size_t d = 0; d < t.rank(); ++d)
+        axes.push_back({&p, tensorIndex, d, t.dims[d],
+                        b.CreateLoad(i64, b.CreateConstGEP1_64(i64, sizes, flat++))});
+      ++tensorIndex;
+    }
+    auto bind = [&](const std::string &name, Value *v) {
+      if (symIndex.count(name) && !bound.count(name)) {
+        b.CreateStore(v, symSlot(name));
+        bound.insert(name);
+      }
+    };
+    for (const Axis &a : axes)
+      if (a.expr.isSymbol())
+        bind(a.expr.symbolName(), a.size);
+    for (auto &[p, v] : intArgs)
+      if (p->intExpr.isSymbol())
+        bind(p->intExpr.symbolName(), v);
+    // Derived dims (2*N, N + 1): solve the linear form for its one unknown.
+    for (const Axis &a : axes) {
+      std::vector<std::string> unknown;
+      for (const std::string &s : a.expr.symbols())
+        if (!bound.count(s))
+          unknown.push_back(s);
+      if (unknown.size() != 1)
+        continue;
+      SymExpr n = SymExpr::symbol(unknown[0]);
+      SymExpr e0 = a.expr.substitute({{unknown[0], SymExpr(0)}});
+      SymExpr slope = a.expr.substitute({{unknown[0], SymExpr(1)}}) - e0;
+      if (!slope.isConst() || slope.constValue() <= 0 || !(a.expr == e0 + slope * n))
+        continue;
+      Value *rest = b.CreateSub(a.size, expr(e0));
+      Value *c = b.getInt64(slope.constValue());
+      std::string what = "argument '" + a.param->name + "' dim " + std::to_string(a.dim) +
+                         " is not of the form " + a.expr.str();
+      checkOrReturn(b.CreateOr(b.CreateICmpSLT(rest, b.getInt64(0)),
+                               b.CreateICmpNE(b.CreateSRem(rest, c), b.getInt64(0))),
+                    what);
+      bind(unknown[0], b.CreateSDiv(rest, c));
+    }
+    for (const Axis &a : axes) {
+      // Name the dim so messages can show the call's value ("with N = 3").
+      std::string name;
+      if (a.tensorIndex < fn.axisNames.size() && a.dim < fn.axisNames[a.tensorIndex].size())
+        name = fn.axisNames[a.tensorIndex][a.dim];
+      std::string label = name.empty() || name == a.expr.str() ? "" : " ('" + name + "')";
+      checkOrReturn(b.CreateICmpNE(expr(a.expr), a.size),
+                    "argument '" + a.param->name + "' dim " + std::to_string(a.dim) + label +
+                        " must be " + a.expr.str());
+    }
+    for (auto &[p, v] : intArgs)
+      checkOrReturn(b.CreateICmpNE(expr(p->intExpr), v),
+                    "argument '" + p->name + "' must be " + p->intExpr.str());
+    for (const SymbolInfo &s : fn.symbols) {
+      if (s.kind == DimKind::Unbacked && !bound.count(s.name))
+        continue; // produced inside
+      if (!bound.count(s.name))
+        continue;
+      Value *v = b.CreateLoad(i64, symSlot(s.name));
+      std::string range = (s.lo == INT64_MIN ? std::string() : std::to_string(s.lo)) + ".." +
+                          (s.hi ? std::to_string(*s.hi) : "");
+      if (s.lo != INT64_MIN && s.lo != 0)
+        checkOrReturn(b.CreateICmpSLT(v, b.getInt64(s.lo)),
+                      "dim " + s.name + " is outside its declared range " + range);
+      if (s.lo == 0 && !s.isInt)
+        checkOrReturn(b.CreateICmpSLT(v, b.getInt64(0)), "dim " + s.name + " is negative");
+      if (s.hi)
+        checkOrReturn(b.CreateICmpSGT(v, b.getInt64(*s.hi)),
+                      "dim " + s.name + " is outside its declared range " + range);
+      if (s.multipleOf > 1)
+        checkOrReturn(b.CreateICmpNE(floorMod(v, b.getInt64(s.multipleOf)), b.getInt64(0)),
+                      "dim " + s.name + " is not a multiple of " + std::to_string(s.multipleOf));
+    }
+    for (const Check &g : fn.guards)
+      checkOrReturn(b.CreateNot(cond(g.cond)), "guard " + g.cond.str() + " (" + g.loc.str() +
+                                                   ", " + g.reason + ")");
+    b.CreateRet(b.getInt32(0));
+  }
+
+  void emitShapes() {
+    llvm::Function *f = beginHelper(kShapesName, b.getVoidTy(), 2);
+    symsArg = f->getArg(0);
+    Value *out = f->getArg(1);
+    int64_t k = 0;
+    for (ValueId r : fn.results)
+      for (const SymExpr &d : fn.type(r).dims)
+        b.CreateStore(expr(d), b.CreateConstGEP1_64(i64, out, k++));
+    b.CreateRetVoid();
   }
 
   // --- runtime calls ---------------------------------------------------
@@ -933,9 +1073,11 @@ private:
 } // namespace
 
 std::unique_ptr<llvm::Module> lowerFunction(const Function &fn, llvm::LLVMContext &ctx,
-                                            std::string &error) {
+                                            std::vector<std::string> &checks, std::string &error) {
   Codegen cg(fn, ctx);
-  return cg.run(error);
+  std::unique_ptr<llvm::Module> m = cg.run(error);
+  checks = cg.checks;
+  return m;
 }
 
 } // namespace tsl

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class LLVMContext;
@@ -14,10 +15,21 @@ class Module;
 
 namespace tsl {
 
-/// The name of the kernel function in the generated module.
+/// Names of the functions in the generated module.
 inline constexpr const char *kKernelName = "tsl_kernel";
+/// `i32 tsl_match(ptr sizes, ptr ints, ptr syms)`: binds the symbols from
+/// the arguments' sizes (every axis of every tensor parameter, in order)
+/// and int values, and checks static sizes, repeated names, derived dims,
+/// declared ranges and the guards. Returns 0, or 1 + the index of the
+/// first failing check in `checks`.
+inline constexpr const char *kMatchName = "tsl_match";
+/// `void tsl_result_shapes(ptr syms, ptr shapes)`: every result's dims, in
+/// order, after the kernel ran (unbacked sizes included).
+inline constexpr const char *kShapesName = "tsl_result_shapes";
 
+/// Lowers \p fn; \p checks receives one description per check of
+/// tsl_match, in code order.
 std::unique_ptr<llvm::Module> lowerFunction(const Function &fn, llvm::LLVMContext &ctx,
-                                            std::string &error);
+                                            std::vector<std::string> &checks, std::string &error);
 
 } // namespace tsl

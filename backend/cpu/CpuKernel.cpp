@@ -3,6 +3,7 @@
 
 #include "backend/cpu/CpuCodegen.h"
 #include "runtime/KernelAbi.h"
+#include "runtime/Variant.h"
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
@@ -62,7 +63,8 @@ using KernelFn = int32_t (*)(void **, int64_t *, tsl_rt_context *);
 
 bool lowerToLLVMText(const Function &fn, std::string &text, std::string &error) {
   llvm::LLVMContext ctx;
-  std::unique_ptr<llvm::Module> m = lowerFunction(fn, ctx, error);
+  std::vector<std::string> checks;
+  std::unique_ptr<llvm::Module> m = lowerFunction(fn, ctx, checks, error);
   if (!m)
     return false;
   llvm::raw_string_ostream os(text);
@@ -73,6 +75,9 @@ bool lowerToLLVMText(const Function &fn, std::string &text, std::string &error) 
 struct CpuKernel::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;
   KernelFn entry = nullptr;
+  rt::MatchFn match = nullptr;
+  rt::ShapesFn shapes = nullptr;
+  std::vector<std::string> checks;
   Function fn;
 };
 
@@ -82,7 +87,8 @@ CpuKernel::~CpuKernel() = default;
 std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn, std::string &error) {
   initializeLLVM();
   auto ctx = std::make_unique<llvm::LLVMContext>();
-  std::unique_ptr<llvm::Module> m = lowerFunction(fn, *ctx, error);
+  std::vector<std::string> checks;
+  std::unique_ptr<llvm::Module> m = lowerFunction(fn, *ctx, checks, error);
   if (!m)
     return nullptr;
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -151,11 +157,71 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn, std::string &e
     error = errorText(sym.takeError());
     return nullptr;
   }
+  auto match = (*jit)->lookup(kMatchName);
+  auto shapes = (*jit)->lookup(kShapesName);
+  if (!match || !shapes) {
+    error = "internal error: the matcher or shape function is missing";
+    if (!match)
+      llvm::consumeError(match.takeError());
+    if (!shapes)
+      llvm::consumeError(shapes.takeError());
+    return nullptr;
+  }
   std::unique_ptr<CpuKernel> kernel(new CpuKernel());
+  kernel->impl_->match = match->toPtr<rt::MatchFn>();
+  kernel->impl_->shapes = shapes->toPtr<rt::ShapesFn>();
+  kernel->impl_->checks = std::move(checks);
   kernel->impl_->entry = sym->toPtr<KernelFn>();
   kernel->impl_->jit = std::move(*jit);
   kernel->impl_->fn = fn;
   return kernel;
+}
+
+bool CpuKernel::compileVariant(const Function &fn, rt::VariantCode &out, std::string &error) {
+  std::shared_ptr<CpuKernel> kernel(compile(fn, error).release());
+  if (!kernel)
+    return false;
+  const Impl &k = *kernel->impl_;
+  out = rt::VariantCode();
+  out.kernel = k.entry;
+  out.match = k.match;
+  out.shapes = k.shapes;
+  out.numValues = fn.values.size();
+  out.numSymbols = fn.symbols.size();
+  out.checks = k.checks;
+  out.specialized = fn.specialized;
+  size_t tensorIndex = 0;
+  for (const Param &p : fn.params) {
+    rt::ParamInfo info;
+    info.name = p.name;
+    info.isInt = p.isInt;
+    if (!p.isInt) {
+      info.dtype = static_cast<int32_t>(fn.type(p.value).dtype);
+      info.rank = static_cast<int32_t>(fn.type(p.value).rank());
+      info.value = static_cast<int32_t>(p.value);
+      if (tensorIndex < fn.axisNames.size())
+        info.axisNames = fn.axisNames[tensorIndex];
+      ++tensorIndex;
+    }
+    out.params.push_back(info);
+  }
+  for (ValueId r : fn.results)
+    out.results.push_back({static_cast<int32_t>(fn.type(r).dtype),
+                           static_cast<int32_t>(fn.type(r).rank()), static_cast<int32_t>(r)});
+  for (const Operation &op : fn.ops) {
+    rt::OpInfoRt info;
+    info.location = op.loc.str();
+    if (op.code == OpCode::Assert) {
+      info.what = "runtime check failed: " + op.condAttr("cond").str();
+      if (!op.strAttr("message").empty())
+        info.what += ": " + op.strAttr("message");
+    } else {
+      info.what = opInfo(op.code).name;
+    }
+    out.ops.push_back(info);
+  }
+  out.keepAlive = kernel;
+  return true;
 }
 
 bool CpuKernel::run(const std::vector<ArgValue> &args, std::vector<Tensor> &outputs,

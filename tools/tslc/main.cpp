@@ -5,7 +5,13 @@
 #include "frontend/Parser.h"
 #include "ir/IrText.h"
 #include "ir/TensorIO.h"
+#include "runtime/FunctionTable.h"
 #include "tools/driver/Driver.h"
+#include "tools/driver/JitCompiler.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include <cstring>
 #include <iostream>
@@ -20,6 +26,9 @@ commands:
   check FILE...                     parse and check every function (exit 0 when clean)
   run FILE --fn NAME --arg NAME=VALUE... [--backend cpu|interp] [-o OUT.npy]
                                     run a function and print (or save) its results
+  run FILE --fn NAME --calls CALLS [--stats]
+                                    one call per line of CALLS (NAME=VALUE...) through the
+                                    runtime's variant table; --stats prints compiles as JSON
   emit FILE --emit=ast|ir|llvm [--fn NAME] [--arg NAME=VALUE...]
                                     print the AST, or the IR (symbolic without --arg)
   guards FILE --fn NAME --arg NAME=TYPE... [--json]
@@ -42,7 +51,9 @@ struct Options {
   std::string emit;
   std::string output;
   std::string backend = "interp";
+  std::string calls;
   bool json = false;
+  bool stats = false;
 };
 
 bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
@@ -71,8 +82,10 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
     std::string v;
     if (a == "--json")
       o.json = true;
+    else if (a == "--stats")
+      o.stats = true;
     else if (value("--fn", o.fn) || value("--emit", o.emit) ||
-             value("-o", o.output) || value("--backend", o.backend)) {
+             value("-o", o.output) || value("--backend", o.backend) || value("--calls", o.calls)) {
       if (!error.empty())
         return false;
     } else if (value("--arg", v)) {
@@ -95,9 +108,6 @@ int usageError(const std::string &message) {
   return 1;
 }
 
-std::string jsonString(const std::string &s) {
-  return "\"" + jsonEscape(s) + "\"";
-}
 
 int cmdCheck(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (o.files.empty())
@@ -129,7 +139,92 @@ bool parseArgs(const Options &o, bool withData, std::vector<ArgSpec> &out) {
   return true;
 }
 
+/// `tslc run FILE --fn F --calls CALLS [--stats]`: every line of CALLS is
+/// one call (NAME=VALUE...) through one runtime function table, compiling
+/// variants on dispatch misses as an embedding program would.
+int cmdRunCalls(const Options &o) {
+  JitCompiler jit(o.files[0]);
+  std::vector<std::string> names = jit.parameterNames(o.fn);
+  if (names.empty()) {
+    std::string error;
+    rt::VariantCode probe;
+    if (!jit.compile(o.fn, {}, {}, false, probe, error)) {
+      std::cerr << error << "\n";
+      return 1;
+    }
+  }
+  std::ifstream in(o.calls);
+  if (!in)
+    return usageError("cannot read '" + o.calls + "'");
+  rt::FunctionTable table(o.fn, &jit);
+  std::string line;
+  int lineNo = 0;
+  while (std::getline(in, line)) {
+    ++lineNo;
+    std::stringstream words(line);
+    std::string word;
+    std::map<std::string, ArgSpec> byName;
+    std::string error;
+    while (words >> word) {
+      if (word[0] == '#')
+        break;
+      ArgSpec spec;
+      if (!parseArgSpec(word, true, spec, error))
+        return usageError(o.calls + ":" + std::to_string(lineNo) + ": " + error);
+      byName[spec.name] = std::move(spec);
+    }
+    if (byName.empty())
+      continue;
+    std::vector<rt::CallArg> args;
+    for (const std::string &n : names) {
+      auto it = byName.find(n);
+      if (it == byName.end())
+        return usageError(o.calls + ":" + std::to_string(lineNo) + ": missing argument '" + n + "'");
+      rt::CallArg a;
+      a.isInt = it->second.isInt;
+      a.intValue = it->second.intValue;
+      a.dtype = static_cast<int32_t>(it->second.dtype);
+      a.shape = it->second.shape;
+      if (!a.isInt)
+        a.data = it->second.tensor.raw();
+      args.push_back(a);
+    }
+    std::vector<rt::Output> outputs;
+    int variant = -1;
+    if (!table.call(args, outputs, variant, error)) {
+      std::cerr << o.calls << ":" << lineNo << ": error: " << error << "\n";
+      return 1;
+    }
+    std::vector<Tensor> tensors;
+    for (rt::Output &out : outputs) {
+      Tensor t = Tensor::zeros(static_cast<DType>(out.dtype), out.shape);
+      if (t.valid() && t.byteSize())
+        std::memcpy(t.raw(), out.data, t.byteSize());
+      std::free(out.data);
+      tensors.push_back(t);
+    }
+    if (!o.stats)
+      std::cout << "call " << lineNo << " (variant " << variant << "): " << formatResults(tensors);
+  }
+  if (o.stats) {
+    rt::Stats st = table.stats();
+    std::cout << "{\"compiles\": " << st.compiles << ", \"calls\": [";
+    for (size_t i = 0; i < st.callVariants.size(); ++i)
+      std::cout << (i ? ", " : "") << "{\"variant\": " << st.callVariants[i] << "}";
+    std::cout << "], \"recompiles\": [";
+    for (size_t i = 0; i < st.recompileReasons.size(); ++i)
+      std::cout << (i ? ", " : "") << "{\"reason\": \"" << jsonEscape(st.recompileReasons[i]) << "\"}";
+    std::cout << "]}\n";
+  }
+  return 0;
+}
+
 int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
+  if (!o.calls.empty()) {
+    if (o.files.size() != 1 || o.fn.empty())
+      return usageError("run --calls needs exactly one file and --fn NAME");
+    return cmdRunCalls(o);
+  }
   if (o.files.size() != 1)
     return usageError("run needs exactly one file");
   if (o.fn.empty())

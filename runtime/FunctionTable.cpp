@@ -1,0 +1,291 @@
+#include "runtime/FunctionTable.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+namespace tsl::rt {
+
+namespace {
+
+const char *typeName(int32_t dtype) {
+  static const char *names[] = {"bool", "i8", "i32", "i64", "f16", "bf16", "f32", "f64"};
+  return dtype >= 0 && dtype < 8 ? names[dtype] : "?";
+}
+size_t elementSize(int32_t dtype) {
+  static const size_t sizes[] = {1, 1, 4, 8, 2, 2, 4, 8};
+  return dtype >= 0 && dtype < 8 ? sizes[dtype] : 1;
+}
+
+std::string describeArg(const CallArg &a) {
+  if (a.isInt)
+    return std::to_string(a.intValue);
+  std::string s = std::string(typeName(a.dtype)) + "[";
+  for (size_t i = 0; i < a.shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(a.shape[i]);
+  return s + "]";
+}
+
+/// Values of the call's named dims, for messages ("N = 3, M = 4").
+std::map<std::string, int64_t> namedValues(const VariantCode &v, const std::vector<CallArg> &args) {
+  std::map<std::string, int64_t> values;
+  for (size_t i = 0; i < v.params.size() && i < args.size(); ++i) {
+    const ParamInfo &p = v.params[i];
+    if (p.isInt) {
+      values[p.name] = args[i].intValue;
+      continue;
+    }
+    for (size_t a = 0; a < p.axisNames.size() && a < args[i].shape.size(); ++a)
+      if (!p.axisNames[a].empty() && !values.count(p.axisNames[a]))
+        values[p.axisNames[a]] = args[i].shape[a];
+  }
+  return values;
+}
+
+/// Appends the values of the dims a check mentions: "... (N = 3, M = 4)".
+std::string withValues(const std::string &check, const std::map<std::string, int64_t> &values) {
+  std::string list;
+  for (const auto &[name, value] : values) {
+    size_t pos = 0;
+    bool found = false;
+    while ((pos = check.find(name, pos)) != std::string::npos) {
+      bool left = pos == 0 || !(std::isalnum(static_cast<unsigned char>(check[pos - 1])) || check[pos - 1] == '_');
+      size_t end = pos + name.size();
+      bool right = end >= check.size() || !(std::isalnum(static_cast<unsigned char>(check[end])) || check[end] == '_');
+      if (left && right) {
+        found = true;
+        break;
+      }
+      pos = end;
+    }
+    if (found)
+      list += (list.empty() ? "" : ", ") + name + " = " + std::to_string(value);
+  }
+  return list.empty() ? check : check + " with " + list;
+}
+
+} // namespace
+
+LogFlags LogFlags::fromEnvironment() {
+  LogFlags f;
+  const char *env = std::getenv("TSL_LOGS");
+  if (!env)
+    return f;
+  std::string s = env;
+  f.recompiles = s.find("recompiles") != std::string::npos;
+  f.guards = s.find("guards") != std::string::npos;
+  f.dynamic = s.find("dynamic") != std::string::npos;
+  f.perf = s.find("perf") != std::string::npos;
+  return f;
+}
+
+FunctionTable::FunctionTable(std::string name, CompilerHook *hook, TableOptions options)
+    : name_(std::move(name)), hook_(hook), options_(options), log_(LogFlags::fromEnvironment()) {}
+
+void FunctionTable::addVariant(VariantCode variant) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  variants_.push_back(std::make_shared<VariantCode>(std::move(variant)));
+}
+
+Stats FunctionTable::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+size_t FunctionTable::numVariants() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return variants_.size();
+}
+
+int FunctionTable::select(const std::vector<std::shared_ptr<VariantCode>> &variants,
+                          const std::vector<CallArg> &args, std::vector<int64_t> &syms,
+                          std::string &reason) const {
+  std::vector<int64_t> sizes, ints;
+  for (const CallArg &a : args) {
+    if (a.isInt)
+      ints.push_back(a.intValue);
+    else
+      sizes.insert(sizes.end(), a.shape.begin(), a.shape.end());
+  }
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const VariantCode &v = *variants[i];
+    // Ranks and element types are part of the signature, not of guards.
+    bool fits = v.params.size() == args.size();
+    for (size_t k = 0; fits && k < args.size(); ++k) {
+      const ParamInfo &p = v.params[k];
+      fits = p.isInt == args[k].isInt &&
+             (p.isInt || (p.dtype == args[k].dtype && p.rank == static_cast<int32_t>(args[k].shape.size())));
+    }
+    if (!fits) {
+      reason = "rank or element types differ from variant " + std::to_string(i);
+      continue;
+    }
+    syms.assign(v.numSymbols + 1, 0);
+    int32_t code = v.match(sizes.data(), ints.data(), syms.data());
+    if (code == 0)
+      return static_cast<int>(i);
+    reason = code > 0 && static_cast<size_t>(code) <= v.checks.size()
+                 ? withValues(v.checks[code - 1], namedValues(v, args))
+                 : "check " + std::to_string(code) + " failed";
+  }
+  return -1;
+}
+
+bool FunctionTable::compileFor(const std::vector<CallArg> &args, const std::string &reason,
+                               std::string &error) {
+  // Automatic dynamic: an auto dim whose value differs from the one a
+  // variant specialized to becomes dynamic in the next compile.
+  for (const auto &v : variants_) {
+    std::map<std::string, int64_t> now = namedValues(*v, args);
+    for (const auto &[name, value] : v->specialized) {
+      auto it = now.find(name);
+      if (it != now.end() && it->second != value && dynamicDims_.insert(name).second && log_.dynamic)
+        std::fprintf(stderr, "[tsl] dynamic: %s: '%s' was %lld, now %lld: compiling it as dynamic\n",
+                     name_.c_str(), name.c_str(), static_cast<long long>(value),
+                     static_cast<long long>(it->second));
+    }
+  }
+  bool allDynamic = false;
+  if (variants_.size() >= options_.cacheLimit) {
+    if (compiledAllDynamic_) {
+      error = "'" + name_ + "' has " + std::to_string(variants_.size()) +
+              " variants (the cache limit) and none serves this call: " + reason;
+      return false;
+    }
+    allDynamic = true;
+  }
+  VariantCode code;
+  auto start = std::chrono::steady_clock::now();
+  if (!hook_->compile(name_, args, dynamicDims_, allDynamic, code, error))
+    return false;
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  compiledAllDynamic_ |= allDynamic;
+  ++stats_.compiles;
+  if (!variants_.empty())
+    stats_.recompileReasons.push_back(reason);
+  if (log_.recompiles && !variants_.empty())
+    std::fprintf(stderr, "[tsl] recompile %s: %s -> variant %zu%s\n", name_.c_str(), reason.c_str(),
+                 variants_.size(), allDynamic ? " (cache limit reached: all dims dynamic)" : "");
+  if (log_.guards)
+    for (const std::string &c : code.checks)
+      if (c.rfind("guard ", 0) == 0)
+        std::fprintf(stderr, "[tsl] guards %s variant %zu: %s\n", name_.c_str(), variants_.size(),
+                     c.c_str() + 6);
+  if (log_.perf)
+    std::fprintf(stderr, "[tsl] perf: compiled %s variant %zu in %.1f ms\n", name_.c_str(),
+                 variants_.size(), ms);
+  variants_.push_back(std::make_shared<VariantCode>(std::move(code)));
+  return true;
+}
+
+bool FunctionTable::call(const std::vector<CallArg> &args, std::vector<Output> &outputs,
+                         int &variant, std::string &error) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].isInt)
+      continue;
+    int64_t numel = 1;
+    for (int64_t d : args[i].shape) {
+      if (d < 0) {
+        error = "argument " + std::to_string(i) + " has a negative size";
+        return false;
+      }
+      numel *= d;
+    }
+    if (numel > 0 && !args[i].data) {
+      error = "argument " + std::to_string(i) + " (" + describeArg(args[i]) + ") has no data";
+      return false;
+    }
+  }
+  std::vector<std::shared_ptr<VariantCode>> snapshot;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    snapshot = variants_;
+  }
+  std::vector<int64_t> syms;
+  std::string reason = "no variant compiled yet";
+  int chosen = select(snapshot, args, syms, reason);
+  if (chosen < 0) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Another thread may have compiled a matching variant meanwhile.
+    chosen = select(variants_, args, syms, reason);
+    if (chosen < 0) {
+      if (!hook_) {
+        error = "no compiled variant of '" + name_ + "' serves this call (" + reason +
+                ") and this runtime has no compiler";
+        return false;
+      }
+      if (!compileFor(args, reason, error))
+        return false;
+      std::vector<std::shared_ptr<VariantCode>> last{variants_.back()};
+      std::string why;
+      if (select(last, args, syms, why) != 0) {
+        error = "the variant compiled for this call of '" + name_ + "' rejects it: " + why;
+        return false;
+      }
+      chosen = static_cast<int>(variants_.size()) - 1;
+    }
+    snapshot = variants_;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.callVariants.push_back(chosen);
+  }
+  variant = chosen;
+  return run(*snapshot[chosen], args, syms, outputs, error);
+}
+
+bool FunctionTable::run(const VariantCode &v, const std::vector<CallArg> &args,
+                        std::vector<int64_t> &syms, std::vector<Output> &outputs,
+                        std::string &error) const {
+  std::vector<void *> buffers(v.numValues + 1, nullptr);
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!args[i].isInt)
+      buffers[v.params[i].value] = const_cast<void *>(args[i].data);
+  tsl_rt_context *ctx = tsl_rt_context_create();
+  int32_t status = v.kernel(buffers.data(), syms.data(), ctx);
+  bool ok = status == 0;
+  if (!ok) {
+    int32_t op = tsl_rt_context_failed_op(ctx);
+    std::string message = tsl_rt_context_error(ctx);
+    if (op >= 0 && static_cast<size_t>(op) < v.ops.size()) {
+      const OpInfoRt &info = v.ops[op];
+      error = info.location + ": " + info.what + (message.empty() ? "" : ": " + message);
+    } else {
+      error = message.empty() ? "the kernel failed" : message;
+    }
+  } else {
+    size_t total = 0;
+    for (const ResultInfo &r : v.results)
+      total += static_cast<size_t>(r.rank);
+    std::vector<int64_t> shapes(total + 1, 0);
+    v.shapes(syms.data(), shapes.data());
+    outputs.clear();
+    size_t k = 0;
+    for (const ResultInfo &r : v.results) {
+      Output out;
+      out.dtype = r.dtype;
+      int64_t numel = 1;
+      for (int32_t d = 0; d < r.rank; ++d) {
+        out.shape.push_back(shapes[k++]);
+        numel *= out.shape.back();
+      }
+      size_t bytes = static_cast<size_t>(numel) * elementSize(r.dtype);
+      out.data = std::malloc(bytes ? bytes : 1);
+      if (!out.data) {
+        error = "out of memory for a result";
+        ok = false;
+        break;
+      }
+      if (bytes)
+        std::memcpy(out.data, buffers[r.value], bytes);
+      outputs.push_back(out);
+    }
+    if (!ok)
+      for (Output &o : outputs)
+        std::free(o.data);
+  }
+  tsl_rt_context_destroy(ctx);
+  return ok;
+}
+
+} // namespace tsl::rt

@@ -1,0 +1,77 @@
+#pragma once
+/// \file A function's variant table: first match wins, a miss compiles a new
+/// variant through the compiler hook (automatic dynamic, cache limit, then
+/// one all-dynamic variant), and calls run the chosen native kernel.
+
+#include "runtime/Variant.h"
+
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace tsl::rt {
+
+/// A result tensor; `data` is malloc'd and owned by whoever takes it.
+struct Output {
+  int32_t dtype = 0;
+  std::vector<int64_t> shape;
+  void *data = nullptr;
+};
+
+/// What a table has done, for `--stats` and tests.
+struct Stats {
+  size_t compiles = 0;
+  std::vector<int> callVariants;
+  std::vector<std::string> recompileReasons;
+};
+
+struct TableOptions {
+  size_t cacheLimit = 8;
+};
+
+/// Which events to log to stderr (TSL_LOGS=recompiles,guards,dynamic,perf).
+struct LogFlags {
+  bool recompiles = false, guards = false, dynamic = false, perf = false;
+  static LogFlags fromEnvironment();
+};
+
+class FunctionTable {
+public:
+  FunctionTable(std::string name, CompilerHook *hook, TableOptions options = {});
+
+  /// Adds a precompiled variant (AOT), tried after the existing ones.
+  void addVariant(VariantCode variant);
+
+  /// Runs one call. Returns false with \p error (naming the argument and
+  /// dim, the failing guards, or the failed check and its source line).
+  /// Safe to call from several threads at once.
+  bool call(const std::vector<CallArg> &args, std::vector<Output> &outputs, int &variant,
+            std::string &error);
+
+  Stats stats() const;
+  size_t numVariants() const;
+
+private:
+  /// The first variant whose matcher accepts the call, or -1 with the
+  /// reason the last one rejected it.
+  int select(const std::vector<std::shared_ptr<VariantCode>> &variants,
+             const std::vector<CallArg> &args, std::vector<int64_t> &syms,
+             std::string &reason) const;
+  bool compileFor(const std::vector<CallArg> &args, const std::string &reason,
+                  std::string &error);
+  bool run(const VariantCode &v, const std::vector<CallArg> &args, std::vector<int64_t> &syms,
+           std::vector<Output> &outputs, std::string &error) const;
+
+  std::string name_;
+  CompilerHook *hook_;
+  TableOptions options_;
+  LogFlags log_;
+  mutable std::mutex mutex_;
+  std::vector<std::shared_ptr<VariantCode>> variants_;
+  std::set<std::string> dynamicDims_;
+  bool compiledAllDynamic_ = false;
+  Stats stats_;
+};
+
+} // namespace tsl::rt
