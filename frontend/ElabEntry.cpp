@@ -344,10 +344,12 @@ bool Elaborator::elaborateEntry(
         auto v = expr.isConst() ? std::optional<int64_t>(expr.constValue())
                                 : env.hintValue(expr);
         if (v && *v != ex->shape[a])
-          return error(d->range, what + " dim " + std::to_string(a) +
-                                     " must be " + sourceText(d->range) +
-                                     " = " + std::to_string(*v) + ", got " +
-                                     std::to_string(ex->shape[a]));
+          return error(d->range, what + " dim " + std::to_string(a) + " must be " +
+                                     sourceText(d->range) +
+                                     (sourceText(d->range) == std::to_string(*v)
+                                          ? std::string()
+                                          : " = " + std::to_string(*v)) +
+                                     ", got " + std::to_string(ex->shape[a]));
       }
       type.dims[a] = expr;
     }

@@ -19,6 +19,17 @@ bool JitCompiler::ensureLoaded(std::string &error) {
   return true;
 }
 
+bool JitCompiler::check(std::string &error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!ensureLoaded(error))
+    return false;
+  if (!checkModule(*module_, diags_)) {
+    error = diagnosticText_.str();
+    return false;
+  }
+  return true;
+}
+
 std::vector<std::string> JitCompiler::parameterNames(const std::string &function) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string error;

@@ -20,6 +20,9 @@ public:
                const std::set<std::string> &dynamicDims, bool allDynamic, rt::VariantCode &out,
                std::string &error) override;
 
+  /// Loads and checks the file; false with the diagnostics as text.
+  bool check(std::string &error);
+
   /// Parameter names of \p function in order (empty if unknown).
   std::vector<std::string> parameterNames(const std::string &function);
 

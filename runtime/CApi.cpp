@@ -1,0 +1,201 @@
+// The C ABI of tsl_c.h over FunctionTable.
+#include "runtime/Runtime.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <sys/stat.h>
+
+namespace {
+
+thread_local std::string lastError;
+
+/// DLPack (code, bits) to the element type codes of KernelAbi.h.
+int32_t dtypeOf(tsl_dtype t) {
+  if (t.lanes != 1)
+    return -1;
+  if (t.code == 6 && t.bits == 8)
+    return 0; // bool
+  if (t.code == 0 && t.bits == 8)
+    return 1;
+  if (t.code == 0 && t.bits == 32)
+    return 2;
+  if (t.code == 0 && t.bits == 64)
+    return 3;
+  if (t.code == 2 && t.bits == 16)
+    return 4;
+  if (t.code == 4 && t.bits == 16)
+    return 5;
+  if (t.code == 2 && t.bits == 32)
+    return 6;
+  if (t.code == 2 && t.bits == 64)
+    return 7;
+  return -1;
+}
+
+tsl_dtype dlpackOf(int32_t dtype) {
+  static const tsl_dtype table[] = {{6, 8, 1}, {0, 8, 1},  {0, 32, 1}, {0, 64, 1},
+                                    {2, 16, 1}, {4, 16, 1}, {2, 32, 1}, {2, 64, 1}};
+  return table[dtype];
+}
+
+} // namespace
+
+namespace tsl::rt {
+
+tsl_status fail(tsl_status status, std::string message) {
+  lastError = std::move(message);
+  return status;
+}
+
+void setCompilerFactory(tsl_runtime *rt, CompilerFactory factory) {
+  std::lock_guard<std::mutex> lock(rt->mutex);
+  rt->compilerFactory = std::move(factory);
+}
+
+} // namespace tsl::rt
+
+using tsl::rt::fail;
+
+extern "C" {
+
+const char *tsl_last_error(void) { return lastError.c_str(); }
+
+tsl_status tsl_runtime_create(const tsl_runtime_options *options, tsl_runtime **out) {
+  if (!out)
+    return fail(TSL_INVALID_ARGUMENT, "tsl_runtime_create: out is null");
+  auto *rt = new tsl_runtime();
+  if (options)
+    rt->options = *options;
+  if (rt->options.cache_limit <= 0)
+    rt->options.cache_limit = 8;
+  *out = rt;
+  return TSL_OK;
+}
+
+void tsl_runtime_destroy(tsl_runtime *rt) { delete rt; }
+
+tsl_status tsl_module_load_source(tsl_runtime *rt, const char *path, tsl_module **out) {
+  if (!rt || !path || !out)
+    return fail(TSL_INVALID_ARGUMENT, "tsl_module_load_source: null argument");
+  struct stat st;
+  if (::stat(path, &st) != 0)
+    return fail(TSL_NOT_FOUND, std::string("no such file: '") + path + "'");
+  std::lock_guard<std::mutex> lock(rt->mutex);
+  if (!rt->compilerFactory)
+    return fail(TSL_UNSUPPORTED, "this runtime has no compiler: link tsl_driver and call "
+                                 "tsl_runtime_enable_jit, or load an AOT module");
+  std::string error;
+  std::unique_ptr<tsl::rt::CompilerHook> compiler = rt->compilerFactory(path, error);
+  if (!compiler)
+    return fail(TSL_COMPILE_ERROR, error);
+  auto module = std::make_unique<tsl_module>();
+  module->path = path;
+  module->compiler = std::move(compiler);
+  module->cacheLimit = static_cast<size_t>(rt->options.cache_limit);
+  *out = module.get();
+  rt->modules.push_back(std::move(module));
+  return TSL_OK;
+}
+
+tsl_status tsl_module_get_function(tsl_module *module, const char *name, tsl_function **out) {
+  if (!module || !name || !out)
+    return fail(TSL_INVALID_ARGUMENT, "tsl_module_get_function: null argument");
+  std::lock_guard<std::mutex> lock(module->mutex);
+  auto it = module->functions.find(name);
+  if (it == module->functions.end()) {
+    auto fn = std::make_unique<tsl_function>();
+    tsl::rt::TableOptions options;
+    options.cacheLimit = module->cacheLimit;
+    fn->table = std::make_unique<tsl::rt::FunctionTable>(name, module->compiler.get(), options);
+    it = module->functions.emplace(name, std::move(fn)).first;
+  }
+  *out = it->second.get();
+  return TSL_OK;
+}
+
+tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args, int32_t nargs,
+                             tsl_tensor **outputs, int32_t *noutputs) {
+  if (!fn || (nargs > 0 && !args) || !outputs || !noutputs || nargs < 0)
+    return fail(TSL_INVALID_ARGUMENT, "tsl_function_call: null argument");
+  std::vector<tsl::rt::CallArg> callArgs;
+  for (int32_t i = 0; i < nargs; ++i) {
+    tsl::rt::CallArg a;
+    const tsl_arg &in = args[i];
+    std::string which = "argument " + std::to_string(i);
+    if (in.is_int) {
+      a.isInt = true;
+      a.intValue = in.int_value;
+    } else {
+      const tsl_tensor &t = in.tensor;
+      if (t.device.device_type != 1)
+        return fail(TSL_UNSUPPORTED, which + " is not on the CPU device");
+      a.dtype = dtypeOf(t.dtype);
+      if (a.dtype < 0)
+        return fail(TSL_INVALID_ARGUMENT, which + " has an unsupported element type");
+      if (t.ndim < 0 || t.ndim > 32 || (t.ndim > 0 && !t.shape))
+        return fail(TSL_INVALID_ARGUMENT, which + " has an invalid shape");
+      a.shape.assign(t.shape, t.shape + t.ndim);
+      if (t.strides) {
+        int64_t expect = 1;
+        for (int32_t d = t.ndim; d-- > 0;) {
+          if (a.shape[d] != 1 && t.strides[d] != expect)
+            return fail(TSL_UNSUPPORTED, which + " is not row-major contiguous");
+          expect *= a.shape[d];
+        }
+      }
+      a.data = t.data ? static_cast<const char *>(t.data) + t.byte_offset : nullptr;
+    }
+    callArgs.push_back(std::move(a));
+  }
+  std::vector<tsl::rt::Output> outs;
+  int variant = -1;
+  std::string error;
+  if (!fn->table->call(callArgs, outs, variant, error)) {
+    tsl_status status = TSL_INVALID_ARGUMENT;
+    if (error.find("runtime check failed") != std::string::npos ||
+        error.find("out of bounds") != std::string::npos)
+      status = TSL_RUNTIME_ERROR;
+    else if (error.find("cache limit") != std::string::npos)
+      status = TSL_NO_VARIANT;
+    else if (error.find("error:") != std::string::npos)
+      status = TSL_COMPILE_ERROR;
+    return fail(status, error);
+  }
+  auto *result = static_cast<tsl_tensor *>(std::calloc(outs.size() + 1, sizeof(tsl_tensor)));
+  for (size_t i = 0; i < outs.size(); ++i) {
+    tsl_tensor &t = result[i];
+    t.data = outs[i].data;
+    t.device = {1, 0};
+    t.ndim = static_cast<int32_t>(outs[i].shape.size());
+    t.dtype = dlpackOf(outs[i].dtype);
+    t.shape = static_cast<int64_t *>(std::malloc(sizeof(int64_t) * (outs[i].shape.size() + 1)));
+    for (size_t d = 0; d < outs[i].shape.size(); ++d)
+      t.shape[d] = outs[i].shape[d];
+  }
+  *outputs = result;
+  *noutputs = static_cast<int32_t>(outs.size());
+  return TSL_OK;
+}
+
+void tsl_outputs_free(tsl_tensor *outputs, int32_t noutputs) {
+  if (!outputs)
+    return;
+  for (int32_t i = 0; i < noutputs; ++i) {
+    std::free(outputs[i].data);
+    std::free(outputs[i].shape);
+  }
+  std::free(outputs);
+}
+
+tsl_status tsl_function_stats(tsl_function *fn, int32_t *compiles, int32_t *calls) {
+  if (!fn)
+    return fail(TSL_INVALID_ARGUMENT, "tsl_function_stats: null function");
+  tsl::rt::Stats st = fn->table->stats();
+  if (compiles)
+    *compiles = static_cast<int32_t>(st.compiles);
+  if (calls)
+    *calls = static_cast<int32_t>(st.callVariants.size());
+  return TSL_OK;
+}
+
+} // extern "C"

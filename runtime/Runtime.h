@@ -1,0 +1,44 @@
+#pragma once
+/// \file The objects behind the C ABI (tsl_c.h).
+
+#include "runtime/FunctionTable.h"
+#include "tsl/tsl_c.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace tsl::rt {
+
+/// Creates a compiler for a source file, or fails with a message.
+using CompilerFactory =
+    std::function<std::unique_ptr<CompilerHook>(const std::string &path, std::string &error)>;
+
+/// Installs the compiler used by tsl_module_load_source (the driver does).
+void setCompilerFactory(tsl_runtime *rt, CompilerFactory factory);
+
+/// Records the calling thread's last error and returns \p status.
+tsl_status fail(tsl_status status, std::string message);
+
+} // namespace tsl::rt
+
+struct tsl_function {
+  std::unique_ptr<tsl::rt::FunctionTable> table;
+};
+
+struct tsl_module {
+  std::string path;
+  std::unique_ptr<tsl::rt::CompilerHook> compiler;
+  std::mutex mutex;
+  std::map<std::string, std::unique_ptr<tsl_function>> functions;
+  size_t cacheLimit = 8;
+};
+
+struct tsl_runtime {
+  tsl_runtime_options options{};
+  tsl::rt::CompilerFactory compilerFactory;
+  std::mutex mutex;
+  std::vector<std::unique_ptr<tsl_module>> modules;
+};

@@ -1,0 +1,153 @@
+// The TSL runtime's C++ API: a thin, header-only RAII layer over tsl_c.h.
+// Nothing throws; failures come back as Status with the runtime's message.
+#pragma once
+
+#include "tsl/tsl_c.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tsl {
+
+/// The outcome of a call: ok, or a code with the runtime's message.
+struct Status {
+  tsl_status code = TSL_OK;
+  std::string message;
+  bool ok() const { return code == TSL_OK; }
+  static Status fromC(tsl_status s) { return {s, s == TSL_OK ? std::string() : tsl_last_error()}; }
+};
+
+/// A result tensor owned by the caller (CPU, row-major).
+class Output {
+public:
+  Output() = default;
+  Output(tsl_tensor t) : t_(t) {}
+  Output(Output &&o) noexcept : t_(o.t_) { o.t_ = tsl_tensor{}; }
+  Output &operator=(Output &&o) noexcept {
+    std::swap(t_, o.t_);
+    return *this;
+  }
+  ~Output() {
+    if (t_.data || t_.shape) {
+      // Free one tensor through the same allocator the runtime used.
+      tsl_tensor *single = static_cast<tsl_tensor *>(std::calloc(1, sizeof(tsl_tensor)));
+      *single = t_;
+      tsl_outputs_free(single, 1);
+    }
+  }
+  std::vector<int64_t> shape() const { return std::vector<int64_t>(t_.shape, t_.shape + t_.ndim); }
+  template <typename T> const T *data() const { return static_cast<const T *>(t_.data); }
+  const tsl_tensor &raw() const { return t_; }
+
+private:
+  tsl_tensor t_{};
+};
+
+/// An argument: a view of caller memory, or an int.
+class Arg {
+public:
+  static Arg tensor(void *data, tsl_dtype dtype, std::vector<int64_t> shape) {
+    Arg a;
+    a.shape_ = std::move(shape);
+    a.arg_.tensor.data = data;
+    a.arg_.tensor.device = {1, 0};
+    a.arg_.tensor.dtype = dtype;
+    return a;
+  }
+  static Arg f32(float *data, std::vector<int64_t> shape) { return tensor(data, {2, 32, 1}, std::move(shape)); }
+  static Arg integer(int64_t v) {
+    Arg a;
+    a.arg_.is_int = 1;
+    a.arg_.int_value = v;
+    return a;
+  }
+  tsl_arg raw() const {
+    tsl_arg a = arg_;
+    a.tensor.ndim = static_cast<int32_t>(shape_.size());
+    a.tensor.shape = const_cast<int64_t *>(shape_.data());
+    return a;
+  }
+
+private:
+  tsl_arg arg_{};
+  std::vector<int64_t> shape_;
+};
+
+class Function {
+public:
+  explicit Function(tsl_function *f = nullptr) : f_(f) {}
+  /// Calls the function; fills \p outputs on success.
+  Status call(const std::vector<Arg> &args, std::vector<Output> &outputs) const {
+    std::vector<tsl_arg> raw;
+    for (const Arg &a : args)
+      raw.push_back(a.raw());
+    tsl_tensor *outs = nullptr;
+    int32_t n = 0;
+    Status s = Status::fromC(tsl_function_call(f_, raw.data(), static_cast<int32_t>(raw.size()), &outs, &n));
+    if (!s.ok())
+      return s;
+    outputs.clear();
+    for (int32_t i = 0; i < n; ++i) {
+      outputs.emplace_back(outs[i]);
+      outs[i] = tsl_tensor{};
+    }
+    tsl_outputs_free(outs, n);
+    return s;
+  }
+  int compiles() const {
+    int32_t c = 0;
+    tsl_function_stats(f_, &c, nullptr);
+    return c;
+  }
+
+private:
+  tsl_function *f_;
+};
+
+class Module {
+public:
+  explicit Module(tsl_module *m = nullptr) : m_(m) {}
+  Status function(const std::string &name, Function &out) const {
+    tsl_function *f = nullptr;
+    Status s = Status::fromC(tsl_module_get_function(m_, name.c_str(), &f));
+    out = Function(f);
+    return s;
+  }
+
+private:
+  tsl_module *m_;
+};
+
+class Runtime {
+public:
+  /// A CPU runtime; with \p jit the driver's compiler is installed.
+  static Status create(Runtime &out, bool jit = true, int cacheLimit = 8) {
+    tsl_runtime_options options{cacheLimit};
+    tsl_runtime *rt = nullptr;
+    Status s = Status::fromC(tsl_runtime_create(&options, &rt));
+    if (!s.ok())
+      return s;
+    out.rt_.reset(rt);
+    if (jit)
+      return Status::fromC(tsl_runtime_enable_jit(rt));
+    return s;
+  }
+  Status loadSource(const std::string &path, Module &out) {
+    tsl_module *m = nullptr;
+    Status s = Status::fromC(tsl_module_load_source(rt_.get(), path.c_str(), &m));
+    out = Module(m);
+    return s;
+  }
+
+private:
+  struct Deleter {
+    void operator()(tsl_runtime *r) const { tsl_runtime_destroy(r); }
+  };
+  std::unique_ptr<tsl_runtime, Deleter> rt_;
+};
+
+} // namespace tsl

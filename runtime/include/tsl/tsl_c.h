@@ -1,0 +1,92 @@
+/* The TSL runtime's C ABI: load a compiled TSL module and call its
+ * functions with tensors in caller memory. Variants are chosen per call by
+ * native guard code; with a compiler installed (tsl_runtime_enable_jit from
+ * the tsl_driver library) a call no variant serves compiles a new one.
+ *
+ * Every function returns a status; on failure tsl_last_error() gives a
+ * message (per thread) naming the argument, dim, guard or check. Nothing
+ * here aborts or throws on bad input. */
+#ifndef TSL_C_H
+#define TSL_C_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tsl_status {
+  TSL_OK = 0,
+  TSL_INVALID_ARGUMENT = 1, /* null pointers, wrong arity, rank, dtype or size */
+  TSL_NOT_FOUND = 2,        /* no such file or function */
+  TSL_COMPILE_ERROR = 3,    /* the source has errors (the message has them) */
+  TSL_NO_VARIANT = 4,       /* no variant serves the call and none can be compiled */
+  TSL_RUNTIME_ERROR = 5,    /* a failed check(...) or index bound, with its source line */
+  TSL_UNSUPPORTED = 6       /* a device, layout or feature this runtime lacks */
+} tsl_status;
+
+/* Layout-compatible with DLPack's DLDevice, DLDataType and DLTensor. */
+typedef struct tsl_device {
+  int32_t device_type; /* 1 = CPU (kDLCPU) */
+  int32_t device_id;
+} tsl_device;
+typedef struct tsl_dtype {
+  uint8_t code; /* 0 int, 2 float, 4 bfloat, 6 bool (kDLInt, kDLFloat, kDLBfloat, kDLBool) */
+  uint8_t bits;
+  uint16_t lanes; /* 1 */
+} tsl_dtype;
+typedef struct tsl_tensor {
+  void *data;
+  tsl_device device;
+  int32_t ndim;
+  tsl_dtype dtype;
+  int64_t *shape;
+  int64_t *strides; /* NULL or row-major compact */
+  uint64_t byte_offset;
+} tsl_tensor;
+
+/* One argument: a tensor, or an integer for an `int` parameter. */
+typedef struct tsl_arg {
+  int32_t is_int;
+  int64_t int_value;
+  tsl_tensor tensor;
+} tsl_arg;
+
+typedef struct tsl_runtime_options {
+  int32_t cache_limit; /* variants per function before the all-dynamic one; 0: 8 */
+} tsl_runtime_options;
+
+typedef struct tsl_runtime tsl_runtime;
+typedef struct tsl_module tsl_module;
+typedef struct tsl_function tsl_function;
+
+/* The last error message of the calling thread ("" when none). */
+const char *tsl_last_error(void);
+
+tsl_status tsl_runtime_create(const tsl_runtime_options *options, tsl_runtime **out);
+/* Frees the runtime with its modules and functions. */
+void tsl_runtime_destroy(tsl_runtime *rt);
+
+/* Loads a .tsl source file (compiled on demand; needs a compiler). */
+tsl_status tsl_module_load_source(tsl_runtime *rt, const char *path, tsl_module **out);
+tsl_status tsl_module_get_function(tsl_module *module, const char *name, tsl_function **out);
+
+/* Calls a function. On success *outputs points to *noutputs tensors the
+ * runtime allocated (CPU, row-major); free them with tsl_outputs_free.
+ * Safe to call concurrently from several threads. */
+tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args, int32_t nargs,
+                             tsl_tensor **outputs, int32_t *noutputs);
+void tsl_outputs_free(tsl_tensor *outputs, int32_t noutputs);
+
+/* Installs the JIT compiler (defined in the tsl_driver library, not in the
+ * runtime): tsl_module_load_source then compiles variants on demand. */
+tsl_status tsl_runtime_enable_jit(tsl_runtime *rt);
+
+/* How many variants were compiled and how many calls ran so far. */
+tsl_status tsl_function_stats(tsl_function *fn, int32_t *compiles, int32_t *calls);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TSL_C_H */
