@@ -194,7 +194,7 @@ tsl_status tsl_function_stats(tsl_function *fn, int32_t *compiles, int32_t *call
   if (compiles)
     *compiles = static_cast<int32_t>(st.compiles);
   if (calls)
-    *calls = static_cast<int32_t>(st.callVariants.size());
+    *calls = static_cast<int32_t>(st.calls);
   return TSL_OK;
 }
 

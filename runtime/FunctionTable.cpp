@@ -82,9 +82,22 @@ LogFlags LogFlags::fromEnvironment() {
 FunctionTable::FunctionTable(std::string name, CompilerHook *hook, TableOptions options)
     : name_(std::move(name)), hook_(hook), options_(options), log_(LogFlags::fromEnvironment()) {}
 
+void FunctionTable::publish(std::shared_ptr<VariantCode> v) {
+  size_t index = variants_.size();
+  variants_.push_back(v);
+  if (index < kMaxVariants) {
+    published_[index].store(v.get(), std::memory_order_relaxed);
+    publishedCount_.store(index + 1, std::memory_order_release);
+  }
+}
+
 void FunctionTable::addVariant(VariantCode variant) {
   std::lock_guard<std::mutex> lock(mutex_);
-  variants_.push_back(std::make_shared<VariantCode>(std::move(variant)));
+  publish(std::make_shared<VariantCode>(std::move(variant)));
+}
+
+int FunctionTable::dispatch(const std::vector<CallArg> &args, std::vector<int64_t> &syms) const {
+  return select(0, publishedCount_.load(std::memory_order_acquire), args, syms, nullptr);
 }
 
 Stats FunctionTable::stats() const {
@@ -97,18 +110,20 @@ size_t FunctionTable::numVariants() const {
   return variants_.size();
 }
 
-int FunctionTable::select(const std::vector<std::shared_ptr<VariantCode>> &variants,
-                          const std::vector<CallArg> &args, std::vector<int64_t> &syms,
-                          std::string &reason) const {
-  std::vector<int64_t> sizes, ints;
+int FunctionTable::select(size_t first, size_t count, const std::vector<CallArg> &args,
+                          std::vector<int64_t> &syms, std::string *reason) const {
+  // Reused per thread: dispatch allocates nothing in the steady state.
+  thread_local std::vector<int64_t> sizes, ints;
+  sizes.clear();
+  ints.clear();
   for (const CallArg &a : args) {
     if (a.isInt)
       ints.push_back(a.intValue);
     else
       sizes.insert(sizes.end(), a.shape.begin(), a.shape.end());
   }
-  for (size_t i = 0; i < variants.size(); ++i) {
-    const VariantCode &v = *variants[i];
+  for (size_t i = first; i < count; ++i) {
+    const VariantCode &v = *published_[i].load(std::memory_order_relaxed);
     // Ranks and element types are part of the signature, not of guards.
     bool fits = v.params.size() == args.size();
     for (size_t k = 0; fits && k < args.size(); ++k) {
@@ -117,16 +132,19 @@ int FunctionTable::select(const std::vector<std::shared_ptr<VariantCode>> &varia
              (p.isInt || (p.dtype == args[k].dtype && p.rank == static_cast<int32_t>(args[k].shape.size())));
     }
     if (!fits) {
-      reason = "rank or element types differ from variant " + std::to_string(i);
+      if (reason)
+        *reason = "rank or element types differ from variant " + std::to_string(i);
       continue;
     }
-    syms.assign(v.numSymbols + 1, 0);
+    if (syms.size() < v.numSymbols + 1)
+      syms.resize(v.numSymbols + 1);
     int32_t code = v.match(sizes.data(), ints.data(), syms.data());
     if (code == 0)
       return static_cast<int>(i);
-    reason = code > 0 && static_cast<size_t>(code) <= v.checks.size()
-                 ? withValues(v.checks[code - 1], namedValues(v, args))
-                 : "check " + std::to_string(code) + " failed";
+    if (reason)
+      *reason = code > 0 && static_cast<size_t>(code) <= v.checks.size()
+                    ? withValues(v.checks[code - 1], namedValues(v, args))
+                    : "check " + std::to_string(code) + " failed";
   }
   return -1;
 }
@@ -174,7 +192,7 @@ bool FunctionTable::compileFor(const std::vector<CallArg> &args, const std::stri
   if (log_.perf)
     std::fprintf(stderr, "[tsl] perf: compiled %s variant %zu in %.1f ms\n", name_.c_str(),
                  variants_.size(), ms);
-  variants_.push_back(std::make_shared<VariantCode>(std::move(code)));
+  publish(std::make_shared<VariantCode>(std::move(code)));
   return true;
 }
 
@@ -196,42 +214,45 @@ bool FunctionTable::call(const std::vector<CallArg> &args, std::vector<Output> &
       return false;
     }
   }
-  std::vector<std::shared_ptr<VariantCode>> snapshot;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    snapshot = variants_;
-  }
   std::vector<int64_t> syms;
   std::string reason = "no variant compiled yet";
-  int chosen = select(snapshot, args, syms, reason);
+  size_t seen = publishedCount_.load(std::memory_order_acquire);
+  int chosen = select(0, seen, args, syms, nullptr);
   if (chosen < 0) {
     std::lock_guard<std::mutex> lock(mutex_);
-    // Another thread may have compiled a matching variant meanwhile.
-    chosen = select(variants_, args, syms, reason);
+    // Explain the miss, and look at variants other threads added meanwhile.
+    size_t now = publishedCount_.load(std::memory_order_acquire);
+    chosen = select(0, now, args, syms, &reason);
     if (chosen < 0) {
       if (!hook_) {
         error = "no compiled variant of '" + name_ + "' serves this call (" + reason +
                 ") and this runtime has no compiler";
         return false;
       }
+      if (variants_.size() >= kMaxVariants) {
+        error = "'" + name_ + "' has too many variants";
+        return false;
+      }
       if (!compileFor(args, reason, error))
         return false;
-      std::vector<std::shared_ptr<VariantCode>> last{variants_.back()};
+      size_t last = publishedCount_.load(std::memory_order_acquire) - 1;
       std::string why;
-      if (select(last, args, syms, why) != 0) {
+      if (select(last, last + 1, args, syms, &why) < 0) {
         error = "the variant compiled for this call of '" + name_ + "' rejects it: " + why;
         return false;
       }
-      chosen = static_cast<int>(variants_.size()) - 1;
+      chosen = static_cast<int>(last);
     }
-    snapshot = variants_;
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stats_.callVariants.push_back(chosen);
+    ++stats_.calls;
+    if (stats_.callVariants.size() < 100000) // bounded: long-running programs
+      stats_.callVariants.push_back(chosen);
   }
   variant = chosen;
-  return run(*snapshot[chosen], args, syms, outputs, error);
+  const VariantCode &v = *published_[chosen].load(std::memory_order_relaxed);
+  return run(v, args, syms, outputs, error);
 }
 
 bool FunctionTable::run(const VariantCode &v, const std::vector<CallArg> &args,
@@ -270,14 +291,20 @@ bool FunctionTable::run(const VariantCode &v, const std::vector<CallArg> &args,
         numel *= out.shape.back();
       }
       size_t bytes = static_cast<size_t>(numel) * elementSize(r.dtype);
-      out.data = std::malloc(bytes ? bytes : 1);
-      if (!out.data) {
-        error = "out of memory for a result";
-        ok = false;
-        break;
+      // A result the kernel allocated is handed over without a copy; one
+      // that aliases an argument (or another result) is copied.
+      if (buffers[r.value] && tsl_rt_context_take(ctx, buffers[r.value])) {
+        out.data = buffers[r.value];
+      } else {
+        out.data = std::malloc(bytes ? bytes : 1);
+        if (!out.data) {
+          error = "out of memory for a result";
+          ok = false;
+          break;
+        }
+        if (bytes)
+          std::memcpy(out.data, buffers[r.value], bytes);
       }
-      if (bytes)
-        std::memcpy(out.data, buffers[r.value], bytes);
       outputs.push_back(out);
     }
     if (!ok)

@@ -5,6 +5,8 @@
 
 #include "runtime/Variant.h"
 
+#include <array>
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -22,6 +24,8 @@ struct Output {
 /// What a table has done, for `--stats` and tests.
 struct Stats {
   size_t compiles = 0;
+  size_t calls = 0;
+  /// The variant of each call (the first 100,000 calls).
   std::vector<int> callVariants;
   std::vector<std::string> recompileReasons;
 };
@@ -51,13 +55,17 @@ public:
 
   Stats stats() const;
   size_t numVariants() const;
+  /// Only the variant choice (argument matching and guards) of a call: the
+  /// variant index or -1. For measuring dispatch overhead.
+  int dispatch(const std::vector<CallArg> &args, std::vector<int64_t> &syms) const;
 
 private:
   /// The first variant whose matcher accepts the call, or -1 with the
   /// reason the last one rejected it.
-  int select(const std::vector<std::shared_ptr<VariantCode>> &variants,
-             const std::vector<CallArg> &args, std::vector<int64_t> &syms,
-             std::string &reason) const;
+  int select(size_t first, size_t count, const std::vector<CallArg> &args,
+             std::vector<int64_t> &syms, std::string *reason) const;
+  /// Makes variant \p v visible to lock-free readers (under mutex_).
+  void publish(std::shared_ptr<VariantCode> v);
   bool compileFor(const std::vector<CallArg> &args, const std::string &reason,
                   std::string &error);
   bool run(const VariantCode &v, const std::vector<CallArg> &args, std::vector<int64_t> &syms,
@@ -68,7 +76,12 @@ private:
   TableOptions options_;
   LogFlags log_;
   mutable std::mutex mutex_;
-  std::vector<std::shared_ptr<VariantCode>> variants_;
+  std::vector<std::shared_ptr<VariantCode>> variants_; ///< owned; only grows
+  /// Lock-free view for dispatch: variants are never removed, so readers
+  /// load the count (acquire) and then the pointers.
+  static constexpr size_t kMaxVariants = 64;
+  std::array<std::atomic<const VariantCode *>, kMaxVariants> published_{};
+  std::atomic<size_t> publishedCount_{0};
   std::set<std::string> dynamicDims_;
   bool compiledAllDynamic_ = false;
   Stats stats_;

@@ -28,6 +28,10 @@ tsl_rt_context *tsl_rt_context_create(void);
 void tsl_rt_context_destroy(tsl_rt_context *ctx);
 /// Frees every allocation made in the context except \p keep (outputs).
 void tsl_rt_context_release(tsl_rt_context *ctx, void *const *keep, int32_t nkeep);
+/// Hands \p p (an allocation of this context) to the caller: it is no longer
+/// freed by the context and must be released with free(). Returns 0 when
+/// \p p is not (or no longer) owned by the context.
+int32_t tsl_rt_context_take(tsl_rt_context *ctx, void *p);
 /// The error message recorded by a failed call ("" when none).
 const char *tsl_rt_context_error(const tsl_rt_context *ctx);
 /// The op index passed to tsl_rt_fail (-1 when the failure came from a

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <malloc.h>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -147,7 +148,20 @@ bool lessThan(int32_t d, const void *x, int64_t a, int64_t b) {
 
 extern "C" {
 
-tsl_rt_context *tsl_rt_context_create(void) { return new tsl_rt_context(); }
+tsl_rt_context *tsl_rt_context_create(void) {
+  // Large tensors come and go on every call: keep freed blocks in the heap
+  // instead of unmapping them, so the next call does not page-fault on
+  // fresh memory (glibc's default returns blocks above 128 KiB to the OS).
+  static const bool tuned = [] {
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+    return true;
+  }();
+  (void)tuned;
+  return new tsl_rt_context();
+}
 
 void tsl_rt_context_destroy(tsl_rt_context *ctx) {
   if (!ctx)
@@ -168,6 +182,15 @@ void tsl_rt_context_release(tsl_rt_context *ctx, void *const *keep, int32_t nkee
       std::free(p);
   }
   ctx->allocations = kept;
+}
+
+int32_t tsl_rt_context_take(tsl_rt_context *ctx, void *p) {
+  for (size_t i = 0; i < ctx->allocations.size(); ++i)
+    if (ctx->allocations[i] == p) {
+      ctx->allocations.erase(ctx->allocations.begin() + static_cast<std::ptrdiff_t>(i));
+      return 1;
+    }
+  return 0;
 }
 
 const char *tsl_rt_context_error(const tsl_rt_context *ctx) { return ctx->error.c_str(); }

@@ -48,9 +48,13 @@ public:
     for (const Param &p : fn.params)
       if (!p.isInt)
         bufs[p.value] = loadBuffer(p.value);
+    planFusion();
     for (size_t i = 0; i < fn.ops.size(); ++i) {
       opIndex = static_cast<int32_t>(i);
-      if (!lowerOp(fn.ops[i])) {
+      const Operation &op = fn.ops[i];
+      if (!op.results.empty() && inlined[op.results[0]])
+        continue; // computed inside its consumer's loop
+      if (!lowerOp(op)) {
         err = error.empty() ? "not supported" : error;
         return nullptr;
       }
@@ -616,40 +620,148 @@ private:
   }
 
   // --- ops ----------------------------------------------------------------
+  // --- fusion -------------------------------------------------------------
+  // An elementwise result used exactly once, by an elementwise op or a
+  // reduction that iterates the same shape, is not stored: its consumer
+  // recomputes it at each index (constants and sizes always fuse). So
+  // `relu(x*1.5+0.5)*2.0` is one loop that reads x once and writes once.
+  std::vector<const Operation *> producer;
+  std::vector<bool> inlined;
+
+  static bool isElementwise(OpCode c) {
+    switch (c) {
+    case OpCode::Reshape:
+    case OpCode::Permute:
+    case OpCode::Expand:
+    case OpCode::Slice:
+    case OpCode::Pad:
+    case OpCode::Concat:
+    case OpCode::Matmul:
+    case OpCode::Full:
+    case OpCode::Arange:
+    case OpCode::ReduceSum:
+    case OpCode::ReduceMean:
+    case OpCode::ReduceMax:
+    case OpCode::ReduceMin:
+    case OpCode::Argmax:
+    case OpCode::Conv2d:
+    case OpCode::MaxPool2d:
+    case OpCode::Nonzero:
+    case OpCode::MaskedSelect:
+    case OpCode::Unique:
+    case OpCode::Item:
+    case OpCode::IndexSelect:
+    case OpCode::Topk:
+    case OpCode::Assert:
+      return false;
+    default:
+      return true; // arithmetic, comparisons, unary math, where, cast, constants
+    }
+  }
+
+  void planFusion() {
+    std::vector<int> uses(fn.values.size(), 0);
+    producer.assign(fn.values.size(), nullptr);
+    inlined.assign(fn.values.size(), false);
+    for (const Operation &op : fn.ops) {
+      for (ValueId v : op.operands)
+        ++uses[v];
+      for (ValueId r : op.results)
+        producer[r] = &op;
+    }
+    for (ValueId r : fn.results)
+      uses[r] += 2; // results are stored
+    for (const Operation &op : fn.ops) {
+      bool consumerOk = isElementwise(op.code) || op.code == OpCode::ReduceSum ||
+                        op.code == OpCode::ReduceMean || op.code == OpCode::ReduceMax ||
+                        op.code == OpCode::ReduceMin;
+      if (!consumerOk || op.code == OpCode::Constant || op.code == OpCode::SymScalar)
+        continue;
+      const TensorType &loop =
+          isElementwise(op.code) ? fn.type(op.results[0]) : fn.type(op.operands[0]);
+      for (ValueId v : op.operands) {
+        const Operation *p = producer[v];
+        if (!p || !isElementwise(p->code))
+          continue;
+        bool scalar = p->code == OpCode::Constant || p->code == OpCode::SymScalar;
+        if (scalar || (uses[v] == 1 && fn.type(v).dims == loop.dims))
+          inlined[v] = true;
+      }
+    }
+  }
+
+  /// Strides of \p t broadcast to \p shape (0 on size-1 axes).
+  std::vector<Value *> broadcastStrides(const TensorType &t, const std::vector<Value *> &shape) {
+    std::vector<Value *> own = contiguousStrides(dims(t));
+    std::vector<Value *> s(shape.size(), b.getInt64(0));
+    size_t off = shape.size() - t.rank();
+    for (size_t i = 0; i < t.rank(); ++i) {
+      Value *isOne = b.CreateICmpEQ(expr(t.dims[i]), b.getInt64(1));
+      s[off + i] = b.CreateSelect(isOne, b.getInt64(0), own[i]);
+    }
+    return s;
+  }
+
+  /// Strides (against the loop shape) of every stored value a fused tree
+  /// reads; computed before the loop.
+  void leafStrides(ValueId v, const std::vector<Value *> &shape,
+                   std::map<ValueId, std::vector<Value *>> &out) {
+    if (!inlined[v]) {
+      if (!out.count(v))
+        out[v] = broadcastStrides(fn.type(v), shape);
+      return;
+    }
+    for (ValueId o : producer[v]->operands)
+      leafStrides(o, shape, out);
+  }
+
+  /// The value of \p v at loop index \p idx: loaded, or recomputed.
+  Value *valueAt(ValueId v, const std::vector<Value *> &idx,
+                 const std::map<ValueId, std::vector<Value *>> &strides) {
+    if (!inlined[v])
+      return load(fn.type(v).dtype, bufs[v], offset(idx, strides.at(v)));
+    const Operation &p = *producer[v];
+    DType outType = fn.type(v).dtype;
+    if (p.code == OpCode::Constant) {
+      Number n = p.numAttr("value");
+      return n.isInt ? convert(b.getInt64(n.i), DType::I64, outType)
+                     : convert(fconst(DType::F64, n.f), DType::F64, outType);
+    }
+    if (p.code == OpCode::SymScalar)
+      return convert(expr(p.exprAttr("expr")), DType::I64, outType);
+    std::vector<Value *> vals;
+    for (ValueId o : p.operands)
+      vals.push_back(valueAt(o, idx, strides));
+    return compute(p, vals);
+  }
+
+  /// One elementwise op applied to computed operand values.
+  Value *compute(const Operation &op, const std::vector<Value *> &vals) {
+    DType out = fn.type(op.results[0]).dtype;
+    DType inType = op.operands.empty() ? out : fn.type(op.operands[0]).dtype;
+    if (op.code == OpCode::Where)
+      return b.CreateSelect(vals[0], vals[1], vals[2]);
+    if (op.code == OpCode::Cast)
+      return convert(vals[0], inType, out);
+    if (vals.size() == 1)
+      return unary(op.code, inType, vals[0]);
+    return binary(op.code, inType, vals[0], vals[1]);
+  }
+
   bool elementwise(const Operation &op) {
     const TensorType &out = fn.type(op.results[0]);
     std::vector<Value *> shape = dims(out);
     Value *dst = allocateResult(op);
     std::vector<Value *> outStrides = contiguousStrides(shape);
-    std::vector<std::vector<Value *>> inStrides;
-    for (ValueId v : op.operands) {
-      const TensorType &t = fn.type(v);
-      std::vector<Value *> own = contiguousStrides(dims(t));
-      std::vector<Value *> s(shape.size(), b.getInt64(0));
-      size_t off = shape.size() - t.rank();
-      for (size_t i = 0; i < t.rank(); ++i) {
-        Value *isOne = b.CreateICmpEQ(expr(t.dims[i]), b.getInt64(1));
-        s[off + i] = b.CreateSelect(isOne, b.getInt64(0), own[i]);
-      }
-      inStrides.push_back(s);
-    }
-    DType inType = op.operands.empty() ? out.dtype : fn.type(op.operands[0]).dtype;
-    if (op.code == OpCode::Where)
-      inType = fn.type(op.operands[1]).dtype;
+    std::map<ValueId, std::vector<Value *>> strides;
+    for (ValueId v : op.operands)
+      leafStrides(v, shape, strides);
     bool ok = true;
     loops(shape, [&](const std::vector<Value *> &idx) {
       std::vector<Value *> vals;
-      for (size_t k = 0; k < op.operands.size(); ++k)
-        vals.push_back(load(fn.type(op.operands[k]).dtype, bufs[op.operands[k]], offset(idx, inStrides[k])));
-      Value *r = nullptr;
-      if (op.code == OpCode::Where)
-        r = b.CreateSelect(vals[0], vals[1], vals[2]);
-      else if (op.code == OpCode::Cast)
-        r = convert(vals[0], inType, out.dtype);
-      else if (vals.size() == 1)
-        r = unary(op.code, inType, vals[0]);
-      else
-        r = binary(op.code, inType, vals[0], vals[1]);
+      for (ValueId v : op.operands)
+        vals.push_back(valueAt(v, idx, strides));
+      Value *r = compute(op, vals);
       if (!r) {
         ok = unsupported(opInfo(op.code).name);
         return;
@@ -704,11 +816,12 @@ private:
     for (size_t i = 0; i < in.rank(); ++i)
       if (red[i])
         accStrides[i] = b.getInt64(0);
-    std::vector<Value *> inStrides = contiguousStrides(inShape);
+    std::map<ValueId, std::vector<Value *>> inStrides;
+    leafStrides(op.operands[0], inShape, inStrides);
     loops(inShape, [&](const std::vector<Value *> &idx) {
       Value *slot = b.CreateGEP(acc, accBuf, offset(idx, accStrides));
       Value *cur = b.CreateLoad(acc, slot);
-      Value *x = load(t, bufs[op.operands[0]], offset(idx, inStrides));
+      Value *x = valueAt(op.operands[0], idx, inStrides);
       if (t == DType::Bool)
         x = b.CreateZExt(x, i64);
       Value *r;

@@ -1,0 +1,136 @@
+// CPU benchmarks of compiled TSL through the runtime (variant table, native
+// dispatch, JIT-compiled kernels). Prints one line per measurement;
+// bench/cpu.sh runs the NumPy/PyTorch peers in the same run and prints
+// ratios. Single-threaded.
+#include "runtime/FunctionTable.h"
+#include "tools/driver/JitCompiler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+using namespace tsl;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Buffer {
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+};
+
+Buffer randomBuffer(std::vector<int64_t> shape, std::mt19937 &rng) {
+  Buffer b{shape, {}};
+  size_t n = 1;
+  for (int64_t d : shape)
+    n *= static_cast<size_t>(d);
+  b.data.resize(n);
+  std::normal_distribution<float> normal(0.f, 0.05f);
+  for (float &v : b.data)
+    v = normal(rng);
+  return b;
+}
+
+std::vector<rt::CallArg> argsOf(const std::vector<Buffer> &bufs) {
+  std::vector<rt::CallArg> args;
+  for (const Buffer &b : bufs) {
+    rt::CallArg a;
+    a.dtype = 6; // f32
+    a.shape = b.shape;
+    a.data = b.data.data();
+    args.push_back(a);
+  }
+  return args;
+}
+
+/// Median seconds of \p fn over \p reps runs after one warm-up.
+template <typename F> double median(int reps, F fn) {
+  fn();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    auto start = Clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+double timeCall(rt::FunctionTable &table, const std::vector<rt::CallArg> &args, int reps) {
+  return median(reps, [&] {
+    std::vector<rt::Output> out;
+    int variant;
+    std::string error;
+    if (!table.call(args, out, variant, error)) {
+      std::fprintf(stderr, "bench call failed: %s\n", error.c_str());
+      std::exit(1);
+    }
+    for (rt::Output &o : out)
+      std::free(o.data);
+  });
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s bench/models.tsl\n", argv[0]);
+    return 2;
+  }
+  JitCompiler jit(argv[1]);
+  std::mt19937 rng(1);
+
+  // Dispatch: choosing the variant of a function with ten guards.
+  {
+    rt::FunctionTable table("guarded", &jit);
+    std::vector<Buffer> bufs;
+    for (int i = 0; i < 11; ++i)
+      bufs.push_back(randomBuffer({4}, rng));
+    std::vector<rt::CallArg> args = argsOf(bufs);
+    timeCall(table, args, 1); // compile
+    std::vector<int64_t> syms;
+    const int n = 1000000;
+    auto start = Clock::now();
+    int sink = 0;
+    for (int i = 0; i < n; ++i)
+      sink += table.dispatch(args, syms);
+    double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count() / n;
+    std::printf("dispatch (10 guards): %.1f ns per call%s\n", ns, sink ? " (miss?)" : "");
+  }
+  // Elementwise over 16M floats vs a plain copy.
+  {
+    rt::FunctionTable table("ew", &jit);
+    std::vector<Buffer> bufs{randomBuffer({1 << 24}, rng)};
+    double t = timeCall(table, argsOf(bufs), 15);
+    std::vector<float> dst(bufs[0].data.size());
+    double copy = median(15, [&] { std::memcpy(dst.data(), bufs[0].data.data(), dst.size() * 4); });
+    std::printf("relu(x*1.5+0.5)*2.0 16M f32: %.2f ms (copy %.2f ms, %.2fx the copy)\n", t * 1e3,
+                copy * 1e3, t / copy);
+  }
+  // Matmul 1024^3.
+  {
+    rt::FunctionTable table("mm", &jit);
+    std::vector<Buffer> bufs{randomBuffer({1024, 1024}, rng), randomBuffer({1024, 1024}, rng)};
+    double t = timeCall(table, argsOf(bufs), 3);
+    std::printf("matmul 1024^3 f32: %.2f ms = %.1f GFLOP/s\n", t * 1e3, 2.0 * 1024 * 1024 * 1024 / t / 1e9);
+  }
+  // Softmax and the encoder layer at the (B, S).
+  for (auto [B, S] : std::vector<std::pair<int64_t, int64_t>>{{1, 128}, {4, 128}, {1, 512}, {8, 64}}) {
+    rt::FunctionTable softmax("softmax", &jit);
+    std::vector<Buffer> x{randomBuffer({B, S, 256}, rng)};
+    double ts = timeCall(softmax, argsOf(x), 20);
+    rt::FunctionTable encoder("encoder", &jit);
+    std::vector<Buffer> e{x[0]};
+    for (auto shape : std::vector<std::vector<int64_t>>{{256, 256}, {256, 256}, {256, 256}, {256, 256}, {256}, {256},
+                                                         {256, 1024}, {1024}, {1024, 256}, {256}, {256}, {256}})
+      e.push_back(randomBuffer(shape, rng));
+    double te = timeCall(encoder, argsOf(e), 5);
+    std::printf("softmax B=%lld S=%lld: %.3f ms; encoder_layer: %.2f ms\n", static_cast<long long>(B),
+                static_cast<long long>(S), ts * 1e3, te * 1e3);
+  }
+  return 0;
+}
