@@ -64,6 +64,10 @@ int32_t tsl_rt_index_select(tsl_rt_context *ctx, int32_t dtype, const void *x,
                             const void *idx, int64_t nidx, void *out);
 int32_t tsl_rt_topk(tsl_rt_context *ctx, int32_t dtype, const void *x, int64_t rows, int64_t n,
                     int64_t k, void *values, void *indices);
+/// C[M, N] = A[M, K] @ B[K, N] in f32 (row-major with leading dimensions),
+/// cache-blocked with a vectorized micro-kernel for the host's CPU features.
+void tsl_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                  int64_t ldb, float *C, int64_t ldc);
 /// argmax over one axis (axis < 0: the flattened tensor), writing i64.
 int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t dtype, const void *x, const int64_t *shape,
                       int32_t rank, int32_t axis, void *out);

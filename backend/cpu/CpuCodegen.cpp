@@ -226,7 +226,16 @@ private:
 
   // --- runtime calls ---------------------------------------------------
   llvm::FunctionCallee runtime(const char *name, llvm::Type *ret, std::vector<llvm::Type *> args) {
-    return mod->getOrInsertFunction(name, llvm::FunctionType::get(ret, args, false));
+    llvm::FunctionCallee callee =
+        mod->getOrInsertFunction(name, llvm::FunctionType::get(ret, args, false));
+    if (std::string(name) == "tsl_rt_alloc")
+      if (auto *f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
+        // Fresh memory aliases nothing: lets LLVM keep accumulators in
+        // registers and vectorize across buffers.
+        f->addRetAttr(llvm::Attribute::NoAlias);
+        f->addRetAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(64)));
+      }
+    return callee;
   }
 
   /// Branches to a failure exit when \p failed is true.
@@ -691,28 +700,36 @@ private:
   }
 
   /// Strides of \p t broadcast to \p shape (0 on size-1 axes).
-  std::vector<Value *> broadcastStrides(const TensorType &t, const std::vector<Value *> &shape) {
+  std::vector<Value *> broadcastStrides(const TensorType &t, const std::vector<Value *> &shape,
+                                        const std::vector<SymExpr> *loopDims = nullptr) {
     std::vector<Value *> own = contiguousStrides(dims(t));
     std::vector<Value *> s(shape.size(), b.getInt64(0));
     size_t off = shape.size() - t.rank();
     for (size_t i = 0; i < t.rank(); ++i) {
-      Value *isOne = b.CreateICmpEQ(expr(t.dims[i]), b.getInt64(1));
-      s[off + i] = b.CreateSelect(isOne, b.getInt64(0), own[i]);
+      // Decided at compile time when the dims say so (the shape rules
+      // proved or guarded it); a run-time select only for the rest.
+      if (loopDims && (*loopDims)[off + i] == t.dims[i] && !t.dims[i].isConst(1))
+        s[off + i] = own[i];
+      else if (t.dims[i].isConst(1))
+        s[off + i] = b.getInt64(0);
+      else
+        s[off + i] = b.CreateSelect(b.CreateICmpEQ(expr(t.dims[i]), b.getInt64(1)),
+                                    b.getInt64(0), own[i]);
     }
     return s;
   }
 
   /// Strides (against the loop shape) of every stored value a fused tree
   /// reads; computed before the loop.
-  void leafStrides(ValueId v, const std::vector<Value *> &shape,
+  void leafStrides(ValueId v, const std::vector<Value *> &shape, const std::vector<SymExpr> &loopDims,
                    std::map<ValueId, std::vector<Value *>> &out) {
     if (!inlined[v]) {
       if (!out.count(v))
-        out[v] = broadcastStrides(fn.type(v), shape);
+        out[v] = broadcastStrides(fn.type(v), shape, &loopDims);
       return;
     }
     for (ValueId o : producer[v]->operands)
-      leafStrides(o, shape, out);
+      leafStrides(o, shape, loopDims, out);
   }
 
   /// The value of \p v at loop index \p idx: loaded, or recomputed.
@@ -755,7 +772,7 @@ private:
     std::vector<Value *> outStrides = contiguousStrides(shape);
     std::map<ValueId, std::vector<Value *>> strides;
     for (ValueId v : op.operands)
-      leafStrides(v, shape, strides);
+      leafStrides(v, shape, out.dims, strides);
     bool ok = true;
     loops(shape, [&](const std::vector<Value *> &idx) {
       std::vector<Value *> vals;
@@ -817,7 +834,7 @@ private:
       if (red[i])
         accStrides[i] = b.getInt64(0);
     std::map<ValueId, std::vector<Value *>> inStrides;
-    leafStrides(op.operands[0], inShape, inStrides);
+    leafStrides(op.operands[0], inShape, in.dims, inStrides);
     loops(inShape, [&](const std::vector<Value *> &idx) {
       Value *slot = b.CreateGEP(acc, accBuf, offset(idx, accStrides));
       Value *cur = b.CreateLoad(acc, slot);
@@ -831,8 +848,16 @@ private:
       else if (op.code == OpCode::ReduceMin)
         r = fl ? b.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, cur, x)
                : b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, cur, x);
-      else
-        r = fl ? b.CreateFAdd(cur, x) : b.CreateAdd(cur, x);
+      else if (fl) {
+        // Summation order is free (like NumPy's pairwise sums): lets the
+        // vectorizer split the sum into lanes.
+        llvm::FastMathFlags fmf;
+        fmf.setAllowReassoc();
+        r = b.CreateFAdd(cur, x);
+        llvm::cast<llvm::Instruction>(r)->setFastMathFlags(fmf);
+      } else {
+        r = b.CreateAdd(cur, x);
+      }
       b.CreateStore(r, slot);
     });
     loops({n}, [&](const std::vector<Value *> &i) {
@@ -880,6 +905,20 @@ private:
       batch[i] = d;
     }
     Value *dst = allocateResult(op);
+    if (t == DType::F32) {
+      // f32: the runtime's cache-blocked, vectorized kernel per batch.
+      std::vector<Value *> outStrides = contiguousStrides(batch);
+      Value *mn = b.CreateMul(M, N);
+      llvm::Type *f32 = b.getFloatTy();
+      loops(batch, [&](const std::vector<Value *> &bi) {
+        Value *pa = b.CreateGEP(f32, bufs[op.operands[0]], offset(bi, sa));
+        Value *pb = b.CreateGEP(f32, bufs[op.operands[1]], offset(bi, sc));
+        Value *pc = b.CreateGEP(f32, dst, b.CreateMul(offset(bi, outStrides), mn));
+        b.CreateCall(runtime("tsl_rt_sgemm", b.getVoidTy(), {i64, i64, i64, ptr, i64, ptr, i64, ptr, i64}),
+                     {M, N, K, pa, K, pb, N, pc, N});
+      });
+      return true;
+    }
     llvm::Type *acc = computeType(t);
     bool fl = isFloat(t);
     Value *mn = b.CreateMul(M, N);

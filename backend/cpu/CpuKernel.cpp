@@ -10,7 +10,9 @@
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/DynamicLibrary.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -28,6 +30,8 @@ void initializeLLVM() {
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    // The vector math the optimizer may call (see optimize()).
+    llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1");
   });
 }
 
@@ -48,6 +52,11 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
   tuning.LoopVectorization = true;
   tuning.SLPVectorization = true;
   llvm::PassBuilder pb(&tm, tuning);
+  // Vectorized exp/log/sin/cos/... from glibc's libmvec.
+  llvm::TargetLibraryInfoImpl tlii(tm.getTargetTriple());
+  tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86,
+                                          tm.getTargetTriple());
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -132,6 +141,7 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn, std::string &e
   add("tsl_rt_index_select", reinterpret_cast<void *>(&tsl_rt_index_select));
   add("tsl_rt_topk", reinterpret_cast<void *>(&tsl_rt_topk));
   add("tsl_rt_argmax", reinterpret_cast<void *>(&tsl_rt_argmax));
+  add("tsl_rt_sgemm", reinterpret_cast<void *>(&tsl_rt_sgemm));
   add("tanhf", reinterpret_cast<void *>(static_cast<float (*)(float)>(&::tanhf)));
   add("tanh", reinterpret_cast<void *>(static_cast<double (*)(double)>(&::tanh)));
   add("erff", reinterpret_cast<void *>(static_cast<float (*)(float)>(&::erff)));

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Peers for bench/cpu.sh, one thread each: NumPy (OpenBLAS) and PyTorch
+eager on the CPU, plus torch.compile(dynamic=True)'s per-call guard cost.
+Prints lines 'key: milliseconds' for the script to compare."""
+import os
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+os.environ.setdefault('OMP_NUM_THREADS', '1')
+import time
+
+import numpy as np
+import torch
+
+torch.set_num_threads(1)
+
+
+def median(fn, reps):
+    fn()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    times.sort()
+    return times[len(times) // 2]
+
+
+rng = np.random.default_rng(1)
+x = rng.standard_normal(1 << 24, dtype=np.float32)
+print(f'numpy_ew: {median(lambda: np.maximum(x * 1.5 + 0.5, 0) * 2.0, 15) * 1e3:.3f}')
+a = rng.standard_normal((1024, 1024), dtype=np.float32)
+b = rng.standard_normal((1024, 1024), dtype=np.float32)
+print(f'numpy_mm: {median(lambda: a @ b, 5) * 1e3:.3f}')
+
+layer = torch.nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, dropout=0.0,
+                                         activation='gelu', batch_first=True).eval()
+with torch.no_grad():
+    for B, S in [(1, 128), (4, 128), (1, 512), (8, 64)]:
+        t = torch.randn(B, S, 256)
+        sm = median(lambda: torch.softmax(t, dim=-1), 20)
+        enc = median(lambda: layer(t), 5)
+        print(f'torch_softmax_{B}_{S}: {sm * 1e3:.3f}')
+        print(f'torch_encoder_{B}_{S}: {enc * 1e3:.3f}')
+
+    # Guard and dispatch cost of torch.compile(dynamic=True) with ten
+    # inputs whose sizes must agree: compiled call time minus eager time.
+    def guarded(*xs):
+        out = xs[0]
+        for v in xs[1:]:
+            out = out + v
+        return out
+    args = [torch.randn(4) for _ in range(11)]
+    compiled = torch.compile(guarded, dynamic=True)
+    compiled(*args)
+    n = 20000
+    start = time.perf_counter()
+    for _ in range(n):
+        compiled(*args)
+    per_compiled = (time.perf_counter() - start) / n
+    start = time.perf_counter()
+    for _ in range(n):
+        guarded(*args)
+    per_eager = (time.perf_counter() - start) / n
+    print(f'torch_compile_call_overhead: {(per_compiled - per_eager) * 1e3:.6f}')
