@@ -9,6 +9,8 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/ADT/SmallString.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -78,6 +80,44 @@ bool lowerToLLVMText(const Function &fn, std::string &text, std::string &error) 
     return false;
   llvm::raw_string_ostream os(text);
   m->print(os, nullptr);
+  return true;
+}
+
+bool lowerToAssembly(const Function &fn, std::string &text, std::string &error) {
+  initializeLLVM();
+  llvm::LLVMContext ctx;
+  std::vector<std::string> checks;
+  std::unique_ptr<llvm::Module> m = lowerFunction(fn, ctx, checks, error);
+  if (!m)
+    return false;
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) {
+    error = errorText(jtmb.takeError());
+    return false;
+  }
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto tm = jtmb->createTargetMachine();
+  if (!tm) {
+    error = errorText(tm.takeError());
+    return false;
+  }
+  m->setDataLayout((*tm)->createDataLayout());
+  m->setTargetTriple((*tm)->getTargetTriple().str());
+  for (llvm::Function &f : *m)
+    if (!f.isDeclaration()) {
+      f.addFnAttr("target-cpu", (*tm)->getTargetCPU());
+      f.addFnAttr("target-features", (*tm)->getTargetFeatureString());
+    }
+  optimize(*m, **tm);
+  llvm::SmallString<0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if ((*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile)) {
+    error = "the host target cannot emit assembly";
+    return false;
+  }
+  pm.run(*m);
+  text = std::string(buffer.str());
   return true;
 }
 

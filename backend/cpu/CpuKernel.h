@@ -19,6 +19,10 @@ struct VariantCode;
 /// false with \p error when an op is not supported by the backend.
 bool lowerToLLVMText(const Function &fn, std::string &text, std::string &error);
 
+/// Lowers, optimizes for the host CPU and prints native assembly (`tslc
+/// emit --emit=asm`).
+bool lowerToAssembly(const Function &fn, std::string &text, std::string &error);
+
 /// A compiled, loaded kernel. Thread-compatible: run() may be called from
 /// several threads at once (each call has its own context).
 class CpuKernel {

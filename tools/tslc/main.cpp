@@ -9,6 +9,9 @@
 #include "tools/driver/Driver.h"
 #include "tools/driver/JitCompiler.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -29,8 +32,10 @@ commands:
   run FILE --fn NAME --calls CALLS [--stats]
                                     one call per line of CALLS (NAME=VALUE...) through the
                                     runtime's variant table; --stats prints compiles as JSON
-  emit FILE --emit=ast|ir|llvm [--fn NAME] [--arg NAME=VALUE...]
+  emit FILE --emit=ast|ir|llvm|asm [--fn NAME] [--arg NAME=VALUE...]
                                     print the AST, or the IR (symbolic without --arg)
+  bench FILE --fn NAME --arg NAME=VALUE...
+                                    compile, warm up, then latency min/mean/median/p90/p99
   guards FILE --fn NAME --arg NAME=TYPE... [--json]
                                     print a variant's guards, runtime assertions and result types
 
@@ -219,6 +224,76 @@ int cmdRunCalls(const Options &o) {
   return 0;
 }
 
+/// `tslc bench`: compile through the runtime (the first call), warm up,
+/// then time calls; prints latency statistics the way trtexec does.
+int cmdBench(const Options &o) {
+  if (o.files.size() != 1 || o.fn.empty())
+    return usageError("bench needs exactly one file and --fn NAME");
+  std::vector<ArgSpec> specs;
+  if (!parseArgs(o, true, specs))
+    return 1;
+  JitCompiler jit(o.files[0]);
+  std::vector<std::string> names = jit.parameterNames(o.fn);
+  std::vector<rt::CallArg> args;
+  for (const std::string &n : names) {
+    const ArgSpec *spec = nullptr;
+    for (const ArgSpec &a : specs)
+      if (a.name == n)
+        spec = &a;
+    if (!spec)
+      return usageError("missing argument '" + n + "'");
+    rt::CallArg a;
+    a.isInt = spec->isInt;
+    a.intValue = spec->intValue;
+    a.dtype = static_cast<int32_t>(spec->dtype);
+    a.shape = spec->shape;
+    if (!a.isInt)
+      a.data = spec->tensor.raw();
+    args.push_back(a);
+  }
+  if (names.empty())
+    return usageError("no function named '" + o.fn + "' in " + o.files[0]);
+  rt::FunctionTable table(o.fn, &jit);
+  auto once = [&](std::string &error) {
+    std::vector<rt::Output> out;
+    int variant;
+    bool ok = table.call(args, out, variant, error);
+    for (rt::Output &x : out)
+      std::free(x.data);
+    return ok;
+  };
+  std::string error;
+  auto t0 = std::chrono::steady_clock::now();
+  if (!once(error)) {
+    std::cerr << "tslc: error: " << error << "\n";
+    return 1;
+  }
+  double compileMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  // Warm up for 200 ms, then measure for about a second (at least 10 calls).
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  while (std::chrono::steady_clock::now() < until)
+    once(error);
+  std::vector<double> ms;
+  auto start = std::chrono::steady_clock::now();
+  while (ms.size() < 10 || (std::chrono::steady_clock::now() - start < std::chrono::seconds(1) && ms.size() < 100000)) {
+    auto a = std::chrono::steady_clock::now();
+    once(error);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+  }
+  double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  auto pct = [&](double p) { return sorted[std::min(sorted.size() - 1, static_cast<size_t>(p * sorted.size()))]; };
+  double mean = 0;
+  for (double v : ms)
+    mean += v / ms.size();
+  std::printf("[tsl] first call (compile + run): %.2f ms, variants: %zu\n", compileMs, table.numVariants());
+  std::printf("[tsl] Latency: min = %.4f ms, mean = %.4f ms, median = %.4f ms, p90 = %.4f ms, p99 = %.4f ms (%zu calls)\n",
+              sorted.front(), mean, pct(0.5), pct(0.9), pct(0.99), ms.size());
+  std::printf("[tsl] Throughput: %.1f qps\n", ms.size() / total);
+  return 0;
+}
+
 int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (!o.calls.empty()) {
     if (o.files.size() != 1 || o.fn.empty())
@@ -285,10 +360,10 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
 int cmdEmit(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (o.files.size() != 1)
     return usageError("emit needs exactly one file");
-  if (o.emit != "ast" && o.emit != "ir" && o.emit != "llvm")
-    return usageError(o.emit.empty() ? "emit needs --emit=ast, --emit=ir or --emit=llvm"
+  if (o.emit != "ast" && o.emit != "ir" && o.emit != "llvm" && o.emit != "asm")
+    return usageError(o.emit.empty() ? "emit needs --emit=ast, ir, llvm or asm"
                                      : "not supported: --emit=" + o.emit +
-                                           " (available: ast, ir, llvm)");
+                                           " (available: ast, ir, llvm, asm)");
   ModuleLoader loader(sm, diags);
   const LoadedModule *m = loader.load(o.files[0]);
   if (!m) {
@@ -323,10 +398,11 @@ int cmdEmit(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
     }
     module.functions.push_back(std::move(fn));
   }
-  if (o.emit == "llvm") {
+  if (o.emit == "llvm" || o.emit == "asm") {
     for (const Function &f : module.functions) {
       std::string text, error;
-      if (!lowerToLLVMText(f, text, error)) {
+      bool ok = o.emit == "llvm" ? lowerToLLVMText(f, text, error) : lowerToAssembly(f, text, error);
+      if (!ok) {
         std::cerr << "tslc: error: " << error << "\n";
         return 1;
       }
@@ -384,5 +460,7 @@ int main(int argc, char **argv) {
     return cmdEmit(o, sm, diags);
   if (o.command == "guards")
     return cmdGuards(o, sm, diags);
+  if (o.command == "bench")
+    return cmdBench(o);
   return usageError("unknown command '" + o.command + "'");
 }
