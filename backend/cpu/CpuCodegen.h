@@ -29,7 +29,9 @@ inline constexpr const char *kShapesName = "tsl_result_shapes";
 
 /// Lowers \p fn; \p checks receives one description per check of
 /// tsl_match, in code order.
-std::unique_ptr<llvm::Module> lowerFunction(const Function &fn, llvm::LLVMContext &ctx,
-                                            std::vector<std::string> &checks, std::string &error);
+std::unique_ptr<llvm::Module> lowerFunction(const Function &fn,
+                                            llvm::LLVMContext &ctx,
+                                            std::vector<std::string> &checks,
+                                            std::string &error);
 
 } // namespace tsl

@@ -5,14 +5,14 @@
 #include "runtime/KernelAbi.h"
 #include "runtime/Variant.h"
 
+#include <llvm/ADT/SmallString.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
-#include <llvm/ADT/SmallString.h>
 #include <llvm/IR/Module.h>
-#include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/DynamicLibrary.h>
 #include <llvm/Support/TargetSelect.h>
@@ -56,15 +56,16 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
   llvm::PassBuilder pb(&tm, tuning);
   // Vectorized exp/log/sin/cos/... from glibc's libmvec.
   llvm::TargetLibraryInfoImpl tlii(tm.getTargetTriple());
-  tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86,
-                                          tm.getTargetTriple());
+  tlii.addVectorizableFunctionsFromVecLib(
+      llvm::TargetLibraryInfoImpl::LIBMVEC_X86, tm.getTargetTriple());
   fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  llvm::ModulePassManager mpm =
+      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(m, mam);
 }
 
@@ -72,7 +73,8 @@ using KernelFn = int32_t (*)(void **, int64_t *, tsl_rt_context *);
 
 } // namespace
 
-bool lowerToLLVMText(const Function &fn, std::string &text, std::string &error) {
+bool lowerToLLVMText(const Function &fn, std::string &text,
+                     std::string &error) {
   llvm::LLVMContext ctx;
   std::vector<std::string> checks;
   std::unique_ptr<llvm::Module> m = lowerFunction(fn, ctx, checks, error);
@@ -83,7 +85,8 @@ bool lowerToLLVMText(const Function &fn, std::string &text, std::string &error) 
   return true;
 }
 
-bool lowerToAssembly(const Function &fn, std::string &text, std::string &error) {
+bool lowerToAssembly(const Function &fn, std::string &text,
+                     std::string &error) {
   initializeLLVM();
   llvm::LLVMContext ctx;
   std::vector<std::string> checks;
@@ -112,7 +115,8 @@ bool lowerToAssembly(const Function &fn, std::string &text, std::string &error) 
   llvm::SmallString<0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;
-  if ((*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile)) {
+  if ((*tm)->addPassesToEmitFile(pm, os, nullptr,
+                                 llvm::CodeGenFileType::AssemblyFile)) {
     error = "the host target cannot emit assembly";
     return false;
   }
@@ -133,7 +137,8 @@ struct CpuKernel::Impl {
 CpuKernel::CpuKernel() : impl_(std::make_unique<Impl>()) {}
 CpuKernel::~CpuKernel() = default;
 
-std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn, std::string &error) {
+std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
+                                              std::string &error) {
   initializeLLVM();
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::vector<std::string> checks;
@@ -159,7 +164,9 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn, std::string &e
       f.addFnAttr("target-features", (*tm)->getTargetFeatureString());
     }
   optimize(*m, **tm);
-  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
+  auto jit = llvm::orc::LLJITBuilder()
+                 .setJITTargetMachineBuilder(std::move(*jtmb))
+                 .create();
   if (!jit) {
     error = errorText(jit.takeError());
     return nullptr;
@@ -167,8 +174,9 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn, std::string &e
   // The runtime's C ABI and libm, resolved to this process's definitions.
   llvm::orc::SymbolMap symbols;
   auto add = [&](const char *name, void *address) {
-    symbols[(*jit)->mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
-                                              llvm::JITSymbolFlags::Exported};
+    symbols[(*jit)->mangleAndIntern(name)] = {
+        llvm::orc::ExecutorAddr::fromPtr(address),
+        llvm::JITSymbolFlags::Exported};
   };
   add("tsl_rt_alloc", reinterpret_cast<void *>(&tsl_rt_alloc));
   add("tsl_rt_fail", reinterpret_cast<void *>(&tsl_rt_fail));
@@ -182,8 +190,10 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn, std::string &e
   add("tsl_rt_topk", reinterpret_cast<void *>(&tsl_rt_topk));
   add("tsl_rt_argmax", reinterpret_cast<void *>(&tsl_rt_argmax));
   add("tsl_rt_sgemm", reinterpret_cast<void *>(&tsl_rt_sgemm));
-  add("tanhf", reinterpret_cast<void *>(static_cast<float (*)(float)>(&::tanhf)));
-  add("tanh", reinterpret_cast<void *>(static_cast<double (*)(double)>(&::tanh)));
+  add("tanhf",
+      reinterpret_cast<void *>(static_cast<float (*)(float)>(&::tanhf)));
+  add("tanh",
+      reinterpret_cast<void *>(static_cast<double (*)(double)>(&::tanh)));
   add("erff", reinterpret_cast<void *>(static_cast<float (*)(float)>(&::erff)));
   add("erf", reinterpret_cast<void *>(static_cast<double (*)(double)>(&::erf)));
   llvm::orc::JITDylib &lib = (*jit)->getMainJITDylib();
@@ -191,14 +201,16 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn, std::string &e
     error = errorText(std::move(err));
     return nullptr;
   }
-  auto generator = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-      (*jit)->getDataLayout().getGlobalPrefix());
+  auto generator =
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+          (*jit)->getDataLayout().getGlobalPrefix());
   if (!generator) {
     error = errorText(generator.takeError());
     return nullptr;
   }
   lib.addGenerator(std::move(*generator));
-  if (auto err = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx)))) {
+  if (auto err = (*jit)->addIRModule(
+          llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx)))) {
     error = errorText(std::move(err));
     return nullptr;
   }
@@ -227,7 +239,8 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn, std::string &e
   return kernel;
 }
 
-bool CpuKernel::compileVariant(const Function &fn, rt::VariantCode &out, std::string &error) {
+bool CpuKernel::compileVariant(const Function &fn, rt::VariantCode &out,
+                               std::string &error) {
   std::shared_ptr<CpuKernel> kernel(compile(fn, error).release());
   if (!kernel)
     return false;
@@ -257,7 +270,8 @@ bool CpuKernel::compileVariant(const Function &fn, rt::VariantCode &out, std::st
   }
   for (ValueId r : fn.results)
     out.results.push_back({static_cast<int32_t>(fn.type(r).dtype),
-                           static_cast<int32_t>(fn.type(r).rank()), static_cast<int32_t>(r)});
+                           static_cast<int32_t>(fn.type(r).rank()),
+                           static_cast<int32_t>(r)});
   for (const Operation &op : fn.ops) {
     rt::OpInfoRt info;
     info.location = op.loc.str();
@@ -274,8 +288,8 @@ bool CpuKernel::compileVariant(const Function &fn, rt::VariantCode &out, std::st
   return true;
 }
 
-bool CpuKernel::run(const std::vector<ArgValue> &args, std::vector<Tensor> &outputs,
-                    RunError &error) const {
+bool CpuKernel::run(const std::vector<ArgValue> &args,
+                    std::vector<Tensor> &outputs, RunError &error) const {
   const Function &fn = impl_->fn;
   std::map<std::string, int64_t> values;
   if (!bindArguments(fn, args, values, error))
@@ -300,7 +314,8 @@ bool CpuKernel::run(const std::vector<ArgValue> &args, std::vector<Tensor> &outp
       const Operation &failed = fn.ops[op];
       error.loc = failed.loc;
       if (failed.code == OpCode::Assert) {
-        error.message = "runtime check failed: " + failed.condAttr("cond").str();
+        error.message =
+            "runtime check failed: " + failed.condAttr("cond").str();
         if (!failed.strAttr("message").empty())
           error.message += ": " + failed.strAttr("message");
       } else {

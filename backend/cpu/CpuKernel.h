@@ -29,10 +29,12 @@ class CpuKernel {
 public:
   ~CpuKernel();
   /// Compiles \p fn. Returns null with \p error on failure.
-  static std::unique_ptr<CpuKernel> compile(const Function &fn, std::string &error);
+  static std::unique_ptr<CpuKernel> compile(const Function &fn,
+                                            std::string &error);
   /// Compiles \p fn into a runtime variant (entry points, metadata, and
   /// the JIT session kept alive by the variant).
-  static bool compileVariant(const Function &fn, rt::VariantCode &out, std::string &error);
+  static bool compileVariant(const Function &fn, rt::VariantCode &out,
+                             std::string &error);
   /// Binds the arguments (as the interpreter does), runs the kernel and
   /// copies the results into fresh tensors.
   bool run(const std::vector<ArgValue> &args, std::vector<Tensor> &outputs,

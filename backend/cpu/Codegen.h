@@ -1,0 +1,172 @@
+#pragma once
+/// \file Private to backend/cpu: the state of lowering one IR Function to
+/// LLVM IR, shared by CpuCodegen.cpp (ops and fusion), CodegenValues.cpp
+/// (sizes, loops, element values) and CodegenOps.cpp (layout and library
+/// ops, the argument matcher and the result-shape function).
+
+#include "backend/cpu/CpuCodegen.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <functional>
+#include <map>
+#include <set>
+
+namespace tsl::cpu {
+
+using llvm::Value;
+
+class Codegen {
+public:
+  Codegen(const Function &fn, llvm::LLVMContext &ctx)
+      : fn(fn), ctx(ctx), mod(std::make_unique<llvm::Module>("tsl", ctx)),
+        b(ctx) {}
+
+  std::vector<std::string> checks;
+
+  std::unique_ptr<llvm::Module> run(std::string &err);
+
+private:
+  const Function &fn;
+  llvm::LLVMContext &ctx;
+  std::unique_ptr<llvm::Module> mod;
+  llvm::IRBuilder<> b;
+  llvm::Function *kernel = nullptr;
+  Value *buffersArg = nullptr, *symsArg = nullptr, *ctxArg = nullptr;
+  llvm::Type *i8 = nullptr, *i32 = nullptr, *i64 = nullptr, *ptr = nullptr;
+  std::map<std::string, int> symIndex;
+  std::vector<Value *> bufs;
+  int32_t opIndex = 0;
+  std::string error;
+
+  bool unsupported(const std::string &what);
+
+  // --- argument matching and result shapes ------------------------------
+  /// Sets up a new function `name(ptr, ptr, ptr?)` and points the builder
+  /// and the symbol array at it.
+  llvm::Function *beginHelper(const char *name, llvm::Type *ret,
+                              unsigned nargs);
+  /// Returns `code` from the current helper when \p bad holds.
+  void checkOrReturn(Value *bad, const std::string &description);
+
+  void emitMatch();
+
+  void emitShapes();
+
+  // --- runtime calls ---------------------------------------------------
+  llvm::FunctionCallee runtime(const char *name, llvm::Type *ret,
+                               std::vector<llvm::Type *> args);
+
+  /// Branches to a failure exit when \p failed is true.
+  void failIf(Value *failed, const std::function<void()> &record);
+  void failOpIf(Value *failed);
+  void failMessageIf(Value *failed, const std::string &message);
+
+  // --- buffers and symbols ----------------------------------------------
+  Value *bufferSlot(ValueId v) {
+    return b.CreateConstGEP1_64(ptr, buffersArg, v);
+  }
+  Value *loadBuffer(ValueId v) { return b.CreateLoad(ptr, bufferSlot(v)); }
+  Value *symSlot(const std::string &name);
+
+  Value *expr(SymExpr e);
+  Value *floorDiv(Value *x, Value *y);
+  Value *floorMod(Value *x, Value *y);
+  Value *cond(const SymCond &c);
+
+  std::vector<Value *> dims(const TensorType &t);
+  Value *product(const std::vector<Value *> &v);
+  std::vector<Value *> contiguousStrides(const std::vector<Value *> &shape);
+
+  /// Allocates the buffer of value \p v with \p count elements.
+  Value *allocate(ValueId v, Value *count);
+  Value *allocateResult(const Operation &op, size_t i = 0);
+
+  /// for (idx...) over \p extents, calling \p body with the indices.
+  void loops(const std::vector<Value *> &extents,
+             const std::function<void(const std::vector<Value *> &)> &body);
+  void loopLevel(const std::vector<Value *> &extents, size_t level,
+                 std::vector<Value *> &idx,
+                 const std::function<void(const std::vector<Value *> &)> &body);
+  Value *offset(const std::vector<Value *> &idx,
+                const std::vector<Value *> &strides);
+
+  // --- element values ---------------------------------------------------
+  /// The type elements of \p t are computed in.
+  llvm::Type *computeType(DType t);
+  llvm::Type *storageType(DType t);
+  Value *load(DType t, Value *base, Value *index);
+  void store(DType t, Value *base, Value *index, Value *v);
+  /// Converts a computed value between element types (cast semantics).
+  Value *convert(Value *v, DType from, DType to);
+  Value *fconst(DType t, double v) {
+    return llvm::ConstantFP::get(computeType(t), v);
+  }
+  Value *libm(const char *f32name, const char *f64name, DType t, Value *x);
+  Value *unary(OpCode code, DType t, Value *x);
+  Value *binary(OpCode code, DType t, Value *x, Value *y);
+
+  // --- ops ----------------------------------------------------------------
+  // --- fusion -------------------------------------------------------------
+  // An elementwise result used exactly once, by an elementwise op or a
+  // reduction that iterates the same shape, is not stored: its consumer
+  // recomputes it at each index (constants and sizes always fuse). So
+  // `relu(x*1.5+0.5)*2.0` is one loop that reads x once and writes once.
+  std::vector<const Operation *> producer;
+  std::vector<bool> inlined;
+
+  static bool isElementwise(OpCode c);
+
+  void planFusion();
+
+  /// Strides of \p t broadcast to \p shape (0 on size-1 axes).
+  std::vector<Value *>
+  broadcastStrides(const TensorType &t, const std::vector<Value *> &shape,
+                   const std::vector<SymExpr> *loopDims = nullptr);
+
+  /// Strides (against the loop shape) of every stored value a fused tree
+  /// reads; computed before the loop.
+  void leafStrides(ValueId v, const std::vector<Value *> &shape,
+                   const std::vector<SymExpr> &loopDims,
+                   std::map<ValueId, std::vector<Value *>> &out);
+
+  /// The value of \p v at loop index \p idx: loaded, or recomputed.
+  Value *valueAt(ValueId v, const std::vector<Value *> &idx,
+                 const std::map<ValueId, std::vector<Value *>> &strides);
+
+  /// One elementwise op applied to computed operand values.
+  Value *compute(const Operation &op, const std::vector<Value *> &vals);
+
+  bool elementwise(const Operation &op);
+
+  bool reduce(const Operation &op);
+
+  bool matmul(const Operation &op);
+
+  /// Copies with an index map: out[idx] = in[offset(idx, strides) + base].
+  void copyMapped(ValueId in, Value *dst, const std::vector<Value *> &outShape,
+                  const std::vector<Value *> &inStrides, Value *base);
+
+  bool layout(const Operation &op);
+
+  bool concat(const Operation &op);
+
+  /// An alloca'd i64 array holding a type's dims.
+  Value *shapeArray(const TensorType &t);
+  Value *dtypeCode(ValueId v) {
+    return b.getInt32(static_cast<int32_t>(fn.type(v).dtype));
+  }
+  void checkStatus(Value *status) {
+    failOpIf(b.CreateICmpNE(status, b.getInt32(0)));
+  }
+
+  bool library(const Operation &op);
+
+  bool lowerOp(const Operation &op);
+};
+
+} // namespace tsl::cpu

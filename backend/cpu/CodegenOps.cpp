@@ -1,0 +1,371 @@
+// Lowering of layout ops, library-kernel calls, the argument matcher
+// (tsl_match) and the result-shape function (tsl_result_shapes).
+#include "backend/cpu/Codegen.h"
+
+namespace tsl::cpu {
+
+// --- argument matching and result shapes ------------------------------
+/// Sets up a new function `name(ptr, ptr, ptr?)` and points the builder
+/// and the symbol array at it.
+llvm::Function *Codegen::beginHelper(const char *name, llvm::Type *ret,
+                                     unsigned nargs) {
+  std::vector<llvm::Type *> params(nargs, ptr);
+  auto *f = llvm::Function::Create(llvm::FunctionType::get(ret, params, false),
+                                   llvm::Function::ExternalLinkage, name, *mod);
+  kernel = f;
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+  return f;
+}
+
+/// Returns `code` from the current helper when \p bad holds.
+void Codegen::checkOrReturn(Value *bad, const std::string &description) {
+  checks.push_back(description);
+  int32_t code = static_cast<int32_t>(checks.size());
+  auto *fail = llvm::BasicBlock::Create(ctx, "mismatch", kernel);
+  auto *ok = llvm::BasicBlock::Create(ctx, "match", kernel);
+  b.CreateCondBr(bad, fail, ok);
+  b.SetInsertPoint(fail);
+  b.CreateRet(b.getInt32(code));
+  b.SetInsertPoint(ok);
+}
+
+void Codegen::emitMatch() {
+  llvm::Function *f = beginHelper(kMatchName, i32, 3);
+  Value *sizes = f->getArg(0), *ints = f->getArg(1);
+  symsArg = f->getArg(2);
+  std::set<std::string> bound;
+  // Each tensor axis: its flat position in `sizes`.
+  struct Axis {
+    const Param *param;
+    size_t tensorIndex;
+    size_t dim;
+    SymExpr expr;
+    Value *size;
+  };
+  std::vector<Axis> axes;
+  int64_t flat = 0, intIndex = 0;
+  size_t tensorIndex = 0;
+  std::vector<std::pair<const Param *, Value *>> intArgs;
+  for (const Param &p : fn.params) {
+    if (p.isInt) {
+      intArgs.push_back(
+          {&p, b.CreateLoad(i64, b.CreateConstGEP1_64(i64, ints, intIndex++))});
+      continue;
+    }
+    const TensorType &t = fn.type(p.value);
+    for (size_t d = 0; d < t.rank(); ++d)
+      axes.push_back(
+          {&p, tensorIndex, d, t.dims[d],
+           b.CreateLoad(i64, b.CreateConstGEP1_64(i64, sizes, flat++))});
+    ++tensorIndex;
+  }
+  auto bind = [&](const std::string &name, Value *v) {
+    if (symIndex.count(name) && !bound.count(name)) {
+      b.CreateStore(v, symSlot(name));
+      bound.insert(name);
+    }
+  };
+  for (const Axis &a : axes)
+    if (a.expr.isSymbol())
+      bind(a.expr.symbolName(), a.size);
+  for (auto &[p, v] : intArgs)
+    if (p->intExpr.isSymbol())
+      bind(p->intExpr.symbolName(), v);
+  // Derived dims (2*N, N + 1): solve the linear form for its one unknown.
+  for (const Axis &a : axes) {
+    std::vector<std::string> unknown;
+    for (const std::string &s : a.expr.symbols())
+      if (!bound.count(s))
+        unknown.push_back(s);
+    if (unknown.size() != 1)
+      continue;
+    SymExpr n = SymExpr::symbol(unknown[0]);
+    SymExpr e0 = a.expr.substitute({{unknown[0], SymExpr(0)}});
+    SymExpr slope = a.expr.substitute({{unknown[0], SymExpr(1)}}) - e0;
+    if (!slope.isConst() || slope.constValue() <= 0 ||
+        !(a.expr == e0 + slope * n))
+      continue;
+    Value *rest = b.CreateSub(a.size, expr(e0));
+    Value *c = b.getInt64(slope.constValue());
+    std::string what = "argument '" + a.param->name + "' dim " +
+                       std::to_string(a.dim) + " is not of the form " +
+                       a.expr.str();
+    checkOrReturn(
+        b.CreateOr(b.CreateICmpSLT(rest, b.getInt64(0)),
+                   b.CreateICmpNE(b.CreateSRem(rest, c), b.getInt64(0))),
+        what);
+    bind(unknown[0], b.CreateSDiv(rest, c));
+  }
+  for (const Axis &a : axes) {
+    // Name the dim so messages can show the call's value ("with N = 3").
+    std::string name;
+    if (a.tensorIndex < fn.axisNames.size() &&
+        a.dim < fn.axisNames[a.tensorIndex].size())
+      name = fn.axisNames[a.tensorIndex][a.dim];
+    std::string label =
+        name.empty() || name == a.expr.str() ? "" : " ('" + name + "')";
+    checkOrReturn(b.CreateICmpNE(expr(a.expr), a.size),
+                  "argument '" + a.param->name + "' dim " +
+                      std::to_string(a.dim) + label + " must be " +
+                      a.expr.str());
+  }
+  for (auto &[p, v] : intArgs)
+    checkOrReturn(b.CreateICmpNE(expr(p->intExpr), v),
+                  "argument '" + p->name + "' must be " + p->intExpr.str());
+  for (const SymbolInfo &s : fn.symbols) {
+    if (s.kind == DimKind::Unbacked && !bound.count(s.name))
+      continue; // produced inside
+    if (!bound.count(s.name))
+      continue;
+    Value *v = b.CreateLoad(i64, symSlot(s.name));
+    std::string range =
+        (s.lo == INT64_MIN ? std::string() : std::to_string(s.lo)) + ".." +
+        (s.hi ? std::to_string(*s.hi) : "");
+    if (s.lo != INT64_MIN && s.lo != 0)
+      checkOrReturn(b.CreateICmpSLT(v, b.getInt64(s.lo)),
+                    "dim " + s.name + " is outside its declared range " +
+                        range);
+    if (s.lo == 0 && !s.isInt)
+      checkOrReturn(b.CreateICmpSLT(v, b.getInt64(0)),
+                    "dim " + s.name + " is negative");
+    if (s.hi)
+      checkOrReturn(b.CreateICmpSGT(v, b.getInt64(*s.hi)),
+                    "dim " + s.name + " is outside its declared range " +
+                        range);
+    if (s.multipleOf > 1)
+      checkOrReturn(
+          b.CreateICmpNE(floorMod(v, b.getInt64(s.multipleOf)), b.getInt64(0)),
+          "dim " + s.name + " is not a multiple of " +
+              std::to_string(s.multipleOf));
+  }
+  for (const Check &g : fn.guards)
+    checkOrReturn(b.CreateNot(cond(g.cond)), "guard " + g.cond.str() + " (" +
+                                                 g.loc.str() + ", " + g.reason +
+                                                 ")");
+  b.CreateRet(b.getInt32(0));
+}
+
+void Codegen::emitShapes() {
+  llvm::Function *f = beginHelper(kShapesName, b.getVoidTy(), 2);
+  symsArg = f->getArg(0);
+  Value *out = f->getArg(1);
+  int64_t k = 0;
+  for (ValueId r : fn.results)
+    for (const SymExpr &d : fn.type(r).dims)
+      b.CreateStore(expr(d), b.CreateConstGEP1_64(i64, out, k++));
+  b.CreateRetVoid();
+}
+
+/// Copies with an index map: out[idx] = in[offset(idx, strides) + base].
+void Codegen::copyMapped(ValueId in, Value *dst,
+                         const std::vector<Value *> &outShape,
+                         const std::vector<Value *> &inStrides, Value *base) {
+  DType t = fn.type(in).dtype;
+  std::vector<Value *> outStrides = contiguousStrides(outShape);
+  llvm::Type *st = storageType(t);
+  loops(outShape, [&](const std::vector<Value *> &idx) {
+    Value *v = b.CreateLoad(
+        st,
+        b.CreateGEP(st, bufs[in], b.CreateAdd(base, offset(idx, inStrides))));
+    b.CreateStore(v, b.CreateGEP(st, dst, offset(idx, outStrides)));
+  });
+}
+
+bool Codegen::layout(const Operation &op) {
+  const TensorType &in = fn.type(op.operands[0]);
+  const TensorType &out = fn.type(op.results[0]);
+  std::vector<Value *> inShape = dims(in), outShape = dims(out);
+  std::vector<Value *> own = contiguousStrides(inShape);
+  switch (op.code) {
+  case OpCode::Reshape: {
+    // Same bytes, new shape: alias the operand's buffer.
+    ValueId r = op.results[0];
+    b.CreateStore(bufs[op.operands[0]], bufferSlot(r));
+    bufs[r] = bufs[op.operands[0]];
+    return true;
+  }
+  case OpCode::Permute: {
+    std::vector<Value *> s;
+    for (int64_t p : op.intsAttr("perm"))
+      s.push_back(own[p]);
+    copyMapped(op.operands[0], allocateResult(op), outShape, s, b.getInt64(0));
+    return true;
+  }
+  case OpCode::Expand: {
+    std::vector<Value *> s(outShape.size(), b.getInt64(0));
+    size_t off = outShape.size() - in.rank();
+    for (size_t i = 0; i < in.rank(); ++i)
+      s[off + i] = b.CreateSelect(b.CreateICmpEQ(inShape[i], b.getInt64(1)),
+                                  b.getInt64(0), own[i]);
+    copyMapped(op.operands[0], allocateResult(op), outShape, s, b.getInt64(0));
+    return true;
+  }
+  case OpCode::Slice: {
+    Value *base = b.getInt64(0);
+    const auto &starts = op.exprsAttr("starts");
+    for (size_t i = 0; i < in.rank(); ++i)
+      base = b.CreateAdd(base, b.CreateMul(expr(starts[i]), own[i]));
+    copyMapped(op.operands[0], allocateResult(op), outShape, own, base);
+    return true;
+  }
+  case OpCode::Pad: {
+    Value *dst = allocateResult(op);
+    Number value = op.numAttr("value");
+    DType t = out.dtype;
+    Value *fill = value.isInt
+                      ? convert(b.getInt64(value.i), DType::I64, t)
+                      : convert(fconst(DType::F64, value.f), DType::F64, t);
+    loops({product(outShape)},
+          [&](const std::vector<Value *> &i) { store(t, dst, i[0], fill); });
+    std::vector<Value *> outStrides = contiguousStrides(outShape);
+    Value *base = b.getInt64(0);
+    const auto &lo = op.exprsAttr("lo");
+    for (size_t i = 0; i < in.rank(); ++i)
+      base = b.CreateAdd(base, b.CreateMul(expr(lo[i]), outStrides[i]));
+    llvm::Type *st = storageType(t);
+    loops(inShape, [&](const std::vector<Value *> &idx) {
+      Value *v = b.CreateLoad(
+          st, b.CreateGEP(st, bufs[op.operands[0]], offset(idx, own)));
+      b.CreateStore(
+          v, b.CreateGEP(st, dst, b.CreateAdd(base, offset(idx, outStrides))));
+    });
+    return true;
+  }
+  default:
+    return unsupported(opInfo(op.code).name);
+  }
+}
+
+bool Codegen::concat(const Operation &op) {
+  const TensorType &out = fn.type(op.results[0]);
+  size_t axis = static_cast<size_t>(op.intAttr("axis"));
+  Value *dst = allocateResult(op);
+  std::vector<Value *> outStrides = contiguousStrides(dims(out));
+  llvm::Type *st = storageType(out.dtype);
+  Value *start = b.getInt64(0);
+  for (ValueId v : op.operands) {
+    std::vector<Value *> shape = dims(fn.type(v));
+    std::vector<Value *> own = contiguousStrides(shape);
+    Value *base = b.CreateMul(start, outStrides[axis]);
+    loops(shape, [&](const std::vector<Value *> &idx) {
+      Value *x = b.CreateLoad(st, b.CreateGEP(st, bufs[v], offset(idx, own)));
+      b.CreateStore(
+          x, b.CreateGEP(st, dst, b.CreateAdd(base, offset(idx, outStrides))));
+    });
+    start = b.CreateAdd(start, shape[axis]);
+  }
+  return true;
+}
+
+/// An alloca'd i64 array holding a type's dims.
+Value *Codegen::shapeArray(const TensorType &t) {
+  Value *arr = b.CreateAlloca(i64, b.getInt32(std::max<size_t>(t.rank(), 1)));
+  for (size_t i = 0; i < t.rank(); ++i)
+    b.CreateStore(expr(t.dims[i]), b.CreateConstGEP1_64(i64, arr, i));
+  return arr;
+}
+
+bool Codegen::library(const Operation &op) {
+  ValueId x = op.operands[0];
+  switch (op.code) {
+  case OpCode::Conv2d: {
+    Value *dst = allocateResult(op);
+    auto st = op.intsAttr("stride"), pd = op.intsAttr("padding");
+    Value *bias =
+        op.operands.size() > 2
+            ? bufs[op.operands[2]]
+            : llvm::ConstantPointerNull::get(llvm::PointerType::get(ctx, 0));
+    checkStatus(b.CreateCall(
+        runtime("tsl_rt_conv2d", i32,
+                {ptr, i32, ptr, ptr, ptr, ptr, ptr, i64, i64, i64, i64, ptr}),
+        {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
+         bufs[op.operands[1]], shapeArray(fn.type(op.operands[1])), bias,
+         b.getInt64(st[0]), b.getInt64(st[1]), b.getInt64(pd[0]),
+         b.getInt64(pd[1]), dst}));
+    return true;
+  }
+  case OpCode::MaxPool2d: {
+    Value *dst = allocateResult(op);
+    auto k = op.intsAttr("kernel"), st = op.intsAttr("stride"),
+         pd = op.intsAttr("padding");
+    checkStatus(b.CreateCall(
+        runtime("tsl_rt_max_pool2d", i32,
+                {ptr, i32, ptr, ptr, i64, i64, i64, i64, i64, i64, ptr}),
+        {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
+         b.getInt64(k[0]), b.getInt64(k[1]), b.getInt64(st[0]),
+         b.getInt64(st[1]), b.getInt64(pd[0]), b.getInt64(pd[1]), dst}));
+    return true;
+  }
+  case OpCode::Nonzero:
+  case OpCode::MaskedSelect:
+  case OpCode::Unique: {
+    Value *outSlot = b.CreateAlloca(ptr), *count = b.CreateAlloca(i64);
+    Value *status;
+    if (op.code == OpCode::Nonzero)
+      status = b.CreateCall(
+          runtime("tsl_rt_nonzero", i32, {ptr, i32, ptr, ptr, i32, ptr, ptr}),
+          {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
+           b.getInt32(static_cast<int32_t>(fn.type(x).rank())), outSlot,
+           count});
+    else if (op.code == OpCode::MaskedSelect)
+      status =
+          b.CreateCall(runtime("tsl_rt_masked_select", i32,
+                               {ptr, i32, ptr, ptr, i64, ptr, ptr}),
+                       {ctxArg, dtypeCode(x), bufs[x], bufs[op.operands[1]],
+                        product(dims(fn.type(x))), outSlot, count});
+    else
+      status = b.CreateCall(
+          runtime("tsl_rt_unique", i32, {ptr, i32, ptr, i64, ptr, ptr}),
+          {ctxArg, dtypeCode(x), bufs[x], product(dims(fn.type(x))), outSlot,
+           count});
+    checkStatus(status);
+    ValueId r = op.results[0];
+    SymExpr u = fn.type(r).dims[0];
+    if (u.isSymbol() && symIndex.count(u.symbolName()))
+      b.CreateStore(b.CreateLoad(i64, count), symSlot(u.symbolName()));
+    Value *p = b.CreateLoad(ptr, outSlot);
+    b.CreateStore(p, bufferSlot(r));
+    bufs[r] = p;
+    return true;
+  }
+  case OpCode::IndexSelect: {
+    Value *dst = allocateResult(op);
+    ValueId idx = op.operands[1];
+    checkStatus(b.CreateCall(
+        runtime("tsl_rt_index_select", i32,
+                {ptr, i32, ptr, ptr, i32, i32, i32, ptr, i64, ptr}),
+        {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
+         b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
+         b.getInt32(static_cast<int32_t>(op.intAttr("axis"))), dtypeCode(idx),
+         bufs[idx], expr(fn.type(idx).dims[0]), dst}));
+    return true;
+  }
+  case OpCode::Topk: {
+    Value *values = allocateResult(op, 0), *indices = allocateResult(op, 1);
+    std::vector<Value *> shape = dims(fn.type(x));
+    Value *n = shape.back();
+    Value *rows = b.CreateSDiv(
+        product(shape),
+        b.CreateSelect(b.CreateICmpEQ(n, b.getInt64(0)), b.getInt64(1), n));
+    checkStatus(b.CreateCall(
+        runtime("tsl_rt_topk", i32, {ptr, i32, ptr, i64, i64, i64, ptr, ptr}),
+        {ctxArg, dtypeCode(x), bufs[x], rows, n, expr(op.exprAttr("k")), values,
+         indices}));
+    return true;
+  }
+  case OpCode::Argmax: {
+    Value *dst = allocateResult(op);
+    const auto &axes = op.intsAttr("axes");
+    checkStatus(b.CreateCall(
+        runtime("tsl_rt_argmax", i32, {ptr, i32, ptr, ptr, i32, i32, ptr}),
+        {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
+         b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
+         b.getInt32(axes.empty() ? -1 : static_cast<int32_t>(axes[0])), dst}));
+    return true;
+  }
+  default:
+    return unsupported(opInfo(op.code).name);
+  }
+}
+
+} // namespace tsl::cpu

@@ -1,0 +1,453 @@
+// Lowering helpers: sizes from symbols, loop nests, element loads, stores,
+// conversions and the arithmetic of elementwise ops.
+#include "backend/cpu/Codegen.h"
+
+namespace tsl::cpu {
+
+// --- runtime calls ---------------------------------------------------
+llvm::FunctionCallee Codegen::runtime(const char *name, llvm::Type *ret,
+                                      std::vector<llvm::Type *> args) {
+  llvm::FunctionCallee callee =
+      mod->getOrInsertFunction(name, llvm::FunctionType::get(ret, args, false));
+  if (std::string(name) == "tsl_rt_alloc")
+    if (auto *f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
+      // Fresh memory aliases nothing: lets LLVM keep accumulators in
+      // registers and vectorize across buffers.
+      f->addRetAttr(llvm::Attribute::NoAlias);
+      f->addRetAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(64)));
+    }
+  return callee;
+}
+
+/// Branches to a failure exit when \p failed is true.
+void Codegen::failIf(Value *failed, const std::function<void()> &record) {
+  auto *bad = llvm::BasicBlock::Create(ctx, "fail", kernel);
+  auto *ok = llvm::BasicBlock::Create(ctx, "ok", kernel);
+  b.CreateCondBr(failed, bad, ok,
+                 llvm::MDBuilder(ctx).createBranchWeights(1, 1 << 20));
+  b.SetInsertPoint(bad);
+  record();
+  b.CreateRet(b.getInt32(1));
+  b.SetInsertPoint(ok);
+}
+
+void Codegen::failOpIf(Value *failed) {
+  failIf(failed, [&] {
+    b.CreateCall(runtime("tsl_rt_fail", b.getVoidTy(), {ptr, i32}),
+                 {ctxArg, b.getInt32(opIndex)});
+  });
+}
+
+void Codegen::failMessageIf(Value *failed, const std::string &message) {
+  failIf(failed, [&] {
+    Value *text = b.CreateGlobalStringPtr(message);
+    b.CreateCall(runtime("tsl_rt_error", b.getVoidTy(), {ptr, ptr}),
+                 {ctxArg, text});
+    b.CreateCall(runtime("tsl_rt_fail", b.getVoidTy(), {ptr, i32}),
+                 {ctxArg, b.getInt32(opIndex)});
+  });
+}
+
+Value *Codegen::expr(SymExpr e) {
+  switch (e.kind()) {
+  case SymExpr::Kind::Const:
+    return b.getInt64(e.constValue());
+  case SymExpr::Kind::Symbol:
+    if (!symIndex.count(e.symbolName()))
+      return b.getInt64(0);
+    return b.CreateLoad(i64, symSlot(e.symbolName()));
+  case SymExpr::Kind::Add: {
+    Value *sum = b.getInt64(e.addConstant());
+    for (size_t i = 0; i < e.operands().size(); ++i)
+      sum = b.CreateAdd(sum, b.CreateMul(b.getInt64(e.coefficients()[i]),
+                                         expr(e.operands()[i])));
+    return sum;
+  }
+  case SymExpr::Kind::Mul: {
+    Value *prod = b.getInt64(1);
+    for (size_t i = 0; i < e.operands().size(); ++i) {
+      Value *f = expr(e.operands()[i]);
+      for (int64_t k = 0; k < e.coefficients()[i]; ++k)
+        prod = b.CreateMul(prod, f);
+    }
+    return prod;
+  }
+  case SymExpr::Kind::FloorDiv:
+  case SymExpr::Kind::Mod: {
+    Value *x = expr(e.operands()[0]), *y = expr(e.operands()[1]);
+    // A zero divisor was proven impossible or asserted before; avoid UB.
+    y = b.CreateSelect(b.CreateICmpEQ(y, b.getInt64(0)), b.getInt64(1), y);
+    return e.kind() == SymExpr::Kind::FloorDiv ? floorDiv(x, y)
+                                               : floorMod(x, y);
+  }
+  case SymExpr::Kind::Min:
+  case SymExpr::Kind::Max: {
+    Value *x = expr(e.operands()[0]), *y = expr(e.operands()[1]);
+    Value *lt = b.CreateICmpSLT(x, y);
+    return e.kind() == SymExpr::Kind::Min ? b.CreateSelect(lt, x, y)
+                                          : b.CreateSelect(lt, y, x);
+  }
+  }
+  return b.getInt64(0);
+}
+
+Value *Codegen::floorDiv(Value *x, Value *y) {
+  Value *q = b.CreateSDiv(x, y), *r = b.CreateSRem(x, y);
+  Value *adjust =
+      b.CreateAnd(b.CreateICmpNE(r, b.getInt64(0)),
+                  b.CreateICmpNE(b.CreateICmpSLT(r, b.getInt64(0)),
+                                 b.CreateICmpSLT(y, b.getInt64(0))));
+  return b.CreateSub(q, b.CreateZExt(adjust, i64));
+}
+
+Value *Codegen::floorMod(Value *x, Value *y) {
+  Value *r = b.CreateSRem(x, y);
+  Value *adjust =
+      b.CreateAnd(b.CreateICmpNE(r, b.getInt64(0)),
+                  b.CreateICmpNE(b.CreateICmpSLT(r, b.getInt64(0)),
+                                 b.CreateICmpSLT(y, b.getInt64(0))));
+  return b.CreateSelect(adjust, b.CreateAdd(r, y), r);
+}
+
+Value *Codegen::cond(const SymCond &c) {
+  switch (c.kind()) {
+  case SymCond::Kind::True:
+    return b.getTrue();
+  case SymCond::Kind::False:
+    return b.getFalse();
+  case SymCond::Kind::And:
+    return b.CreateAnd(cond(c.children()[0]), cond(c.children()[1]));
+  case SymCond::Kind::Or:
+    return b.CreateOr(cond(c.children()[0]), cond(c.children()[1]));
+  case SymCond::Kind::Not:
+    return b.CreateNot(cond(c.children()[0]));
+  default:
+    break;
+  }
+  Value *l = expr(c.lhs()), *r = expr(c.rhs());
+  switch (c.kind()) {
+  case SymCond::Kind::Eq:
+    return b.CreateICmpEQ(l, r);
+  case SymCond::Kind::Ne:
+    return b.CreateICmpNE(l, r);
+  case SymCond::Kind::Lt:
+    return b.CreateICmpSLT(l, r);
+  case SymCond::Kind::Le:
+    return b.CreateICmpSLE(l, r);
+  case SymCond::Kind::Gt:
+    return b.CreateICmpSGT(l, r);
+  default:
+    return b.CreateICmpSGE(l, r);
+  }
+}
+
+std::vector<Value *> Codegen::dims(const TensorType &t) {
+  std::vector<Value *> out;
+  for (const SymExpr &d : t.dims)
+    out.push_back(expr(d));
+  return out;
+}
+
+Value *Codegen::product(const std::vector<Value *> &v) {
+  Value *p = b.getInt64(1);
+  for (Value *x : v)
+    p = b.CreateMul(p, x);
+  return p;
+}
+
+std::vector<Value *>
+Codegen::contiguousStrides(const std::vector<Value *> &shape) {
+  std::vector<Value *> s(shape.size());
+  Value *acc = b.getInt64(1);
+  for (size_t i = shape.size(); i-- > 0;) {
+    s[i] = acc;
+    acc = b.CreateMul(acc, shape[i]);
+  }
+  return s;
+}
+
+/// Allocates the buffer of value \p v with \p count elements.
+Value *Codegen::allocate(ValueId v, Value *count) {
+  size_t elem = dtypeSize(fn.type(v).dtype);
+  Value *bytes = b.CreateMul(count, b.getInt64(elem));
+  Value *p =
+      b.CreateCall(runtime("tsl_rt_alloc", ptr, {ptr, i64}), {ctxArg, bytes});
+  failIf(b.CreateIsNull(p), [&] {
+    b.CreateCall(runtime("tsl_rt_fail", b.getVoidTy(), {ptr, i32}),
+                 {ctxArg, b.getInt32(opIndex)});
+  });
+  b.CreateStore(p, bufferSlot(v));
+  bufs[v] = p;
+  return p;
+}
+
+Value *Codegen::allocateResult(const Operation &op, size_t i) {
+  ValueId v = op.results[i];
+  return allocate(v, product(dims(fn.type(v))));
+}
+
+/// for (idx...) over \p extents, calling \p body with the indices.
+void Codegen::loops(
+    const std::vector<Value *> &extents,
+    const std::function<void(const std::vector<Value *> &)> &body) {
+  std::vector<Value *> idx;
+  loopLevel(extents, 0, idx, body);
+}
+
+void Codegen::loopLevel(
+    const std::vector<Value *> &extents, size_t level,
+    std::vector<Value *> &idx,
+    const std::function<void(const std::vector<Value *> &)> &body) {
+  if (level == extents.size()) {
+    body(idx);
+    return;
+  }
+  llvm::BasicBlock *pre = b.GetInsertBlock();
+  auto *header = llvm::BasicBlock::Create(ctx, "loop", kernel);
+  auto *inner = llvm::BasicBlock::Create(ctx, "body", kernel);
+  auto *exit = llvm::BasicBlock::Create(ctx, "exit", kernel);
+  b.CreateBr(header);
+  b.SetInsertPoint(header);
+  llvm::PHINode *i = b.CreatePHI(i64, 2);
+  i->addIncoming(b.getInt64(0), pre);
+  b.CreateCondBr(b.CreateICmpSLT(i, extents[level]), inner, exit);
+  b.SetInsertPoint(inner);
+  idx.push_back(i);
+  loopLevel(extents, level + 1, idx, body);
+  idx.pop_back();
+  Value *next = b.CreateAdd(i, b.getInt64(1), "", true, true);
+  i->addIncoming(next, b.GetInsertBlock());
+  b.CreateBr(header);
+  b.SetInsertPoint(exit);
+}
+
+Value *Codegen::offset(const std::vector<Value *> &idx,
+                       const std::vector<Value *> &strides) {
+  Value *o = b.getInt64(0);
+  for (size_t i = 0; i < idx.size(); ++i)
+    o = b.CreateAdd(o, b.CreateMul(idx[i], strides[i]));
+  return o;
+}
+
+// --- element values ---------------------------------------------------
+/// The type elements of \p t are computed in.
+llvm::Type *Codegen::computeType(DType t) {
+  switch (t) {
+  case DType::Bool:
+    return b.getInt1Ty();
+  case DType::I8:
+  case DType::I32:
+  case DType::I64:
+    return i64;
+  case DType::F64:
+    return b.getDoubleTy();
+  default:
+    return b.getFloatTy();
+  }
+}
+
+llvm::Type *Codegen::storageType(DType t) {
+  switch (t) {
+  case DType::Bool:
+  case DType::I8:
+    return i8;
+  case DType::I32:
+    return i32;
+  case DType::I64:
+    return i64;
+  case DType::F16:
+    return b.getHalfTy();
+  case DType::BF16:
+    return b.getInt16Ty();
+  case DType::F32:
+    return b.getFloatTy();
+  case DType::F64:
+    return b.getDoubleTy();
+  }
+  return i8;
+}
+
+Value *Codegen::load(DType t, Value *base, Value *index) {
+  llvm::Type *st = storageType(t);
+  Value *raw = b.CreateLoad(st, b.CreateGEP(st, base, index));
+  switch (t) {
+  case DType::Bool:
+    return b.CreateICmpNE(raw, b.getInt8(0));
+  case DType::I8:
+  case DType::I32:
+    return b.CreateSExt(raw, i64);
+  case DType::F16:
+    return b.CreateFPExt(raw, b.getFloatTy());
+  case DType::BF16:
+    return b.CreateBitCast(b.CreateShl(b.CreateZExt(raw, i32), 16),
+                           b.getFloatTy());
+  default:
+    return raw;
+  }
+}
+
+void Codegen::store(DType t, Value *base, Value *index, Value *v) {
+  llvm::Type *st = storageType(t);
+  Value *slot = b.CreateGEP(st, base, index);
+  switch (t) {
+  case DType::Bool:
+    b.CreateStore(b.CreateZExt(v, i8), slot);
+    return;
+  case DType::I8:
+  case DType::I32:
+    b.CreateStore(b.CreateTrunc(v, st), slot);
+    return;
+  case DType::F16:
+    b.CreateStore(b.CreateFPTrunc(v, st), slot);
+    return;
+  case DType::BF16: {
+    // Round to nearest even; NaN stays a (quiet) NaN.
+    Value *bits = b.CreateBitCast(v, i32);
+    Value *lsb = b.CreateAnd(b.CreateLShr(bits, 16), b.getInt32(1));
+    Value *rounded = b.CreateLShr(
+        b.CreateAdd(bits, b.CreateAdd(b.getInt32(0x7fff), lsb)), 16);
+    Value *nan = b.CreateOr(b.CreateLShr(bits, 16), b.getInt32(0x40));
+    Value *isNan = b.CreateFCmpUNO(v, v);
+    b.CreateStore(b.CreateTrunc(b.CreateSelect(isNan, nan, rounded), st), slot);
+    return;
+  }
+  default:
+    b.CreateStore(v, slot);
+  }
+}
+
+/// Converts a computed value between element types (cast semantics).
+Value *Codegen::convert(Value *v, DType from, DType to) {
+  llvm::Type *src = computeType(from), *dst = computeType(to);
+  bool fromFloat = isFloat(from), toFloat = isFloat(to);
+  if (to == DType::Bool) {
+    if (from == DType::Bool)
+      return v;
+    return fromFloat ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(src, 0.0))
+                     : b.CreateICmpNE(v, llvm::ConstantInt::get(src, 0));
+  }
+  if (from == DType::Bool)
+    return toFloat ? b.CreateUIToFP(v, dst) : b.CreateZExt(v, dst);
+  if (fromFloat && toFloat)
+    return src == dst
+               ? v
+               : (src->getPrimitiveSizeInBits() < dst->getPrimitiveSizeInBits()
+                      ? b.CreateFPExt(v, dst)
+                      : b.CreateFPTrunc(v, dst));
+  if (!fromFloat && toFloat)
+    return b.CreateSIToFP(v, dst);
+  if (fromFloat && !toFloat) {
+    // Saturating at the target's width, NaN to 0 (as the interpreter).
+    llvm::Type *width = storageType(to);
+    Value *sat =
+        b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {width, src}, {v});
+    return b.CreateSExt(sat, i64);
+  }
+  return v; // int to int: i64 compute type, wrapped on store
+}
+
+Value *Codegen::unary(OpCode code, DType t, Value *x) {
+  bool fl = isFloat(t);
+  llvm::Type *ty = computeType(t);
+  switch (code) {
+  case OpCode::Neg:
+    return fl ? b.CreateFNeg(x) : b.CreateSub(b.getInt64(0), x);
+  case OpCode::Not:
+    return b.CreateNot(x);
+  case OpCode::Abs:
+    return fl ? b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)
+              : b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b.getFalse());
+  case OpCode::Relu:
+    return fl ? b.CreateSelect(
+                    b.CreateFCmpOLT(x, llvm::ConstantFP::get(ty, 0.0)),
+                    llvm::ConstantFP::get(ty, 0.0), x)
+              : b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, x,
+                                        b.getInt64(0));
+  case OpCode::Exp:
+    return b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x);
+  case OpCode::Log:
+    return b.CreateUnaryIntrinsic(llvm::Intrinsic::log, x);
+  case OpCode::Sqrt:
+    return b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+  case OpCode::Rsqrt:
+    return b.CreateFDiv(llvm::ConstantFP::get(ty, 1.0),
+                        b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+  case OpCode::Sin:
+    return b.CreateUnaryIntrinsic(llvm::Intrinsic::sin, x);
+  case OpCode::Cos:
+    return b.CreateUnaryIntrinsic(llvm::Intrinsic::cos, x);
+  case OpCode::Tanh:
+    return libm("tanhf", "tanh", t, x);
+  case OpCode::Sigmoid:
+    return b.CreateFDiv(
+        llvm::ConstantFP::get(ty, 1.0),
+        b.CreateFAdd(
+            llvm::ConstantFP::get(ty, 1.0),
+            b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b.CreateFNeg(x))));
+  case OpCode::Gelu: {
+    Value *e = libm(
+        "erff", "erf", t,
+        b.CreateFMul(x, llvm::ConstantFP::get(ty, 0.70710678118654752440)));
+    return b.CreateFMul(b.CreateFMul(llvm::ConstantFP::get(ty, 0.5), x),
+                        b.CreateFAdd(llvm::ConstantFP::get(ty, 1.0), e));
+  }
+  default:
+    return nullptr;
+  }
+}
+
+Value *Codegen::binary(OpCode code, DType t, Value *x, Value *y) {
+  bool fl = isFloat(t);
+  switch (code) {
+  case OpCode::Add:
+    return fl ? b.CreateFAdd(x, y) : b.CreateAdd(x, y);
+  case OpCode::Sub:
+    return fl ? b.CreateFSub(x, y) : b.CreateSub(x, y);
+  case OpCode::Mul:
+    return fl ? b.CreateFMul(x, y) : b.CreateMul(x, y);
+  case OpCode::Div:
+    if (fl)
+      return b.CreateFDiv(x, y);
+    failMessageIf(b.CreateICmpEQ(y, b.getInt64(0)), "integer division by zero");
+    return floorDiv(x, y);
+  case OpCode::Pow:
+    return b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, y);
+  case OpCode::Maximum:
+    return fl ? b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, x, y)
+              : b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, x, y);
+  case OpCode::Minimum:
+    return fl ? b.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, x, y)
+              : b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, x, y);
+  case OpCode::Lt:
+    return fl ? b.CreateFCmpOLT(x, y) : b.CreateICmpSLT(x, y);
+  case OpCode::Le:
+    return fl ? b.CreateFCmpOLE(x, y) : b.CreateICmpSLE(x, y);
+  case OpCode::Gt:
+    return fl ? b.CreateFCmpOGT(x, y) : b.CreateICmpSGT(x, y);
+  case OpCode::Ge:
+    return fl ? b.CreateFCmpOGE(x, y) : b.CreateICmpSGE(x, y);
+  case OpCode::Eq:
+    return fl ? b.CreateFCmpOEQ(x, y) : b.CreateICmpEQ(x, y);
+  case OpCode::Ne:
+    return fl ? b.CreateFCmpUNE(x, y) : b.CreateICmpNE(x, y);
+  case OpCode::And:
+    return b.CreateAnd(x, y);
+  case OpCode::Or:
+    return b.CreateOr(x, y);
+  default:
+    return nullptr;
+  }
+}
+
+Value *Codegen::libm(const char *f32name, const char *f64name, DType t,
+                     Value *x) {
+  bool dbl = t == DType::F64;
+  llvm::Type *ty = computeType(t);
+  return b.CreateCall(runtime(dbl ? f64name : f32name, ty, {ty}), {x});
+}
+
+Value *Codegen::symSlot(const std::string &name) {
+  return b.CreateConstGEP1_64(i64, symsArg, symIndex.at(name));
+}
+
+} // namespace tsl::cpu
