@@ -1,5 +1,8 @@
 // The C ABI of tsl_c.h over FunctionTable.
+#include "runtime/Manifest.h"
 #include "runtime/Runtime.h"
+
+#include <dlfcn.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -97,11 +100,59 @@ tsl_status tsl_module_load_source(tsl_runtime *rt, const char *path, tsl_module 
   return TSL_OK;
 }
 
+tsl_status tsl_module_load_aot(tsl_runtime *rt, const char *path, tsl_module **out) {
+  if (!rt || !path || !out)
+    return fail(TSL_INVALID_ARGUMENT, "tsl_module_load_aot: null argument");
+  struct stat st;
+  if (::stat(path, &st) != 0)
+    return fail(TSL_NOT_FOUND, std::string("no such file: '") + path + "'");
+  void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    return fail(TSL_INVALID_ARGUMENT, std::string("cannot load '") + path + "': " + dlerror());
+  std::shared_ptr<void> library(handle, [](void *h) { dlclose(h); });
+  auto *table = static_cast<void **>(dlsym(handle, "tsl_rt_table"));
+  auto *manifest = static_cast<const char *>(dlsym(handle, "tsl_manifest"));
+  if (!table || !manifest)
+    return fail(TSL_INVALID_ARGUMENT, std::string("'") + path + "' is not a TSL module (no manifest)");
+  std::vector<tsl::rt::ManifestVariant> variants;
+  std::string error;
+  if (!tsl::rt::readManifest(manifest, variants, error))
+    return fail(TSL_INVALID_ARGUMENT, std::string(path) + ": " + error);
+  tsl_rt_fill_table(table);
+  auto module = std::make_unique<tsl_module>();
+  module->path = path;
+  module->cacheLimit = static_cast<size_t>(rt->options.cache_limit);
+  for (tsl::rt::ManifestVariant &mv : variants) {
+    tsl::rt::VariantCode code = std::move(mv.code);
+    code.kernel = reinterpret_cast<tsl::rt::KernelFn>(dlsym(handle, mv.kernelSymbol.c_str()));
+    code.match = reinterpret_cast<tsl::rt::MatchFn>(dlsym(handle, mv.matchSymbol.c_str()));
+    code.shapes = reinterpret_cast<tsl::rt::ShapesFn>(dlsym(handle, mv.shapesSymbol.c_str()));
+    if (!code.kernel || !code.match || !code.shapes)
+      return fail(TSL_INVALID_ARGUMENT, std::string(path) + ": missing entry points of '" +
+                                            mv.function + "'");
+    code.keepAlive = library;
+    auto &fn = module->functions[mv.function];
+    if (!fn) {
+      fn = std::make_unique<tsl_function>();
+      tsl::rt::TableOptions options;
+      options.cacheLimit = module->cacheLimit;
+      fn->table = std::make_unique<tsl::rt::FunctionTable>(mv.function, nullptr, options);
+    }
+    fn->table->addVariant(std::move(code));
+  }
+  std::lock_guard<std::mutex> lock(rt->mutex);
+  *out = module.get();
+  rt->modules.push_back(std::move(module));
+  return TSL_OK;
+}
+
 tsl_status tsl_module_get_function(tsl_module *module, const char *name, tsl_function **out) {
   if (!module || !name || !out)
     return fail(TSL_INVALID_ARGUMENT, "tsl_module_get_function: null argument");
   std::lock_guard<std::mutex> lock(module->mutex);
   auto it = module->functions.find(name);
+  if (it == module->functions.end() && !module->compiler)
+    return fail(TSL_NOT_FOUND, std::string("module '") + module->path + "' has no function '" + name + "'");
   if (it == module->functions.end()) {
     auto fn = std::make_unique<tsl_function>();
     tsl::rt::TableOptions options;
@@ -155,7 +206,8 @@ tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args, int32_t narg
     if (error.find("runtime check failed") != std::string::npos ||
         error.find("out of bounds") != std::string::npos)
       status = TSL_RUNTIME_ERROR;
-    else if (error.find("cache limit") != std::string::npos)
+    else if (error.find("cache limit") != std::string::npos ||
+             error.find("has no compiler") != std::string::npos)
       status = TSL_NO_VARIANT;
     else if (error.find("error:") != std::string::npos)
       status = TSL_COMPILE_ERROR;

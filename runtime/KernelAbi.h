@@ -72,6 +72,29 @@ void tsl_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, 
 int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t dtype, const void *x, const int64_t *shape,
                       int32_t rank, int32_t axis, void *out);
 
+/* Ahead-of-time modules call the functions above through a table they
+ * export as `tsl_rt_table` (void *[TSL_RT_NUM_SLOTS]); the runtime fills it
+ * when it loads the module, so no symbol of the program needs exporting. */
+enum tsl_rt_slot {
+  TSL_RT_ALLOC,
+  TSL_RT_FAIL,
+  TSL_RT_ERROR,
+  TSL_RT_CONV2D,
+  TSL_RT_MAX_POOL2D,
+  TSL_RT_NONZERO,
+  TSL_RT_MASKED_SELECT,
+  TSL_RT_UNIQUE,
+  TSL_RT_INDEX_SELECT,
+  TSL_RT_TOPK,
+  TSL_RT_ARGMAX,
+  TSL_RT_SGEMM,
+  TSL_RT_NUM_SLOTS
+};
+/* The slot of a runtime function by name (-1 when it has none). */
+int32_t tsl_rt_slot_of(const char *name);
+/* Fills table[0..TSL_RT_NUM_SLOTS) with the runtime's functions. */
+void tsl_rt_fill_table(void **table);
+
 #ifdef __cplusplus
 }
 #endif

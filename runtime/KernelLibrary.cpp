@@ -418,4 +418,31 @@ int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t d, const void *x, const int64
   return 0;
 }
 
+static const char *const kSlotNames[TSL_RT_NUM_SLOTS] = {
+    "tsl_rt_alloc",  "tsl_rt_fail",         "tsl_rt_error",        "tsl_rt_conv2d",
+    "tsl_rt_max_pool2d", "tsl_rt_nonzero", "tsl_rt_masked_select", "tsl_rt_unique",
+    "tsl_rt_index_select", "tsl_rt_topk",   "tsl_rt_argmax",       "tsl_rt_sgemm"};
+
+int32_t tsl_rt_slot_of(const char *name) {
+  for (int32_t i = 0; i < TSL_RT_NUM_SLOTS; ++i)
+    if (std::strcmp(kSlotNames[i], name) == 0)
+      return i;
+  return -1;
+}
+
+void tsl_rt_fill_table(void **table) {
+  table[TSL_RT_ALLOC] = reinterpret_cast<void *>(&tsl_rt_alloc);
+  table[TSL_RT_FAIL] = reinterpret_cast<void *>(&tsl_rt_fail);
+  table[TSL_RT_ERROR] = reinterpret_cast<void *>(&tsl_rt_error);
+  table[TSL_RT_CONV2D] = reinterpret_cast<void *>(&tsl_rt_conv2d);
+  table[TSL_RT_MAX_POOL2D] = reinterpret_cast<void *>(&tsl_rt_max_pool2d);
+  table[TSL_RT_NONZERO] = reinterpret_cast<void *>(&tsl_rt_nonzero);
+  table[TSL_RT_MASKED_SELECT] = reinterpret_cast<void *>(&tsl_rt_masked_select);
+  table[TSL_RT_UNIQUE] = reinterpret_cast<void *>(&tsl_rt_unique);
+  table[TSL_RT_INDEX_SELECT] = reinterpret_cast<void *>(&tsl_rt_index_select);
+  table[TSL_RT_TOPK] = reinterpret_cast<void *>(&tsl_rt_topk);
+  table[TSL_RT_ARGMAX] = reinterpret_cast<void *>(&tsl_rt_argmax);
+  table[TSL_RT_SGEMM] = reinterpret_cast<void *>(&tsl_rt_sgemm);
+}
+
 } // extern "C"

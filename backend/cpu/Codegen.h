@@ -22,9 +22,9 @@ using llvm::Value;
 
 class Codegen {
 public:
-  Codegen(const Function &fn, llvm::LLVMContext &ctx)
-      : fn(fn), ctx(ctx), mod(std::make_unique<llvm::Module>("tsl", ctx)),
-        b(ctx) {}
+  Codegen(const Function &fn, llvm::LLVMContext &ctx, LoweringOptions options = {})
+      : fn(fn), ctx(ctx), mod(std::make_unique<llvm::Module>("tsl", ctx)), b(ctx),
+        options(std::move(options)) {}
 
   std::vector<std::string> checks;
 
@@ -35,6 +35,7 @@ private:
   llvm::LLVMContext &ctx;
   std::unique_ptr<llvm::Module> mod;
   llvm::IRBuilder<> b;
+  LoweringOptions options;
   llvm::Function *kernel = nullptr;
   Value *buffersArg = nullptr, *symsArg = nullptr, *ctxArg = nullptr;
   llvm::Type *i8 = nullptr, *i32 = nullptr, *i64 = nullptr, *ptr = nullptr;

@@ -30,7 +30,7 @@ void Codegen::checkOrReturn(Value *bad, const std::string &description) {
 }
 
 void Codegen::emitMatch() {
-  llvm::Function *f = beginHelper(kMatchName, i32, 3);
+  llvm::Function *f = beginHelper(options.matchName().c_str(), i32, 3);
   Value *sizes = f->getArg(0), *ints = f->getArg(1);
   symsArg = f->getArg(2);
   std::set<std::string> bound;
@@ -146,7 +146,7 @@ void Codegen::emitMatch() {
 }
 
 void Codegen::emitShapes() {
-  llvm::Function *f = beginHelper(kShapesName, b.getVoidTy(), 2);
+  llvm::Function *f = beginHelper(options.shapesName().c_str(), b.getVoidTy(), 2);
   symsArg = f->getArg(0);
   Value *out = f->getArg(1);
   int64_t k = 0;

@@ -1,12 +1,21 @@
 // Lowering helpers: sizes from symbols, loop nests, element loads, stores,
 // conversions and the arithmetic of elementwise ops.
 #include "backend/cpu/Codegen.h"
+#include "runtime/KernelAbi.h"
 
 namespace tsl::cpu {
 
 // --- runtime calls ---------------------------------------------------
 llvm::FunctionCallee Codegen::runtime(const char *name, llvm::Type *ret,
                                       std::vector<llvm::Type *> args) {
+  int32_t slot = tsl_rt_slot_of(name);
+  if (options.aot && slot >= 0) {
+    // Through the table the loading runtime fills (no symbol to resolve).
+    auto *tableType = llvm::ArrayType::get(ptr, TSL_RT_NUM_SLOTS);
+    auto *table = mod->getOrInsertGlobal("tsl_rt_table", tableType);
+    Value *entry = b.CreateLoad(ptr, b.CreateConstGEP2_64(tableType, table, 0, slot));
+    return llvm::FunctionCallee(llvm::FunctionType::get(ret, args, false), entry);
+  }
   llvm::FunctionCallee callee =
       mod->getOrInsertFunction(name, llvm::FunctionType::get(ret, args, false));
   if (std::string(name) == "tsl_rt_alloc")

@@ -19,7 +19,7 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
   ptr = b.getPtrTy();
   auto *type = llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false);
   kernel = llvm::Function::Create(type, llvm::Function::ExternalLinkage,
-                                  kKernelName, *mod);
+                                  options.kernelName(), *mod);
   buffersArg = kernel->getArg(0);
   symsArg = kernel->getArg(1);
   ctxArg = kernel->getArg(2);
@@ -482,11 +482,10 @@ bool Codegen::matmul(const Operation &op) {
 
 } // namespace cpu
 
-std::unique_ptr<llvm::Module> lowerFunction(const Function &fn,
-                                            llvm::LLVMContext &ctx,
-                                            std::vector<std::string> &checks,
-                                            std::string &error) {
-  cpu::Codegen cg(fn, ctx);
+std::unique_ptr<llvm::Module> lowerFunction(const Function &fn, llvm::LLVMContext &ctx,
+                                            std::vector<std::string> &checks, std::string &error,
+                                            const LoweringOptions &options) {
+  cpu::Codegen cg(fn, ctx, options);
   std::unique_ptr<llvm::Module> m = cg.run(error);
   checks = cg.checks;
   return m;

@@ -27,11 +27,23 @@ inline constexpr const char *kMatchName = "tsl_match";
 /// order, after the kernel ran (unbacked sizes included).
 inline constexpr const char *kShapesName = "tsl_result_shapes";
 
+/// How a function is lowered.
+struct LoweringOptions {
+  /// Ahead of time: runtime functions are called through the exported
+  /// `tsl_rt_table` that the loading runtime fills (KernelAbi.h).
+  bool aot = false;
+  /// Prefix of the three entry points ("": the default names above;
+  /// "f_v0": f_v0_kernel, f_v0_match, f_v0_shapes).
+  std::string prefix;
+  std::string kernelName() const { return prefix.empty() ? kKernelName : prefix + "_kernel"; }
+  std::string matchName() const { return prefix.empty() ? kMatchName : prefix + "_match"; }
+  std::string shapesName() const { return prefix.empty() ? kShapesName : prefix + "_shapes"; }
+};
+
 /// Lowers \p fn; \p checks receives one description per check of
 /// tsl_match, in code order.
-std::unique_ptr<llvm::Module> lowerFunction(const Function &fn,
-                                            llvm::LLVMContext &ctx,
-                                            std::vector<std::string> &checks,
-                                            std::string &error);
+std::unique_ptr<llvm::Module> lowerFunction(const Function &fn, llvm::LLVMContext &ctx,
+                                            std::vector<std::string> &checks, std::string &error,
+                                            const LoweringOptions &options = {});
 
 } // namespace tsl

@@ -3,6 +3,7 @@
 
 #include "backend/cpu/CpuCodegen.h"
 #include "runtime/KernelAbi.h"
+#include "runtime/Manifest.h"
 #include "runtime/Variant.h"
 
 #include <llvm/ADT/SmallString.h>
@@ -11,6 +12,7 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/Linker/Linker.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -20,6 +22,10 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <cmath>
+#include <cstdio>
+#include <map>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cstring>
 #include <mutex>
 
@@ -239,19 +245,12 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
   return kernel;
 }
 
-bool CpuKernel::compileVariant(const Function &fn, rt::VariantCode &out,
-                               std::string &error) {
-  std::shared_ptr<CpuKernel> kernel(compile(fn, error).release());
-  if (!kernel)
-    return false;
-  const Impl &k = *kernel->impl_;
-  out = rt::VariantCode();
-  out.kernel = k.entry;
-  out.match = k.match;
-  out.shapes = k.shapes;
+/// Fills the metadata of a variant (everything but its entry points).
+static void fillMetadata(const Function &fn, const std::vector<std::string> &checks,
+                         rt::VariantCode &out) {
   out.numValues = fn.values.size();
   out.numSymbols = fn.symbols.size();
-  out.checks = k.checks;
+  out.checks = checks;
   out.specialized = fn.specialized;
   size_t tensorIndex = 0;
   for (const Param &p : fn.params) {
@@ -270,8 +269,7 @@ bool CpuKernel::compileVariant(const Function &fn, rt::VariantCode &out,
   }
   for (ValueId r : fn.results)
     out.results.push_back({static_cast<int32_t>(fn.type(r).dtype),
-                           static_cast<int32_t>(fn.type(r).rank()),
-                           static_cast<int32_t>(r)});
+                           static_cast<int32_t>(fn.type(r).rank()), static_cast<int32_t>(r)});
   for (const Operation &op : fn.ops) {
     rt::OpInfoRt info;
     info.location = op.loc.str();
@@ -284,7 +282,115 @@ bool CpuKernel::compileVariant(const Function &fn, rt::VariantCode &out,
     }
     out.ops.push_back(info);
   }
+}
+
+bool CpuKernel::compileVariant(const Function &fn, rt::VariantCode &out, std::string &error) {
+  std::shared_ptr<CpuKernel> kernel(compile(fn, error).release());
+  if (!kernel)
+    return false;
+  const Impl &k = *kernel->impl_;
+  out = rt::VariantCode();
+  out.kernel = k.entry;
+  out.match = k.match;
+  out.shapes = k.shapes;
+  fillMetadata(fn, k.checks, out);
   out.keepAlive = kernel;
+  return true;
+}
+
+bool buildSharedLibrary(const std::vector<Function> &fns, const std::string &outPath,
+                        std::string &error) {
+  initializeLLVM();
+  llvm::LLVMContext ctx;
+  auto combined = std::make_unique<llvm::Module>("tsl_aot", ctx);
+  std::vector<rt::ManifestVariant> manifest;
+  std::map<std::string, int> counts;
+  for (const Function &fn : fns) {
+    LoweringOptions options;
+    options.aot = true;
+    options.prefix = "tsl_" + fn.name + "_v" + std::to_string(counts[fn.name]++);
+    std::vector<std::string> checks;
+    std::unique_ptr<llvm::Module> m = lowerFunction(fn, ctx, checks, error, options);
+    if (!m)
+      return false;
+    if (llvm::Linker::linkModules(*combined, std::move(m))) {
+      error = "internal error: cannot link the module of '" + fn.name + "'";
+      return false;
+    }
+    rt::ManifestVariant mv;
+    mv.function = fn.name;
+    mv.kernelSymbol = options.kernelName();
+    mv.matchSymbol = options.matchName();
+    mv.shapesSymbol = options.shapesName();
+    fillMetadata(fn, checks, mv.code);
+    manifest.push_back(std::move(mv));
+  }
+  // The runtime-function table the loader fills, and the manifest.
+  auto *tableType = llvm::ArrayType::get(llvm::PointerType::get(ctx, 0), TSL_RT_NUM_SLOTS);
+  auto *table =
+      llvm::cast<llvm::GlobalVariable>(combined->getOrInsertGlobal("tsl_rt_table", tableType));
+  table->setInitializer(llvm::ConstantAggregateZero::get(tableType));
+  table->setLinkage(llvm::GlobalValue::ExternalLinkage);
+  std::string text = rt::writeManifest(manifest);
+  auto *data = llvm::ConstantDataArray::getString(ctx, text, true);
+  new llvm::GlobalVariable(*combined, data->getType(), true, llvm::GlobalValue::ExternalLinkage,
+                           data, "tsl_manifest");
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) {
+    error = errorText(jtmb.takeError());
+    return false;
+  }
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  jtmb->setRelocationModel(llvm::Reloc::PIC_);
+  auto tm = jtmb->createTargetMachine();
+  if (!tm) {
+    error = errorText(tm.takeError());
+    return false;
+  }
+  combined->setDataLayout((*tm)->createDataLayout());
+  combined->setTargetTriple((*tm)->getTargetTriple().str());
+  for (llvm::Function &f : *combined)
+    if (!f.isDeclaration()) {
+      f.addFnAttr("target-cpu", (*tm)->getTargetCPU());
+      f.addFnAttr("target-features", (*tm)->getTargetFeatureString());
+    }
+  optimize(*combined, **tm);
+  std::string objectPath = outPath + ".o";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objectPath, ec);
+    if (ec) {
+      error = "cannot write '" + objectPath + "': " + ec.message();
+      return false;
+    }
+    llvm::legacy::PassManager pm;
+    if ((*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+      error = "the host target cannot emit object files";
+      return false;
+    }
+    pm.run(*combined);
+  }
+  // Link a shared library with the system C compiler driver.
+  const char *cc = std::getenv("CC");
+  std::vector<std::string> argv = {cc && *cc ? cc : "cc", "-shared", "-o", outPath, objectPath,
+                                   "-lm", "-lmvec"};
+  std::vector<char *> args;
+  for (std::string &a : argv)
+    args.push_back(a.data());
+  args.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  bool linked = pid > 0 && waitpid(pid, &status, 0) >= 0 && WIFEXITED(status) &&
+                WEXITSTATUS(status) == 0;
+  std::remove(objectPath.c_str());
+  if (!linked) {
+    error = "linking '" + outPath + "' with '" + argv[0] + "' failed";
+    return false;
+  }
   return true;
 }
 

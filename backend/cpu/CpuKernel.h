@@ -23,6 +23,12 @@ bool lowerToLLVMText(const Function &fn, std::string &text, std::string &error);
 /// emit --emit=asm`).
 bool lowerToAssembly(const Function &fn, std::string &text, std::string &error);
 
+/// Compiles \p fns (variants, possibly of several functions) ahead of time
+/// into a shared library the runtime loads without a compiler
+/// (tsl_module_load_aot). Links with $CC (default `cc`).
+bool buildSharedLibrary(const std::vector<Function> &fns, const std::string &outPath,
+                        std::string &error);
+
 /// A compiled, loaded kernel. Thread-compatible: run() may be called from
 /// several threads at once (each call has its own context).
 class CpuKernel {

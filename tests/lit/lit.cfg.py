@@ -17,6 +17,7 @@ config.substitutions.append(('%fixtures', os.path.join(config.tsl_source_dir, 't
 config.substitutions.append(('%stdlib', os.path.join(config.tsl_source_dir, 'stdlib')))
 config.substitutions.append(('%npycmp', config.python + ' ' + os.path.join(tools, 'npycmp.py')))
 config.substitutions.append(('%python', config.python))
+config.substitutions.append(('%bin', config.tsl_bin_dir))
 config.environment['PATH'] = os.pathsep.join([config.llvm_bin_dir, config.tsl_bin_dir,
                                               config.environment.get('PATH', '')])
 config.environment['TSL_STDLIB_PATH'] = os.path.join(config.tsl_source_dir, 'stdlib')

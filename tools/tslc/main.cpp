@@ -5,6 +5,7 @@
 #include "frontend/Parser.h"
 #include "ir/IrText.h"
 #include "ir/TensorIO.h"
+#include "ir/Verifier.h"
 #include "runtime/FunctionTable.h"
 #include "tools/driver/Driver.h"
 #include "tools/driver/JitCompiler.h"
@@ -34,6 +35,9 @@ commands:
                                     runtime's variant table; --stats prints compiles as JSON
   emit FILE --emit=ast|ir|llvm|asm [--fn NAME] [--arg NAME=VALUE...]
                                     print the AST, or the IR (symbolic without --arg)
+  build FILE --fn NAME --arg NAME=TYPE... -o OUT.so [--all-dynamic]
+                                    compile ahead of time into a shared library the runtime
+                                    loads without a compiler (tsl_module_load_aot)
   bench FILE --fn NAME --arg NAME=VALUE...
                                     compile, warm up, then latency min/mean/median/p90/p99
   guards FILE --fn NAME --arg NAME=TYPE... [--json]
@@ -59,6 +63,7 @@ struct Options {
   std::string calls;
   bool json = false;
   bool stats = false;
+  bool allDynamic = false;
 };
 
 bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
@@ -89,6 +94,8 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
       o.json = true;
     else if (a == "--stats")
       o.stats = true;
+    else if (a == "--all-dynamic")
+      o.allDynamic = true;
     else if (value("--fn", o.fn) || value("--emit", o.emit) ||
              value("-o", o.output) || value("--backend", o.backend) || value("--calls", o.calls)) {
       if (!error.empty())
@@ -294,6 +301,38 @@ int cmdBench(const Options &o) {
   return 0;
 }
 
+/// `tslc build FILE --fn F --arg ... -o OUT.so`: compile ahead of time into
+/// a shared library the runtime loads without a compiler.
+int cmdBuild(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
+  if (o.files.size() != 1 || o.fn.empty() || o.output.empty())
+    return usageError("build needs one file, --fn NAME, --arg ... and -o OUT.so");
+  std::vector<ArgSpec> args;
+  if (!parseArgs(o, false, args))
+    return 1;
+  ModuleLoader loader(sm, diags);
+  const LoadedModule *m = loader.load(o.files[0]);
+  if (!m) {
+    diags.finish();
+    return 1;
+  }
+  ElaborateOptions options;
+  options.examples.emplace();
+  for (const ArgSpec &a : args)
+    (*options.examples)[a.name] = ExampleArg{a.isInt, a.intValue, a.dtype, a.shape};
+  options.allDynamic = o.allDynamic;
+  Function fn;
+  if (!elaborateFunction(*m, o.fn, options, diags, fn)) {
+    diags.finish();
+    return 1;
+  }
+  std::string error;
+  if (!verifyFunction(fn, error) || !buildSharedLibrary({fn}, o.output, error)) {
+    std::cerr << "tslc: error: " << error << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (!o.calls.empty()) {
     if (o.files.size() != 1 || o.fn.empty())
@@ -462,5 +501,7 @@ int main(int argc, char **argv) {
     return cmdGuards(o, sm, diags);
   if (o.command == "bench")
     return cmdBench(o);
+  if (o.command == "build")
+    return cmdBuild(o, sm, diags);
   return usageError("unknown command '" + o.command + "'");
 }

@@ -69,6 +69,10 @@ void tsl_runtime_destroy(tsl_runtime *rt);
 
 /* Loads a .tsl source file (compiled on demand; needs a compiler). */
 tsl_status tsl_module_load_source(tsl_runtime *rt, const char *path, tsl_module **out);
+/* Loads an ahead-of-time module built by `tslc build` (a shared library):
+ * runs with the runtime alone; a call no variant serves is TSL_NO_VARIANT
+ * naming the failing guard. */
+tsl_status tsl_module_load_aot(tsl_runtime *rt, const char *path, tsl_module **out);
 tsl_status tsl_module_get_function(tsl_module *module, const char *name, tsl_function **out);
 
 /* Calls a function. On success *outputs points to *noutputs tensors the
