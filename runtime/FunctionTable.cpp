@@ -178,7 +178,10 @@ bool FunctionTable::compileFor(const std::vector<CallArg> &args, const std::stri
     return false;
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   compiledAllDynamic_ |= allDynamic;
-  ++stats_.compiles;
+  if (code.fromCache)
+    ++stats_.cacheHits;
+  else
+    ++stats_.compiles;
   if (!variants_.empty())
     stats_.recompileReasons.push_back(reason);
   if (log_.recompiles && !variants_.empty())
@@ -190,7 +193,8 @@ bool FunctionTable::compileFor(const std::vector<CallArg> &args, const std::stri
         std::fprintf(stderr, "[tsl] guards %s variant %zu: %s\n", name_.c_str(), variants_.size(),
                      c.c_str() + 6);
   if (log_.perf)
-    std::fprintf(stderr, "[tsl] perf: compiled %s variant %zu in %.1f ms\n", name_.c_str(),
+    std::fprintf(stderr, "[tsl] perf: %s %s variant %zu in %.1f ms\n",
+                 code.fromCache ? "loaded from the compile cache" : "compiled", name_.c_str(),
                  variants_.size(), ms);
   publish(std::make_shared<VariantCode>(std::move(code)));
   return true;

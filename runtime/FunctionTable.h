@@ -23,7 +23,8 @@ struct Output {
 
 /// What a table has done, for `--stats` and tests.
 struct Stats {
-  size_t compiles = 0;
+  size_t compiles = 0;   ///< variants compiled
+  size_t cacheHits = 0;  ///< variants loaded from the on-disk cache instead
   size_t calls = 0;
   /// The variant of each call (the first 100,000 calls).
   std::vector<int> callVariants;

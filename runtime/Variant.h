@@ -55,6 +55,7 @@ struct VariantCode {
   /// auto dims and int params specialized to a value in this variant.
   std::map<std::string, int64_t> specialized;
   std::string description; ///< for logs: "sizes: B dynamic, D = 64"
+  bool fromCache = false;  ///< loaded from the on-disk compile cache
   std::shared_ptr<void> keepAlive; ///< owns the code (a JIT session)
 };
 

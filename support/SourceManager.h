@@ -51,6 +51,8 @@ public:
   /// read (missing, a directory, unreadable).
   uint32_t addFile(const std::string &path, std::string &error);
 
+  /// How many files are loaded (ids are 1..fileCount()).
+  uint32_t fileCount() const { return static_cast<uint32_t>(files_.size()); }
   /// The id of an already loaded file with this exact name, or 0.
   uint32_t findFile(const std::string &name) const;
 

@@ -12,7 +12,9 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/Linker/Linker.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -89,6 +91,19 @@ bool lowerToLLVMText(const Function &fn, std::string &text,
   llvm::raw_string_ostream os(text);
   m->print(os, nullptr);
   return true;
+}
+
+std::string hostTargetId() {
+  initializeLLVM();
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb) {
+    llvm::consumeError(jtmb.takeError());
+    return "unknown-host";
+  }
+  std::string id = jtmb->getTargetTriple().str() + " " + jtmb->getCPU();
+  for (const std::string &f : jtmb->getFeatures().getFeatures())
+    id += " " + f;
+  return id + " llvm " LLVM_VERSION_STRING;
 }
 
 bool lowerToAssembly(const Function &fn, std::string &text,
@@ -298,8 +313,8 @@ bool CpuKernel::compileVariant(const Function &fn, rt::VariantCode &out, std::st
   return true;
 }
 
-bool buildSharedLibrary(const std::vector<Function> &fns, const std::string &outPath,
-                        std::string &error) {
+bool compileObject(const std::vector<Function> &fns, std::string &object, std::string &manifestText,
+                   std::string &error) {
   initializeLLVM();
   llvm::LLVMContext ctx;
   auto combined = std::make_unique<llvm::Module>("tsl_aot", ctx);
@@ -331,8 +346,8 @@ bool buildSharedLibrary(const std::vector<Function> &fns, const std::string &out
       llvm::cast<llvm::GlobalVariable>(combined->getOrInsertGlobal("tsl_rt_table", tableType));
   table->setInitializer(llvm::ConstantAggregateZero::get(tableType));
   table->setLinkage(llvm::GlobalValue::ExternalLinkage);
-  std::string text = rt::writeManifest(manifest);
-  auto *data = llvm::ConstantDataArray::getString(ctx, text, true);
+  manifestText = rt::writeManifest(manifest);
+  auto *data = llvm::ConstantDataArray::getString(ctx, manifestText, true);
   new llvm::GlobalVariable(*combined, data->getType(), true, llvm::GlobalValue::ExternalLinkage,
                            data, "tsl_manifest");
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -355,20 +370,35 @@ bool buildSharedLibrary(const std::vector<Function> &fns, const std::string &out
       f.addFnAttr("target-features", (*tm)->getTargetFeatureString());
     }
   optimize(*combined, **tm);
-  std::string objectPath = outPath + ".o";
+  llvm::SmallString<0> buffer;
   {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(objectPath, ec);
-    if (ec) {
-      error = "cannot write '" + objectPath + "': " + ec.message();
-      return false;
-    }
+    llvm::raw_svector_ostream os(buffer);
     llvm::legacy::PassManager pm;
     if ((*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
       error = "the host target cannot emit object files";
       return false;
     }
     pm.run(*combined);
+  }
+  object.assign(buffer.begin(), buffer.end());
+  return true;
+}
+
+bool buildSharedLibrary(const std::vector<Function> &fns, const std::string &outPath,
+                        std::string &error) {
+  std::string object, manifest;
+  if (!compileObject(fns, object, manifest, error))
+    return false;
+  std::string objectPath = outPath + ".o";
+  {
+    std::FILE *f = std::fopen(objectPath.c_str(), "wb");
+    if (!f || std::fwrite(object.data(), 1, object.size(), f) != object.size()) {
+      if (f)
+        std::fclose(f);
+      error = "cannot write '" + objectPath + "'";
+      return false;
+    }
+    std::fclose(f);
   }
   // Link a shared library with the system C compiler driver.
   const char *cc = std::getenv("CC");
@@ -390,6 +420,63 @@ bool buildSharedLibrary(const std::vector<Function> &fns, const std::string &out
   if (!linked) {
     error = "linking '" + outPath + "' with '" + argv[0] + "' failed";
     return false;
+  }
+  return true;
+}
+
+
+bool loadObjectVariants(const std::string &object, const std::string &manifestText,
+                        std::vector<std::pair<std::string, rt::VariantCode>> &out,
+                        std::string &error) {
+  initializeLLVM();
+  std::vector<rt::ManifestVariant> manifest;
+  if (!rt::readManifest(manifestText, manifest, error))
+    return false;
+  auto jit = llvm::orc::LLJITBuilder().create();
+  if (!jit) {
+    error = errorText(jit.takeError());
+    return false;
+  }
+  llvm::orc::JITDylib &lib = (*jit)->getMainJITDylib();
+  auto generator = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!generator) {
+    error = errorText(generator.takeError());
+    return false;
+  }
+  lib.addGenerator(std::move(*generator));
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, "tsl-cached-object");
+  if (auto err = (*jit)->addObjectFile(std::move(buffer))) {
+    error = errorText(std::move(err));
+    return false;
+  }
+  auto table = (*jit)->lookup("tsl_rt_table");
+  if (!table) {
+    error = errorText(table.takeError());
+    return false;
+  }
+  tsl_rt_fill_table(table->toPtr<void **>());
+  std::shared_ptr<llvm::orc::LLJIT> session(std::move(*jit));
+  for (rt::ManifestVariant &mv : manifest) {
+    auto kernel = session->lookup(mv.kernelSymbol);
+    auto match = session->lookup(mv.matchSymbol);
+    auto shapes = session->lookup(mv.shapesSymbol);
+    if (!kernel || !match || !shapes) {
+      if (!kernel)
+        llvm::consumeError(kernel.takeError());
+      if (!match)
+        llvm::consumeError(match.takeError());
+      if (!shapes)
+        llvm::consumeError(shapes.takeError());
+      error = "the object has no entry points for '" + mv.function + "'";
+      return false;
+    }
+    rt::VariantCode code = std::move(mv.code);
+    code.kernel = kernel->toPtr<rt::KernelFn>();
+    code.match = match->toPtr<rt::MatchFn>();
+    code.shapes = shapes->toPtr<rt::ShapesFn>();
+    code.keepAlive = session;
+    out.push_back({mv.function, std::move(code)});
   }
   return true;
 }

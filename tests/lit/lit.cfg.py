@@ -26,3 +26,4 @@ if config.has_fuzzer:
 import shutil
 if shutil.which('tmux'):
     config.available_features.add('tmux')
+config.environment['TSL_CACHE_DIR'] = 'off'  # tests count compiles; the cache tests set their own

@@ -4,6 +4,12 @@
 #include "frontend/Elaborator.h"
 #include "ir/Verifier.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
 namespace tsl {
 
 JitCompiler::JitCompiler(std::string path)
@@ -84,7 +90,133 @@ bool JitCompiler::compile(const std::string &function, const std::vector<rt::Cal
     error = "internal error: " + error;
     return false;
   }
-  return CpuKernel::compileVariant(fn, out, error);
+  std::string dir = cacheDirectory();
+  if (dir.empty())
+    return CpuKernel::compileVariant(fn, out, error);
+  // The on-disk cache: a hit loads the object compiled by an earlier
+  // process; a missing, corrupt or mismatched entry is (re)built.
+  std::string key = cacheKey(function, args, dynamicDims, allDynamic);
+  if (loadCached(dir, key, function, out))
+    return true;
+  std::string object, manifest;
+  if (!compileObject({fn}, object, manifest, error))
+    return false;
+  storeCached(dir, key, object, manifest);
+  std::vector<std::pair<std::string, rt::VariantCode>> variants;
+  if (!loadObjectVariants(object, manifest, variants, error) || variants.empty())
+    return false;
+  out = std::move(variants[0].second);
+  return true;
+}
+
+namespace {
+
+uint64_t fnv1a(const std::string &data, uint64_t h = 1469598103934665603ULL) {
+  for (unsigned char c : data) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+bool readFile(const std::string &path, std::string &out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return false;
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  out = buf.str();
+  return true;
+}
+
+/// Writes through a temporary name and renames, so readers never see a
+/// partial file.
+bool writeFileAtomically(const std::string &path, const std::string &data) {
+  std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out)
+      return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+} // namespace
+
+std::string JitCompiler::cacheDirectory() {
+  const char *env = std::getenv("TSL_CACHE_DIR");
+  std::string dir;
+  if (env && *env) {
+    if (std::string(env) == "off")
+      return {};
+    dir = env;
+  } else if (const char *home = std::getenv("HOME")) {
+    dir = std::string(home) + "/.cache/tsl";
+  } else {
+    return {};
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  return ec ? std::string() : dir;
+}
+
+std::string JitCompiler::cacheKey(const std::string &function, const std::vector<rt::CallArg> &args,
+                                  const std::set<std::string> &dynamicDims, bool allDynamic) {
+  // Everything the compiled code depends on: the compiler, the target, every
+  // source file loaded (imports included), and the compile request.
+  std::string text = "tsl 0.1.0 cache 1\n" + hostTargetId() + "\n";
+  for (uint32_t f = 1; f <= sm_.fileCount(); ++f)
+    text += sm_.name(f) + "\n" + std::string(sm_.text(f)) + "\n";
+  text += function + "\n";
+  for (const rt::CallArg &a : args) {
+    text += a.isInt ? "int " + std::to_string(a.intValue) : "tensor " + std::to_string(a.dtype);
+    for (int64_t d : a.shape)
+      text += " " + std::to_string(d);
+    text += "\n";
+  }
+  for (const std::string &d : dynamicDims)
+    text += "dynamic " + d + "\n";
+  text += allDynamic ? "all-dynamic\n" : "";
+  return hex(fnv1a(text)) + hex(fnv1a(text, 0x84222325cbf29ce4ULL));
+}
+
+bool JitCompiler::loadCached(const std::string &dir, const std::string &key,
+                             const std::string &function, rt::VariantCode &out) {
+  std::string object, manifest, sum;
+  std::string base = dir + "/" + key;
+  if (!readFile(base + ".o", object) || !readFile(base + ".manifest", manifest) ||
+      !readFile(base + ".sum", sum))
+    return false;
+  if (sum != hex(fnv1a(key + manifest + object))) {
+    std::fprintf(stderr, "[tsl] compile cache: entry %s is corrupt; rebuilding it\n", key.c_str());
+    return false;
+  }
+  std::vector<std::pair<std::string, rt::VariantCode>> variants;
+  std::string error;
+  if (!loadObjectVariants(object, manifest, variants, error) || variants.empty() ||
+      variants[0].first != function) {
+    std::fprintf(stderr, "[tsl] compile cache: entry %s does not load (%s); rebuilding it\n",
+                 key.c_str(), error.c_str());
+    return false;
+  }
+  out = std::move(variants[0].second);
+  out.fromCache = true;
+  return true;
+}
+
+void JitCompiler::storeCached(const std::string &dir, const std::string &key,
+                              const std::string &object, const std::string &manifest) {
+  std::string base = dir + "/" + key;
+  // The checksum goes last: an entry without a matching one is ignored.
+  if (writeFileAtomically(base + ".o", object) && writeFileAtomically(base + ".manifest", manifest))
+    writeFileAtomically(base + ".sum", hex(fnv1a(key + manifest + object)));
 }
 
 } // namespace tsl

@@ -1,7 +1,11 @@
 #pragma once
 /// \file The runtime's compiler hook: on a dispatch miss, elaborate the
 /// function for the call's argument types (with the dims the runtime wants
-/// dynamic) and compile it with the CPU backend.
+/// dynamic) and compile it with the CPU backend. Compiled objects are kept
+/// in an on-disk cache ($TSL_CACHE_DIR, default ~/.cache/tsl, `off` to
+/// disable) keyed by the sources, the request, the target and the compiler
+/// version, so a second process compiles nothing; entries whose checksum or
+/// manifest does not match are rebuilt, never loaded.
 
 #include "frontend/ModuleLoader.h"
 #include "runtime/Variant.h"
@@ -28,6 +32,14 @@ public:
 
 private:
   bool ensureLoaded(std::string &error);
+  /// $TSL_CACHE_DIR (or ~/.cache/tsl); empty when TSL_CACHE_DIR=off.
+  static std::string cacheDirectory();
+  std::string cacheKey(const std::string &function, const std::vector<rt::CallArg> &args,
+                       const std::set<std::string> &dynamicDims, bool allDynamic);
+  bool loadCached(const std::string &dir, const std::string &key, const std::string &function,
+                  rt::VariantCode &out);
+  void storeCached(const std::string &dir, const std::string &key, const std::string &object,
+                   const std::string &manifest);
 
   std::string path_;
   std::mutex mutex_;

@@ -226,7 +226,7 @@ int cmdRunCalls(const Options &o) {
     std::cout << "], \"recompiles\": [";
     for (size_t i = 0; i < st.recompileReasons.size(); ++i)
       std::cout << (i ? ", " : "") << "{\"reason\": \"" << jsonEscape(st.recompileReasons[i]) << "\"}";
-    std::cout << "]}\n";
+    std::cout << "], \"cache_hits\": " << st.cacheHits << "}\n";
   }
   return 0;
 }
