@@ -180,6 +180,7 @@ void Codegen::planFusion() {
   std::vector<int> uses(fn.values.size(), 0);
   producer.assign(fn.values.size(), nullptr);
   inlined.assign(fn.values.size(), false);
+  fusedDepth.assign(fn.values.size(), 0);
   for (const Operation &op : fn.ops) {
     for (ValueId v : op.operands)
       ++uses[v];
@@ -198,14 +199,22 @@ void Codegen::planFusion() {
       continue;
     const TensorType &loop = isElementwise(op.code) ? fn.type(op.results[0])
                                                     : fn.type(op.operands[0]);
+    unsigned depth = 0;
     for (ValueId v : op.operands) {
       const Operation *p = producer[v];
       if (!p || !isElementwise(p->code))
         continue;
       bool scalar = p->code == OpCode::Constant || p->code == OpCode::SymScalar;
-      if (scalar || (uses[v] == 1 && fn.type(v).dims == loop.dims))
+      // Fused trees stay shallow (kMaxFusedDepth): a 50,000-term sum becomes
+      // a chain of loops instead of one expression that deep.
+      if (scalar || (uses[v] == 1 && fn.type(v).dims == loop.dims &&
+                     fusedDepth[v] < kMaxFusedDepth)) {
         inlined[v] = true;
+        depth = std::max(depth, fusedDepth[v]);
+      }
     }
+    for (ValueId r : op.results)
+      fusedDepth[r] = depth + 1;
   }
 }
 

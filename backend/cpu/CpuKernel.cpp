@@ -22,6 +22,7 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
 
 #include <cmath>
 #include <cstdio>
@@ -79,6 +80,19 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
 
 using KernelFn = int32_t (*)(void **, int64_t *, tsl_rt_context *);
 
+/// The host, or the CPU named by $TSL_TARGET_CPU (for example x86-64-v3 or
+/// skylake-avx512; its own features, not the host's).
+llvm::Expected<llvm::orc::JITTargetMachineBuilder> targetMachineBuilder() {
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb)
+    return jtmb;
+  if (const char *cpu = std::getenv("TSL_TARGET_CPU"); cpu && *cpu) {
+    jtmb->setCPU(cpu);
+    jtmb->getFeatures() = llvm::SubtargetFeatures();
+  }
+  return jtmb;
+}
+
 } // namespace
 
 bool lowerToLLVMText(const Function &fn, std::string &text,
@@ -95,7 +109,7 @@ bool lowerToLLVMText(const Function &fn, std::string &text,
 
 std::string hostTargetId() {
   initializeLLVM();
-  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  auto jtmb = targetMachineBuilder();
   if (!jtmb) {
     llvm::consumeError(jtmb.takeError());
     return "unknown-host";
@@ -114,7 +128,7 @@ bool lowerToAssembly(const Function &fn, std::string &text,
   std::unique_ptr<llvm::Module> m = lowerFunction(fn, ctx, checks, error);
   if (!m)
     return false;
-  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  auto jtmb = targetMachineBuilder();
   if (!jtmb) {
     error = errorText(jtmb.takeError());
     return false;
@@ -166,7 +180,7 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
   std::unique_ptr<llvm::Module> m = lowerFunction(fn, *ctx, checks, error);
   if (!m)
     return nullptr;
-  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  auto jtmb = targetMachineBuilder();
   if (!jtmb) {
     error = "cannot target the host CPU: " + errorText(jtmb.takeError());
     return nullptr;
@@ -350,7 +364,7 @@ bool compileObject(const std::vector<Function> &fns, std::string &object, std::s
   auto *data = llvm::ConstantDataArray::getString(ctx, manifestText, true);
   new llvm::GlobalVariable(*combined, data->getType(), true, llvm::GlobalValue::ExternalLinkage,
                            data, "tsl_manifest");
-  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  auto jtmb = targetMachineBuilder();
   if (!jtmb) {
     error = errorText(jtmb.takeError());
     return false;
@@ -511,6 +525,14 @@ bool CpuKernel::run(const std::vector<ArgValue> &args,
             "runtime check failed: " + failed.condAttr("cond").str();
         if (!failed.strAttr("message").empty())
           error.message += ": " + failed.strAttr("message");
+        // The values the check saw, as the interpreter reports them.
+        std::string vals;
+        for (const std::string &name : failed.condAttr("cond").symbols())
+          for (size_t i = 0; i < fn.symbols.size(); ++i)
+            if (fn.symbols[i].name == name)
+              vals += (vals.empty() ? "" : ", ") + name + " = " + std::to_string(syms[i]);
+        if (!vals.empty())
+          error.notes.push_back("with " + vals);
       } else {
         error.message = std::string(opInfo(failed.code).name) + ": " +
                         (message.empty() ? "failed" : message);

@@ -28,7 +28,7 @@ const char *kUsage = R"(usage: tslc <command> [options]
 
 commands:
   check FILE...                     parse and check every function (exit 0 when clean)
-  run FILE --fn NAME --arg NAME=VALUE... [--backend cpu|interp] [-o OUT.npy]
+  run FILE --fn NAME --arg NAME=VALUE... [--backend cpu|interp] [-o OUT.npy]   (default: cpu)
                                     run a function and print (or save) its results
   run FILE --fn NAME --calls CALLS [--stats]
                                     one call per line of CALLS (NAME=VALUE...) through the
@@ -59,7 +59,7 @@ struct Options {
   std::vector<std::string> args;
   std::string emit;
   std::string output;
-  std::string backend = "interp";
+  std::string backend = "cpu";
   std::string calls;
   bool json = false;
   bool stats = false;
