@@ -41,6 +41,9 @@ int32_t tsl_rt_context_failed_op(const tsl_rt_context *ctx);
 /// Allocates \p bytes (64-byte aligned) owned by the context; null (with
 /// an error recorded) when the size is negative or too large.
 void *tsl_rt_alloc(tsl_rt_context *ctx, int64_t bytes);
+/// Frees an allocation of this context early (its last use has passed), so
+/// later allocations of the same call can reuse the memory.
+void tsl_rt_free(tsl_rt_context *ctx, void *p);
 /// Records that the assertion or check of IR op \p op failed.
 void tsl_rt_fail(tsl_rt_context *ctx, int32_t op);
 /// Records an error with a message (library kernels).
@@ -88,6 +91,7 @@ enum tsl_rt_slot {
   TSL_RT_TOPK,
   TSL_RT_ARGMAX,
   TSL_RT_SGEMM,
+  TSL_RT_FREE,
   TSL_RT_NUM_SLOTS
 };
 /* The slot of a runtime function by name (-1 when it has none). */

@@ -211,6 +211,11 @@ void *tsl_rt_alloc(tsl_rt_context *ctx, int64_t bytes) {
   return p;
 }
 
+void tsl_rt_free(tsl_rt_context *ctx, void *p) {
+  if (p && tsl_rt_context_take(ctx, p))
+    std::free(p);
+}
+
 void tsl_rt_fail(tsl_rt_context *ctx, int32_t op) {
   // The op is recorded even after a library kernel's message: it gives the
   // message its source location.
@@ -421,7 +426,8 @@ int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t d, const void *x, const int64
 static const char *const kSlotNames[TSL_RT_NUM_SLOTS] = {
     "tsl_rt_alloc",  "tsl_rt_fail",         "tsl_rt_error",        "tsl_rt_conv2d",
     "tsl_rt_max_pool2d", "tsl_rt_nonzero", "tsl_rt_masked_select", "tsl_rt_unique",
-    "tsl_rt_index_select", "tsl_rt_topk",   "tsl_rt_argmax",       "tsl_rt_sgemm"};
+    "tsl_rt_index_select", "tsl_rt_topk",   "tsl_rt_argmax",       "tsl_rt_sgemm",
+    "tsl_rt_free"};
 
 int32_t tsl_rt_slot_of(const char *name) {
   for (int32_t i = 0; i < TSL_RT_NUM_SLOTS; ++i)
@@ -443,6 +449,7 @@ void tsl_rt_fill_table(void **table) {
   table[TSL_RT_TOPK] = reinterpret_cast<void *>(&tsl_rt_topk);
   table[TSL_RT_ARGMAX] = reinterpret_cast<void *>(&tsl_rt_argmax);
   table[TSL_RT_SGEMM] = reinterpret_cast<void *>(&tsl_rt_sgemm);
+  table[TSL_RT_FREE] = reinterpret_cast<void *>(&tsl_rt_free);
 }
 
 } // extern "C"

@@ -122,6 +122,10 @@ private:
   /// Depth of the fused expression tree computing each value.
   std::vector<unsigned> fusedDepth;
   static constexpr unsigned kMaxFusedDepth = 32;
+  /// For each op, the intermediates to free after it (their last use).
+  std::vector<std::vector<ValueId>> freeAfter;
+  void planFrees();
+  void freeBuffer(Value *p);
 
   static bool isElementwise(OpCode c);
 

@@ -32,6 +32,7 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
     if (!p.isInt)
       bufs[p.value] = loadBuffer(p.value);
   planFusion();
+  planFrees();
   for (size_t i = 0; i < fn.ops.size(); ++i) {
     opIndex = static_cast<int32_t>(i);
     const Operation &op = fn.ops[i];
@@ -41,6 +42,11 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
       err = error.empty() ? "not supported" : error;
       return nullptr;
     }
+    // Buffer reuse: intermediates whose last use this was are freed, so
+    // later allocations of the call can take their memory.
+    for (ValueId r : freeAfter[i])
+      if (bufs[r])
+        freeBuffer(bufs[r]);
   }
   b.CreateRet(b.getInt32(0));
   emitMatch();
@@ -216,6 +222,49 @@ void Codegen::planFusion() {
     for (ValueId r : op.results)
       fusedDepth[r] = depth + 1;
   }
+}
+
+void Codegen::planFrees() {
+  size_t n = fn.values.size();
+  std::vector<ValueId> root(n);
+  for (ValueId v = 0; v < n; ++v)
+    root[v] = v;
+  for (const Operation &op : fn.ops)
+    if (op.code == OpCode::Reshape) // aliases its operand's buffer
+      root[op.results[0]] = root[op.operands[0]];
+  std::vector<bool> pinned(n, false);
+  for (const Param &p : fn.params)
+    if (!p.isInt)
+      pinned[root[p.value]] = true;
+  for (ValueId r : fn.results)
+    pinned[root[r]] = true;
+  std::vector<int> last(n, -1);
+  // Uses through fused trees count at the op whose loop reads them.
+  std::function<void(ValueId, int)> use = [&](ValueId v, int at) {
+    if (inlined[v]) {
+      for (ValueId o : producer[v]->operands)
+        use(o, at);
+      return;
+    }
+    last[root[v]] = std::max(last[root[v]], at);
+  };
+  for (size_t i = 0; i < fn.ops.size(); ++i) {
+    const Operation &op = fn.ops[i];
+    if (!op.results.empty() && inlined[op.results[0]])
+      continue;
+    for (ValueId r : op.results)
+      last[root[r]] = std::max(last[root[r]], static_cast<int>(i));
+    for (ValueId v : op.operands)
+      use(v, static_cast<int>(i));
+  }
+  freeAfter.assign(fn.ops.size(), {});
+  for (ValueId v = 0; v < n; ++v)
+    if (root[v] == v && !pinned[v] && !inlined[v] && last[v] >= 0 && producer[v])
+      freeAfter[last[v]].push_back(v);
+}
+
+void Codegen::freeBuffer(Value *p) {
+  b.CreateCall(runtime("tsl_rt_free", b.getVoidTy(), {ptr, ptr}), {ctxArg, p});
 }
 
 /// Strides of \p t broadcast to \p shape (0 on size-1 axes).
@@ -394,6 +443,7 @@ bool Codegen::reduce(const Operation &op) {
       v = b.CreateICmpNE(v, b.getInt64(0));
     store(fn.type(op.results[0]).dtype, dst, i[0], v);
   });
+  freeBuffer(accBuf);
   return true;
 }
 
@@ -486,6 +536,7 @@ bool Codegen::matmul(const Operation &op) {
             b.CreateLoad(acc, b.CreateGEP(acc, accBuf, z[0])));
     });
   });
+  freeBuffer(accBuf);
   return true;
 }
 
