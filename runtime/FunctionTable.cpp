@@ -27,23 +27,31 @@ std::string describeArg(const CallArg &a) {
 }
 
 /// Values of the call's named dims, for messages ("N = 3, M = 4").
-std::map<std::string, int64_t> namedValues(const VariantCode &v, const std::vector<CallArg> &args) {
+std::map<std::string, int64_t> namedValues(const VariantCode &v, const std::vector<CallArg> &args,
+                                           std::map<std::string, std::string> *where = nullptr) {
   std::map<std::string, int64_t> values;
   for (size_t i = 0; i < v.params.size() && i < args.size(); ++i) {
     const ParamInfo &p = v.params[i];
     if (p.isInt) {
       values[p.name] = args[i].intValue;
+      if (where)
+        (*where)[p.name] = "argument '" + p.name + "'";
       continue;
     }
     for (size_t a = 0; a < p.axisNames.size() && a < args[i].shape.size(); ++a)
-      if (!p.axisNames[a].empty() && !values.count(p.axisNames[a]))
+      if (!p.axisNames[a].empty() && !values.count(p.axisNames[a])) {
         values[p.axisNames[a]] = args[i].shape[a];
+        if (where)
+          (*where)[p.axisNames[a]] = "argument '" + p.name + "' dim " + std::to_string(a);
+      }
   }
   return values;
 }
 
-/// Appends the values of the dims a check mentions: "... (N = 3, M = 4)".
-std::string withValues(const std::string &check, const std::map<std::string, int64_t> &values) {
+/// Appends the values of the dims a check mentions and the arguments they
+/// come from: "... with N = 3 (argument 'x' dim 0)".
+std::string withValues(const std::string &check, const std::map<std::string, int64_t> &values,
+                       const std::map<std::string, std::string> &where = {}) {
   std::string list;
   for (const auto &[name, value] : values) {
     size_t pos = 0;
@@ -58,8 +66,13 @@ std::string withValues(const std::string &check, const std::map<std::string, int
       }
       pos = end;
     }
-    if (found)
+    if (found) {
       list += (list.empty() ? "" : ", ") + name + " = " + std::to_string(value);
+      auto w = where.find(name);
+      // The argument is already named when the check is about it.
+      if (w != where.end() && check.find(w->second.substr(0, w->second.find(" dim"))) == std::string::npos)
+        list += " (" + w->second + ")";
+    }
   }
   return list.empty() ? check : check + " with " + list;
 }
@@ -141,10 +154,13 @@ int FunctionTable::select(size_t first, size_t count, const std::vector<CallArg>
     int32_t code = v.match(sizes.data(), ints.data(), syms.data());
     if (code == 0)
       return static_cast<int>(i);
-    if (reason)
+    if (reason) {
+      std::map<std::string, std::string> where;
+      std::map<std::string, int64_t> values = namedValues(v, args, &where);
       *reason = code > 0 && static_cast<size_t>(code) <= v.checks.size()
-                    ? withValues(v.checks[code - 1], namedValues(v, args))
+                    ? withValues(v.checks[code - 1], values, where)
                     : "check " + std::to_string(code) + " failed";
+    }
   }
   return -1;
 }
