@@ -125,6 +125,9 @@ private:
   /// For each op, the intermediates to free after it (their last use).
   std::vector<std::vector<ValueId>> freeAfter;
   void planFrees();
+  /// Vectorizable f32 approximations of tanh and erf (a few ulp).
+  Value *fastTanh(Value *x);
+  Value *fastErf(Value *x);
   void freeBuffer(Value *p);
 
   static bool isElementwise(OpCode c);

@@ -386,7 +386,7 @@ Value *Codegen::unary(OpCode code, DType t, Value *x) {
   case OpCode::Cos:
     return b.CreateUnaryIntrinsic(llvm::Intrinsic::cos, x);
   case OpCode::Tanh:
-    return libm("tanhf", "tanh", t, x);
+    return t == DType::F64 ? libm("tanhf", "tanh", t, x) : fastTanh(x);
   case OpCode::Sigmoid:
     return b.CreateFDiv(
         llvm::ConstantFP::get(ty, 1.0),
@@ -394,9 +394,8 @@ Value *Codegen::unary(OpCode code, DType t, Value *x) {
             llvm::ConstantFP::get(ty, 1.0),
             b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b.CreateFNeg(x))));
   case OpCode::Gelu: {
-    Value *e = libm(
-        "erff", "erf", t,
-        b.CreateFMul(x, llvm::ConstantFP::get(ty, 0.70710678118654752440)));
+    Value *scaled = b.CreateFMul(x, llvm::ConstantFP::get(ty, 0.70710678118654752440));
+    Value *e = t == DType::F64 ? libm("erff", "erf", t, scaled) : fastErf(scaled);
     return b.CreateFMul(b.CreateFMul(llvm::ConstantFP::get(ty, 0.5), x),
                         b.CreateFAdd(llvm::ConstantFP::get(ty, 1.0), e));
   }
@@ -457,6 +456,58 @@ Value *Codegen::libm(const char *f32name, const char *f64name, DType t,
 
 Value *Codegen::symSlot(const std::string &name) {
   return b.CreateConstGEP1_64(i64, symsArg, symIndex.at(name));
+}
+
+/// p(x2) by Horner's rule, coefficients from the highest power down.
+static Value *horner(llvm::IRBuilder<> &b, Value *x2, std::initializer_list<double> coeffs) {
+  llvm::Type *ty = x2->getType();
+  Value *acc = nullptr;
+  for (double c : coeffs)
+    acc = acc ? b.CreateFAdd(b.CreateFMul(acc, x2), llvm::ConstantFP::get(ty, c))
+              : static_cast<Value *>(llvm::ConstantFP::get(ty, c));
+  return acc;
+}
+
+Value *Codegen::fastTanh(Value *x) {
+  // Rational approximation for f32 (the form Eigen uses): a few ulp, and
+  // unlike a libm call it vectorizes. Clamped where tanh rounds to +-1.
+  llvm::Type *ty = x->getType();
+  Value *lim = llvm::ConstantFP::get(ty, 7.90531110763549805);
+  Value *c = b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum,
+                                     b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, b.CreateFNeg(lim)),
+                                     lim);
+  Value *x2 = b.CreateFMul(c, c);
+  Value *p = b.CreateFMul(c, horner(b, x2, {-2.76076847742355e-16, 2.00018790482477e-13,
+                                            -8.60467152213735e-11, 5.12229709037114e-08,
+                                            1.48572235717979e-05, 6.37261928875436e-04,
+                                            4.89352455891786e-03}));
+  Value *q = horner(b, x2, {1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
+                            4.89352518554385e-03});
+  Value *r = b.CreateFDiv(p, q);
+  // Tiny inputs: tanh(x) == x to float precision; NaN stays NaN.
+  Value *tiny = b.CreateFCmpOLT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
+                                llvm::ConstantFP::get(ty, 0.0004));
+  Value *isNan = b.CreateFCmpUNO(x, x);
+  return b.CreateSelect(b.CreateOr(tiny, isNan), x, r);
+}
+
+Value *Codegen::fastErf(Value *x) {
+  // Rational approximation of erf for f32 (Eigen's generic_fast_erf_float),
+  // vectorizable; erf(x) rounds to +-1 beyond |x| = 4.
+  llvm::Type *ty = x->getType();
+  Value *lim = llvm::ConstantFP::get(ty, 4.0);
+  Value *c = b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum,
+                                     b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, b.CreateFNeg(lim)),
+                                     lim);
+  Value *x2 = b.CreateFMul(c, c);
+  Value *p = b.CreateFMul(c, horner(b, x2, {-2.72614225801306e-10, 2.77068142495902e-08,
+                                            -2.10102402082508e-06, -5.69250639462346e-05,
+                                            -7.34990630326855e-04, -2.95459980854025e-03,
+                                            -1.60960333262415e-02}));
+  Value *q = horner(b, x2, {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+                            -7.37332916720468e-03, -1.42647390514189e-02});
+  Value *isNan = b.CreateFCmpUNO(x, x);
+  return b.CreateSelect(isNan, x, b.CreateFDiv(p, q));
 }
 
 } // namespace tsl::cpu
