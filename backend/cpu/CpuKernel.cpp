@@ -78,6 +78,38 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
   mpm.run(m, mam);
 }
 
+/// A target machine for the selected CPU (position-independent for AOT).
+std::unique_ptr<llvm::TargetMachine> targetMachine(bool pic, std::string &error) {
+  auto jtmb = targetMachineBuilder();
+  if (!jtmb) {
+    error = errorText(jtmb.takeError());
+    return nullptr;
+  }
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  if (pic)
+    jtmb->setRelocationModel(llvm::Reloc::PIC_);
+  auto tm = jtmb->createTargetMachine();
+  if (!tm) {
+    error = errorText(tm.takeError());
+    return nullptr;
+  }
+  return std::move(*tm);
+}
+
+/// Sets the module's target, tags its functions with the CPU and features,
+/// and optimizes it.
+void prepareAndOptimize(llvm::Module &m, llvm::TargetMachine &tm) {
+  m.setDataLayout(tm.createDataLayout());
+  m.setTargetTriple(tm.getTargetTriple().str());
+  for (llvm::Function &f : m)
+    if (!f.isDeclaration()) {
+      f.addFnAttr("target-cpu", tm.getTargetCPU());
+      f.addFnAttr("target-features", tm.getTargetFeatureString());
+    }
+  optimize(m, tm);
+}
+
+
 using KernelFn = int32_t (*)(void **, int64_t *, tsl_rt_context *);
 
 /// The host, or the CPU named by $TSL_TARGET_CPU (for example x86-64-v3 or
@@ -128,25 +160,11 @@ bool lowerToAssembly(const Function &fn, std::string &text,
   std::unique_ptr<llvm::Module> m = lowerFunction(fn, ctx, checks, error);
   if (!m)
     return false;
-  auto jtmb = targetMachineBuilder();
-  if (!jtmb) {
-    error = errorText(jtmb.takeError());
+  std::unique_ptr<llvm::TargetMachine> machine = targetMachine(false, error);
+  if (!machine)
     return false;
-  }
-  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  auto tm = jtmb->createTargetMachine();
-  if (!tm) {
-    error = errorText(tm.takeError());
-    return false;
-  }
-  m->setDataLayout((*tm)->createDataLayout());
-  m->setTargetTriple((*tm)->getTargetTriple().str());
-  for (llvm::Function &f : *m)
-    if (!f.isDeclaration()) {
-      f.addFnAttr("target-cpu", (*tm)->getTargetCPU());
-      f.addFnAttr("target-features", (*tm)->getTargetFeatureString());
-    }
-  optimize(*m, **tm);
+  auto *tm = &machine;
+  prepareAndOptimize(*m, *machine);
   llvm::SmallString<0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;
@@ -191,14 +209,7 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
     error = errorText(tm.takeError());
     return nullptr;
   }
-  m->setDataLayout((*tm)->createDataLayout());
-  m->setTargetTriple((*tm)->getTargetTriple().str());
-  for (llvm::Function &f : *m)
-    if (!f.isDeclaration()) {
-      f.addFnAttr("target-cpu", (*tm)->getTargetCPU());
-      f.addFnAttr("target-features", (*tm)->getTargetFeatureString());
-    }
-  optimize(*m, **tm);
+  prepareAndOptimize(*m, **tm);
   auto jit = llvm::orc::LLJITBuilder()
                  .setJITTargetMachineBuilder(std::move(*jtmb))
                  .create();
@@ -365,26 +376,11 @@ bool compileObject(const std::vector<Function> &fns, std::string &object, std::s
   auto *data = llvm::ConstantDataArray::getString(ctx, manifestText, true);
   new llvm::GlobalVariable(*combined, data->getType(), true, llvm::GlobalValue::ExternalLinkage,
                            data, "tsl_manifest");
-  auto jtmb = targetMachineBuilder();
-  if (!jtmb) {
-    error = errorText(jtmb.takeError());
+  std::unique_ptr<llvm::TargetMachine> machine = targetMachine(true, error);
+  if (!machine)
     return false;
-  }
-  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  jtmb->setRelocationModel(llvm::Reloc::PIC_);
-  auto tm = jtmb->createTargetMachine();
-  if (!tm) {
-    error = errorText(tm.takeError());
-    return false;
-  }
-  combined->setDataLayout((*tm)->createDataLayout());
-  combined->setTargetTriple((*tm)->getTargetTriple().str());
-  for (llvm::Function &f : *combined)
-    if (!f.isDeclaration()) {
-      f.addFnAttr("target-cpu", (*tm)->getTargetCPU());
-      f.addFnAttr("target-features", (*tm)->getTargetFeatureString());
-    }
-  optimize(*combined, **tm);
+  auto *tm = &machine;
+  prepareAndOptimize(*combined, *machine);
   llvm::SmallString<0> buffer;
   {
     llvm::raw_svector_ostream os(buffer);
