@@ -78,6 +78,21 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
   mpm.run(m, mam);
 }
 
+using KernelFn = int32_t (*)(void **, int64_t *, tsl_rt_context *);
+
+/// The host, or the CPU named by $TSL_TARGET_CPU (for example x86-64-v3 or
+/// skylake-avx512; its own features, not the host's).
+llvm::Expected<llvm::orc::JITTargetMachineBuilder> targetMachineBuilder() {
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb)
+    return jtmb;
+  if (const char *cpu = std::getenv("TSL_TARGET_CPU"); cpu && *cpu) {
+    jtmb->setCPU(cpu);
+    jtmb->getFeatures() = llvm::SubtargetFeatures();
+  }
+  return jtmb;
+}
+
 /// A target machine for the selected CPU (position-independent for AOT).
 std::unique_ptr<llvm::TargetMachine> targetMachine(bool pic, std::string &error) {
   auto jtmb = targetMachineBuilder();
@@ -107,22 +122,6 @@ void prepareAndOptimize(llvm::Module &m, llvm::TargetMachine &tm) {
       f.addFnAttr("target-features", tm.getTargetFeatureString());
     }
   optimize(m, tm);
-}
-
-
-using KernelFn = int32_t (*)(void **, int64_t *, tsl_rt_context *);
-
-/// The host, or the CPU named by $TSL_TARGET_CPU (for example x86-64-v3 or
-/// skylake-avx512; its own features, not the host's).
-llvm::Expected<llvm::orc::JITTargetMachineBuilder> targetMachineBuilder() {
-  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!jtmb)
-    return jtmb;
-  if (const char *cpu = std::getenv("TSL_TARGET_CPU"); cpu && *cpu) {
-    jtmb->setCPU(cpu);
-    jtmb->getFeatures() = llvm::SubtargetFeatures();
-  }
-  return jtmb;
 }
 
 } // namespace
