@@ -125,6 +125,8 @@ private:
   /// For each op, the intermediates to free after it (their last use).
   std::vector<std::vector<ValueId>> freeAfter;
   void planFrees();
+  /// Reduction over the last axis only, accumulating in a register.
+  bool reduceLastAxis(const Operation &op, const std::vector<Value *> &inShape, Value *dst);
   /// Vectorizable f32 approximations of tanh and erf (a few ulp).
   Value *fastTanh(Value *x);
   Value *fastErf(Value *x);

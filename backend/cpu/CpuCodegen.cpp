@@ -361,6 +361,61 @@ bool Codegen::elementwise(const Operation &op) {
   return ok;
 }
 
+bool Codegen::reduceLastAxis(const Operation &op, const std::vector<Value *> &inShape,
+                             Value *dst) {
+  // One row at a time with the accumulator in a register: the inner loop is
+  // a plain reduction the vectorizer splits into lanes (reassociation is
+  // allowed, like NumPy's pairwise sums).
+  DType t = fn.type(op.operands[0]).dtype;
+  llvm::Type *acc = computeType(t);
+  std::vector<Value *> outer(inShape.begin(), inShape.end() - 1);
+  Value *n = inShape.back();
+  std::map<ValueId, std::vector<Value *>> strides;
+  leafStrides(op.operands[0], inShape, fn.type(op.operands[0]).dims, strides);
+  std::vector<Value *> outStrides = contiguousStrides(outer);
+  llvm::FastMathFlags fmf;
+  fmf.setAllowReassoc();
+  fmf.setNoSignedZeros();
+  Value *init = op.code == OpCode::ReduceMax   ? llvm::ConstantFP::getInfinity(acc, true)
+                : op.code == OpCode::ReduceMin ? llvm::ConstantFP::getInfinity(acc, false)
+                                               : llvm::ConstantFP::get(acc, 0.0);
+  loops(outer, [&](const std::vector<Value *> &idx) {
+    llvm::BasicBlock *pre = b.GetInsertBlock();
+    auto *header = llvm::BasicBlock::Create(ctx, "row", kernel);
+    auto *body = llvm::BasicBlock::Create(ctx, "rowbody", kernel);
+    auto *exit = llvm::BasicBlock::Create(ctx, "rowexit", kernel);
+    b.CreateBr(header);
+    b.SetInsertPoint(header);
+    llvm::PHINode *j = b.CreatePHI(i64, 2);
+    llvm::PHINode *a = b.CreatePHI(acc, 2);
+    j->addIncoming(b.getInt64(0), pre);
+    a->addIncoming(init, pre);
+    b.CreateCondBr(b.CreateICmpSLT(j, n), body, exit);
+    b.SetInsertPoint(body);
+    std::vector<Value *> full = idx;
+    full.push_back(j);
+    Value *x = valueAt(op.operands[0], full, strides);
+    Value *next;
+    if (op.code == OpCode::ReduceMax)
+      next = b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, x);
+    else if (op.code == OpCode::ReduceMin)
+      next = b.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, x);
+    else
+      next = b.CreateFAdd(a, x);
+    if (auto *inst = llvm::dyn_cast<llvm::Instruction>(next); inst && llvm::isa<llvm::FPMathOperator>(inst))
+      inst->setFastMathFlags(fmf);
+    j->addIncoming(b.CreateAdd(j, b.getInt64(1), "", true, true), b.GetInsertBlock());
+    a->addIncoming(next, b.GetInsertBlock());
+    b.CreateBr(header);
+    b.SetInsertPoint(exit);
+    Value *result = a;
+    if (op.code == OpCode::ReduceMean)
+      result = b.CreateFDiv(result, b.CreateSIToFP(n, acc));
+    store(fn.type(op.results[0]).dtype, dst, offset(idx, outStrides), result);
+  });
+  return true;
+}
+
 bool Codegen::reduce(const Operation &op) {
   const TensorType &in = fn.type(op.operands[0]);
   DType t = in.dtype;
@@ -378,6 +433,9 @@ bool Codegen::reduce(const Operation &op) {
       count = b.CreateMul(count, inShape[i]);
   Value *n = product(keep);
   Value *dst = allocateResult(op);
+  if (in.rank() >= 1 && red.back() && std::count(red.begin(), red.end(), true) == 1 &&
+      isFloat(t))
+    return reduceLastAxis(op, inShape, dst);
   // Accumulate in the compute type (f32 for f16/bf16, i64 for ints).
   llvm::Type *acc = computeType(t);
   Value *accBuf = b.CreateCall(runtime("tsl_rt_alloc", ptr, {ptr, i64}),
