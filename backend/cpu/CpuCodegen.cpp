@@ -542,6 +542,16 @@ bool Codegen::matmul(const Operation &op) {
     batch[i] = d;
   }
   Value *dst = allocateResult(op);
+  if (t == DType::F32 && c.rank() == 2) {
+    // A 2-D right operand (a linear layer): the left operand's batch rows
+    // are one tall matrix, so one GEMM call packs the weights once.
+    Value *rows = b.CreateMul(product(batch), M);
+    llvm::Type *f32 = b.getFloatTy();
+    b.CreateCall(runtime("tsl_rt_sgemm", b.getVoidTy(), {i64, i64, i64, ptr, i64, ptr, i64, ptr, i64}),
+                 {rows, N, K, bufs[op.operands[0]], K, bufs[op.operands[1]], N, dst, N});
+    (void)f32;
+    return true;
+  }
   if (t == DType::F32) {
     // f32: the runtime's cache-blocked, vectorized kernel per batch.
     std::vector<Value *> outStrides = contiguousStrides(batch);
