@@ -1,6 +1,7 @@
 // Entry functions: parameters become symbols (or constants) from example
 // arguments or generically; plus the module-level check.
 #include "frontend/ElaboratorImpl.h"
+#include "ir/Passes.h"
 
 #include <algorithm>
 
@@ -398,6 +399,7 @@ bool Elaborator::elaborateEntry(
       fn.results.push_back(v.tensor);
     }
   }
+  eliminateDeadCode(fn);
   env.minimizeGuards();
   warnPinnedDynamicDims();
   fn.symbols = env.symbols();

@@ -200,8 +200,27 @@ bool Elaborator::tensorBinary(OpCode code, SemValue a, SemValue b,
   ValueId r;
   if (!emit1(code, {x, y}, {}, range, r))
     return false;
+  // x + 0 and x - 0 (a zeros(...) operand, as the default attention mask)
+  // are x when broadcasting does not change x's shape; the op (checked
+  // above) becomes dead code.
+  if ((code == OpCode::Add || code == OpCode::Sub) && isZeroFill(y) &&
+      fn.type(r) == fn.type(x)) {
+    out = SemValue::ofTensor(x, range);
+    return true;
+  }
   out = SemValue::ofTensor(r, range);
   return true;
+}
+
+bool Elaborator::isZeroFill(ValueId v) const {
+  auto it = producerOp.find(v);
+  if (it == producerOp.end())
+    return false;
+  const Operation &op = fn.ops[it->second];
+  if (op.code != OpCode::Full && op.code != OpCode::Constant)
+    return false;
+  Number n = op.numAttr("value");
+  return n.isInt ? n.i == 0 : n.f == 0.0;
 }
 
 static SymCond::Kind compareKind(const std::string &op) {

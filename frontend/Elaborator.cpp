@@ -105,6 +105,8 @@ bool Elaborator::emit(OpCode code, std::vector<ValueId> operands,
     results.push_back(fn.addValue(t));
   }
   op.results = results;
+  for (ValueId r : results)
+    producerOp[r] = fn.ops.size();
   fn.ops.push_back(std::move(op));
   if (fn.ops.size() > 2000000)
     return error(range,

@@ -173,6 +173,9 @@ public:
 
   ShapeEnv env;
   Function fn;
+  /// The op index that defines each value (for local simplifications).
+  std::map<ValueId, size_t> producerOp;
+  bool isZeroFill(ValueId v) const;
   bool generic;
   std::vector<const ast::FnDecl *> callStack;
   size_t inlinedCalls = 0;

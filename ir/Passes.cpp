@@ -1,0 +1,45 @@
+#include "ir/Passes.h"
+
+namespace tsl {
+
+static bool hasEffect(const Operation &op) {
+  switch (op.code) {
+  case OpCode::Assert:       // a runtime check
+  case OpCode::Item:         // binds an unbacked int
+  case OpCode::Nonzero:      // bind unbacked sizes later shapes may use
+  case OpCode::MaskedSelect:
+  case OpCode::Unique:
+  case OpCode::IndexSelect:  // checks its indices
+  case OpCode::Div:          // integer division checks for zero
+    return true;
+  default:
+    return false;
+  }
+}
+
+size_t eliminateDeadCode(Function &fn) {
+  std::vector<bool> used(fn.values.size(), false);
+  for (ValueId r : fn.results)
+    used[r] = true;
+  std::vector<bool> keep(fn.ops.size(), false);
+  for (size_t i = fn.ops.size(); i-- > 0;) {
+    const Operation &op = fn.ops[i];
+    bool live = hasEffect(op);
+    for (ValueId r : op.results)
+      live |= used[r];
+    if (!live)
+      continue;
+    keep[i] = true;
+    for (ValueId v : op.operands)
+      used[v] = true;
+  }
+  std::vector<Operation> kept;
+  for (size_t i = 0; i < fn.ops.size(); ++i)
+    if (keep[i])
+      kept.push_back(std::move(fn.ops[i]));
+  size_t removed = fn.ops.size() - kept.size();
+  fn.ops = std::move(kept);
+  return removed;
+}
+
+} // namespace tsl
