@@ -37,7 +37,7 @@ constexpr int Lanes = 4;
 } // namespace portable
 
 using GemmFn = void (*)(int64_t, int64_t, int64_t, const float *, int64_t, const float *, int64_t,
-                        float *, int64_t);
+                        float *, int64_t, bool);
 
 GemmFn chooseGemm() {
   __builtin_cpu_init();
@@ -53,5 +53,11 @@ GemmFn chooseGemm() {
 extern "C" void tsl_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                              const float *B, int64_t ldb, float *C, int64_t ldc) {
   static const GemmFn fn = chooseGemm();
-  fn(M, N, K, A, lda, B, ldb, C, ldc);
+  fn(M, N, K, A, lda, B, ldb, C, ldc, false);
+}
+
+extern "C" void tsl_rt_sgemm_bt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                                const float *B, int64_t ldb, float *C, int64_t ldc) {
+  static const GemmFn fn = chooseGemm();
+  fn(M, N, K, A, lda, B, ldb, C, ldc, true);
 }

@@ -71,6 +71,10 @@ int32_t tsl_rt_topk(tsl_rt_context *ctx, int32_t dtype, const void *x, int64_t r
 /// cache-blocked with a vectorized micro-kernel for the host's CPU features.
 void tsl_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                   int64_t ldb, float *C, int64_t ldc);
+/// C[M, N] = A[M, K] @ B^T with B stored row-major as [N, K] (attention's
+/// q @ k^T without materializing the transpose).
+void tsl_rt_sgemm_bt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                     int64_t ldb, float *C, int64_t ldc);
 /// argmax over one axis (axis < 0: the flattened tensor), writing i64.
 int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t dtype, const void *x, const int64_t *shape,
                       int32_t rank, int32_t axis, void *out);
@@ -92,6 +96,7 @@ enum tsl_rt_slot {
   TSL_RT_ARGMAX,
   TSL_RT_SGEMM,
   TSL_RT_FREE,
+  TSL_RT_SGEMM_BT,
   TSL_RT_NUM_SLOTS
 };
 /* The slot of a runtime function by name (-1 when it has none). */

@@ -427,7 +427,7 @@ static const char *const kSlotNames[TSL_RT_NUM_SLOTS] = {
     "tsl_rt_alloc",  "tsl_rt_fail",         "tsl_rt_error",        "tsl_rt_conv2d",
     "tsl_rt_max_pool2d", "tsl_rt_nonzero", "tsl_rt_masked_select", "tsl_rt_unique",
     "tsl_rt_index_select", "tsl_rt_topk",   "tsl_rt_argmax",       "tsl_rt_sgemm",
-    "tsl_rt_free"};
+    "tsl_rt_free",  "tsl_rt_sgemm_bt"};
 
 int32_t tsl_rt_slot_of(const char *name) {
   for (int32_t i = 0; i < TSL_RT_NUM_SLOTS; ++i)
@@ -450,6 +450,7 @@ void tsl_rt_fill_table(void **table) {
   table[TSL_RT_ARGMAX] = reinterpret_cast<void *>(&tsl_rt_argmax);
   table[TSL_RT_SGEMM] = reinterpret_cast<void *>(&tsl_rt_sgemm);
   table[TSL_RT_FREE] = reinterpret_cast<void *>(&tsl_rt_free);
+  table[TSL_RT_SGEMM_BT] = reinterpret_cast<void *>(&tsl_rt_sgemm_bt);
 }
 
 } // extern "C"

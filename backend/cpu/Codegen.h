@@ -119,6 +119,8 @@ private:
   // `relu(x*1.5+0.5)*2.0` is one loop that reads x once and writes once.
   std::vector<const Operation *> producer;
   std::vector<bool> inlined;
+  /// Permutes read by an f32 matmul as B^T instead of being copied.
+  std::vector<bool> transposedOperand;
   /// Depth of the fused expression tree computing each value.
   std::vector<unsigned> fusedDepth;
   static constexpr unsigned kMaxFusedDepth = 32;

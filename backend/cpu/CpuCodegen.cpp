@@ -36,8 +36,8 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
   for (size_t i = 0; i < fn.ops.size(); ++i) {
     opIndex = static_cast<int32_t>(i);
     const Operation &op = fn.ops[i];
-    if (!op.results.empty() && inlined[op.results[0]])
-      continue; // computed inside its consumer's loop
+    if (!op.results.empty() && (inlined[op.results[0]] || transposedOperand[op.results[0]]))
+      continue; // computed inside its consumer (loop or GEMM)
     if (!lowerOp(op)) {
       err = error.empty() ? "not supported" : error;
       return nullptr;
@@ -195,6 +195,24 @@ void Codegen::planFusion() {
   }
   for (ValueId r : fn.results)
     uses[r] += 2; // results are stored
+  // An f32 matmul whose right operand is a transpose of the last two axes,
+  // used only there, reads the untransposed buffer (GEMM with B^T).
+  transposedOperand.assign(fn.values.size(), false);
+  for (const Operation &op : fn.ops) {
+    if (op.code != OpCode::Matmul || fn.type(op.results[0]).dtype != DType::F32)
+      continue;
+    ValueId v = op.operands[1];
+    const Operation *p = producer[v];
+    if (!p || p->code != OpCode::Permute || uses[v] != 1 || fn.type(v).rank() < 2)
+      continue;
+    const auto &perm = p->intsAttr("perm");
+    size_t r = perm.size();
+    bool swapLast = perm[r - 1] == static_cast<int64_t>(r - 2) && perm[r - 2] == static_cast<int64_t>(r - 1);
+    for (size_t i = 0; i + 2 < r; ++i)
+      swapLast &= perm[i] == static_cast<int64_t>(i);
+    if (swapLast)
+      transposedOperand[v] = true;
+  }
   for (const Operation &op : fn.ops) {
     bool consumerOk = isElementwise(op.code) || op.code == OpCode::ReduceSum ||
                       op.code == OpCode::ReduceMean ||
@@ -241,7 +259,7 @@ void Codegen::planFrees() {
   std::vector<int> last(n, -1);
   // Uses through fused trees count at the op whose loop reads them.
   std::function<void(ValueId, int)> use = [&](ValueId v, int at) {
-    if (inlined[v]) {
+    if (inlined[v] || transposedOperand[v]) {
       for (ValueId o : producer[v]->operands)
         use(o, at);
       return;
@@ -250,7 +268,7 @@ void Codegen::planFrees() {
   };
   for (size_t i = 0; i < fn.ops.size(); ++i) {
     const Operation &op = fn.ops[i];
-    if (!op.results.empty() && inlined[op.results[0]])
+    if (!op.results.empty() && (inlined[op.results[0]] || transposedOperand[op.results[0]]))
       continue;
     for (ValueId r : op.results)
       last[root[r]] = std::max(last[root[r]], static_cast<int>(i));
@@ -259,7 +277,8 @@ void Codegen::planFrees() {
   }
   freeAfter.assign(fn.ops.size(), {});
   for (ValueId v = 0; v < n; ++v)
-    if (root[v] == v && !pinned[v] && !inlined[v] && last[v] >= 0 && producer[v])
+    if (root[v] == v && !pinned[v] && !inlined[v] && !transposedOperand[v] && last[v] >= 0 &&
+        producer[v])
       freeAfter[last[v]].push_back(v);
 }
 
@@ -542,14 +561,17 @@ bool Codegen::matmul(const Operation &op) {
     batch[i] = d;
   }
   Value *dst = allocateResult(op);
+  ValueId right = op.operands[1];
+  bool transB = transposedOperand[right];
+  Value *bBuf = transB ? bufs[producer[right]->operands[0]] : bufs[right];
+  const char *gemmName = transB ? "tsl_rt_sgemm_bt" : "tsl_rt_sgemm";
+  Value *ldb = transB ? K : N;
   if (t == DType::F32 && c.rank() == 2) {
     // A 2-D right operand (a linear layer): the left operand's batch rows
     // are one tall matrix, so one GEMM call packs the weights once.
     Value *rows = b.CreateMul(product(batch), M);
-    llvm::Type *f32 = b.getFloatTy();
-    b.CreateCall(runtime("tsl_rt_sgemm", b.getVoidTy(), {i64, i64, i64, ptr, i64, ptr, i64, ptr, i64}),
-                 {rows, N, K, bufs[op.operands[0]], K, bufs[op.operands[1]], N, dst, N});
-    (void)f32;
+    b.CreateCall(runtime(gemmName, b.getVoidTy(), {i64, i64, i64, ptr, i64, ptr, i64, ptr, i64}),
+                 {rows, N, K, bufs[op.operands[0]], K, bBuf, ldb, dst, N});
     return true;
   }
   if (t == DType::F32) {
@@ -559,12 +581,12 @@ bool Codegen::matmul(const Operation &op) {
     llvm::Type *f32 = b.getFloatTy();
     loops(batch, [&](const std::vector<Value *> &bi) {
       Value *pa = b.CreateGEP(f32, bufs[op.operands[0]], offset(bi, sa));
-      Value *pb = b.CreateGEP(f32, bufs[op.operands[1]], offset(bi, sc));
+      Value *pb = b.CreateGEP(f32, bBuf, offset(bi, sc));
       Value *pc =
           b.CreateGEP(f32, dst, b.CreateMul(offset(bi, outStrides), mn));
-      b.CreateCall(runtime("tsl_rt_sgemm", b.getVoidTy(),
+      b.CreateCall(runtime(gemmName, b.getVoidTy(),
                            {i64, i64, i64, ptr, i64, ptr, i64, ptr, i64}),
-                   {M, N, K, pa, K, pb, N, pc, N});
+                   {M, N, K, pa, K, pb, ldb, pc, N});
     });
     return true;
   }

@@ -236,6 +236,7 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
   add("tsl_rt_argmax", reinterpret_cast<void *>(&tsl_rt_argmax));
   add("tsl_rt_sgemm", reinterpret_cast<void *>(&tsl_rt_sgemm));
   add("tsl_rt_free", reinterpret_cast<void *>(&tsl_rt_free));
+  add("tsl_rt_sgemm_bt", reinterpret_cast<void *>(&tsl_rt_sgemm_bt));
   add("tanhf",
       reinterpret_cast<void *>(static_cast<float (*)(float)>(&::tanhf)));
   add("tanh",
