@@ -1,7 +1,7 @@
 // Single-precision matrix multiply for generated code: cache blocking
 // (panels of B and A packed contiguously) around a register-blocked
-// micro-kernel (8 rows x 32 columns of accumulators), compiled for AVX-512
-// and AVX2 with a portable fallback, chosen at run time by CPU features.
+// micro-kernel (12 x 32 for AVX-512, 6 x 16 for AVX2, 4 x 8 portable),
+// chosen at run time by CPU features.
 #include "runtime/KernelAbi.h"
 
 #include <algorithm>
@@ -17,6 +17,7 @@ namespace {
 namespace avx512 {
 typedef float Vec __attribute__((vector_size(64)));
 constexpr int Lanes = 16;
+constexpr int64_t MR = 12, NR = 32; // 24 of the 32 zmm registers accumulate
 #include "runtime/GemmKernel.inc"
 } // namespace avx512
 #pragma GCC pop_options
@@ -26,6 +27,7 @@ constexpr int Lanes = 16;
 namespace avx2 {
 typedef float Vec __attribute__((vector_size(32)));
 constexpr int Lanes = 8;
+constexpr int64_t MR = 6, NR = 16; // 12 of the 16 ymm registers accumulate
 #include "runtime/GemmKernel.inc"
 } // namespace avx2
 #pragma GCC pop_options
@@ -33,6 +35,7 @@ constexpr int Lanes = 8;
 namespace portable {
 typedef float Vec __attribute__((vector_size(16)));
 constexpr int Lanes = 4;
+constexpr int64_t MR = 4, NR = 8;
 #include "runtime/GemmKernel.inc"
 } // namespace portable
 
