@@ -131,6 +131,7 @@ private:
   bool reduceLastAxis(const Operation &op, const std::vector<Value *> &inShape, Value *dst);
   /// Vectorizable f32 approximations of tanh and erf (a few ulp).
   Value *fastTanh(Value *x);
+  Value *fastExp(Value *x);
   Value *fastErf(Value *x);
   void freeBuffer(Value *p);
 

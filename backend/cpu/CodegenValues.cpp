@@ -373,7 +373,7 @@ Value *Codegen::unary(OpCode code, DType t, Value *x) {
               : b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, x,
                                         b.getInt64(0));
   case OpCode::Exp:
-    return b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x);
+    return t == DType::F64 ? b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x) : fastExp(x);
   case OpCode::Log:
     return b.CreateUnaryIntrinsic(llvm::Intrinsic::log, x);
   case OpCode::Sqrt:
@@ -387,12 +387,12 @@ Value *Codegen::unary(OpCode code, DType t, Value *x) {
     return b.CreateUnaryIntrinsic(llvm::Intrinsic::cos, x);
   case OpCode::Tanh:
     return t == DType::F64 ? libm("tanhf", "tanh", t, x) : fastTanh(x);
-  case OpCode::Sigmoid:
-    return b.CreateFDiv(
-        llvm::ConstantFP::get(ty, 1.0),
-        b.CreateFAdd(
-            llvm::ConstantFP::get(ty, 1.0),
-            b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b.CreateFNeg(x))));
+  case OpCode::Sigmoid: {
+    Value *negExp = t == DType::F64 ? b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b.CreateFNeg(x))
+                                    : fastExp(b.CreateFNeg(x));
+    return b.CreateFDiv(llvm::ConstantFP::get(ty, 1.0),
+                        b.CreateFAdd(llvm::ConstantFP::get(ty, 1.0), negExp));
+  }
   case OpCode::Gelu: {
     Value *scaled = b.CreateFMul(x, llvm::ConstantFP::get(ty, 0.70710678118654752440));
     Value *e = t == DType::F64 ? libm("erff", "erf", t, scaled) : fastErf(scaled);
@@ -466,6 +466,34 @@ static Value *horner(llvm::IRBuilder<> &b, Value *x2, std::initializer_list<doub
     acc = acc ? b.CreateFAdd(b.CreateFMul(acc, x2), llvm::ConstantFP::get(ty, c))
               : static_cast<Value *>(llvm::ConstantFP::get(ty, c));
   return acc;
+}
+
+Value *Codegen::fastExp(Value *x) {
+  // exp for f32 without libm's error handling (vectorizable, no errno):
+  // x = n*ln2 + r with |r| <= ln2/2 (Cody-Waite), exp(r) by the Cephes
+  // polynomial, times 2^n applied in two halves so results down to the
+  // denormals and up to FLT_MAX are exact scalings; overflow gives inf.
+  llvm::Type *ty = x->getType();
+  auto c = [&](double v) { return llvm::ConstantFP::get(ty, v); };
+  Value *xc = b.CreateBinaryIntrinsic(
+      llvm::Intrinsic::minnum, b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, c(-104.0)),
+      c(88.72283935546875));
+  Value *n = b.CreateUnaryIntrinsic(llvm::Intrinsic::rint, b.CreateFMul(xc, c(1.44269504088896341)));
+  Value *r = b.CreateFSub(xc, b.CreateFMul(n, c(0.693359375)));
+  r = b.CreateFSub(r, b.CreateFMul(n, c(-2.12194440e-4)));
+  Value *r2 = b.CreateFMul(r, r);
+  Value *p = horner(b, r, {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
+                           1.6666665459e-1, 5.0000001201e-1});
+  Value *e = b.CreateFAdd(b.CreateFAdd(b.CreateFMul(p, r2), r), c(1.0));
+  Value *ni = b.CreateFPToSI(n, i32);
+  Value *half = b.CreateAShr(ni, 1);
+  auto pow2 = [&](Value *k) {
+    return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, b.getInt32(127)), 23), ty);
+  };
+  Value *scaled = b.CreateFMul(b.CreateFMul(e, pow2(half)), pow2(b.CreateSub(ni, half)));
+  Value *result = b.CreateSelect(b.CreateFCmpOGT(x, c(88.72283935546875)),
+                                 llvm::ConstantFP::getInfinity(ty), scaled);
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, result);
 }
 
 Value *Codegen::fastTanh(Value *x) {
