@@ -60,7 +60,8 @@ template <typename F> double median(int reps, F fn) {
   return t[t.size() / 2];
 }
 
-double timeCall(rt::FunctionTable &table, const std::vector<rt::CallArg> &args, int reps) {
+double timeCall(rt::FunctionTable &table, const std::vector<rt::CallArg> &args,
+                int reps) {
   return median(reps, [&] {
     std::vector<rt::Output> out;
     int variant;
@@ -98,8 +99,11 @@ int main(int argc, char **argv) {
     int sink = 0;
     for (int i = 0; i < n; ++i)
       sink += table.dispatch(args, syms);
-    double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count() / n;
-    std::printf("dispatch (10 guards): %.1f ns per call%s\n", ns, sink ? " (miss?)" : "");
+    double ns =
+        std::chrono::duration<double, std::nano>(Clock::now() - start).count() /
+        n;
+    std::printf("dispatch (10 guards): %.1f ns per call%s\n", ns,
+                sink ? " (miss?)" : "");
   }
   // Elementwise over 16M floats vs a plain copy.
   {
@@ -107,37 +111,55 @@ int main(int argc, char **argv) {
     std::vector<Buffer> bufs{randomBuffer({1 << 24}, rng)};
     double t = timeCall(table, argsOf(bufs), 15);
     std::vector<float> dst(bufs[0].data.size());
-    double copy = median(15, [&] { std::memcpy(dst.data(), bufs[0].data.data(), dst.size() * 4); });
-    std::printf("relu(x*1.5+0.5)*2.0 16M f32: %.2f ms (copy %.2f ms, %.2fx the copy)\n", t * 1e3,
-                copy * 1e3, t / copy);
+    double copy = median(15, [&] {
+      std::memcpy(dst.data(), bufs[0].data.data(), dst.size() * 4);
+    });
+    std::printf(
+        "relu(x*1.5+0.5)*2.0 16M f32: %.2f ms (copy %.2f ms, %.2fx the copy)\n",
+        t * 1e3, copy * 1e3, t / copy);
   }
   // Matmul 1024^3.
   {
     rt::FunctionTable table("mm", &jit);
-    std::vector<Buffer> bufs{randomBuffer({1024, 1024}, rng), randomBuffer({1024, 1024}, rng)};
+    std::vector<Buffer> bufs{randomBuffer({1024, 1024}, rng),
+                             randomBuffer({1024, 1024}, rng)};
     double t = timeCall(table, argsOf(bufs), 3);
-    std::printf("matmul 1024^3 f32: %.2f ms = %.1f GFLOP/s\n", t * 1e3, 2.0 * 1024 * 1024 * 1024 / t / 1e9);
+    std::printf("matmul 1024^3 f32: %.2f ms = %.1f GFLOP/s\n", t * 1e3,
+                2.0 * 1024 * 1024 * 1024 / t / 1e9);
   }
   // Softmax and the encoder layer at the (B, S).
-  for (auto [B, S] : std::vector<std::pair<int64_t, int64_t>>{{1, 128}, {4, 128}, {1, 512}, {8, 64}}) {
+  for (auto [B, S] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 128}, {4, 128}, {1, 512}, {8, 64}}) {
     rt::FunctionTable softmax("softmax", &jit);
     std::vector<Buffer> x{randomBuffer({B, S, 256}, rng)};
     double ts = timeCall(softmax, argsOf(x), 20);
     rt::FunctionTable encoder("encoder", &jit);
     std::vector<Buffer> e{x[0]};
-    for (auto shape : std::vector<std::vector<int64_t>>{{256, 256}, {256, 256}, {256, 256}, {256, 256}, {256}, {256},
-                                                         {256, 1024}, {1024}, {1024, 256}, {256}, {256}, {256}})
+    for (auto shape : std::vector<std::vector<int64_t>>{{256, 256},
+                                                        {256, 256},
+                                                        {256, 256},
+                                                        {256, 256},
+                                                        {256},
+                                                        {256},
+                                                        {256, 1024},
+                                                        {1024},
+                                                        {1024, 256},
+                                                        {256},
+                                                        {256},
+                                                        {256}})
       e.push_back(randomBuffer(shape, rng));
     double te = timeCall(encoder, argsOf(e), 5);
     if (B == 4) {
       // The same shapes through a variant specialized to them (static).
       rt::FunctionTable specialized("encoder_static", &jit);
       double tstatic = timeCall(specialized, argsOf(e), 5);
-      std::printf("encoder_layer B=4 S=128 static variant: %.2f ms; dynamic: %.2f ms (dynamic/static speed %.2fx)\n",
+      std::printf("encoder_layer B=4 S=128 static variant: %.2f ms; dynamic: "
+                  "%.2f ms (dynamic/static speed %.2fx)\n",
                   tstatic * 1e3, te * 1e3, tstatic / te);
     }
-    std::printf("softmax B=%lld S=%lld: %.3f ms; encoder_layer: %.2f ms\n", static_cast<long long>(B),
-                static_cast<long long>(S), ts * 1e3, te * 1e3);
+    std::printf("softmax B=%lld S=%lld: %.3f ms; encoder_layer: %.2f ms\n",
+                static_cast<long long>(B), static_cast<long long>(S), ts * 1e3,
+                te * 1e3);
   }
   return 0;
 }

@@ -16,9 +16,10 @@ namespace {
 
 /// A residual MLP-like chain; `blocks` blocks of 8 IR ops each.
 std::string program(int blocks) {
-  std::string s = "dim B: dynamic;\ndim S: dynamic;\n"
-                  "fn f(x: f32[B, S, 64], w: f32[64, 64], g: f32[64]) -> f32[B, S, 64] {\n"
-                  "  let t0 = x;\n";
+  std::string s =
+      "dim B: dynamic;\ndim S: dynamic;\n"
+      "fn f(x: f32[B, S, 64], w: f32[64, 64], g: f32[64]) -> f32[B, S, 64] {\n"
+      "  let t0 = x;\n";
   for (int i = 1; i <= blocks; ++i) {
     std::string p = "t" + std::to_string(i - 1), t = "t" + std::to_string(i);
     s += "  let " + t + " = relu(" + p + " @ w) * g + " + p + " - mean(" + p +
@@ -44,20 +45,24 @@ Result compileOnce(const std::string &source) {
   ModuleLoader loader(sm, diags);
   const LoadedModule *m = loader.loadText("bench.tsl", source);
   r.parseSeconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   ElaborateOptions options;
   options.examples.emplace();
-  ExampleArg x{false, 0, DType::F32, {8, 128, 64}}, w{false, 0, DType::F32, {64, 64}},
-      g{false, 0, DType::F32, {64}};
+  ExampleArg x{false, 0, DType::F32, {8, 128, 64}},
+      w{false, 0, DType::F32, {64, 64}}, g{false, 0, DType::F32, {64}};
   (*options.examples)["x"] = x;
   (*options.examples)["w"] = w;
   (*options.examples)["g"] = g;
   Function fn;
   if (!m || !elaborateFunction(*m, "f", options, diags, fn)) {
-    std::fprintf(stderr, "bench program failed to compile:\n%s", sink.str().c_str());
+    std::fprintf(stderr, "bench program failed to compile:\n%s",
+                 sink.str().c_str());
     std::exit(1);
   }
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   r.ops = fn.ops.size();
   r.text = printFunction(fn);
   return r;
@@ -82,10 +87,12 @@ int main(int argc, char **argv) {
       if (r.seconds < best.seconds)
         best = r;
     }
-    std::printf("tsl shape check: %zu ops in %.2f ms = %.2f us/op (parse %.2f us/op, best of %d), "
+    std::printf("tsl shape check: %zu ops in %.2f ms = %.2f us/op (parse %.2f "
+                "us/op, best of %d), "
                 "deterministic: %s\n",
                 best.ops, best.seconds * 1e3, best.seconds * 1e6 / best.ops,
-                best.parseSeconds * 1e6 / best.ops, runs, deterministic ? "yes" : "NO");
+                best.parseSeconds * 1e6 / best.ops, runs,
+                deterministic ? "yes" : "NO");
   }
   return 0;
 }

@@ -30,8 +30,7 @@ struct EntryBinder {
       spec = &decl->spec;
     kind = spec ? spec->kind
                 : (decl && decl->value ? DimKind::Static : DimKind::Auto);
-    if (kind == DimKind::Auto &&
-        (el.allDynamic || el.forceDynamic.count(name)))
+    if (kind == DimKind::Auto && (el.allDynamic || el.forceDynamic.count(name)))
       kind = DimKind::Dynamic; // automatic dynamic
   }
 
@@ -259,7 +258,8 @@ bool Elaborator::elaborateEntry(
       case ast::TypeDim::Kind::Unknown: {
         SymExpr s;
         axisNames[axis] = "_" + p.name + "_" + std::to_string(axis);
-        if (!binder.makeDim(axisNames[axis], nullptr, exampleAt(axis), d.range, what, s))
+        if (!binder.makeDim(axisNames[axis], nullptr, exampleAt(axis), d.range,
+                            what, s))
           return false;
         type.dims[axis++] = s;
         break;
@@ -345,8 +345,8 @@ bool Elaborator::elaborateEntry(
         auto v = expr.isConst() ? std::optional<int64_t>(expr.constValue())
                                 : env.hintValue(expr);
         if (v && *v != ex->shape[a])
-          return error(d->range, what + " dim " + std::to_string(a) + " must be " +
-                                     sourceText(d->range) +
+          return error(d->range, what + " dim " + std::to_string(a) +
+                                     " must be " + sourceText(d->range) +
                                      (sourceText(d->range) == std::to_string(*v)
                                           ? std::string()
                                           : " = " + std::to_string(*v)) +
@@ -423,10 +423,12 @@ void Elaborator::warnPinnedDynamicDims() {
     Diagnostic d;
     d.severity = Severity::Warning;
     d.range = g.origin;
-    d.message = "'" + info->name + "' is declared dynamic but this variant only serves " +
+    d.message = "'" + info->name +
+                "' is declared dynamic but this variant only serves " +
                 g.cond.str() + " (" + g.reason + ")";
     if (info->origin.isValid())
-      d.notes.push_back({info->origin, "'" + info->name + "' is used as a dynamic dim here"});
+      d.notes.push_back(
+          {info->origin, "'" + info->name + "' is used as a dynamic dim here"});
     d.fix = "make the operation independent of '" + info->name +
             "', or declare it static if only one value is ever used";
     diags.report(std::move(d));

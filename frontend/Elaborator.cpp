@@ -181,8 +181,9 @@ bool Elaborator::evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
     }
     if (unbound) {
       unbound->push_back(e.text);
-      out =
-          SymExpr::symbol("\x01" + e.text); // stands for the unknown dim until the caller solves it
+      out = SymExpr::symbol(
+          "\x01" +
+          e.text); // stands for the unknown dim until the caller solves it
       return true;
     }
     return error(e.range, "unknown dim '" + e.text + "'",

@@ -9,8 +9,8 @@
 
 #include <functional>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace tsl {
@@ -29,11 +29,11 @@ struct ExampleArg {
 /// declared result type (the REPL).
 struct ProbeResult {
   enum class Kind { Tensor, Int, Cond, Tuple, Other } kind = Kind::Other;
-  TensorType type;                  ///< Tensor
-  SymExpr intValue;                 ///< Int
-  SymCond cond;                     ///< Cond
+  TensorType type;                   ///< Tensor
+  SymExpr intValue;                  ///< Int
+  SymCond cond;                      ///< Cond
   std::vector<ProbeResult> elements; ///< Tuple
-  std::string description;          ///< Other: what it is
+  std::string description;           ///< Other: what it is
 };
 
 /// Called at the end of elaboration with the environment (symbols, facts,

@@ -612,8 +612,8 @@ std::unique_ptr<ast::Module> parseSource(const SourceManager &sm, uint32_t file,
       parser.reset();
       parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
       parser.addErrorListener(&listener);
-      parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
-          antlr4::atn::PredictionMode::LL);
+      parser.getInterpreter<antlr4::atn::ParserATNSimulator>()
+          ->setPredictionMode(antlr4::atn::PredictionMode::LL);
       tree = parser.module();
     }
     if (listener.failed)

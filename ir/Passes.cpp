@@ -4,13 +4,13 @@ namespace tsl {
 
 static bool hasEffect(const Operation &op) {
   switch (op.code) {
-  case OpCode::Assert:       // a runtime check
-  case OpCode::Item:         // binds an unbacked int
-  case OpCode::Nonzero:      // bind unbacked sizes later shapes may use
+  case OpCode::Assert:  // a runtime check
+  case OpCode::Item:    // binds an unbacked int
+  case OpCode::Nonzero: // bind unbacked sizes later shapes may use
   case OpCode::MaskedSelect:
   case OpCode::Unique:
-  case OpCode::IndexSelect:  // checks its indices
-  case OpCode::Div:          // integer division checks for zero
+  case OpCode::IndexSelect: // checks its indices
+  case OpCode::Div:         // integer division checks for zero
     return true;
   default:
     return false;

@@ -36,8 +36,9 @@ int32_t dtypeOf(tsl_dtype t) {
 }
 
 tsl_dtype dlpackOf(int32_t dtype) {
-  static const tsl_dtype table[] = {{6, 8, 1}, {0, 8, 1},  {0, 32, 1}, {0, 64, 1},
-                                    {2, 16, 1}, {4, 16, 1}, {2, 32, 1}, {2, 64, 1}};
+  static const tsl_dtype table[] = {{6, 8, 1},  {0, 8, 1},  {0, 32, 1},
+                                    {0, 64, 1}, {2, 16, 1}, {4, 16, 1},
+                                    {2, 32, 1}, {2, 64, 1}};
   return table[dtype];
 }
 
@@ -63,7 +64,8 @@ extern "C" {
 
 const char *tsl_last_error(void) { return lastError.c_str(); }
 
-tsl_status tsl_runtime_create(const tsl_runtime_options *options, tsl_runtime **out) {
+tsl_status tsl_runtime_create(const tsl_runtime_options *options,
+                              tsl_runtime **out) {
   if (!out)
     return fail(TSL_INVALID_ARGUMENT, "tsl_runtime_create: out is null");
   auto *rt = new tsl_runtime();
@@ -77,7 +79,8 @@ tsl_status tsl_runtime_create(const tsl_runtime_options *options, tsl_runtime **
 
 void tsl_runtime_destroy(tsl_runtime *rt) { delete rt; }
 
-tsl_status tsl_module_load_source(tsl_runtime *rt, const char *path, tsl_module **out) {
+tsl_status tsl_module_load_source(tsl_runtime *rt, const char *path,
+                                  tsl_module **out) {
   if (!rt || !path || !out)
     return fail(TSL_INVALID_ARGUMENT, "tsl_module_load_source: null argument");
   struct stat st;
@@ -85,10 +88,12 @@ tsl_status tsl_module_load_source(tsl_runtime *rt, const char *path, tsl_module 
     return fail(TSL_NOT_FOUND, std::string("no such file: '") + path + "'");
   std::lock_guard<std::mutex> lock(rt->mutex);
   if (!rt->compilerFactory)
-    return fail(TSL_UNSUPPORTED, "this runtime has no compiler: link tsl_driver and call "
-                                 "tsl_runtime_enable_jit, or load an AOT module");
+    return fail(TSL_UNSUPPORTED,
+                "this runtime has no compiler: link tsl_driver and call "
+                "tsl_runtime_enable_jit, or load an AOT module");
   std::string error;
-  std::unique_ptr<tsl::rt::CompilerHook> compiler = rt->compilerFactory(path, error);
+  std::unique_ptr<tsl::rt::CompilerHook> compiler =
+      rt->compilerFactory(path, error);
   if (!compiler)
     return fail(TSL_COMPILE_ERROR, error);
   auto module = std::make_unique<tsl_module>();
@@ -100,7 +105,8 @@ tsl_status tsl_module_load_source(tsl_runtime *rt, const char *path, tsl_module 
   return TSL_OK;
 }
 
-tsl_status tsl_module_load_aot(tsl_runtime *rt, const char *path, tsl_module **out) {
+tsl_status tsl_module_load_aot(tsl_runtime *rt, const char *path,
+                               tsl_module **out) {
   if (!rt || !path || !out)
     return fail(TSL_INVALID_ARGUMENT, "tsl_module_load_aot: null argument");
   struct stat st;
@@ -108,12 +114,15 @@ tsl_status tsl_module_load_aot(tsl_runtime *rt, const char *path, tsl_module **o
     return fail(TSL_NOT_FOUND, std::string("no such file: '") + path + "'");
   void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!handle)
-    return fail(TSL_INVALID_ARGUMENT, std::string("cannot load '") + path + "': " + dlerror());
+    return fail(TSL_INVALID_ARGUMENT,
+                std::string("cannot load '") + path + "': " + dlerror());
   std::shared_ptr<void> library(handle, [](void *h) { dlclose(h); });
   auto *table = static_cast<void **>(dlsym(handle, "tsl_rt_table"));
   auto *manifest = static_cast<const char *>(dlsym(handle, "tsl_manifest"));
   if (!table || !manifest)
-    return fail(TSL_INVALID_ARGUMENT, std::string("'") + path + "' is not a TSL module (no manifest)");
+    return fail(TSL_INVALID_ARGUMENT,
+                std::string("'") + path +
+                    "' is not a TSL module (no manifest)");
   std::vector<tsl::rt::ManifestVariant> variants;
   std::string error;
   if (!tsl::rt::readManifest(manifest, variants, error))
@@ -124,11 +133,15 @@ tsl_status tsl_module_load_aot(tsl_runtime *rt, const char *path, tsl_module **o
   module->cacheLimit = static_cast<size_t>(rt->options.cache_limit);
   for (tsl::rt::ManifestVariant &mv : variants) {
     tsl::rt::VariantCode code = std::move(mv.code);
-    code.kernel = reinterpret_cast<tsl::rt::KernelFn>(dlsym(handle, mv.kernelSymbol.c_str()));
-    code.match = reinterpret_cast<tsl::rt::MatchFn>(dlsym(handle, mv.matchSymbol.c_str()));
-    code.shapes = reinterpret_cast<tsl::rt::ShapesFn>(dlsym(handle, mv.shapesSymbol.c_str()));
+    code.kernel = reinterpret_cast<tsl::rt::KernelFn>(
+        dlsym(handle, mv.kernelSymbol.c_str()));
+    code.match = reinterpret_cast<tsl::rt::MatchFn>(
+        dlsym(handle, mv.matchSymbol.c_str()));
+    code.shapes = reinterpret_cast<tsl::rt::ShapesFn>(
+        dlsym(handle, mv.shapesSymbol.c_str()));
     if (!code.kernel || !code.match || !code.shapes)
-      return fail(TSL_INVALID_ARGUMENT, std::string(path) + ": missing entry points of '" +
+      return fail(TSL_INVALID_ARGUMENT, std::string(path) +
+                                            ": missing entry points of '" +
                                             mv.function + "'");
     code.keepAlive = library;
     auto &fn = module->functions[mv.function];
@@ -136,7 +149,8 @@ tsl_status tsl_module_load_aot(tsl_runtime *rt, const char *path, tsl_module **o
       fn = std::make_unique<tsl_function>();
       tsl::rt::TableOptions options;
       options.cacheLimit = module->cacheLimit;
-      fn->table = std::make_unique<tsl::rt::FunctionTable>(mv.function, nullptr, options);
+      fn->table = std::make_unique<tsl::rt::FunctionTable>(mv.function, nullptr,
+                                                           options);
     }
     fn->table->addVariant(std::move(code));
   }
@@ -146,26 +160,30 @@ tsl_status tsl_module_load_aot(tsl_runtime *rt, const char *path, tsl_module **o
   return TSL_OK;
 }
 
-tsl_status tsl_module_get_function(tsl_module *module, const char *name, tsl_function **out) {
+tsl_status tsl_module_get_function(tsl_module *module, const char *name,
+                                   tsl_function **out) {
   if (!module || !name || !out)
     return fail(TSL_INVALID_ARGUMENT, "tsl_module_get_function: null argument");
   std::lock_guard<std::mutex> lock(module->mutex);
   auto it = module->functions.find(name);
   if (it == module->functions.end() && !module->compiler)
-    return fail(TSL_NOT_FOUND, std::string("module '") + module->path + "' has no function '" + name + "'");
+    return fail(TSL_NOT_FOUND, std::string("module '") + module->path +
+                                   "' has no function '" + name + "'");
   if (it == module->functions.end()) {
     auto fn = std::make_unique<tsl_function>();
     tsl::rt::TableOptions options;
     options.cacheLimit = module->cacheLimit;
-    fn->table = std::make_unique<tsl::rt::FunctionTable>(name, module->compiler.get(), options);
+    fn->table = std::make_unique<tsl::rt::FunctionTable>(
+        name, module->compiler.get(), options);
     it = module->functions.emplace(name, std::move(fn)).first;
   }
   *out = it->second.get();
   return TSL_OK;
 }
 
-tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args, int32_t nargs,
-                             tsl_tensor **outputs, int32_t *noutputs) {
+tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args,
+                             int32_t nargs, tsl_tensor **outputs,
+                             int32_t *noutputs) {
   if (!fn || (nargs > 0 && !args) || !outputs || !noutputs || nargs < 0)
     return fail(TSL_INVALID_ARGUMENT, "tsl_function_call: null argument");
   std::vector<tsl::rt::CallArg> callArgs;
@@ -182,7 +200,8 @@ tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args, int32_t narg
         return fail(TSL_UNSUPPORTED, which + " is not on the CPU device");
       a.dtype = dtypeOf(t.dtype);
       if (a.dtype < 0)
-        return fail(TSL_INVALID_ARGUMENT, which + " has an unsupported element type");
+        return fail(TSL_INVALID_ARGUMENT,
+                    which + " has an unsupported element type");
       if (t.ndim < 0 || t.ndim > 32 || (t.ndim > 0 && !t.shape))
         return fail(TSL_INVALID_ARGUMENT, which + " has an invalid shape");
       a.shape.assign(t.shape, t.shape + t.ndim);
@@ -190,11 +209,13 @@ tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args, int32_t narg
         int64_t expect = 1;
         for (int32_t d = t.ndim; d-- > 0;) {
           if (a.shape[d] != 1 && t.strides[d] != expect)
-            return fail(TSL_UNSUPPORTED, which + " is not row-major contiguous");
+            return fail(TSL_UNSUPPORTED,
+                        which + " is not row-major contiguous");
           expect *= a.shape[d];
         }
       }
-      a.data = t.data ? static_cast<const char *>(t.data) + t.byte_offset : nullptr;
+      a.data =
+          t.data ? static_cast<const char *>(t.data) + t.byte_offset : nullptr;
     }
     callArgs.push_back(std::move(a));
   }
@@ -213,14 +234,16 @@ tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args, int32_t narg
       status = TSL_COMPILE_ERROR;
     return fail(status, error);
   }
-  auto *result = static_cast<tsl_tensor *>(std::calloc(outs.size() + 1, sizeof(tsl_tensor)));
+  auto *result = static_cast<tsl_tensor *>(
+      std::calloc(outs.size() + 1, sizeof(tsl_tensor)));
   for (size_t i = 0; i < outs.size(); ++i) {
     tsl_tensor &t = result[i];
     t.data = outs[i].data;
     t.device = {1, 0};
     t.ndim = static_cast<int32_t>(outs[i].shape.size());
     t.dtype = dlpackOf(outs[i].dtype);
-    t.shape = static_cast<int64_t *>(std::malloc(sizeof(int64_t) * (outs[i].shape.size() + 1)));
+    t.shape = static_cast<int64_t *>(
+        std::malloc(sizeof(int64_t) * (outs[i].shape.size() + 1)));
     for (size_t d = 0; d < outs[i].shape.size(); ++d)
       t.shape[d] = outs[i].shape[d];
   }
@@ -239,7 +262,8 @@ void tsl_outputs_free(tsl_tensor *outputs, int32_t noutputs) {
   std::free(outputs);
 }
 
-tsl_status tsl_function_stats(tsl_function *fn, int32_t *compiles, int32_t *calls) {
+tsl_status tsl_function_stats(tsl_function *fn, int32_t *compiles,
+                              int32_t *calls) {
   if (!fn)
     return fail(TSL_INVALID_ARGUMENT, "tsl_function_stats: null function");
   tsl::rt::Stats st = fn->table->stats();

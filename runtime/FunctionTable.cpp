@@ -9,7 +9,8 @@ namespace tsl::rt {
 namespace {
 
 const char *typeName(int32_t dtype) {
-  static const char *names[] = {"bool", "i8", "i32", "i64", "f16", "bf16", "f32", "f64"};
+  static const char *names[] = {"bool", "i8",   "i32", "i64",
+                                "f16",  "bf16", "f32", "f64"};
   return dtype >= 0 && dtype < 8 ? names[dtype] : "?";
 }
 size_t elementSize(int32_t dtype) {
@@ -27,8 +28,9 @@ std::string describeArg(const CallArg &a) {
 }
 
 /// Values of the call's named dims, for messages ("N = 3, M = 4").
-std::map<std::string, int64_t> namedValues(const VariantCode &v, const std::vector<CallArg> &args,
-                                           std::map<std::string, std::string> *where = nullptr) {
+std::map<std::string, int64_t>
+namedValues(const VariantCode &v, const std::vector<CallArg> &args,
+            std::map<std::string, std::string> *where = nullptr) {
   std::map<std::string, int64_t> values;
   for (size_t i = 0; i < v.params.size() && i < args.size(); ++i) {
     const ParamInfo &p = v.params[i];
@@ -42,7 +44,8 @@ std::map<std::string, int64_t> namedValues(const VariantCode &v, const std::vect
       if (!p.axisNames[a].empty() && !values.count(p.axisNames[a])) {
         values[p.axisNames[a]] = args[i].shape[a];
         if (where)
-          (*where)[p.axisNames[a]] = "argument '" + p.name + "' dim " + std::to_string(a);
+          (*where)[p.axisNames[a]] =
+              "argument '" + p.name + "' dim " + std::to_string(a);
       }
   }
   return values;
@@ -50,16 +53,21 @@ std::map<std::string, int64_t> namedValues(const VariantCode &v, const std::vect
 
 /// Appends the values of the dims a check mentions and the arguments they
 /// come from: "... with N = 3 (argument 'x' dim 0)".
-std::string withValues(const std::string &check, const std::map<std::string, int64_t> &values,
+std::string withValues(const std::string &check,
+                       const std::map<std::string, int64_t> &values,
                        const std::map<std::string, std::string> &where = {}) {
   std::string list;
   for (const auto &[name, value] : values) {
     size_t pos = 0;
     bool found = false;
     while ((pos = check.find(name, pos)) != std::string::npos) {
-      bool left = pos == 0 || !(std::isalnum(static_cast<unsigned char>(check[pos - 1])) || check[pos - 1] == '_');
+      bool left = pos == 0 ||
+                  !(std::isalnum(static_cast<unsigned char>(check[pos - 1])) ||
+                    check[pos - 1] == '_');
       size_t end = pos + name.size();
-      bool right = end >= check.size() || !(std::isalnum(static_cast<unsigned char>(check[end])) || check[end] == '_');
+      bool right = end >= check.size() ||
+                   !(std::isalnum(static_cast<unsigned char>(check[end])) ||
+                     check[end] == '_');
       if (left && right) {
         found = true;
         break;
@@ -70,7 +78,9 @@ std::string withValues(const std::string &check, const std::map<std::string, int
       list += (list.empty() ? "" : ", ") + name + " = " + std::to_string(value);
       auto w = where.find(name);
       // The argument is already named when the check is about it.
-      if (w != where.end() && check.find(w->second.substr(0, w->second.find(" dim"))) == std::string::npos)
+      if (w != where.end() &&
+          check.find(w->second.substr(0, w->second.find(" dim"))) ==
+              std::string::npos)
         list += " (" + w->second + ")";
     }
   }
@@ -92,8 +102,10 @@ LogFlags LogFlags::fromEnvironment() {
   return f;
 }
 
-FunctionTable::FunctionTable(std::string name, CompilerHook *hook, TableOptions options)
-    : name_(std::move(name)), hook_(hook), options_(options), log_(LogFlags::fromEnvironment()) {}
+FunctionTable::FunctionTable(std::string name, CompilerHook *hook,
+                             TableOptions options)
+    : name_(std::move(name)), hook_(hook), options_(options),
+      log_(LogFlags::fromEnvironment()) {}
 
 void FunctionTable::publish(std::shared_ptr<VariantCode> v) {
   size_t index = variants_.size();
@@ -109,8 +121,10 @@ void FunctionTable::addVariant(VariantCode variant) {
   publish(std::make_shared<VariantCode>(std::move(variant)));
 }
 
-int FunctionTable::dispatch(const std::vector<CallArg> &args, std::vector<int64_t> &syms) const {
-  return select(0, publishedCount_.load(std::memory_order_acquire), args, syms, nullptr);
+int FunctionTable::dispatch(const std::vector<CallArg> &args,
+                            std::vector<int64_t> &syms) const {
+  return select(0, publishedCount_.load(std::memory_order_acquire), args, syms,
+                nullptr);
 }
 
 Stats FunctionTable::stats() const {
@@ -123,8 +137,10 @@ size_t FunctionTable::numVariants() const {
   return variants_.size();
 }
 
-int FunctionTable::select(size_t first, size_t count, const std::vector<CallArg> &args,
-                          std::vector<int64_t> &syms, std::string *reason) const {
+int FunctionTable::select(size_t first, size_t count,
+                          const std::vector<CallArg> &args,
+                          std::vector<int64_t> &syms,
+                          std::string *reason) const {
   // Reused per thread: dispatch allocates nothing in the steady state.
   thread_local std::vector<int64_t> sizes, ints;
   sizes.clear();
@@ -141,12 +157,15 @@ int FunctionTable::select(size_t first, size_t count, const std::vector<CallArg>
     bool fits = v.params.size() == args.size();
     for (size_t k = 0; fits && k < args.size(); ++k) {
       const ParamInfo &p = v.params[k];
-      fits = p.isInt == args[k].isInt &&
-             (p.isInt || (p.dtype == args[k].dtype && p.rank == static_cast<int32_t>(args[k].shape.size())));
+      fits =
+          p.isInt == args[k].isInt &&
+          (p.isInt || (p.dtype == args[k].dtype &&
+                       p.rank == static_cast<int32_t>(args[k].shape.size())));
     }
     if (!fits) {
       if (reason)
-        *reason = "rank or element types differ from variant " + std::to_string(i);
+        *reason =
+            "rank or element types differ from variant " + std::to_string(i);
       continue;
     }
     if (syms.size() < v.numSymbols + 1)
@@ -165,16 +184,19 @@ int FunctionTable::select(size_t first, size_t count, const std::vector<CallArg>
   return -1;
 }
 
-bool FunctionTable::compileFor(const std::vector<CallArg> &args, const std::string &reason,
-                               std::string &error) {
+bool FunctionTable::compileFor(const std::vector<CallArg> &args,
+                               const std::string &reason, std::string &error) {
   // Automatic dynamic: an auto dim whose value differs from the one a
   // variant specialized to becomes dynamic in the next compile.
   for (const auto &v : variants_) {
     std::map<std::string, int64_t> now = namedValues(*v, args);
     for (const auto &[name, value] : v->specialized) {
       auto it = now.find(name);
-      if (it != now.end() && it->second != value && dynamicDims_.insert(name).second && log_.dynamic)
-        std::fprintf(stderr, "[tsl] dynamic: %s: '%s' was %lld, now %lld: compiling it as dynamic\n",
+      if (it != now.end() && it->second != value &&
+          dynamicDims_.insert(name).second && log_.dynamic)
+        std::fprintf(stderr,
+                     "[tsl] dynamic: %s: '%s' was %lld, now %lld: compiling it "
+                     "as dynamic\n",
                      name_.c_str(), name.c_str(), static_cast<long long>(value),
                      static_cast<long long>(it->second));
     }
@@ -182,8 +204,9 @@ bool FunctionTable::compileFor(const std::vector<CallArg> &args, const std::stri
   bool allDynamic = false;
   if (variants_.size() >= options_.cacheLimit) {
     if (compiledAllDynamic_) {
-      error = "'" + name_ + "' has " + std::to_string(variants_.size()) +
-              " variants (the cache limit) and none serves this call: " + reason;
+      error =
+          "'" + name_ + "' has " + std::to_string(variants_.size()) +
+          " variants (the cache limit) and none serves this call: " + reason;
       return false;
     }
     allDynamic = true;
@@ -192,7 +215,9 @@ bool FunctionTable::compileFor(const std::vector<CallArg> &args, const std::stri
   auto start = std::chrono::steady_clock::now();
   if (!hook_->compile(name_, args, dynamicDims_, allDynamic, code, error))
     return false;
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  double ms = std::chrono::duration<double, std::milli>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
   compiledAllDynamic_ |= allDynamic;
   if (code.fromCache)
     ++stats_.cacheHits;
@@ -201,23 +226,25 @@ bool FunctionTable::compileFor(const std::vector<CallArg> &args, const std::stri
   if (!variants_.empty())
     stats_.recompileReasons.push_back(reason);
   if (log_.recompiles && !variants_.empty())
-    std::fprintf(stderr, "[tsl] recompile %s: %s -> variant %zu%s\n", name_.c_str(), reason.c_str(),
-                 variants_.size(), allDynamic ? " (cache limit reached: all dims dynamic)" : "");
+    std::fprintf(stderr, "[tsl] recompile %s: %s -> variant %zu%s\n",
+                 name_.c_str(), reason.c_str(), variants_.size(),
+                 allDynamic ? " (cache limit reached: all dims dynamic)" : "");
   if (log_.guards)
     for (const std::string &c : code.checks)
       if (c.rfind("guard ", 0) == 0)
-        std::fprintf(stderr, "[tsl] guards %s variant %zu: %s\n", name_.c_str(), variants_.size(),
-                     c.c_str() + 6);
+        std::fprintf(stderr, "[tsl] guards %s variant %zu: %s\n", name_.c_str(),
+                     variants_.size(), c.c_str() + 6);
   if (log_.perf)
     std::fprintf(stderr, "[tsl] perf: %s %s variant %zu in %.1f ms\n",
-                 code.fromCache ? "loaded from the compile cache" : "compiled", name_.c_str(),
-                 variants_.size(), ms);
+                 code.fromCache ? "loaded from the compile cache" : "compiled",
+                 name_.c_str(), variants_.size(), ms);
   publish(std::make_shared<VariantCode>(std::move(code)));
   return true;
 }
 
-bool FunctionTable::call(const std::vector<CallArg> &args, std::vector<Output> &outputs,
-                         int &variant, std::string &error) {
+bool FunctionTable::call(const std::vector<CallArg> &args,
+                         std::vector<Output> &outputs, int &variant,
+                         std::string &error) {
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].isInt)
       continue;
@@ -230,7 +257,8 @@ bool FunctionTable::call(const std::vector<CallArg> &args, std::vector<Output> &
       numel *= d;
     }
     if (numel > 0 && !args[i].data) {
-      error = "argument " + std::to_string(i) + " (" + describeArg(args[i]) + ") has no data";
+      error = "argument " + std::to_string(i) + " (" + describeArg(args[i]) +
+              ") has no data";
       return false;
     }
   }
@@ -245,8 +273,8 @@ bool FunctionTable::call(const std::vector<CallArg> &args, std::vector<Output> &
     chosen = select(0, now, args, syms, &reason);
     if (chosen < 0) {
       if (!hook_) {
-        error = "no compiled variant of '" + name_ + "' serves this call (" + reason +
-                ") and this runtime has no compiler";
+        error = "no compiled variant of '" + name_ + "' serves this call (" +
+                reason + ") and this runtime has no compiler";
         return false;
       }
       if (variants_.size() >= kMaxVariants) {
@@ -258,7 +286,8 @@ bool FunctionTable::call(const std::vector<CallArg> &args, std::vector<Output> &
       size_t last = publishedCount_.load(std::memory_order_acquire) - 1;
       std::string why;
       if (select(last, last + 1, args, syms, &why) < 0) {
-        error = "the variant compiled for this call of '" + name_ + "' rejects it: " + why;
+        error = "the variant compiled for this call of '" + name_ +
+                "' rejects it: " + why;
         return false;
       }
       chosen = static_cast<int>(last);
@@ -276,7 +305,8 @@ bool FunctionTable::call(const std::vector<CallArg> &args, std::vector<Output> &
 }
 
 bool FunctionTable::run(const VariantCode &v, const std::vector<CallArg> &args,
-                        std::vector<int64_t> &syms, std::vector<Output> &outputs,
+                        std::vector<int64_t> &syms,
+                        std::vector<Output> &outputs,
                         std::string &error) const {
   std::vector<void *> buffers(v.numValues + 1, nullptr);
   for (size_t i = 0; i < args.size(); ++i)
@@ -290,7 +320,8 @@ bool FunctionTable::run(const VariantCode &v, const std::vector<CallArg> &args,
     std::string message = tsl_rt_context_error(ctx);
     if (op >= 0 && static_cast<size_t>(op) < v.ops.size()) {
       const OpInfoRt &info = v.ops[op];
-      error = info.location + ": " + info.what + (message.empty() ? "" : ": " + message);
+      error = info.location + ": " + info.what +
+              (message.empty() ? "" : ": " + message);
     } else {
       error = message.empty() ? "the kernel failed" : message;
     }

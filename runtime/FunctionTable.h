@@ -23,8 +23,8 @@ struct Output {
 
 /// What a table has done, for `--stats` and tests.
 struct Stats {
-  size_t compiles = 0;   ///< variants compiled
-  size_t cacheHits = 0;  ///< variants loaded from the on-disk cache instead
+  size_t compiles = 0;  ///< variants compiled
+  size_t cacheHits = 0; ///< variants loaded from the on-disk cache instead
   size_t calls = 0;
   /// The variant of each call (the first 100,000 calls).
   std::vector<int> callVariants;
@@ -43,7 +43,8 @@ struct LogFlags {
 
 class FunctionTable {
 public:
-  FunctionTable(std::string name, CompilerHook *hook, TableOptions options = {});
+  FunctionTable(std::string name, CompilerHook *hook,
+                TableOptions options = {});
 
   /// Adds a precompiled variant (AOT), tried after the existing ones.
   void addVariant(VariantCode variant);
@@ -51,14 +52,15 @@ public:
   /// Runs one call. Returns false with \p error (naming the argument and
   /// dim, the failing guards, or the failed check and its source line).
   /// Safe to call from several threads at once.
-  bool call(const std::vector<CallArg> &args, std::vector<Output> &outputs, int &variant,
-            std::string &error);
+  bool call(const std::vector<CallArg> &args, std::vector<Output> &outputs,
+            int &variant, std::string &error);
 
   Stats stats() const;
   size_t numVariants() const;
   /// Only the variant choice (argument matching and guards) of a call: the
   /// variant index or -1. For measuring dispatch overhead.
-  int dispatch(const std::vector<CallArg> &args, std::vector<int64_t> &syms) const;
+  int dispatch(const std::vector<CallArg> &args,
+               std::vector<int64_t> &syms) const;
 
 private:
   /// The first variant whose matcher accepts the call, or -1 with the
@@ -69,8 +71,9 @@ private:
   void publish(std::shared_ptr<VariantCode> v);
   bool compileFor(const std::vector<CallArg> &args, const std::string &reason,
                   std::string &error);
-  bool run(const VariantCode &v, const std::vector<CallArg> &args, std::vector<int64_t> &syms,
-           std::vector<Output> &outputs, std::string &error) const;
+  bool run(const VariantCode &v, const std::vector<CallArg> &args,
+           std::vector<int64_t> &syms, std::vector<Output> &outputs,
+           std::string &error) const;
 
   std::string name_;
   CompilerHook *hook_;

@@ -11,7 +11,6 @@
 
 namespace {
 
-
 #pragma GCC push_options
 #pragma GCC target("avx512f,fma")
 namespace avx512 {
@@ -39,8 +38,8 @@ constexpr int64_t MR = 4, NR = 8;
 #include "runtime/GemmKernel.inc"
 } // namespace portable
 
-using GemmFn = void (*)(int64_t, int64_t, int64_t, const float *, int64_t, const float *, int64_t,
-                        float *, int64_t, bool);
+using GemmFn = void (*)(int64_t, int64_t, int64_t, const float *, int64_t,
+                        const float *, int64_t, float *, int64_t, bool);
 
 GemmFn chooseGemm() {
   __builtin_cpu_init();
@@ -53,14 +52,16 @@ GemmFn chooseGemm() {
 
 } // namespace
 
-extern "C" void tsl_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                             const float *B, int64_t ldb, float *C, int64_t ldc) {
+extern "C" void tsl_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A,
+                             int64_t lda, const float *B, int64_t ldb, float *C,
+                             int64_t ldc) {
   static const GemmFn fn = chooseGemm();
   fn(M, N, K, A, lda, B, ldb, C, ldc, false);
 }
 
-extern "C" void tsl_rt_sgemm_bt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                                const float *B, int64_t ldb, float *C, int64_t ldc) {
+extern "C" void tsl_rt_sgemm_bt(int64_t M, int64_t N, int64_t K, const float *A,
+                                int64_t lda, const float *B, int64_t ldb,
+                                float *C, int64_t ldc) {
   static const GemmFn fn = chooseGemm();
   fn(M, N, K, A, lda, B, ldb, C, ldc, true);
 }

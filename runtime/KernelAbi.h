@@ -27,7 +27,8 @@ typedef struct tsl_rt_context tsl_rt_context;
 tsl_rt_context *tsl_rt_context_create(void);
 void tsl_rt_context_destroy(tsl_rt_context *ctx);
 /// Frees every allocation made in the context except \p keep (outputs).
-void tsl_rt_context_release(tsl_rt_context *ctx, void *const *keep, int32_t nkeep);
+void tsl_rt_context_release(tsl_rt_context *ctx, void *const *keep,
+                            int32_t nkeep);
 /// Hands \p p (an allocation of this context) to the caller: it is no longer
 /// freed by the context and must be released with free(). Returns 0 when
 /// \p p is not (or no longer) owned by the context.
@@ -49,35 +50,43 @@ void tsl_rt_fail(tsl_rt_context *ctx, int32_t op);
 /// Records an error with a message (library kernels).
 void tsl_rt_error(tsl_rt_context *ctx, const char *message);
 
-int32_t tsl_rt_conv2d(tsl_rt_context *ctx, int32_t dtype, const void *x, const int64_t *xshape,
-                      const void *w, const int64_t *wshape, const void *bias, int64_t sh,
+int32_t tsl_rt_conv2d(tsl_rt_context *ctx, int32_t dtype, const void *x,
+                      const int64_t *xshape, const void *w,
+                      const int64_t *wshape, const void *bias, int64_t sh,
                       int64_t sw, int64_t ph, int64_t pw, void *out);
 int32_t tsl_rt_max_pool2d(tsl_rt_context *ctx, int32_t dtype, const void *x,
-                          const int64_t *xshape, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
-                          int64_t ph, int64_t pw, void *out);
+                          const int64_t *xshape, int64_t kh, int64_t kw,
+                          int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                          void *out);
 /// Row-major indices of non-zero elements: allocates *out as i64[count, rank].
-int32_t tsl_rt_nonzero(tsl_rt_context *ctx, int32_t dtype, const void *x, const int64_t *shape,
-                       int32_t rank, void **out, int64_t *count);
+int32_t tsl_rt_nonzero(tsl_rt_context *ctx, int32_t dtype, const void *x,
+                       const int64_t *shape, int32_t rank, void **out,
+                       int64_t *count);
 int32_t tsl_rt_masked_select(tsl_rt_context *ctx, int32_t dtype, const void *x,
-                             const void *mask, int64_t numel, void **out, int64_t *count);
-int32_t tsl_rt_unique(tsl_rt_context *ctx, int32_t dtype, const void *x, int64_t numel,
-                      void **out, int64_t *count);
+                             const void *mask, int64_t numel, void **out,
+                             int64_t *count);
+int32_t tsl_rt_unique(tsl_rt_context *ctx, int32_t dtype, const void *x,
+                      int64_t numel, void **out, int64_t *count);
 int32_t tsl_rt_index_select(tsl_rt_context *ctx, int32_t dtype, const void *x,
-                            const int64_t *shape, int32_t rank, int32_t axis, int32_t idxDtype,
-                            const void *idx, int64_t nidx, void *out);
-int32_t tsl_rt_topk(tsl_rt_context *ctx, int32_t dtype, const void *x, int64_t rows, int64_t n,
-                    int64_t k, void *values, void *indices);
+                            const int64_t *shape, int32_t rank, int32_t axis,
+                            int32_t idxDtype, const void *idx, int64_t nidx,
+                            void *out);
+int32_t tsl_rt_topk(tsl_rt_context *ctx, int32_t dtype, const void *x,
+                    int64_t rows, int64_t n, int64_t k, void *values,
+                    void *indices);
 /// C[M, N] = A[M, K] @ B[K, N] in f32 (row-major with leading dimensions),
 /// cache-blocked with a vectorized micro-kernel for the host's CPU features.
-void tsl_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-                  int64_t ldb, float *C, int64_t ldc);
+void tsl_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                  const float *B, int64_t ldb, float *C, int64_t ldc);
 /// C[M, N] = A[M, K] @ B^T with B stored row-major as [N, K] (attention's
 /// q @ k^T without materializing the transpose).
-void tsl_rt_sgemm_bt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-                     int64_t ldb, float *C, int64_t ldc);
+void tsl_rt_sgemm_bt(int64_t M, int64_t N, int64_t K, const float *A,
+                     int64_t lda, const float *B, int64_t ldb, float *C,
+                     int64_t ldc);
 /// argmax over one axis (axis < 0: the flattened tensor), writing i64.
-int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t dtype, const void *x, const int64_t *shape,
-                      int32_t rank, int32_t axis, void *out);
+int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t dtype, const void *x,
+                      const int64_t *shape, int32_t rank, int32_t axis,
+                      void *out);
 
 /* Ahead-of-time modules call the functions above through a table they
  * export as `tsl_rt_table` (void *[TSL_RT_NUM_SLOTS]); the runtime fills it

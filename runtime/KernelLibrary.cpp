@@ -27,7 +27,9 @@ size_t sizeOf(int32_t dtype) {
   static const size_t sizes[] = {1, 1, 4, 8, 2, 2, 4, 8};
   return dtype >= 0 && dtype < 8 ? sizes[dtype] : 1;
 }
-bool isFloatCode(int32_t d) { return d == F16 || d == BF16 || d == F32 || d == F64; }
+bool isFloatCode(int32_t d) {
+  return d == F16 || d == BF16 || d == F32 || d == F64;
+}
 
 double loadF(int32_t d, const void *p, int64_t i) {
   const uint8_t *b = static_cast<const uint8_t *>(p) + i * sizeOf(d);
@@ -113,7 +115,10 @@ void storeF(int32_t d, void *p, int64_t i, double v) {
     std::memcpy(b, &v, 8);
     return;
   default: {
-    int64_t x = std::isnan(v) ? 0 : static_cast<int64_t>(std::max(-9.2e18, std::min(9.2e18, v)));
+    int64_t x =
+        std::isnan(v)
+            ? 0
+            : static_cast<int64_t>(std::max(-9.2e18, std::min(9.2e18, v)));
     if (d == Bool)
       *b = v != 0;
     else if (d == I8)
@@ -127,9 +132,11 @@ void storeF(int32_t d, void *p, int64_t i, double v) {
   }
 }
 
-void copyElement(int32_t d, void *dst, int64_t di, const void *src, int64_t si) {
+void copyElement(int32_t d, void *dst, int64_t di, const void *src,
+                 int64_t si) {
   size_t n = sizeOf(d);
-  std::memcpy(static_cast<uint8_t *>(dst) + di * n, static_cast<const uint8_t *>(src) + si * n, n);
+  std::memcpy(static_cast<uint8_t *>(dst) + di * n,
+              static_cast<const uint8_t *>(src) + si * n, n);
 }
 
 /// Total order used by unique and topk: NaN above everything.
@@ -170,7 +177,8 @@ void tsl_rt_context_destroy(tsl_rt_context *ctx) {
   delete ctx;
 }
 
-void tsl_rt_context_release(tsl_rt_context *ctx, void *const *keep, int32_t nkeep) {
+void tsl_rt_context_release(tsl_rt_context *ctx, void *const *keep,
+                            int32_t nkeep) {
   std::vector<void *> kept;
   for (void *p : ctx->allocations) {
     bool k = false;
@@ -187,14 +195,19 @@ void tsl_rt_context_release(tsl_rt_context *ctx, void *const *keep, int32_t nkee
 int32_t tsl_rt_context_take(tsl_rt_context *ctx, void *p) {
   for (size_t i = 0; i < ctx->allocations.size(); ++i)
     if (ctx->allocations[i] == p) {
-      ctx->allocations.erase(ctx->allocations.begin() + static_cast<std::ptrdiff_t>(i));
+      ctx->allocations.erase(ctx->allocations.begin() +
+                             static_cast<std::ptrdiff_t>(i));
       return 1;
     }
   return 0;
 }
 
-const char *tsl_rt_context_error(const tsl_rt_context *ctx) { return ctx->error.c_str(); }
-int32_t tsl_rt_context_failed_op(const tsl_rt_context *ctx) { return ctx->failedOp; }
+const char *tsl_rt_context_error(const tsl_rt_context *ctx) {
+  return ctx->error.c_str();
+}
+int32_t tsl_rt_context_failed_op(const tsl_rt_context *ctx) {
+  return ctx->failedOp;
+}
 
 void *tsl_rt_alloc(tsl_rt_context *ctx, int64_t bytes) {
   if (bytes < 0 || bytes > (int64_t(1) << 36)) {
@@ -228,9 +241,10 @@ void tsl_rt_error(tsl_rt_context *ctx, const char *message) {
     ctx->error = message;
 }
 
-int32_t tsl_rt_conv2d(tsl_rt_context *, int32_t d, const void *x, const int64_t *xs,
-                      const void *w, const int64_t *ws, const void *bias, int64_t sh,
-                      int64_t sw, int64_t ph, int64_t pw, void *out) {
+int32_t tsl_rt_conv2d(tsl_rt_context *, int32_t d, const void *x,
+                      const int64_t *xs, const void *w, const int64_t *ws,
+                      const void *bias, int64_t sh, int64_t sw, int64_t ph,
+                      int64_t pw, void *out) {
   int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
   int64_t O = ws[0], KH = ws[2], KW = ws[3];
   int64_t OH = (H + 2 * ph - KH) / sh + 1, OW = (W + 2 * pw - KW) / sw + 1;
@@ -257,9 +271,9 @@ int32_t tsl_rt_conv2d(tsl_rt_context *, int32_t d, const void *x, const int64_t 
   return 0;
 }
 
-int32_t tsl_rt_max_pool2d(tsl_rt_context *, int32_t d, const void *x, const int64_t *xs,
-                          int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
-                          void *out) {
+int32_t tsl_rt_max_pool2d(tsl_rt_context *, int32_t d, const void *x,
+                          const int64_t *xs, int64_t kh, int64_t kw, int64_t sh,
+                          int64_t sw, int64_t ph, int64_t pw, void *out) {
   int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
   int64_t OH = (H + 2 * ph - kh) / sh + 1, OW = (W + 2 * pw - kw) / sw + 1;
   int64_t o = 0;
@@ -284,8 +298,9 @@ int32_t tsl_rt_max_pool2d(tsl_rt_context *, int32_t d, const void *x, const int6
   return 0;
 }
 
-int32_t tsl_rt_nonzero(tsl_rt_context *ctx, int32_t d, const void *x, const int64_t *shape,
-                       int32_t rank, void **out, int64_t *count) {
+int32_t tsl_rt_nonzero(tsl_rt_context *ctx, int32_t d, const void *x,
+                       const int64_t *shape, int32_t rank, void **out,
+                       int64_t *count) {
   int64_t numel = 1;
   for (int32_t i = 0; i < rank; ++i)
     numel *= shape[i];
@@ -293,8 +308,8 @@ int32_t tsl_rt_nonzero(tsl_rt_context *ctx, int32_t d, const void *x, const int6
   for (int64_t i = 0; i < numel; ++i)
     if (loadF(d, x, i) != 0)
       hits.push_back(i);
-  int64_t *o = static_cast<int64_t *>(
-      tsl_rt_alloc(ctx, static_cast<int64_t>(hits.size()) * std::max(rank, 1) * 8));
+  int64_t *o = static_cast<int64_t *>(tsl_rt_alloc(
+      ctx, static_cast<int64_t>(hits.size()) * std::max(rank, 1) * 8));
   if (!o)
     return 1;
   for (size_t h = 0; h < hits.size(); ++h) {
@@ -309,8 +324,9 @@ int32_t tsl_rt_nonzero(tsl_rt_context *ctx, int32_t d, const void *x, const int6
   return 0;
 }
 
-int32_t tsl_rt_masked_select(tsl_rt_context *ctx, int32_t d, const void *x, const void *mask,
-                             int64_t numel, void **out, int64_t *count) {
+int32_t tsl_rt_masked_select(tsl_rt_context *ctx, int32_t d, const void *x,
+                             const void *mask, int64_t numel, void **out,
+                             int64_t *count) {
   int64_t n = 0;
   for (int64_t i = 0; i < numel; ++i)
     n += static_cast<const uint8_t *>(mask)[i] != 0;
@@ -326,8 +342,8 @@ int32_t tsl_rt_masked_select(tsl_rt_context *ctx, int32_t d, const void *x, cons
   return 0;
 }
 
-int32_t tsl_rt_unique(tsl_rt_context *ctx, int32_t d, const void *x, int64_t numel, void **out,
-                      int64_t *count) {
+int32_t tsl_rt_unique(tsl_rt_context *ctx, int32_t d, const void *x,
+                      int64_t numel, void **out, int64_t *count) {
   std::vector<int64_t> order(static_cast<size_t>(numel));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
@@ -346,9 +362,10 @@ int32_t tsl_rt_unique(tsl_rt_context *ctx, int32_t d, const void *x, int64_t num
   return 0;
 }
 
-int32_t tsl_rt_index_select(tsl_rt_context *ctx, int32_t d, const void *x, const int64_t *shape,
-                            int32_t rank, int32_t axis, int32_t idxDtype, const void *idx,
-                            int64_t nidx, void *out) {
+int32_t tsl_rt_index_select(tsl_rt_context *ctx, int32_t d, const void *x,
+                            const int64_t *shape, int32_t rank, int32_t axis,
+                            int32_t idxDtype, const void *idx, int64_t nidx,
+                            void *out) {
   int64_t n = shape[axis], outer = 1, inner = 1;
   for (int32_t i = 0; i < axis; ++i)
     outer *= shape[i];
@@ -358,8 +375,8 @@ int32_t tsl_rt_index_select(tsl_rt_context *ctx, int32_t d, const void *x, const
     int64_t v = loadI(idxDtype, idx, j);
     if (v < 0 || v >= n) {
       std::string msg = "index " + std::to_string(v) +
-                        " is out of bounds for axis " + std::to_string(axis) + " of size " +
-                        std::to_string(n);
+                        " is out of bounds for axis " + std::to_string(axis) +
+                        " of size " + std::to_string(n);
       tsl_rt_error(ctx, msg.c_str());
       return 1;
     }
@@ -368,12 +385,13 @@ int32_t tsl_rt_index_select(tsl_rt_context *ctx, int32_t d, const void *x, const
   for (int64_t b = 0; b < outer; ++b)
     for (int64_t j = 0; j < nidx; ++j)
       for (int64_t k = 0; k < inner; ++k)
-        copyElement(d, out, o++, x, (b * n + loadI(idxDtype, idx, j)) * inner + k);
+        copyElement(d, out, o++, x,
+                    (b * n + loadI(idxDtype, idx, j)) * inner + k);
   return 0;
 }
 
-int32_t tsl_rt_topk(tsl_rt_context *ctx, int32_t d, const void *x, int64_t rows, int64_t n,
-                    int64_t k, void *values, void *indices) {
+int32_t tsl_rt_topk(tsl_rt_context *ctx, int32_t d, const void *x, int64_t rows,
+                    int64_t n, int64_t k, void *values, void *indices) {
   if (k < 0 || k > n) {
     tsl_rt_error(ctx, "k is out of range for the last axis");
     return 1;
@@ -381,8 +399,9 @@ int32_t tsl_rt_topk(tsl_rt_context *ctx, int32_t d, const void *x, int64_t rows,
   std::vector<int64_t> order(static_cast<size_t>(n));
   for (int64_t r = 0; r < rows; ++r) {
     std::iota(order.begin(), order.end(), r * n);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t a, int64_t b) { return lessThan(d, x, b, a); });
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return lessThan(d, x, b, a);
+    });
     for (int64_t j = 0; j < k; ++j) {
       copyElement(d, values, r * k + j, x, order[j]);
       static_cast<int64_t *>(indices)[r * k + j] = order[j] - r * n;
@@ -391,8 +410,9 @@ int32_t tsl_rt_topk(tsl_rt_context *ctx, int32_t d, const void *x, int64_t rows,
   return 0;
 }
 
-int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t d, const void *x, const int64_t *shape,
-                      int32_t rank, int32_t axis, void *out) {
+int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t d, const void *x,
+                      const int64_t *shape, int32_t rank, int32_t axis,
+                      void *out) {
   int64_t numel = 1;
   for (int32_t i = 0; i < rank; ++i)
     numel *= shape[i];
@@ -412,7 +432,8 @@ int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t d, const void *x, const int64
     for (int64_t k = 0; k < inner; ++k) {
       int64_t best = 0;
       for (int64_t j = 1; j < n; ++j) {
-        int64_t cand = (b * n + j) * inner + k, cur = (b * n + best) * inner + k;
+        int64_t cand = (b * n + j) * inner + k,
+                cur = (b * n + best) * inner + k;
         bool curNan = isFloatCode(d) && std::isnan(loadF(d, x, cur));
         if (!curNan && (lessThan(d, x, cur, cand) ||
                         (isFloatCode(d) && std::isnan(loadF(d, x, cand)))))
@@ -424,10 +445,11 @@ int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t d, const void *x, const int64
 }
 
 static const char *const kSlotNames[TSL_RT_NUM_SLOTS] = {
-    "tsl_rt_alloc",  "tsl_rt_fail",         "tsl_rt_error",        "tsl_rt_conv2d",
-    "tsl_rt_max_pool2d", "tsl_rt_nonzero", "tsl_rt_masked_select", "tsl_rt_unique",
-    "tsl_rt_index_select", "tsl_rt_topk",   "tsl_rt_argmax",       "tsl_rt_sgemm",
-    "tsl_rt_free",  "tsl_rt_sgemm_bt"};
+    "tsl_rt_alloc",         "tsl_rt_fail",       "tsl_rt_error",
+    "tsl_rt_conv2d",        "tsl_rt_max_pool2d", "tsl_rt_nonzero",
+    "tsl_rt_masked_select", "tsl_rt_unique",     "tsl_rt_index_select",
+    "tsl_rt_topk",          "tsl_rt_argmax",     "tsl_rt_sgemm",
+    "tsl_rt_free",          "tsl_rt_sgemm_bt"};
 
 int32_t tsl_rt_slot_of(const char *name) {
   for (int32_t i = 0; i < TSL_RT_NUM_SLOTS; ++i)

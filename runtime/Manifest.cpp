@@ -65,11 +65,12 @@ std::string writeManifest(const std::vector<ManifestVariant> &variants) {
   os << kManifestVersion << "\n";
   for (const ManifestVariant &m : variants) {
     const VariantCode &v = m.code;
-    os << "variant\t" << escape(m.function) << "\t" << m.kernelSymbol << "\t" << m.matchSymbol
-       << "\t" << m.shapesSymbol << "\t" << v.numValues << "\t" << v.numSymbols << "\n";
+    os << "variant\t" << escape(m.function) << "\t" << m.kernelSymbol << "\t"
+       << m.matchSymbol << "\t" << m.shapesSymbol << "\t" << v.numValues << "\t"
+       << v.numSymbols << "\n";
     for (const ParamInfo &p : v.params) {
-      os << "param\t" << escape(p.name) << "\t" << p.isInt << "\t" << p.dtype << "\t" << p.rank
-         << "\t" << p.value;
+      os << "param\t" << escape(p.name) << "\t" << p.isInt << "\t" << p.dtype
+         << "\t" << p.rank << "\t" << p.value;
       for (const std::string &a : p.axisNames)
         os << "\t" << escape(a);
       os << "\n";
@@ -87,11 +88,13 @@ std::string writeManifest(const std::vector<ManifestVariant> &variants) {
   return os.str();
 }
 
-bool readManifest(const std::string &text, std::vector<ManifestVariant> &out, std::string &error) {
+bool readManifest(const std::string &text, std::vector<ManifestVariant> &out,
+                  std::string &error) {
   std::istringstream in(text);
   std::string line;
   if (!std::getline(in, line) || line != kManifestVersion) {
-    error = "not a TSL module manifest of this version (expected '" + std::string(kManifestVersion) + "')";
+    error = "not a TSL module manifest of this version (expected '" +
+            std::string(kManifestVersion) + "')";
     return false;
   }
   ManifestVariant *cur = nullptr;
@@ -118,8 +121,9 @@ bool readManifest(const std::string &text, std::vector<ManifestVariant> &out, st
     } else if (!cur) {
       return bad();
     } else if (f[0] == "param") {
-      if (f.size() < 6 || !toInt(f[2], a) || !toInt(f[3], b) || !toInt(f[4], c) || !toInt(f[5], d) ||
-          b < 0 || b > 7 || c < 0 || c > 64 || d < -1 || d >= static_cast<int64_t>(cur->code.numValues))
+      if (f.size() < 6 || !toInt(f[2], a) || !toInt(f[3], b) ||
+          !toInt(f[4], c) || !toInt(f[5], d) || b < 0 || b > 7 || c < 0 ||
+          c > 64 || d < -1 || d >= static_cast<int64_t>(cur->code.numValues))
         return bad();
       ParamInfo p;
       p.name = unescape(f[1]);
@@ -131,10 +135,13 @@ bool readManifest(const std::string &text, std::vector<ManifestVariant> &out, st
         p.axisNames.push_back(unescape(f[i]));
       cur->code.params.push_back(p);
     } else if (f[0] == "result") {
-      if (f.size() != 4 || !toInt(f[1], a) || !toInt(f[2], b) || !toInt(f[3], c) || a < 0 || a > 7 ||
-          b < 0 || b > 64 || c < 0 || c >= static_cast<int64_t>(cur->code.numValues))
+      if (f.size() != 4 || !toInt(f[1], a) || !toInt(f[2], b) ||
+          !toInt(f[3], c) || a < 0 || a > 7 || b < 0 || b > 64 || c < 0 ||
+          c >= static_cast<int64_t>(cur->code.numValues))
         return bad();
-      cur->code.results.push_back({static_cast<int32_t>(a), static_cast<int32_t>(b), static_cast<int32_t>(c)});
+      cur->code.results.push_back({static_cast<int32_t>(a),
+                                   static_cast<int32_t>(b),
+                                   static_cast<int32_t>(c)});
     } else if (f[0] == "check" && f.size() == 2) {
       cur->code.checks.push_back(unescape(f[1]));
     } else if (f[0] == "op" && f.size() == 3) {

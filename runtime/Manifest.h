@@ -22,6 +22,7 @@ inline constexpr const char *kManifestVersion = "tsl-aot 1";
 
 std::string writeManifest(const std::vector<ManifestVariant> &variants);
 /// Parses a manifest; false with \p error on anything unexpected.
-bool readManifest(const std::string &text, std::vector<ManifestVariant> &out, std::string &error);
+bool readManifest(const std::string &text, std::vector<ManifestVariant> &out,
+                  std::string &error);
 
 } // namespace tsl::rt

@@ -13,8 +13,8 @@
 namespace tsl::rt {
 
 /// Creates a compiler for a source file, or fails with a message.
-using CompilerFactory =
-    std::function<std::unique_ptr<CompilerHook>(const std::string &path, std::string &error)>;
+using CompilerFactory = std::function<std::unique_ptr<CompilerHook>(
+    const std::string &path, std::string &error)>;
 
 /// Installs the compiler used by tsl_module_load_source (the driver does).
 void setCompilerFactory(tsl_runtime *rt, CompilerFactory factory);

@@ -14,10 +14,12 @@
 
 namespace tsl::rt {
 
-using KernelFn = int32_t (*)(void **buffers, int64_t *syms, tsl_rt_context *ctx);
+using KernelFn = int32_t (*)(void **buffers, int64_t *syms,
+                             tsl_rt_context *ctx);
 /// 0 when a call's sizes and ints fit the variant (symbols bound into
 /// syms), else 1 + the index of the failing check.
-using MatchFn = int32_t (*)(const int64_t *sizes, const int64_t *ints, int64_t *syms);
+using MatchFn = int32_t (*)(const int64_t *sizes, const int64_t *ints,
+                            int64_t *syms);
 using ShapesFn = void (*)(const int64_t *syms, int64_t *shapes);
 
 /// One parameter as the variant expects it.
@@ -39,7 +41,8 @@ struct ResultInfo {
 /// Where an op that can fail at run time comes from, and what it checks.
 struct OpInfoRt {
   std::string location; ///< file:line:col
-  std::string what;     ///< "runtime check failed: N % 2 == 0: message" or the op name
+  std::string
+      what; ///< "runtime check failed: N % 2 == 0: message" or the op name
 };
 
 struct VariantCode {
@@ -54,8 +57,8 @@ struct VariantCode {
   std::vector<OpInfoRt> ops;
   /// auto dims and int params specialized to a value in this variant.
   std::map<std::string, int64_t> specialized;
-  std::string description; ///< for logs: "sizes: B dynamic, D = 64"
-  bool fromCache = false;  ///< loaded from the on-disk compile cache
+  std::string description;         ///< for logs: "sizes: B dynamic, D = 64"
+  bool fromCache = false;          ///< loaded from the on-disk compile cache
   std::shared_ptr<void> keepAlive; ///< owns the code (a JIT session)
 };
 
@@ -74,9 +77,11 @@ public:
   virtual ~CompilerHook() = default;
   /// Compiles \p function for a call's arguments. \p dynamicDims must be
   /// dynamic; with \p allDynamic every dim not declared static is.
-  virtual bool compile(const std::string &function, const std::vector<CallArg> &args,
-                       const std::set<std::string> &dynamicDims, bool allDynamic,
-                       VariantCode &out, std::string &error) = 0;
+  virtual bool compile(const std::string &function,
+                       const std::vector<CallArg> &args,
+                       const std::set<std::string> &dynamicDims,
+                       bool allDynamic, VariantCode &out,
+                       std::string &error) = 0;
 };
 
 } // namespace tsl::rt

@@ -199,13 +199,13 @@ Z3Solver::Answer Z3Solver::decide(const std::vector<SymbolInfo> &symbols,
     answer = Answer();
   }
   if (log)
-    std::fprintf(stderr, "z3: %s with %zu facts -> %s in %.1f ms\n", cond.str().c_str(),
-                 facts.size(),
+    std::fprintf(stderr, "z3: %s with %zu facts -> %s in %.1f ms\n",
+                 cond.str().c_str(), facts.size(),
                  answer.truth == Truth::True    ? "true"
                  : answer.truth == Truth::False ? "false"
                                                 : "unknown",
-                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                           start)
+                 std::chrono::duration<double, std::milli>(
+                     std::chrono::steady_clock::now() - start)
                      .count());
   cache_[key] = answer;
   return answer;

@@ -22,9 +22,10 @@ using llvm::Value;
 
 class Codegen {
 public:
-  Codegen(const Function &fn, llvm::LLVMContext &ctx, LoweringOptions options = {})
-      : fn(fn), ctx(ctx), mod(std::make_unique<llvm::Module>("tsl", ctx)), b(ctx),
-        options(std::move(options)) {}
+  Codegen(const Function &fn, llvm::LLVMContext &ctx,
+          LoweringOptions options = {})
+      : fn(fn), ctx(ctx), mod(std::make_unique<llvm::Module>("tsl", ctx)),
+        b(ctx), options(std::move(options)) {}
 
   std::vector<std::string> checks;
 
@@ -128,7 +129,8 @@ private:
   std::vector<std::vector<ValueId>> freeAfter;
   void planFrees();
   /// Reduction over the last axis only, accumulating in a register.
-  bool reduceLastAxis(const Operation &op, const std::vector<Value *> &inShape, Value *dst);
+  bool reduceLastAxis(const Operation &op, const std::vector<Value *> &inShape,
+                      Value *dst);
   /// Vectorizable f32 approximations of tanh and erf (a few ulp).
   Value *fastTanh(Value *x);
   Value *fastExp(Value *x);

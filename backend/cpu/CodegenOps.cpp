@@ -146,7 +146,8 @@ void Codegen::emitMatch() {
 }
 
 void Codegen::emitShapes() {
-  llvm::Function *f = beginHelper(options.shapesName().c_str(), b.getVoidTy(), 2);
+  llvm::Function *f =
+      beginHelper(options.shapesName().c_str(), b.getVoidTy(), 2);
   symsArg = f->getArg(0);
   Value *out = f->getArg(1);
   int64_t k = 0;

@@ -13,8 +13,10 @@ llvm::FunctionCallee Codegen::runtime(const char *name, llvm::Type *ret,
     // Through the table the loading runtime fills (no symbol to resolve).
     auto *tableType = llvm::ArrayType::get(ptr, TSL_RT_NUM_SLOTS);
     auto *table = mod->getOrInsertGlobal("tsl_rt_table", tableType);
-    Value *entry = b.CreateLoad(ptr, b.CreateConstGEP2_64(tableType, table, 0, slot));
-    return llvm::FunctionCallee(llvm::FunctionType::get(ret, args, false), entry);
+    Value *entry =
+        b.CreateLoad(ptr, b.CreateConstGEP2_64(tableType, table, 0, slot));
+    return llvm::FunctionCallee(llvm::FunctionType::get(ret, args, false),
+                                entry);
   }
   llvm::FunctionCallee callee =
       mod->getOrInsertFunction(name, llvm::FunctionType::get(ret, args, false));
@@ -373,7 +375,8 @@ Value *Codegen::unary(OpCode code, DType t, Value *x) {
               : b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, x,
                                         b.getInt64(0));
   case OpCode::Exp:
-    return t == DType::F64 ? b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x) : fastExp(x);
+    return t == DType::F64 ? b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x)
+                           : fastExp(x);
   case OpCode::Log:
     return b.CreateUnaryIntrinsic(llvm::Intrinsic::log, x);
   case OpCode::Sqrt:
@@ -388,14 +391,18 @@ Value *Codegen::unary(OpCode code, DType t, Value *x) {
   case OpCode::Tanh:
     return t == DType::F64 ? libm("tanhf", "tanh", t, x) : fastTanh(x);
   case OpCode::Sigmoid: {
-    Value *negExp = t == DType::F64 ? b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b.CreateFNeg(x))
-                                    : fastExp(b.CreateFNeg(x));
+    Value *negExp =
+        t == DType::F64
+            ? b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b.CreateFNeg(x))
+            : fastExp(b.CreateFNeg(x));
     return b.CreateFDiv(llvm::ConstantFP::get(ty, 1.0),
                         b.CreateFAdd(llvm::ConstantFP::get(ty, 1.0), negExp));
   }
   case OpCode::Gelu: {
-    Value *scaled = b.CreateFMul(x, llvm::ConstantFP::get(ty, 0.70710678118654752440));
-    Value *e = t == DType::F64 ? libm("erff", "erf", t, scaled) : fastErf(scaled);
+    Value *scaled =
+        b.CreateFMul(x, llvm::ConstantFP::get(ty, 0.70710678118654752440));
+    Value *e =
+        t == DType::F64 ? libm("erff", "erf", t, scaled) : fastErf(scaled);
     return b.CreateFMul(b.CreateFMul(llvm::ConstantFP::get(ty, 0.5), x),
                         b.CreateFAdd(llvm::ConstantFP::get(ty, 1.0), e));
   }
@@ -459,12 +466,14 @@ Value *Codegen::symSlot(const std::string &name) {
 }
 
 /// p(x2) by Horner's rule, coefficients from the highest power down.
-static Value *horner(llvm::IRBuilder<> &b, Value *x2, std::initializer_list<double> coeffs) {
+static Value *horner(llvm::IRBuilder<> &b, Value *x2,
+                     std::initializer_list<double> coeffs) {
   llvm::Type *ty = x2->getType();
   Value *acc = nullptr;
   for (double c : coeffs)
-    acc = acc ? b.CreateFAdd(b.CreateFMul(acc, x2), llvm::ConstantFP::get(ty, c))
-              : static_cast<Value *>(llvm::ConstantFP::get(ty, c));
+    acc =
+        acc ? b.CreateFAdd(b.CreateFMul(acc, x2), llvm::ConstantFP::get(ty, c))
+            : static_cast<Value *>(llvm::ConstantFP::get(ty, c));
   return acc;
 }
 
@@ -476,21 +485,26 @@ Value *Codegen::fastExp(Value *x) {
   llvm::Type *ty = x->getType();
   auto c = [&](double v) { return llvm::ConstantFP::get(ty, v); };
   Value *xc = b.CreateBinaryIntrinsic(
-      llvm::Intrinsic::minnum, b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, c(-104.0)),
+      llvm::Intrinsic::minnum,
+      b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, c(-104.0)),
       c(88.72283935546875));
-  Value *n = b.CreateUnaryIntrinsic(llvm::Intrinsic::rint, b.CreateFMul(xc, c(1.44269504088896341)));
+  Value *n = b.CreateUnaryIntrinsic(llvm::Intrinsic::rint,
+                                    b.CreateFMul(xc, c(1.44269504088896341)));
   Value *r = b.CreateFSub(xc, b.CreateFMul(n, c(0.693359375)));
   r = b.CreateFSub(r, b.CreateFMul(n, c(-2.12194440e-4)));
   Value *r2 = b.CreateFMul(r, r);
-  Value *p = horner(b, r, {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
-                           1.6666665459e-1, 5.0000001201e-1});
+  Value *p = horner(b, r,
+                    {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
+                     4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1});
   Value *e = b.CreateFAdd(b.CreateFAdd(b.CreateFMul(p, r2), r), c(1.0));
   Value *ni = b.CreateFPToSI(n, i32);
   Value *half = b.CreateAShr(ni, 1);
   auto pow2 = [&](Value *k) {
-    return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, b.getInt32(127)), 23), ty);
+    return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, b.getInt32(127)), 23),
+                           ty);
   };
-  Value *scaled = b.CreateFMul(b.CreateFMul(e, pow2(half)), pow2(b.CreateSub(ni, half)));
+  Value *scaled =
+      b.CreateFMul(b.CreateFMul(e, pow2(half)), pow2(b.CreateSub(ni, half)));
   Value *result = b.CreateSelect(b.CreateFCmpOGT(x, c(88.72283935546875)),
                                  llvm::ConstantFP::getInfinity(ty), scaled);
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, result);
@@ -501,20 +515,25 @@ Value *Codegen::fastTanh(Value *x) {
   // unlike a libm call it vectorizes. Clamped where tanh rounds to +-1.
   llvm::Type *ty = x->getType();
   Value *lim = llvm::ConstantFP::get(ty, 7.90531110763549805);
-  Value *c = b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum,
-                                     b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, b.CreateFNeg(lim)),
-                                     lim);
+  Value *c = b.CreateBinaryIntrinsic(
+      llvm::Intrinsic::minnum,
+      b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, b.CreateFNeg(lim)),
+      lim);
   Value *x2 = b.CreateFMul(c, c);
-  Value *p = b.CreateFMul(c, horner(b, x2, {-2.76076847742355e-16, 2.00018790482477e-13,
-                                            -8.60467152213735e-11, 5.12229709037114e-08,
-                                            1.48572235717979e-05, 6.37261928875436e-04,
-                                            4.89352455891786e-03}));
-  Value *q = horner(b, x2, {1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03,
-                            4.89352518554385e-03});
+  Value *p =
+      b.CreateFMul(c, horner(b, x2,
+                             {-2.76076847742355e-16, 2.00018790482477e-13,
+                              -8.60467152213735e-11, 5.12229709037114e-08,
+                              1.48572235717979e-05, 6.37261928875436e-04,
+                              4.89352455891786e-03}));
+  Value *q = horner(b, x2,
+                    {1.19825839466702e-06, 1.18534705686654e-04,
+                     2.26843463243900e-03, 4.89352518554385e-03});
   Value *r = b.CreateFDiv(p, q);
   // Tiny inputs: tanh(x) == x to float precision; NaN stays NaN.
-  Value *tiny = b.CreateFCmpOLT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
-                                llvm::ConstantFP::get(ty, 0.0004));
+  Value *tiny =
+      b.CreateFCmpOLT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
+                      llvm::ConstantFP::get(ty, 0.0004));
   Value *isNan = b.CreateFCmpUNO(x, x);
   return b.CreateSelect(b.CreateOr(tiny, isNan), x, r);
 }
@@ -524,16 +543,21 @@ Value *Codegen::fastErf(Value *x) {
   // vectorizable; erf(x) rounds to +-1 beyond |x| = 4.
   llvm::Type *ty = x->getType();
   Value *lim = llvm::ConstantFP::get(ty, 4.0);
-  Value *c = b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum,
-                                     b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, b.CreateFNeg(lim)),
-                                     lim);
+  Value *c = b.CreateBinaryIntrinsic(
+      llvm::Intrinsic::minnum,
+      b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, b.CreateFNeg(lim)),
+      lim);
   Value *x2 = b.CreateFMul(c, c);
-  Value *p = b.CreateFMul(c, horner(b, x2, {-2.72614225801306e-10, 2.77068142495902e-08,
-                                            -2.10102402082508e-06, -5.69250639462346e-05,
-                                            -7.34990630326855e-04, -2.95459980854025e-03,
-                                            -1.60960333262415e-02}));
-  Value *q = horner(b, x2, {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
-                            -7.37332916720468e-03, -1.42647390514189e-02});
+  Value *p =
+      b.CreateFMul(c, horner(b, x2,
+                             {-2.72614225801306e-10, 2.77068142495902e-08,
+                              -2.10102402082508e-06, -5.69250639462346e-05,
+                              -7.34990630326855e-04, -2.95459980854025e-03,
+                              -1.60960333262415e-02}));
+  Value *q = horner(b, x2,
+                    {-1.45660718464996e-05, -2.13374055278905e-04,
+                     -1.68282697438203e-03, -7.37332916720468e-03,
+                     -1.42647390514189e-02});
   Value *isNan = b.CreateFCmpUNO(x, x);
   return b.CreateSelect(isNan, x, b.CreateFDiv(p, q));
 }

@@ -36,7 +36,8 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
   for (size_t i = 0; i < fn.ops.size(); ++i) {
     opIndex = static_cast<int32_t>(i);
     const Operation &op = fn.ops[i];
-    if (!op.results.empty() && (inlined[op.results[0]] || transposedOperand[op.results[0]]))
+    if (!op.results.empty() &&
+        (inlined[op.results[0]] || transposedOperand[op.results[0]]))
       continue; // computed inside its consumer (loop or GEMM)
     if (!lowerOp(op)) {
       err = error.empty() ? "not supported" : error;
@@ -203,11 +204,13 @@ void Codegen::planFusion() {
       continue;
     ValueId v = op.operands[1];
     const Operation *p = producer[v];
-    if (!p || p->code != OpCode::Permute || uses[v] != 1 || fn.type(v).rank() < 2)
+    if (!p || p->code != OpCode::Permute || uses[v] != 1 ||
+        fn.type(v).rank() < 2)
       continue;
     const auto &perm = p->intsAttr("perm");
     size_t r = perm.size();
-    bool swapLast = perm[r - 1] == static_cast<int64_t>(r - 2) && perm[r - 2] == static_cast<int64_t>(r - 1);
+    bool swapLast = perm[r - 1] == static_cast<int64_t>(r - 2) &&
+                    perm[r - 2] == static_cast<int64_t>(r - 1);
     for (size_t i = 0; i + 2 < r; ++i)
       swapLast &= perm[i] == static_cast<int64_t>(i);
     if (swapLast)
@@ -268,7 +271,8 @@ void Codegen::planFrees() {
   };
   for (size_t i = 0; i < fn.ops.size(); ++i) {
     const Operation &op = fn.ops[i];
-    if (!op.results.empty() && (inlined[op.results[0]] || transposedOperand[op.results[0]]))
+    if (!op.results.empty() &&
+        (inlined[op.results[0]] || transposedOperand[op.results[0]]))
       continue;
     for (ValueId r : op.results)
       last[root[r]] = std::max(last[root[r]], static_cast<int>(i));
@@ -277,8 +281,8 @@ void Codegen::planFrees() {
   }
   freeAfter.assign(fn.ops.size(), {});
   for (ValueId v = 0; v < n; ++v)
-    if (root[v] == v && !pinned[v] && !inlined[v] && !transposedOperand[v] && last[v] >= 0 &&
-        producer[v])
+    if (root[v] == v && !pinned[v] && !inlined[v] && !transposedOperand[v] &&
+        last[v] >= 0 && producer[v])
       freeAfter[last[v]].push_back(v);
 }
 
@@ -380,8 +384,8 @@ bool Codegen::elementwise(const Operation &op) {
   return ok;
 }
 
-bool Codegen::reduceLastAxis(const Operation &op, const std::vector<Value *> &inShape,
-                             Value *dst) {
+bool Codegen::reduceLastAxis(const Operation &op,
+                             const std::vector<Value *> &inShape, Value *dst) {
   // One row at a time with the accumulator in a register: the inner loop is
   // a plain reduction the vectorizer splits into lanes (reassociation is
   // allowed, like NumPy's pairwise sums).
@@ -395,9 +399,10 @@ bool Codegen::reduceLastAxis(const Operation &op, const std::vector<Value *> &in
   llvm::FastMathFlags fmf;
   fmf.setAllowReassoc();
   fmf.setNoSignedZeros();
-  Value *init = op.code == OpCode::ReduceMax   ? llvm::ConstantFP::getInfinity(acc, true)
-                : op.code == OpCode::ReduceMin ? llvm::ConstantFP::getInfinity(acc, false)
-                                               : llvm::ConstantFP::get(acc, 0.0);
+  Value *init =
+      op.code == OpCode::ReduceMax   ? llvm::ConstantFP::getInfinity(acc, true)
+      : op.code == OpCode::ReduceMin ? llvm::ConstantFP::getInfinity(acc, false)
+                                     : llvm::ConstantFP::get(acc, 0.0);
   loops(outer, [&](const std::vector<Value *> &idx) {
     llvm::BasicBlock *pre = b.GetInsertBlock();
     auto *header = llvm::BasicBlock::Create(ctx, "row", kernel);
@@ -421,9 +426,11 @@ bool Codegen::reduceLastAxis(const Operation &op, const std::vector<Value *> &in
       next = b.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, x);
     else
       next = b.CreateFAdd(a, x);
-    if (auto *inst = llvm::dyn_cast<llvm::Instruction>(next); inst && llvm::isa<llvm::FPMathOperator>(inst))
+    if (auto *inst = llvm::dyn_cast<llvm::Instruction>(next);
+        inst && llvm::isa<llvm::FPMathOperator>(inst))
       inst->setFastMathFlags(fmf);
-    j->addIncoming(b.CreateAdd(j, b.getInt64(1), "", true, true), b.GetInsertBlock());
+    j->addIncoming(b.CreateAdd(j, b.getInt64(1), "", true, true),
+                   b.GetInsertBlock());
     a->addIncoming(next, b.GetInsertBlock());
     b.CreateBr(header);
     b.SetInsertPoint(exit);
@@ -452,8 +459,8 @@ bool Codegen::reduce(const Operation &op) {
       count = b.CreateMul(count, inShape[i]);
   Value *n = product(keep);
   Value *dst = allocateResult(op);
-  if (in.rank() >= 1 && red.back() && std::count(red.begin(), red.end(), true) == 1 &&
-      isFloat(t))
+  if (in.rank() >= 1 && red.back() &&
+      std::count(red.begin(), red.end(), true) == 1 && isFloat(t))
     return reduceLastAxis(op, inShape, dst);
   // Accumulate in the compute type (f32 for f16/bf16, i64 for ints).
   llvm::Type *acc = computeType(t);
@@ -570,7 +577,8 @@ bool Codegen::matmul(const Operation &op) {
     // A 2-D right operand (a linear layer): the left operand's batch rows
     // are one tall matrix, so one GEMM call packs the weights once.
     Value *rows = b.CreateMul(product(batch), M);
-    b.CreateCall(runtime(gemmName, b.getVoidTy(), {i64, i64, i64, ptr, i64, ptr, i64, ptr, i64}),
+    b.CreateCall(runtime(gemmName, b.getVoidTy(),
+                         {i64, i64, i64, ptr, i64, ptr, i64, ptr, i64}),
                  {rows, N, K, bufs[op.operands[0]], K, bBuf, ldb, dst, N});
     return true;
   }
@@ -632,8 +640,10 @@ bool Codegen::matmul(const Operation &op) {
 
 } // namespace cpu
 
-std::unique_ptr<llvm::Module> lowerFunction(const Function &fn, llvm::LLVMContext &ctx,
-                                            std::vector<std::string> &checks, std::string &error,
+std::unique_ptr<llvm::Module> lowerFunction(const Function &fn,
+                                            llvm::LLVMContext &ctx,
+                                            std::vector<std::string> &checks,
+                                            std::string &error,
                                             const LoweringOptions &options) {
   cpu::Codegen cg(fn, ctx, options);
   std::unique_ptr<llvm::Module> m = cg.run(error);

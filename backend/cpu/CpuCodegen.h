@@ -35,15 +35,22 @@ struct LoweringOptions {
   /// Prefix of the three entry points ("": the default names above;
   /// "f_v0": f_v0_kernel, f_v0_match, f_v0_shapes).
   std::string prefix;
-  std::string kernelName() const { return prefix.empty() ? kKernelName : prefix + "_kernel"; }
-  std::string matchName() const { return prefix.empty() ? kMatchName : prefix + "_match"; }
-  std::string shapesName() const { return prefix.empty() ? kShapesName : prefix + "_shapes"; }
+  std::string kernelName() const {
+    return prefix.empty() ? kKernelName : prefix + "_kernel";
+  }
+  std::string matchName() const {
+    return prefix.empty() ? kMatchName : prefix + "_match";
+  }
+  std::string shapesName() const {
+    return prefix.empty() ? kShapesName : prefix + "_shapes";
+  }
 };
 
 /// Lowers \p fn; \p checks receives one description per check of
 /// tsl_match, in code order.
-std::unique_ptr<llvm::Module> lowerFunction(const Function &fn, llvm::LLVMContext &ctx,
-                                            std::vector<std::string> &checks, std::string &error,
-                                            const LoweringOptions &options = {});
+std::unique_ptr<llvm::Module>
+lowerFunction(const Function &fn, llvm::LLVMContext &ctx,
+              std::vector<std::string> &checks, std::string &error,
+              const LoweringOptions &options = {});
 
 } // namespace tsl

@@ -8,17 +8,17 @@
 
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/LLVMContext.h>
-#include <llvm/Config/llvm-config.h>
-#include <llvm/Linker/Linker.h>
-#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Linker/Linker.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/DynamicLibrary.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -26,11 +26,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
+#include <mutex>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <cstring>
-#include <mutex>
 
 namespace tsl {
 
@@ -94,7 +94,8 @@ llvm::Expected<llvm::orc::JITTargetMachineBuilder> targetMachineBuilder() {
 }
 
 /// A target machine for the selected CPU (position-independent for AOT).
-std::unique_ptr<llvm::TargetMachine> targetMachine(bool pic, std::string &error) {
+std::unique_ptr<llvm::TargetMachine> targetMachine(bool pic,
+                                                   std::string &error) {
   auto jtmb = targetMachineBuilder();
   if (!jtmb) {
     error = errorText(jtmb.takeError());
@@ -287,7 +288,8 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
 }
 
 /// Fills the metadata of a variant (everything but its entry points).
-static void fillMetadata(const Function &fn, const std::vector<std::string> &checks,
+static void fillMetadata(const Function &fn,
+                         const std::vector<std::string> &checks,
                          rt::VariantCode &out) {
   out.numValues = fn.values.size();
   out.numSymbols = fn.symbols.size();
@@ -310,7 +312,8 @@ static void fillMetadata(const Function &fn, const std::vector<std::string> &che
   }
   for (ValueId r : fn.results)
     out.results.push_back({static_cast<int32_t>(fn.type(r).dtype),
-                           static_cast<int32_t>(fn.type(r).rank()), static_cast<int32_t>(r)});
+                           static_cast<int32_t>(fn.type(r).rank()),
+                           static_cast<int32_t>(r)});
   for (const Operation &op : fn.ops) {
     rt::OpInfoRt info;
     info.location = op.loc.str();
@@ -325,7 +328,8 @@ static void fillMetadata(const Function &fn, const std::vector<std::string> &che
   }
 }
 
-bool CpuKernel::compileVariant(const Function &fn, rt::VariantCode &out, std::string &error) {
+bool CpuKernel::compileVariant(const Function &fn, rt::VariantCode &out,
+                               std::string &error) {
   std::shared_ptr<CpuKernel> kernel(compile(fn, error).release());
   if (!kernel)
     return false;
@@ -339,8 +343,8 @@ bool CpuKernel::compileVariant(const Function &fn, rt::VariantCode &out, std::st
   return true;
 }
 
-bool compileObject(const std::vector<Function> &fns, std::string &object, std::string &manifestText,
-                   std::string &error) {
+bool compileObject(const std::vector<Function> &fns, std::string &object,
+                   std::string &manifestText, std::string &error) {
   initializeLLVM();
   llvm::LLVMContext ctx;
   auto combined = std::make_unique<llvm::Module>("tsl_aot", ctx);
@@ -349,9 +353,11 @@ bool compileObject(const std::vector<Function> &fns, std::string &object, std::s
   for (const Function &fn : fns) {
     LoweringOptions options;
     options.aot = true;
-    options.prefix = "tsl_" + fn.name + "_v" + std::to_string(counts[fn.name]++);
+    options.prefix =
+        "tsl_" + fn.name + "_v" + std::to_string(counts[fn.name]++);
     std::vector<std::string> checks;
-    std::unique_ptr<llvm::Module> m = lowerFunction(fn, ctx, checks, error, options);
+    std::unique_ptr<llvm::Module> m =
+        lowerFunction(fn, ctx, checks, error, options);
     if (!m)
       return false;
     if (llvm::Linker::linkModules(*combined, std::move(m))) {
@@ -367,15 +373,17 @@ bool compileObject(const std::vector<Function> &fns, std::string &object, std::s
     manifest.push_back(std::move(mv));
   }
   // The runtime-function table the loader fills, and the manifest.
-  auto *tableType = llvm::ArrayType::get(llvm::PointerType::get(ctx, 0), TSL_RT_NUM_SLOTS);
-  auto *table =
-      llvm::cast<llvm::GlobalVariable>(combined->getOrInsertGlobal("tsl_rt_table", tableType));
+  auto *tableType =
+      llvm::ArrayType::get(llvm::PointerType::get(ctx, 0), TSL_RT_NUM_SLOTS);
+  auto *table = llvm::cast<llvm::GlobalVariable>(
+      combined->getOrInsertGlobal("tsl_rt_table", tableType));
   table->setInitializer(llvm::ConstantAggregateZero::get(tableType));
   table->setLinkage(llvm::GlobalValue::ExternalLinkage);
   manifestText = rt::writeManifest(manifest);
   auto *data = llvm::ConstantDataArray::getString(ctx, manifestText, true);
-  new llvm::GlobalVariable(*combined, data->getType(), true, llvm::GlobalValue::ExternalLinkage,
-                           data, "tsl_manifest");
+  new llvm::GlobalVariable(*combined, data->getType(), true,
+                           llvm::GlobalValue::ExternalLinkage, data,
+                           "tsl_manifest");
   std::unique_ptr<llvm::TargetMachine> machine = targetMachine(true, error);
   if (!machine)
     return false;
@@ -385,7 +393,8 @@ bool compileObject(const std::vector<Function> &fns, std::string &object, std::s
   {
     llvm::raw_svector_ostream os(buffer);
     llvm::legacy::PassManager pm;
-    if ((*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+    if ((*tm)->addPassesToEmitFile(pm, os, nullptr,
+                                   llvm::CodeGenFileType::ObjectFile)) {
       error = "the host target cannot emit object files";
       return false;
     }
@@ -395,15 +404,16 @@ bool compileObject(const std::vector<Function> &fns, std::string &object, std::s
   return true;
 }
 
-bool buildSharedLibrary(const std::vector<Function> &fns, const std::string &outPath,
-                        std::string &error) {
+bool buildSharedLibrary(const std::vector<Function> &fns,
+                        const std::string &outPath, std::string &error) {
   std::string object, manifest;
   if (!compileObject(fns, object, manifest, error))
     return false;
   std::string objectPath = outPath + ".o";
   {
     std::FILE *f = std::fopen(objectPath.c_str(), "wb");
-    if (!f || std::fwrite(object.data(), 1, object.size(), f) != object.size()) {
+    if (!f ||
+        std::fwrite(object.data(), 1, object.size(), f) != object.size()) {
       if (f)
         std::fclose(f);
       error = "cannot write '" + objectPath + "'";
@@ -413,8 +423,13 @@ bool buildSharedLibrary(const std::vector<Function> &fns, const std::string &out
   }
   // Link a shared library with the system C compiler driver.
   const char *cc = std::getenv("CC");
-  std::vector<std::string> argv = {cc && *cc ? cc : "cc", "-shared", "-o", outPath, objectPath,
-                                   "-lm", "-lmvec"};
+  std::vector<std::string> argv = {cc && *cc ? cc : "cc",
+                                   "-shared",
+                                   "-o",
+                                   outPath,
+                                   objectPath,
+                                   "-lm",
+                                   "-lmvec"};
   std::vector<char *> args;
   for (std::string &a : argv)
     args.push_back(a.data());
@@ -435,10 +450,10 @@ bool buildSharedLibrary(const std::vector<Function> &fns, const std::string &out
   return true;
 }
 
-
-bool loadObjectVariants(const std::string &object, const std::string &manifestText,
-                        std::vector<std::pair<std::string, rt::VariantCode>> &out,
-                        std::string &error) {
+bool loadObjectVariants(
+    const std::string &object, const std::string &manifestText,
+    std::vector<std::pair<std::string, rt::VariantCode>> &out,
+    std::string &error) {
   initializeLLVM();
   std::vector<rt::ManifestVariant> manifest;
   if (!rt::readManifest(manifestText, manifest, error))
@@ -449,14 +464,16 @@ bool loadObjectVariants(const std::string &object, const std::string &manifestTe
     return false;
   }
   llvm::orc::JITDylib &lib = (*jit)->getMainJITDylib();
-  auto generator = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-      (*jit)->getDataLayout().getGlobalPrefix());
+  auto generator =
+      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+          (*jit)->getDataLayout().getGlobalPrefix());
   if (!generator) {
     error = errorText(generator.takeError());
     return false;
   }
   lib.addGenerator(std::move(*generator));
-  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, "tsl-cached-object");
+  auto buffer =
+      llvm::MemoryBuffer::getMemBufferCopy(object, "tsl-cached-object");
   if (auto err = (*jit)->addObjectFile(std::move(buffer))) {
     error = errorText(std::move(err));
     return false;
@@ -527,7 +544,8 @@ bool CpuKernel::run(const std::vector<ArgValue> &args,
         for (const std::string &name : failed.condAttr("cond").symbols())
           for (size_t i = 0; i < fn.symbols.size(); ++i)
             if (fn.symbols[i].name == name)
-              vals += (vals.empty() ? "" : ", ") + name + " = " + std::to_string(syms[i]);
+              vals += (vals.empty() ? "" : ", ") + name + " = " +
+                      std::to_string(syms[i]);
         if (!vals.empty())
           error.notes.push_back("with " + vals);
       } else {

@@ -6,8 +6,8 @@
 #include "ir/Interpreter.h"
 
 #include <memory>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tsl {
@@ -27,8 +27,8 @@ bool lowerToAssembly(const Function &fn, std::string &text, std::string &error);
 /// Compiles \p fns (variants, possibly of several functions) ahead of time
 /// into a shared library the runtime loads without a compiler
 /// (tsl_module_load_aot). Links with $CC (default `cc`).
-bool buildSharedLibrary(const std::vector<Function> &fns, const std::string &outPath,
-                        std::string &error);
+bool buildSharedLibrary(const std::vector<Function> &fns,
+                        const std::string &outPath, std::string &error);
 
 /// Identifies what compiled code depends on besides the source: LLVM's
 /// target triple, the host CPU and its features (cache keys).
@@ -36,13 +36,14 @@ std::string hostTargetId();
 
 /// Compiles \p fns ahead of time into a relocatable object (in memory) and
 /// the manifest describing its variants (the on-disk compile cache).
-bool compileObject(const std::vector<Function> &fns, std::string &object, std::string &manifest,
-                   std::string &error);
+bool compileObject(const std::vector<Function> &fns, std::string &object,
+                   std::string &manifest, std::string &error);
 /// Loads an object made by compileObject into a JIT session and returns its
 /// variants by function name. Fails (never crashes) on a bad manifest.
-bool loadObjectVariants(const std::string &object, const std::string &manifest,
-                        std::vector<std::pair<std::string, rt::VariantCode>> &out,
-                        std::string &error);
+bool loadObjectVariants(
+    const std::string &object, const std::string &manifest,
+    std::vector<std::pair<std::string, rt::VariantCode>> &out,
+    std::string &error);
 
 /// A compiled, loaded kernel. Thread-compatible: run() may be called from
 /// several threads at once (each call has its own context).

@@ -32,7 +32,9 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < x.size(); ++i)
       x[i] = std::cos(0.05f * static_cast<float>(i));
     std::vector<tsl::Output> out;
-    s = classify.call({tsl::Arg::f32(x.data(), {batch, 16}), tsl::Arg::f32(w.data(), {16, 4})}, out);
+    s = classify.call({tsl::Arg::f32(x.data(), {batch, 16}),
+                       tsl::Arg::f32(w.data(), {16, 4})},
+                      out);
     if (!s.ok()) {
       std::fprintf(stderr, "error: %s\n", s.message.c_str());
       return 1;
@@ -50,18 +52,23 @@ int main(int argc, char **argv) {
       for (double &l : logits)
         sum += std::exp(l - m);
       for (int c = 0; c < 4; ++c)
-        worst = std::max(worst, std::fabs(std::exp(logits[c] - m) / sum - out[0].data<float>()[r * 4 + c]));
+        worst = std::max(worst, std::fabs(std::exp(logits[c] - m) / sum -
+                                          out[0].data<float>()[r * 4 + c]));
     }
-    std::printf("batch %lld: shape [%lld, %lld], max error %.2g %s\n", static_cast<long long>(batch),
-                static_cast<long long>(out[0].shape()[0]), static_cast<long long>(out[0].shape()[1]),
-                worst, worst < 1e-5 ? "ok" : "WRONG");
+    std::printf("batch %lld: shape [%lld, %lld], max error %.2g %s\n",
+                static_cast<long long>(batch),
+                static_cast<long long>(out[0].shape()[0]),
+                static_cast<long long>(out[0].shape()[1]), worst,
+                worst < 1e-5 ? "ok" : "WRONG");
     if (worst >= 1e-5)
       return 1;
   }
   // A wrong call is an error status with a message, not a crash.
   std::vector<float> bad(3 * 5);
   std::vector<tsl::Output> out;
-  s = classify.call({tsl::Arg::f32(bad.data(), {3, 5}), tsl::Arg::f32(w.data(), {16, 4})}, out);
+  s = classify.call(
+      {tsl::Arg::f32(bad.data(), {3, 5}), tsl::Arg::f32(w.data(), {16, 4})},
+      out);
   std::printf("bad call: %s\n", s.ok() ? "accepted?!" : s.message.c_str());
   std::printf("compiles: %d\n", classify.compiles());
   return s.ok() ? 1 : 0;

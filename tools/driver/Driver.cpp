@@ -239,30 +239,39 @@ std::string formatGuardReport(const Function &fn, bool json) {
   std::vector<Check> assertions;
   for (const Operation &op : fn.ops)
     if (op.code == OpCode::Assert)
-      assertions.push_back({op.condAttr("cond"), op.loc, "check", op.strAttr("message")});
-  auto quoted = [](const std::string &s) { return "\"" + jsonEscape(s) + "\""; };
+      assertions.push_back(
+          {op.condAttr("cond"), op.loc, "check", op.strAttr("message")});
+  auto quoted = [](const std::string &s) {
+    return "\"" + jsonEscape(s) + "\"";
+  };
   std::string out;
   if (json) {
     auto list = [&](const std::vector<Check> &checks) {
       std::string s = "[";
       for (size_t i = 0; i < checks.size(); ++i)
-        s += std::string(i ? ", " : "") + "{\"expr\": " + quoted(checks[i].cond.str()) +
+        s += std::string(i ? ", " : "") +
+             "{\"expr\": " + quoted(checks[i].cond.str()) +
              ", \"origin\": " + quoted(checks[i].loc.str()) +
              ", \"reason\": " + quoted(checks[i].reason) + "}";
       return s + "]";
     };
     std::string results = "[";
     for (size_t i = 0; i < fn.results.size(); ++i)
-      results += std::string(i ? ", " : "") + quoted(fn.type(fn.results[i]).str());
+      results +=
+          std::string(i ? ", " : "") + quoted(fn.type(fn.results[i]).str());
     results += "]";
-    return "{\"function\": " + quoted(fn.name) + ", \"guards\": " + list(fn.guards) +
-           ", \"assertions\": " + list(assertions) + ", \"results\": " + results + "}\n";
+    return "{\"function\": " + quoted(fn.name) +
+           ", \"guards\": " + list(fn.guards) +
+           ", \"assertions\": " + list(assertions) +
+           ", \"results\": " + results + "}\n";
   }
   out += "function " + fn.name + "\n";
   out += std::string("guards:") + (fn.guards.empty() ? " none" : "") + "\n";
   for (const Check &g : fn.guards)
-    out += "  " + g.cond.str() + "    (" + g.loc.str() + ", " + g.reason + ")\n";
-  out += std::string("assertions:") + (assertions.empty() ? " none" : "") + "\n";
+    out +=
+        "  " + g.cond.str() + "    (" + g.loc.str() + ", " + g.reason + ")\n";
+  out +=
+      std::string("assertions:") + (assertions.empty() ? " none" : "") + "\n";
   for (const Check &a : assertions)
     out += "  " + a.cond.str() + "    (" + a.loc.str() +
            (a.reason.empty() ? "" : ", " + a.reason) + ")\n";

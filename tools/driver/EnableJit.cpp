@@ -5,13 +5,15 @@
 
 extern "C" tsl_status tsl_runtime_enable_jit(tsl_runtime *rt) {
   if (!rt)
-    return tsl::rt::fail(TSL_INVALID_ARGUMENT, "tsl_runtime_enable_jit: null runtime");
-  tsl::rt::setCompilerFactory(rt, [](const std::string &path, std::string &error) {
-    auto jit = std::make_unique<tsl::JitCompiler>(path);
-    // Load and check the file now so a broken source fails at load time.
-    if (!jit->check(error))
-      return std::unique_ptr<tsl::rt::CompilerHook>();
-    return std::unique_ptr<tsl::rt::CompilerHook>(std::move(jit));
-  });
+    return tsl::rt::fail(TSL_INVALID_ARGUMENT,
+                         "tsl_runtime_enable_jit: null runtime");
+  tsl::rt::setCompilerFactory(
+      rt, [](const std::string &path, std::string &error) {
+        auto jit = std::make_unique<tsl::JitCompiler>(path);
+        // Load and check the file now so a broken source fails at load time.
+        if (!jit->check(error))
+          return std::unique_ptr<tsl::rt::CompilerHook>();
+        return std::unique_ptr<tsl::rt::CompilerHook>(std::move(jit));
+      });
   return TSL_OK;
 }

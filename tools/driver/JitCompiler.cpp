@@ -13,7 +13,8 @@
 namespace tsl {
 
 JitCompiler::JitCompiler(std::string path)
-    : path_(std::move(path)), diags_(sm_, diagnosticText_), loader_(sm_, diags_) {}
+    : path_(std::move(path)), diags_(sm_, diagnosticText_),
+      loader_(sm_, diags_) {}
 
 bool JitCompiler::ensureLoaded(std::string &error) {
   if (!module_)
@@ -36,7 +37,8 @@ bool JitCompiler::check(std::string &error) {
   return true;
 }
 
-std::vector<std::string> JitCompiler::parameterNames(const std::string &function) {
+std::vector<std::string>
+JitCompiler::parameterNames(const std::string &function) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string error;
   std::vector<std::string> names;
@@ -49,9 +51,11 @@ std::vector<std::string> JitCompiler::parameterNames(const std::string &function
   return names;
 }
 
-bool JitCompiler::compile(const std::string &function, const std::vector<rt::CallArg> &args,
-                          const std::set<std::string> &dynamicDims, bool allDynamic,
-                          rt::VariantCode &out, std::string &error) {
+bool JitCompiler::compile(const std::string &function,
+                          const std::vector<rt::CallArg> &args,
+                          const std::set<std::string> &dynamicDims,
+                          bool allDynamic, rt::VariantCode &out,
+                          std::string &error) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!ensureLoaded(error))
     return false;
@@ -62,8 +66,8 @@ bool JitCompiler::compile(const std::string &function, const std::vector<rt::Cal
   }
   const ast::FnDecl &decl = *it->second;
   if (args.size() != decl.params.size()) {
-    error = "'" + function + "' takes " + std::to_string(decl.params.size()) + " arguments, got " +
-            std::to_string(args.size());
+    error = "'" + function + "' takes " + std::to_string(decl.params.size()) +
+            " arguments, got " + std::to_string(args.size());
     return false;
   }
   ElaborateOptions options;
@@ -103,7 +107,8 @@ bool JitCompiler::compile(const std::string &function, const std::vector<rt::Cal
     return false;
   storeCached(dir, key, object, manifest);
   std::vector<std::pair<std::string, rt::VariantCode>> variants;
-  if (!loadObjectVariants(object, manifest, variants, error) || variants.empty())
+  if (!loadObjectVariants(object, manifest, variants, error) ||
+      variants.empty())
     return false;
   out = std::move(variants[0].second);
   return true;
@@ -167,8 +172,10 @@ std::string JitCompiler::cacheDirectory() {
   return ec ? std::string() : dir;
 }
 
-std::string JitCompiler::cacheKey(const std::string &function, const std::vector<rt::CallArg> &args,
-                                  const std::set<std::string> &dynamicDims, bool allDynamic) {
+std::string JitCompiler::cacheKey(const std::string &function,
+                                  const std::vector<rt::CallArg> &args,
+                                  const std::set<std::string> &dynamicDims,
+                                  bool allDynamic) {
   // Everything the compiled code depends on: the compiler, the target, every
   // source file loaded (imports included), and the compile request.
   std::string text = "tsl 0.1.0 cache 1\n" + hostTargetId() + "\n";
@@ -176,7 +183,8 @@ std::string JitCompiler::cacheKey(const std::string &function, const std::vector
     text += sm_.name(f) + "\n" + std::string(sm_.text(f)) + "\n";
   text += function + "\n";
   for (const rt::CallArg &a : args) {
-    text += a.isInt ? "int " + std::to_string(a.intValue) : "tensor " + std::to_string(a.dtype);
+    text += a.isInt ? "int " + std::to_string(a.intValue)
+                    : "tensor " + std::to_string(a.dtype);
     for (int64_t d : a.shape)
       text += " " + std::to_string(d);
     text += "\n";
@@ -188,22 +196,27 @@ std::string JitCompiler::cacheKey(const std::string &function, const std::vector
 }
 
 bool JitCompiler::loadCached(const std::string &dir, const std::string &key,
-                             const std::string &function, rt::VariantCode &out) {
+                             const std::string &function,
+                             rt::VariantCode &out) {
   std::string object, manifest, sum;
   std::string base = dir + "/" + key;
-  if (!readFile(base + ".o", object) || !readFile(base + ".manifest", manifest) ||
-      !readFile(base + ".sum", sum))
+  if (!readFile(base + ".o", object) ||
+      !readFile(base + ".manifest", manifest) || !readFile(base + ".sum", sum))
     return false;
   if (sum != hex(fnv1a(key + manifest + object))) {
-    std::fprintf(stderr, "[tsl] compile cache: entry %s is corrupt; rebuilding it\n", key.c_str());
+    std::fprintf(stderr,
+                 "[tsl] compile cache: entry %s is corrupt; rebuilding it\n",
+                 key.c_str());
     return false;
   }
   std::vector<std::pair<std::string, rt::VariantCode>> variants;
   std::string error;
-  if (!loadObjectVariants(object, manifest, variants, error) || variants.empty() ||
-      variants[0].first != function) {
-    std::fprintf(stderr, "[tsl] compile cache: entry %s does not load (%s); rebuilding it\n",
-                 key.c_str(), error.c_str());
+  if (!loadObjectVariants(object, manifest, variants, error) ||
+      variants.empty() || variants[0].first != function) {
+    std::fprintf(
+        stderr,
+        "[tsl] compile cache: entry %s does not load (%s); rebuilding it\n",
+        key.c_str(), error.c_str());
     return false;
   }
   out = std::move(variants[0].second);
@@ -212,10 +225,12 @@ bool JitCompiler::loadCached(const std::string &dir, const std::string &key,
 }
 
 void JitCompiler::storeCached(const std::string &dir, const std::string &key,
-                              const std::string &object, const std::string &manifest) {
+                              const std::string &object,
+                              const std::string &manifest) {
   std::string base = dir + "/" + key;
   // The checksum goes last: an entry without a matching one is ignored.
-  if (writeFileAtomically(base + ".o", object) && writeFileAtomically(base + ".manifest", manifest))
+  if (writeFileAtomically(base + ".o", object) &&
+      writeFileAtomically(base + ".manifest", manifest))
     writeFileAtomically(base + ".sum", hex(fnv1a(key + manifest + object)));
 }
 

@@ -20,9 +20,10 @@ public:
   /// Compiles functions of the .tsl file at \p path (loaded on first use).
   explicit JitCompiler(std::string path);
 
-  bool compile(const std::string &function, const std::vector<rt::CallArg> &args,
-               const std::set<std::string> &dynamicDims, bool allDynamic, rt::VariantCode &out,
-               std::string &error) override;
+  bool compile(const std::string &function,
+               const std::vector<rt::CallArg> &args,
+               const std::set<std::string> &dynamicDims, bool allDynamic,
+               rt::VariantCode &out, std::string &error) override;
 
   /// Loads and checks the file; false with the diagnostics as text.
   bool check(std::string &error);
@@ -34,12 +35,14 @@ private:
   bool ensureLoaded(std::string &error);
   /// $TSL_CACHE_DIR (or ~/.cache/tsl); empty when TSL_CACHE_DIR=off.
   static std::string cacheDirectory();
-  std::string cacheKey(const std::string &function, const std::vector<rt::CallArg> &args,
-                       const std::set<std::string> &dynamicDims, bool allDynamic);
-  bool loadCached(const std::string &dir, const std::string &key, const std::string &function,
-                  rt::VariantCode &out);
-  void storeCached(const std::string &dir, const std::string &key, const std::string &object,
-                   const std::string &manifest);
+  std::string cacheKey(const std::string &function,
+                       const std::vector<rt::CallArg> &args,
+                       const std::set<std::string> &dynamicDims,
+                       bool allDynamic);
+  bool loadCached(const std::string &dir, const std::string &key,
+                  const std::string &function, rt::VariantCode &out);
+  void storeCached(const std::string &dir, const std::string &key,
+                   const std::string &object, const std::string &manifest);
 
   std::string path_;
   std::mutex mutex_;

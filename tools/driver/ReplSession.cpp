@@ -19,7 +19,8 @@ namespace tsl {
 
 namespace {
 
-const char *kHelp = R"(Enter TSL: module items (dim, fn, import), declarations, statements or expressions.
+const char *kHelp =
+    R"(Enter TSL: module items (dim, fn, import), declarations, statements or expressions.
   dim S: dynamic in 1..64;       declare a dim (any module item works: fn, import)
   let x: f32[B, S, 64];          a symbolic value with no data
   let y = reshape(x, [B*S, 64]); bind a value and print its type
@@ -67,15 +68,17 @@ struct Synthetic {
   std::vector<Span> spans;
   void glue(const std::string &s) { text += s; }
   void piece(const Piece &p) {
-    spans.push_back({text.size(), text.size() + p.text.size(), p.entry, p.entryOffset});
+    spans.push_back(
+        {text.size(), text.size() + p.text.size(), p.entry, p.entryOffset});
     text += p.text;
   }
 };
 
 /// Re-renders diagnostics of the synthetic module so they point into the
 /// entries as typed (`<input>` for the current one, `<input N>` before).
-void reportMapped(const std::vector<Diagnostic> &all, const SourceManager &sm, uint32_t synFile,
-                  const Synthetic &syn, const std::vector<std::string> &entries, unsigned current,
+void reportMapped(const std::vector<Diagnostic> &all, const SourceManager &sm,
+                  uint32_t synFile, const Synthetic &syn,
+                  const std::vector<std::string> &entries, unsigned current,
                   std::ostream &err) {
   SourceManager mapped;
   std::map<unsigned, uint32_t> buffers;
@@ -83,8 +86,10 @@ void reportMapped(const std::vector<Diagnostic> &all, const SourceManager &sm, u
     auto it = buffers.find(entry);
     if (it != buffers.end())
       return it->second;
-    std::string name = entry == current ? "<input>" : "<input " + std::to_string(entry) + ">";
-    uint32_t id = mapped.addBuffer(name, entry < entries.size() ? entries[entry] : "");
+    std::string name =
+        entry == current ? "<input>" : "<input " + std::to_string(entry) + ">";
+    uint32_t id =
+        mapped.addBuffer(name, entry < entries.size() ? entries[entry] : "");
     buffers[entry] = id;
     return id;
   };
@@ -96,7 +101,9 @@ void reportMapped(const std::vector<Diagnostic> &all, const SourceManager &sm, u
         uint32_t id = bufferFor(span.entry);
         size_t b = span.entryOffset + (r.begin.offset - span.begin);
         size_t e = span.entryOffset +
-                   (std::min<size_t>(std::max(r.end.offset, r.begin.offset), span.end) - span.begin);
+                   (std::min<size_t>(std::max(r.end.offset, r.begin.offset),
+                                     span.end) -
+                    span.begin);
         return SourceRange(mapped.locAt(id, b), mapped.locAt(id, e));
       }
     return SourceRange();
@@ -132,7 +139,8 @@ struct Outcome {
   std::string answer; ///< set by the inspector
 };
 
-using Inspector = std::function<void(const ShapeEnv &, const ProbeResult &, Outcome &)>;
+using Inspector =
+    std::function<void(const ShapeEnv &, const ProbeResult &, Outcome &)>;
 
 std::string describe(const ProbeResult &r) {
   switch (r.kind) {
@@ -208,7 +216,8 @@ bool closedSlice(const Function &fn, Function &out) {
 
 } // namespace
 
-ReplSession::ReplSession(std::ostream &out, std::ostream &err) : out_(out), err_(err) {
+ReplSession::ReplSession(std::ostream &out, std::ostream &err)
+    : out_(out), err_(err) {
   const char *env = std::getenv("TSL_STDLIB_PATH");
 #ifdef TSL_DEFAULT_STDLIB_DIR
   stdlibDir_ = env && *env ? env : TSL_DEFAULT_STDLIB_DIR;
@@ -256,16 +265,81 @@ bool ReplSession::needsMore(const std::string &text) {
   return depth > 0 || inBlockComment;
 }
 
-std::vector<std::string> ReplSession::completions(const std::string &prefix) const {
-  static const char *fixed[] = {
-      ":help", ":type", ":simplify", ":prove", ":facts", ":guards", ":ir", ":load", ":run",
-      ":reset", ":quit", "dim", "fn", "import", "let", "check", "if", "else", "return",
-      "static", "dynamic", "unbacked", "auto", "multiple_of", "int", "bool", "i8", "i32", "i64",
-      "f16", "bf16", "f32", "f64", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu",
-      "gelu", "abs", "sin", "cos", "pow", "max", "min", "where", "cast", "sum", "mean", "argmax",
-      "matmul", "reshape", "transpose", "permute", "expand", "concat", "pad", "arange", "zeros",
-      "ones", "full", "conv2d", "max_pool2d", "nonzero", "masked_select", "unique", "item",
-      "index_select", "topk", "size", "numel"};
+std::vector<std::string>
+ReplSession::completions(const std::string &prefix) const {
+  static const char *fixed[] = {":help",
+                                ":type",
+                                ":simplify",
+                                ":prove",
+                                ":facts",
+                                ":guards",
+                                ":ir",
+                                ":load",
+                                ":run",
+                                ":reset",
+                                ":quit",
+                                "dim",
+                                "fn",
+                                "import",
+                                "let",
+                                "check",
+                                "if",
+                                "else",
+                                "return",
+                                "static",
+                                "dynamic",
+                                "unbacked",
+                                "auto",
+                                "multiple_of",
+                                "int",
+                                "bool",
+                                "i8",
+                                "i32",
+                                "i64",
+                                "f16",
+                                "bf16",
+                                "f32",
+                                "f64",
+                                "exp",
+                                "log",
+                                "sqrt",
+                                "rsqrt",
+                                "tanh",
+                                "sigmoid",
+                                "relu",
+                                "gelu",
+                                "abs",
+                                "sin",
+                                "cos",
+                                "pow",
+                                "max",
+                                "min",
+                                "where",
+                                "cast",
+                                "sum",
+                                "mean",
+                                "argmax",
+                                "matmul",
+                                "reshape",
+                                "transpose",
+                                "permute",
+                                "expand",
+                                "concat",
+                                "pad",
+                                "arange",
+                                "zeros",
+                                "ones",
+                                "full",
+                                "conv2d",
+                                "max_pool2d",
+                                "nonzero",
+                                "masked_select",
+                                "unique",
+                                "item",
+                                "index_select",
+                                "topk",
+                                "size",
+                                "numel"};
   std::vector<std::string> names(std::begin(fixed), std::end(fixed));
   static const std::regex ident("(dim|fn)\\s+([A-Za-z_][A-Za-z_0-9]*)");
   for (const Piece &p : items_)
@@ -304,8 +378,9 @@ struct Parts {
   unsigned current;
 };
 
-Outcome elaborateSession(const Parts &parts, const Piece *extraStmt, const Piece *probe,
-                         const Inspector &inspect, std::ostream &err) {
+Outcome elaborateSession(const Parts &parts, const Piece *extraStmt,
+                         const Piece *probe, const Inspector &inspect,
+                         std::ostream &err) {
   Outcome outcome;
   // The dims declared without a value become symbols through a dummy
   // parameter, so every declared dim is in scope.
@@ -377,7 +452,8 @@ Outcome elaborateSession(const Parts &parts, const Piece *extraStmt, const Piece
   };
   bool ok = m && elaborateFunction(*m, "__repl", options, diags, outcome.fn);
   if (!diags.diagnostics().empty())
-    reportMapped(diags.diagnostics(), sm, file, syn, parts.entries, parts.current, err);
+    reportMapped(diags.diagnostics(), sm, file, syn, parts.entries,
+                 parts.current, err);
   outcome.ok = ok;
   return outcome;
 }
@@ -395,7 +471,8 @@ bool ReplSession::execute(const std::string &entryText) {
   static const std::regex item("^(dim|fn|import)\\b");
   if (std::regex_search(entry, item))
     return addItems(entry);
-  static const std::regex decl("^let\\s+([A-Za-z_][A-Za-z_0-9]*)\\s*:\\s*([^=;]+?)\\s*;?\\s*$");
+  static const std::regex decl(
+      "^let\\s+([A-Za-z_][A-Za-z_0-9]*)\\s*:\\s*([^=;]+?)\\s*;?\\s*$");
   std::smatch m;
   if (std::regex_match(entry, m, decl))
     return declare(m[1], m[2]);
@@ -418,8 +495,8 @@ bool ReplSession::execute(const std::string &entryText) {
 bool ReplSession::addItems(const std::string &typed) {
   // `dim N: dynamic` and `import nn` may omit the final ';' at the prompt.
   std::string text = typed;
-  if ((text.rfind("dim", 0) == 0 || text.rfind("import", 0) == 0) && text.back() != ';' &&
-      text.back() != '}')
+  if ((text.rfind("dim", 0) == 0 || text.rfind("import", 0) == 0) &&
+      text.back() != ';' && text.back() != '}')
     text += ";";
   Piece p{text, entry_, 0};
   items_.push_back(p);
@@ -451,7 +528,8 @@ bool ReplSession::declare(const std::string &name, const std::string &type) {
   return true;
 }
 
-bool ReplSession::statement(const std::string &text, const std::vector<std::string> &names) {
+bool ReplSession::statement(const std::string &text,
+                            const std::vector<std::string> &names) {
   Piece stmt{text, entry_, 0};
   Parts parts{items_, decls_, stmts_, entries_, stdlibDir_, entry_};
   std::string probeText;
@@ -461,7 +539,8 @@ bool ReplSession::statement(const std::string &text, const std::vector<std::stri
     probeText = "(" + probeText + ")";
   // The probe's text is synthetic; errors in it cannot happen for bound names.
   Piece probe{probeText, entry_, 0};
-  Outcome o = elaborateSession(parts, &stmt, names.empty() ? nullptr : &probe, nullptr, err_);
+  Outcome o = elaborateSession(parts, &stmt, names.empty() ? nullptr : &probe,
+                               nullptr, err_);
   if (!o.ok)
     return false;
   stmts_.push_back(stmt);
@@ -520,8 +599,8 @@ bool ReplSession::simplify(const std::string &text) {
     return false;
   }
   if (o.result.kind != ProbeResult::Kind::Int) {
-    err_ << "<input>: error: :simplify needs a size expression, got " << describe(o.result)
-         << "\n";
+    err_ << "<input>: error: :simplify needs a size expression, got "
+         << describe(o.result) << "\n";
     return false;
   }
   out_ << o.result.intValue.str() << "\n";
@@ -532,7 +611,8 @@ bool ReplSession::prove(const std::string &text) {
   size_t offset = entries_[entry_].find(text);
   Piece probe{text, entry_, offset == std::string::npos ? 0 : offset};
   Parts parts{items_, decls_, stmts_, entries_, stdlibDir_, entry_};
-  Inspector inspect = [](const ShapeEnv &env, const ProbeResult &r, Outcome &o) {
+  Inspector inspect = [](const ShapeEnv &env, const ProbeResult &r,
+                         Outcome &o) {
     if (r.kind != ProbeResult::Kind::Cond)
       return;
     Truth t = env.prove(r.cond);
@@ -542,7 +622,8 @@ bool ReplSession::prove(const std::string &text) {
     }
     std::string counter = assignment(env.counterexample(r.cond));
     if (t == Truth::False || !counter.empty())
-      o.answer = counter.empty() ? "false" : "false (counterexample: " + counter + ")";
+      o.answer =
+          counter.empty() ? "false" : "false (counterexample: " + counter + ")";
     else
       o.answer = "unknown";
   };
@@ -550,8 +631,8 @@ bool ReplSession::prove(const std::string &text) {
   if (!o.ok)
     return false;
   if (o.result.kind != ProbeResult::Kind::Cond) {
-    err_ << "<input>: error: :prove needs a condition on sizes, got " << describe(o.result)
-         << "\n";
+    err_ << "<input>: error: :prove needs a condition on sizes, got "
+         << describe(o.result) << "\n";
     return false;
   }
   out_ << o.answer << "\n";
@@ -561,12 +642,15 @@ bool ReplSession::prove(const std::string &text) {
 bool ReplSession::facts() {
   Parts parts{items_, decls_, stmts_, entries_, stdlibDir_, entry_};
   Inspector inspect = [](const ShapeEnv &env, const ProbeResult &, Outcome &o) {
-    std::string s = "symbols:" + std::string(env.symbols().empty() ? " none" : "") + "\n";
+    std::string s =
+        "symbols:" + std::string(env.symbols().empty() ? " none" : "") + "\n";
     for (const SymbolInfo &sym : env.symbols()) {
-      s += "  " + sym.name + ": " + dimKindName(sym.kind) + (sym.isInt ? " int" : "");
+      s += "  " + sym.name + ": " + dimKindName(sym.kind) +
+           (sym.isInt ? " int" : "");
       if (sym.lo != 0 || sym.hi)
-        s += " in " + (sym.lo == INT64_MIN ? std::string() : std::to_string(sym.lo)) + ".." +
-             (sym.hi ? std::to_string(*sym.hi) : "");
+        s += " in " +
+             (sym.lo == INT64_MIN ? std::string() : std::to_string(sym.lo)) +
+             ".." + (sym.hi ? std::to_string(*sym.hi) : "");
       if (sym.multipleOf != 1)
         s += ", multiple_of " + std::to_string(sym.multipleOf);
       if (!sym.description.empty())
@@ -585,8 +669,9 @@ bool ReplSession::facts() {
   return true;
 }
 
-bool ReplSession::compileCall(const std::string &argsText, bool withData, SourceManager &sm,
-                              DiagnosticEngine &diags, std::vector<ArgSpec> &args, Function &fn) {
+bool ReplSession::compileCall(const std::string &argsText, bool withData,
+                              SourceManager &sm, DiagnosticEngine &diags,
+                              std::vector<ArgSpec> &args, Function &fn) {
   std::stringstream ss(argsText);
   std::string fnName, word;
   ss >> fnName;
@@ -607,7 +692,8 @@ bool ReplSession::compileCall(const std::string &argsText, bool withData, Source
   ElaborateOptions options;
   options.examples.emplace();
   for (const ArgSpec &a : args)
-    (*options.examples)[a.name] = ExampleArg{a.isInt, a.intValue, a.dtype, a.shape};
+    (*options.examples)[a.name] =
+        ExampleArg{a.isInt, a.intValue, a.dtype, a.shape};
   return elaborateFunction(*m, fnName, options, diags, fn);
 }
 
@@ -682,7 +768,8 @@ void ReplSession::help() { out_ << kHelp; }
 bool ReplSession::command(const std::string &line) {
   size_t space = line.find_first_of(" \t");
   std::string name = line.substr(0, space);
-  std::string rest = space == std::string::npos ? "" : trim(line.substr(space + 1));
+  std::string rest =
+      space == std::string::npos ? "" : trim(line.substr(space + 1));
   if (name == ":help")
     return help(), true;
   if (name == ":quit" || name == ":q")
@@ -696,10 +783,11 @@ bool ReplSession::command(const std::string &line) {
   }
   if (name == ":facts")
     return facts();
-  static const char *withArgument[] = {":type", ":simplify", ":prove", ":guards",
-                                       ":ir",   ":load",     ":run"};
+  static const char *withArgument[] = {
+      ":type", ":simplify", ":prove", ":guards", ":ir", ":load", ":run"};
   if (std::find_if(std::begin(withArgument), std::end(withArgument),
-                   [&](const char *c) { return name == c; }) == std::end(withArgument)) {
+                   [&](const char *c) { return name == c; }) ==
+      std::end(withArgument)) {
     err_ << "<input>: error: unknown command '" << name << "' (see :help)\n";
     return false;
   }

@@ -41,11 +41,11 @@ public:
   };
 
 private:
-
   bool command(const std::string &line);
   bool addItems(const std::string &text);
   bool declare(const std::string &name, const std::string &type);
-  bool statement(const std::string &text, const std::vector<std::string> &names);
+  bool statement(const std::string &text,
+                 const std::vector<std::string> &names);
   bool expression(const std::string &text, bool typeOnly);
   bool simplify(const std::string &text);
   bool prove(const std::string &text);
@@ -59,8 +59,9 @@ private:
   std::string itemsText() const;
   /// Parses `FN ARG=VALUE...` and elaborates FN of the session's items for
   /// those arguments (`:guards`, `:run`).
-  bool compileCall(const std::string &argsText, bool withData, SourceManager &sm,
-                   DiagnosticEngine &diags, std::vector<ArgSpec> &args, Function &fn);
+  bool compileCall(const std::string &argsText, bool withData,
+                   SourceManager &sm, DiagnosticEngine &diags,
+                   std::vector<ArgSpec> &args, Function &fn);
 
   std::ostream &out_;
   std::ostream &err_;

@@ -27,7 +27,8 @@ unsigned char complete(EditLine *el, int) {
   const LineInfo *li = el_line(el);
   const char *start = li->cursor;
   while (start > li->buffer &&
-         (std::isalnum(static_cast<unsigned char>(start[-1])) || start[-1] == '_' || start[-1] == ':'))
+         (std::isalnum(static_cast<unsigned char>(start[-1])) ||
+          start[-1] == '_' || start[-1] == ':'))
     --start;
   std::string prefix(start, li->cursor);
   std::vector<std::string> matches = gSession->completions(prefix);
@@ -115,8 +116,10 @@ int scripted(ReplSession &session) {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
-    std::cout << "usage: tsl-repl [FILE...]   (files are loaded first; then commands from the "
+  if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 ||
+                   std::strcmp(argv[1], "-h") == 0)) {
+    std::cout << "usage: tsl-repl [FILE...]   (files are loaded first; then "
+                 "commands from the "
                  "terminal or stdin; :help lists them)\n";
     return 0;
   }

@@ -97,7 +97,8 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
     else if (a == "--all-dynamic")
       o.allDynamic = true;
     else if (value("--fn", o.fn) || value("--emit", o.emit) ||
-             value("-o", o.output) || value("--backend", o.backend) || value("--calls", o.calls)) {
+             value("-o", o.output) || value("--backend", o.backend) ||
+             value("--calls", o.calls)) {
       if (!error.empty())
         return false;
     } else if (value("--arg", v)) {
@@ -119,7 +120,6 @@ int usageError(const std::string &message) {
             << "\n(run 'tslc --help' for usage)\n";
   return 1;
 }
-
 
 int cmdCheck(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (o.files.empty())
@@ -182,7 +182,8 @@ int cmdRunCalls(const Options &o) {
         break;
       ArgSpec spec;
       if (!parseArgSpec(word, true, spec, error))
-        return usageError(o.calls + ":" + std::to_string(lineNo) + ": " + error);
+        return usageError(o.calls + ":" + std::to_string(lineNo) + ": " +
+                          error);
       byName[spec.name] = std::move(spec);
     }
     if (byName.empty())
@@ -191,7 +192,8 @@ int cmdRunCalls(const Options &o) {
     for (const std::string &n : names) {
       auto it = byName.find(n);
       if (it == byName.end())
-        return usageError(o.calls + ":" + std::to_string(lineNo) + ": missing argument '" + n + "'");
+        return usageError(o.calls + ":" + std::to_string(lineNo) +
+                          ": missing argument '" + n + "'");
       rt::CallArg a;
       a.isInt = it->second.isInt;
       a.intValue = it->second.intValue;
@@ -216,16 +218,19 @@ int cmdRunCalls(const Options &o) {
       tensors.push_back(t);
     }
     if (!o.stats)
-      std::cout << "call " << lineNo << " (variant " << variant << "): " << formatResults(tensors);
+      std::cout << "call " << lineNo << " (variant " << variant
+                << "): " << formatResults(tensors);
   }
   if (o.stats) {
     rt::Stats st = table.stats();
     std::cout << "{\"compiles\": " << st.compiles << ", \"calls\": [";
     for (size_t i = 0; i < st.callVariants.size(); ++i)
-      std::cout << (i ? ", " : "") << "{\"variant\": " << st.callVariants[i] << "}";
+      std::cout << (i ? ", " : "") << "{\"variant\": " << st.callVariants[i]
+                << "}";
     std::cout << "], \"recompiles\": [";
     for (size_t i = 0; i < st.recompileReasons.size(); ++i)
-      std::cout << (i ? ", " : "") << "{\"reason\": \"" << jsonEscape(st.recompileReasons[i]) << "\"}";
+      std::cout << (i ? ", " : "") << "{\"reason\": \""
+                << jsonEscape(st.recompileReasons[i]) << "\"}";
     std::cout << "], \"cache_hits\": " << st.cacheHits << "}\n";
   }
   return 0;
@@ -275,27 +280,41 @@ int cmdBench(const Options &o) {
     std::cerr << "tslc: error: " << error << "\n";
     return 1;
   }
-  double compileMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double compileMs = std::chrono::duration<double, std::milli>(
+                         std::chrono::steady_clock::now() - t0)
+                         .count();
   // Warm up for 200 ms, then measure for about a second (at least 10 calls).
-  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  auto until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
   while (std::chrono::steady_clock::now() < until)
     once(error);
   std::vector<double> ms;
   auto start = std::chrono::steady_clock::now();
-  while (ms.size() < 10 || (std::chrono::steady_clock::now() - start < std::chrono::seconds(1) && ms.size() < 100000)) {
+  while (ms.size() < 10 ||
+         (std::chrono::steady_clock::now() - start < std::chrono::seconds(1) &&
+          ms.size() < 100000)) {
     auto a = std::chrono::steady_clock::now();
     once(error);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+    ms.push_back(std::chrono::duration<double, std::milli>(
+                     std::chrono::steady_clock::now() - a)
+                     .count());
   }
-  double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double total =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
-  auto pct = [&](double p) { return sorted[std::min(sorted.size() - 1, static_cast<size_t>(p * sorted.size()))]; };
+  auto pct = [&](double p) {
+    return sorted[std::min(sorted.size() - 1,
+                           static_cast<size_t>(p * sorted.size()))];
+  };
   double mean = 0;
   for (double v : ms)
     mean += v / ms.size();
-  std::printf("[tsl] first call (compile + run): %.2f ms, variants: %zu\n", compileMs, table.numVariants());
-  std::printf("[tsl] Latency: min = %.4f ms, mean = %.4f ms, median = %.4f ms, p90 = %.4f ms, p99 = %.4f ms (%zu calls)\n",
+  std::printf("[tsl] first call (compile + run): %.2f ms, variants: %zu\n",
+              compileMs, table.numVariants());
+  std::printf("[tsl] Latency: min = %.4f ms, mean = %.4f ms, median = %.4f ms, "
+              "p90 = %.4f ms, p99 = %.4f ms (%zu calls)\n",
               sorted.front(), mean, pct(0.5), pct(0.9), pct(0.99), ms.size());
   std::printf("[tsl] Throughput: %.1f qps\n", ms.size() / total);
   return 0;
@@ -305,7 +324,8 @@ int cmdBench(const Options &o) {
 /// a shared library the runtime loads without a compiler.
 int cmdBuild(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (o.files.size() != 1 || o.fn.empty() || o.output.empty())
-    return usageError("build needs one file, --fn NAME, --arg ... and -o OUT.so");
+    return usageError(
+        "build needs one file, --fn NAME, --arg ... and -o OUT.so");
   std::vector<ArgSpec> args;
   if (!parseArgs(o, false, args))
     return 1;
@@ -318,7 +338,8 @@ int cmdBuild(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   ElaborateOptions options;
   options.examples.emplace();
   for (const ArgSpec &a : args)
-    (*options.examples)[a.name] = ExampleArg{a.isInt, a.intValue, a.dtype, a.shape};
+    (*options.examples)[a.name] =
+        ExampleArg{a.isInt, a.intValue, a.dtype, a.shape};
   options.allDynamic = o.allDynamic;
   Function fn;
   if (!elaborateFunction(*m, o.fn, options, diags, fn)) {
@@ -326,7 +347,8 @@ int cmdBuild(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
     return 1;
   }
   std::string error;
-  if (!verifyFunction(fn, error) || !buildSharedLibrary({fn}, o.output, error)) {
+  if (!verifyFunction(fn, error) ||
+      !buildSharedLibrary({fn}, o.output, error)) {
     std::cerr << "tslc: error: " << error << "\n";
     return 1;
   }
@@ -344,7 +366,8 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (o.fn.empty())
     return usageError("run needs --fn NAME");
   if (o.backend != "interp" && o.backend != "cpu")
-    return usageError("not supported: backend '" + o.backend + "' (available: cpu, interp)");
+    return usageError("not supported: backend '" + o.backend +
+                      "' (available: cpu, interp)");
   std::vector<ArgSpec> args;
   if (!parseArgs(o, true, args))
     return 1;
@@ -440,7 +463,8 @@ int cmdEmit(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (o.emit == "llvm" || o.emit == "asm") {
     for (const Function &f : module.functions) {
       std::string text, error;
-      bool ok = o.emit == "llvm" ? lowerToLLVMText(f, text, error) : lowerToAssembly(f, text, error);
+      bool ok = o.emit == "llvm" ? lowerToLLVMText(f, text, error)
+                                 : lowerToAssembly(f, text, error);
       if (!ok) {
         std::cerr << "tslc: error: " << error << "\n";
         return 1;

@@ -18,7 +18,9 @@ struct Status {
   tsl_status code = TSL_OK;
   std::string message;
   bool ok() const { return code == TSL_OK; }
-  static Status fromC(tsl_status s) { return {s, s == TSL_OK ? std::string() : tsl_last_error()}; }
+  static Status fromC(tsl_status s) {
+    return {s, s == TSL_OK ? std::string() : tsl_last_error()};
+  }
 };
 
 /// A result tensor owned by the caller (CPU, row-major).
@@ -34,13 +36,18 @@ public:
   ~Output() {
     if (t_.data || t_.shape) {
       // Free one tensor through the same allocator the runtime used.
-      tsl_tensor *single = static_cast<tsl_tensor *>(std::calloc(1, sizeof(tsl_tensor)));
+      tsl_tensor *single =
+          static_cast<tsl_tensor *>(std::calloc(1, sizeof(tsl_tensor)));
       *single = t_;
       tsl_outputs_free(single, 1);
     }
   }
-  std::vector<int64_t> shape() const { return std::vector<int64_t>(t_.shape, t_.shape + t_.ndim); }
-  template <typename T> const T *data() const { return static_cast<const T *>(t_.data); }
+  std::vector<int64_t> shape() const {
+    return std::vector<int64_t>(t_.shape, t_.shape + t_.ndim);
+  }
+  template <typename T> const T *data() const {
+    return static_cast<const T *>(t_.data);
+  }
   const tsl_tensor &raw() const { return t_; }
 
 private:
@@ -58,7 +65,9 @@ public:
     a.arg_.tensor.dtype = dtype;
     return a;
   }
-  static Arg f32(float *data, std::vector<int64_t> shape) { return tensor(data, {2, 32, 1}, std::move(shape)); }
+  static Arg f32(float *data, std::vector<int64_t> shape) {
+    return tensor(data, {2, 32, 1}, std::move(shape));
+  }
   static Arg integer(int64_t v) {
     Arg a;
     a.arg_.is_int = 1;
@@ -81,13 +90,15 @@ class Function {
 public:
   explicit Function(tsl_function *f = nullptr) : f_(f) {}
   /// Calls the function; fills \p outputs on success.
-  Status call(const std::vector<Arg> &args, std::vector<Output> &outputs) const {
+  Status call(const std::vector<Arg> &args,
+              std::vector<Output> &outputs) const {
     std::vector<tsl_arg> raw;
     for (const Arg &a : args)
       raw.push_back(a.raw());
     tsl_tensor *outs = nullptr;
     int32_t n = 0;
-    Status s = Status::fromC(tsl_function_call(f_, raw.data(), static_cast<int32_t>(raw.size()), &outs, &n));
+    Status s = Status::fromC(tsl_function_call(
+        f_, raw.data(), static_cast<int32_t>(raw.size()), &outs, &n));
     if (!s.ok())
       return s;
     outputs.clear();
@@ -138,7 +149,8 @@ public:
   }
   Status loadSource(const std::string &path, Module &out) {
     tsl_module *m = nullptr;
-    Status s = Status::fromC(tsl_module_load_source(rt_.get(), path.c_str(), &m));
+    Status s =
+        Status::fromC(tsl_module_load_source(rt_.get(), path.c_str(), &m));
     out = Module(m);
     return s;
   }

@@ -17,12 +17,14 @@ extern "C" {
 
 typedef enum tsl_status {
   TSL_OK = 0,
-  TSL_INVALID_ARGUMENT = 1, /* null pointers, wrong arity, rank, dtype or size */
-  TSL_NOT_FOUND = 2,        /* no such file or function */
-  TSL_COMPILE_ERROR = 3,    /* the source has errors (the message has them) */
-  TSL_NO_VARIANT = 4,       /* no variant serves the call and none can be compiled */
-  TSL_RUNTIME_ERROR = 5,    /* a failed check(...) or index bound, with its source line */
-  TSL_UNSUPPORTED = 6       /* a device, layout or feature this runtime lacks */
+  TSL_INVALID_ARGUMENT =
+      1,                 /* null pointers, wrong arity, rank, dtype or size */
+  TSL_NOT_FOUND = 2,     /* no such file or function */
+  TSL_COMPILE_ERROR = 3, /* the source has errors (the message has them) */
+  TSL_NO_VARIANT = 4, /* no variant serves the call and none can be compiled */
+  TSL_RUNTIME_ERROR =
+      5, /* a failed check(...) or index bound, with its source line */
+  TSL_UNSUPPORTED = 6 /* a device, layout or feature this runtime lacks */
 } tsl_status;
 
 /* Layout-compatible with DLPack's DLDevice, DLDataType and DLTensor. */
@@ -31,7 +33,8 @@ typedef struct tsl_device {
   int32_t device_id;
 } tsl_device;
 typedef struct tsl_dtype {
-  uint8_t code; /* 0 int, 2 float, 4 bfloat, 6 bool (kDLInt, kDLFloat, kDLBfloat, kDLBool) */
+  uint8_t code; /* 0 int, 2 float, 4 bfloat, 6 bool (kDLInt, kDLFloat,
+                   kDLBfloat, kDLBool) */
   uint8_t bits;
   uint16_t lanes; /* 1 */
 } tsl_dtype;
@@ -53,7 +56,8 @@ typedef struct tsl_arg {
 } tsl_arg;
 
 typedef struct tsl_runtime_options {
-  int32_t cache_limit; /* variants per function before the all-dynamic one; 0: 8 */
+  int32_t
+      cache_limit; /* variants per function before the all-dynamic one; 0: 8 */
 } tsl_runtime_options;
 
 typedef struct tsl_runtime tsl_runtime;
@@ -63,23 +67,28 @@ typedef struct tsl_function tsl_function;
 /* The last error message of the calling thread ("" when none). */
 const char *tsl_last_error(void);
 
-tsl_status tsl_runtime_create(const tsl_runtime_options *options, tsl_runtime **out);
+tsl_status tsl_runtime_create(const tsl_runtime_options *options,
+                              tsl_runtime **out);
 /* Frees the runtime with its modules and functions. */
 void tsl_runtime_destroy(tsl_runtime *rt);
 
 /* Loads a .tsl source file (compiled on demand; needs a compiler). */
-tsl_status tsl_module_load_source(tsl_runtime *rt, const char *path, tsl_module **out);
+tsl_status tsl_module_load_source(tsl_runtime *rt, const char *path,
+                                  tsl_module **out);
 /* Loads an ahead-of-time module built by `tslc build` (a shared library):
  * runs with the runtime alone; a call no variant serves is TSL_NO_VARIANT
  * naming the failing guard. */
-tsl_status tsl_module_load_aot(tsl_runtime *rt, const char *path, tsl_module **out);
-tsl_status tsl_module_get_function(tsl_module *module, const char *name, tsl_function **out);
+tsl_status tsl_module_load_aot(tsl_runtime *rt, const char *path,
+                               tsl_module **out);
+tsl_status tsl_module_get_function(tsl_module *module, const char *name,
+                                   tsl_function **out);
 
 /* Calls a function. On success *outputs points to *noutputs tensors the
  * runtime allocated (CPU, row-major); free them with tsl_outputs_free.
  * Safe to call concurrently from several threads. */
-tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args, int32_t nargs,
-                             tsl_tensor **outputs, int32_t *noutputs);
+tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args,
+                             int32_t nargs, tsl_tensor **outputs,
+                             int32_t *noutputs);
 void tsl_outputs_free(tsl_tensor *outputs, int32_t noutputs);
 
 /* Installs the JIT compiler (defined in the tsl_driver library, not in the
@@ -87,7 +96,8 @@ void tsl_outputs_free(tsl_tensor *outputs, int32_t noutputs);
 tsl_status tsl_runtime_enable_jit(tsl_runtime *rt);
 
 /* How many variants were compiled and how many calls ran so far. */
-tsl_status tsl_function_stats(tsl_function *fn, int32_t *compiles, int32_t *calls);
+tsl_status tsl_function_stats(tsl_function *fn, int32_t *compiles,
+                              int32_t *calls);
 
 #ifdef __cplusplus
 }

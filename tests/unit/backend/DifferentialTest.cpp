@@ -14,8 +14,9 @@ using namespace tsl;
 
 namespace {
 
-bool compile(const std::string &source, const std::map<std::string, ExampleArg> &examples,
-             Function &fn, std::string &errors) {
+bool compile(const std::string &source,
+             const std::map<std::string, ExampleArg> &examples, Function &fn,
+             std::string &errors) {
   SourceManager sm;
   std::ostringstream sink;
   DiagnosticEngine diags(sm, sink);
@@ -36,11 +37,14 @@ std::string randomExpr(std::mt19937 &rng, int depth) {
     return leaves[rng() % 6];
   switch (rng() % 9) {
   case 0:
-    return "(" + randomExpr(rng, depth - 1) + " + " + randomExpr(rng, depth - 1) + ")";
+    return "(" + randomExpr(rng, depth - 1) + " + " +
+           randomExpr(rng, depth - 1) + ")";
   case 1:
-    return "(" + randomExpr(rng, depth - 1) + " * " + randomExpr(rng, depth - 1) + ")";
+    return "(" + randomExpr(rng, depth - 1) + " * " +
+           randomExpr(rng, depth - 1) + ")";
   case 2:
-    return "(" + randomExpr(rng, depth - 1) + " - " + randomExpr(rng, depth - 1) + ")";
+    return "(" + randomExpr(rng, depth - 1) + " - " +
+           randomExpr(rng, depth - 1) + ")";
   case 3:
     return "relu(" + randomExpr(rng, depth - 1) + ")";
   case 4:
@@ -48,7 +52,8 @@ std::string randomExpr(std::mt19937 &rng, int depth) {
   case 5:
     return "exp(" + randomExpr(rng, depth - 1) + " * 0.1)";
   case 6:
-    return "where(" + randomExpr(rng, depth - 1) + " > 0.0, x0, " + randomExpr(rng, depth - 1) + ")";
+    return "where(" + randomExpr(rng, depth - 1) + " > 0.0, x0, " +
+           randomExpr(rng, depth - 1) + ")";
   case 7:
     return "max(" + randomExpr(rng, depth - 1) + ", x1)";
   default:
@@ -56,9 +61,15 @@ std::string randomExpr(std::mt19937 &rng, int depth) {
   }
 }
 
-const char *kReductions[] = {"sum(e, axis=1)", "mean(e, axis=0, keepdim=true)", "max(e, axis=-1)",
-                             "transpose(e, 0, 1) @ e", "concat([e, e * 2.0], axis=0)",
-                             "e[1:, :]", "reshape(e, [-1])", "pad(e, [1, 2])", "e"};
+const char *kReductions[] = {"sum(e, axis=1)",
+                             "mean(e, axis=0, keepdim=true)",
+                             "max(e, axis=-1)",
+                             "transpose(e, 0, 1) @ e",
+                             "concat([e, e * 2.0], axis=0)",
+                             "e[1:, :]",
+                             "reshape(e, [-1])",
+                             "pad(e, [1, 2])",
+                             "e"};
 
 TEST(Differential, CpuBackendMatchesTheInterpreter) {
   std::mt19937 rng(99);
@@ -66,11 +77,16 @@ TEST(Differential, CpuBackendMatchesTheInterpreter) {
   for (int trial = 0; trial < 40; ++trial) {
     std::string body = randomExpr(rng, 1 + static_cast<int>(rng() % 3));
     std::string tail = kReductions[rng() % 9];
-    std::string source = "dim N: dynamic;\ndim M: dynamic;\n"
-                         "fn f(x0: f32[N, M], x1: f32[M], x2: f32[N, 1]) -> f32[?, ?] {\n"
-                         "  let e = " + body + " + x0 * 0.0;\n"
-                         "  let r = " + tail + ";\n"
-                         "  return reshape(r, [1, -1]);\n}\n";
+    std::string source =
+        "dim N: dynamic;\ndim M: dynamic;\n"
+        "fn f(x0: f32[N, M], x1: f32[M], x2: f32[N, 1]) -> f32[?, ?] {\n"
+        "  let e = " +
+        body +
+        " + x0 * 0.0;\n"
+        "  let r = " +
+        tail +
+        ";\n"
+        "  return reshape(r, [1, -1]);\n}\n";
     std::map<std::string, ExampleArg> ex;
     ex["x0"] = ExampleArg{false, 0, DType::F32, {3, 4}};
     ex["x1"] = ExampleArg{false, 0, DType::F32, {4}};
@@ -83,7 +99,8 @@ TEST(Differential, CpuBackendMatchesTheInterpreter) {
     std::unique_ptr<CpuKernel> kernel = CpuKernel::compile(fn, error);
     ASSERT_NE(kernel, nullptr) << error << "\n" << source;
     // One variant serves every size (N and M are dynamic).
-    for (auto [n, m] : std::vector<std::pair<int64_t, int64_t>>{{3, 4}, {5, 7}, {2, 9}, {6, 4}}) {
+    for (auto [n, m] : std::vector<std::pair<int64_t, int64_t>>{
+             {3, 4}, {5, 7}, {2, 9}, {6, 4}}) {
       std::vector<ArgValue> args(3);
       std::normal_distribution<double> normal;
       std::vector<std::vector<int64_t>> shapes{{n, m}, {m}, {n, 1}};
@@ -96,14 +113,15 @@ TEST(Differential, CpuBackendMatchesTheInterpreter) {
       RunError e1, e2;
       bool okInterp = interpret(fn, args, expected, e1);
       bool okCpu = kernel->run(args, actual, e2);
-      ASSERT_EQ(okInterp, okCpu) << source << "\ninterp: " << e1.message << "\ncpu: " << e2.message;
+      ASSERT_EQ(okInterp, okCpu)
+          << source << "\ninterp: " << e1.message << "\ncpu: " << e2.message;
       if (!okInterp)
         continue;
       ASSERT_EQ(expected[0].shape(), actual[0].shape()) << source;
       for (size_t k = 0; k < expected[0].numel(); ++k) {
         double want = expected[0].getF(k), got = actual[0].getF(k);
-        ASSERT_NEAR(got, want, 1e-4 + 1e-4 * std::fabs(want)) << source << " at " << k << " (N=" << n
-                                                               << ", M=" << m << ")";
+        ASSERT_NEAR(got, want, 1e-4 + 1e-4 * std::fabs(want))
+            << source << " at " << k << " (N=" << n << ", M=" << m << ")";
       }
       ++compared;
     }

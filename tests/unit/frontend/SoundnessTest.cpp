@@ -26,11 +26,13 @@ const char *kCorpus[] = {
     "dim B: dynamic; dim S: dynamic;\n"
     "fn f(x: f32[B, S, 4]) -> f32[?, 4] { return reshape(x, [-1, 4]); }",
     "dim N: dynamic; dim M: dynamic;\n"
-    "fn f(a: f32[N, 2], b: f32[M, 2]) -> f32[?, 2] { return concat([a, b], axis=0); }",
+    "fn f(a: f32[N, 2], b: f32[M, 2]) -> f32[?, 2] { return concat([a, b], "
+    "axis=0); }",
     "dim N: dynamic;\n"
     "fn f(x: f32[N]) -> f32[?] { if N > 3 { return x[1:N - 1]; } return x; }",
     "dim N: dynamic;\n"
-    "fn f(x: f32[N], k: int dynamic) -> f32[k] { let (v, i) = topk(x, k); return v; }",
+    "fn f(x: f32[N], k: int dynamic) -> f32[k] { let (v, i) = topk(x, k); "
+    "return v; }",
     "dim H: dynamic; dim W: dynamic;\n"
     "fn f(x: f32[1, 2, H, W], w: f32[3, 2, 2, 2]) -> f32[1, 3, ?, ?] {\n"
     "  return max_pool2d(conv2d(x, w, padding=1), 2);\n}",
@@ -41,7 +43,8 @@ const char *kCorpus[] = {
     "dim N: dynamic;\n"
     "fn f(x: f32[N]) -> f32[?] { return pad(x, [2, 1]) + 1.0; }",
     "dim N: dynamic; dim M: dynamic;\n"
-    "fn f(x: f32[N], y: f32[M]) -> f32[?] { let m = concat([x, y], axis=0); return m[N:]; }",
+    "fn f(x: f32[N], y: f32[M]) -> f32[?] { let m = concat([x, y], axis=0); "
+    "return m[N:]; }",
 };
 
 struct Compiled {
@@ -50,7 +53,8 @@ struct Compiled {
   std::string guards;
 };
 
-Compiled compile(const std::string &source, const std::map<std::string, ExampleArg> &examples) {
+Compiled compile(const std::string &source,
+                 const std::map<std::string, ExampleArg> &examples) {
   Compiled c;
   SourceManager sm;
   std::ostringstream sink;
@@ -99,7 +103,8 @@ bool shapesFor(const Function &fn, const std::map<std::string, int64_t> &values,
 
 /// Checks one program compiled at \p hints over a grid of assignments.
 /// Returns the number of assignments that ran.
-int checkProgram(const std::string &source, const std::map<std::string, ExampleArg> &hints,
+int checkProgram(const std::string &source,
+                 const std::map<std::string, ExampleArg> &hints,
                  std::mt19937 &rng) {
   Compiled variant = compile(source, hints);
   if (!variant.ok)
@@ -174,7 +179,8 @@ TEST_P(Corpus, GuardsAreSoundAndNotTooStrict) {
   const LoadedModule *m = loader.loadText("p.tsl", GetParam());
   ASSERT_NE(m, nullptr) << sink.str();
   Function sym;
-  ASSERT_TRUE(elaborateFunction(*m, "f", ElaborateOptions{}, diags, sym)) << sink.str();
+  ASSERT_TRUE(elaborateFunction(*m, "f", ElaborateOptions{}, diags, sym))
+      << sink.str();
   std::map<std::string, int64_t> three;
   for (const SymbolInfo &s : sym.symbols)
     three[s.name] = s.isInt ? 2 : 3;
@@ -211,7 +217,8 @@ TEST(Soundness, RandomPrograms) {
     for (int l = 1; l <= lets; ++l) {
       std::string a = "t" + std::to_string(rng() % l);
       std::string b = "x" + std::to_string(rng() % nparams);
-      src += "  let t" + std::to_string(l) + " = " + a + " " + ops[rng() % 3] + " " + b + ";\n";
+      src += "  let t" + std::to_string(l) + " = " + a + " " + ops[rng() % 3] +
+             " " + b + ";\n";
     }
     src += "  return reshape(t" + std::to_string(lets) + ", [1, -1]);\n}\n";
     std::map<std::string, ExampleArg> hints;

@@ -33,7 +33,8 @@ TEST(Gemm, MatchesReferenceOnEdgeSizes) {
               for (int64_t k = 0; k < K; ++k)
                 ref += double(A[i * K + k]) * B[k * N + j];
               ASSERT_NEAR(C[i * N + j], ref, 1e-3 * (1 + std::fabs(ref)))
-                  << "M=" << M << " N=" << N << " K=" << K << " transposed=" << transposed;
+                  << "M=" << M << " N=" << N << " K=" << K
+                  << " transposed=" << transposed;
             }
         }
 }

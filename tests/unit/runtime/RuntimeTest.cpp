@@ -13,8 +13,10 @@ namespace {
 std::string writeModel() {
   std::string path = ::testing::TempDir() + "/runtime_test_model.tsl";
   std::ofstream(path) << "dim N: dynamic;\n"
-                         "fn axpy(a: f32[N], b: f32[N], k: int) -> f32[N] { return a * 2.0 + b + k; }\n"
-                         "fn need_even(a: f32[N]) -> f32[N] { check(N % 2 == 0, \"N must be even\"); return a; }\n";
+                         "fn axpy(a: f32[N], b: f32[N], k: int) -> f32[N] { "
+                         "return a * 2.0 + b + k; }\n"
+                         "fn need_even(a: f32[N]) -> f32[N] { check(N % 2 == "
+                         "0, \"N must be even\"); return a; }\n";
   return path;
 }
 
@@ -43,10 +45,12 @@ TEST_F(Fixture, ConcurrentCallsOnOneFunction) {
           b[j] = static_cast<float>(t);
         }
         std::vector<tsl::Output> out;
-        tsl::Status s = axpy.call({tsl::Arg::f32(a.data(), {n}), tsl::Arg::f32(b.data(), {n}),
-                                   tsl::Arg::integer(i)},
-                                  out);
-        if (!s.ok() || out.size() != 1 || out[0].shape() != std::vector<int64_t>{n}) {
+        tsl::Status s =
+            axpy.call({tsl::Arg::f32(a.data(), {n}),
+                       tsl::Arg::f32(b.data(), {n}), tsl::Arg::integer(i)},
+                      out);
+        if (!s.ok() || out.size() != 1 ||
+            out[0].shape() != std::vector<int64_t>{n}) {
           ++wrong;
           continue;
         }
@@ -67,19 +71,22 @@ TEST_F(Fixture, BadCallsReturnErrorsNamingTheArgument) {
   ASSERT_TRUE(module.function("axpy", axpy).ok());
   std::vector<float> a(4), b(5);
   std::vector<tsl::Output> out;
-  tsl::Status s = axpy.call({tsl::Arg::f32(a.data(), {4}), tsl::Arg::f32(b.data(), {5}),
-                             tsl::Arg::integer(1)},
-                            out);
+  tsl::Status s =
+      axpy.call({tsl::Arg::f32(a.data(), {4}), tsl::Arg::f32(b.data(), {5}),
+                 tsl::Arg::integer(1)},
+                out);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message.find("'b'"), std::string::npos) << s.message;
-  s = axpy.call({tsl::Arg::f32(nullptr, {4}), tsl::Arg::f32(b.data(), {4}), tsl::Arg::integer(1)}, out);
+  s = axpy.call({tsl::Arg::f32(nullptr, {4}), tsl::Arg::f32(b.data(), {4}),
+                 tsl::Arg::integer(1)},
+                out);
   EXPECT_EQ(s.code, TSL_INVALID_ARGUMENT);
   EXPECT_NE(s.message.find("has no data"), std::string::npos) << s.message;
   s = axpy.call({tsl::Arg::f32(a.data(), {4})}, out);
   EXPECT_FALSE(s.ok());
   std::vector<int32_t> ints(4);
-  s = axpy.call({tsl::Arg::tensor(ints.data(), {0, 32, 1}, {4}), tsl::Arg::f32(a.data(), {4}),
-                 tsl::Arg::integer(1)},
+  s = axpy.call({tsl::Arg::tensor(ints.data(), {0, 32, 1}, {4}),
+                 tsl::Arg::f32(a.data(), {4}), tsl::Arg::integer(1)},
                 out);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message.find("element type f32"), std::string::npos) << s.message;
@@ -92,7 +99,8 @@ TEST_F(Fixture, FailedCheckIsARuntimeErrorWithItsLine) {
   std::vector<tsl::Output> out;
   tsl::Status s = needEven.call({tsl::Arg::f32(a.data(), {3})}, out);
   EXPECT_EQ(s.code, TSL_RUNTIME_ERROR);
-  EXPECT_NE(s.message.find("runtime_test_model.tsl:3:"), std::string::npos) << s.message;
+  EXPECT_NE(s.message.find("runtime_test_model.tsl:3:"), std::string::npos)
+      << s.message;
   EXPECT_NE(s.message.find("N must be even"), std::string::npos) << s.message;
 }
 
