@@ -186,11 +186,12 @@ void reportRunError(const RunError &error, SourceManager &sm,
 
 bool compileForArgs(ModuleLoader &loader, const std::string &path,
                     const std::string &fnName, const std::vector<ArgSpec> &args,
-                    DiagnosticEngine &diags, Function &out) {
+                    DiagnosticEngine &diags, Function &out, bool allDynamic) {
   const LoadedModule *module = loader.load(path);
   if (!module)
     return false;
   ElaborateOptions options;
+  options.allDynamic = allDynamic;
   options.examples.emplace();
   for (const ArgSpec &a : args) {
     ExampleArg ex;

@@ -40,10 +40,13 @@ bool initTensor(Tensor &t, const std::string &init, uint64_t seed,
 void reportRunError(const RunError &error, SourceManager &sm,
                     DiagnosticEngine &diags);
 
-/// Loads \p path and elaborates \p fnName for the given arguments.
+/// Loads \p path, elaborates \p fnName for the given arguments (every
+/// dimension dynamic when \p allDynamic) and verifies the IR. Fails with a
+/// diagnostic on a load or elaboration error or an argument given twice.
 bool compileForArgs(ModuleLoader &loader, const std::string &path,
                     const std::string &fnName, const std::vector<ArgSpec> &args,
-                    DiagnosticEngine &diags, Function &out);
+                    DiagnosticEngine &diags, Function &out,
+                    bool allDynamic = false);
 
 /// Arguments in the function's parameter order, for the interpreter.
 bool orderArgs(const Function &fn, const std::vector<ArgSpec> &args,

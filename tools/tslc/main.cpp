@@ -40,7 +40,7 @@ commands:
                                     loads without a compiler (tsl_module_load_aot)
   bench FILE --fn NAME --arg NAME=VALUE...
                                     compile, warm up, then latency min/mean/median/p90/p99
-  guards FILE --fn NAME --arg NAME=TYPE... [--json]
+  guards FILE --fn NAME --arg NAME=TYPE... [--json] [--all-dynamic]
                                     print a variant's guards, runtime assertions and result types
 
 VALUE: an integer (int parameters), a .npy file, or TYPE[:INIT[:SEED]] such as
@@ -236,6 +236,20 @@ int cmdRunCalls(const Options &o) {
   return 0;
 }
 
+/// Parses the `--arg` flags and compiles `--fn` of the one input file for
+/// them; reports the failure (usage error or diagnostics) and returns false.
+bool compileSelected(const Options &o, bool withData, SourceManager &sm,
+                     DiagnosticEngine &diags, std::vector<ArgSpec> &args,
+                     Function &fn) {
+  if (!parseArgs(o, withData, args))
+    return false;
+  ModuleLoader loader(sm, diags);
+  if (compileForArgs(loader, o.files[0], o.fn, args, diags, fn, o.allDynamic))
+    return true;
+  diags.finish();
+  return false;
+}
+
 /// `tslc bench`: compile through the runtime (the first call), warm up,
 /// then time calls; prints latency statistics the way trtexec does.
 int cmdBench(const Options &o) {
@@ -327,28 +341,11 @@ int cmdBuild(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
     return usageError(
         "build needs one file, --fn NAME, --arg ... and -o OUT.so");
   std::vector<ArgSpec> args;
-  if (!parseArgs(o, false, args))
-    return 1;
-  ModuleLoader loader(sm, diags);
-  const LoadedModule *m = loader.load(o.files[0]);
-  if (!m) {
-    diags.finish();
-    return 1;
-  }
-  ElaborateOptions options;
-  options.examples.emplace();
-  for (const ArgSpec &a : args)
-    (*options.examples)[a.name] =
-        ExampleArg{a.isInt, a.intValue, a.dtype, a.shape};
-  options.allDynamic = o.allDynamic;
   Function fn;
-  if (!elaborateFunction(*m, o.fn, options, diags, fn)) {
-    diags.finish();
+  if (!compileSelected(o, false, sm, diags, args, fn))
     return 1;
-  }
   std::string error;
-  if (!verifyFunction(fn, error) ||
-      !buildSharedLibrary({fn}, o.output, error)) {
+  if (!buildSharedLibrary({fn}, o.output, error)) {
     std::cerr << "tslc: error: " << error << "\n";
     return 1;
   }
@@ -369,14 +366,9 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
     return usageError("not supported: backend '" + o.backend +
                       "' (available: cpu, interp)");
   std::vector<ArgSpec> args;
-  if (!parseArgs(o, true, args))
-    return 1;
-  ModuleLoader loader(sm, diags);
   Function fn;
-  if (!compileForArgs(loader, o.files[0], o.fn, args, diags, fn)) {
-    diags.finish();
+  if (!compileSelected(o, true, sm, diags, args, fn))
     return 1;
-  }
   std::vector<ArgValue> values;
   std::string error;
   if (!orderArgs(fn, args, values, error))
@@ -481,14 +473,9 @@ int cmdGuards(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (o.files.size() != 1 || o.fn.empty())
     return usageError("guards needs one file and --fn NAME");
   std::vector<ArgSpec> args;
-  if (!parseArgs(o, false, args))
-    return 1;
-  ModuleLoader loader(sm, diags);
   Function fn;
-  if (!compileForArgs(loader, o.files[0], o.fn, args, diags, fn)) {
-    diags.finish();
+  if (!compileSelected(o, false, sm, diags, args, fn))
     return 1;
-  }
   std::cout << formatGuardReport(fn, o.json);
   return 0;
 }
