@@ -510,26 +510,32 @@ Value *Codegen::fastExp(Value *x) {
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, result);
 }
 
+/// x * P(x^2) / Q(x^2) with x clamped to [-lim, lim]: the odd rational
+/// form both fast tanh and fast erf use (the clamp is where they round to
+/// +-1, so the rational stays in its fitted range).
+static Value *clampedOddRational(llvm::IRBuilder<> &b, Value *x, double lim,
+                                 std::initializer_list<double> p,
+                                 std::initializer_list<double> q) {
+  Value *hi = llvm::ConstantFP::get(x->getType(), lim);
+  Value *c = b.CreateBinaryIntrinsic(
+      llvm::Intrinsic::minnum,
+      b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, b.CreateFNeg(hi)),
+      hi);
+  Value *c2 = b.CreateFMul(c, c);
+  return b.CreateFDiv(b.CreateFMul(c, horner(b, c2, p)), horner(b, c2, q));
+}
+
 Value *Codegen::fastTanh(Value *x) {
   // Rational approximation for f32 (the form Eigen uses): a few ulp, and
   // unlike a libm call it vectorizes. Clamped where tanh rounds to +-1.
   llvm::Type *ty = x->getType();
-  Value *lim = llvm::ConstantFP::get(ty, 7.90531110763549805);
-  Value *c = b.CreateBinaryIntrinsic(
-      llvm::Intrinsic::minnum,
-      b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, b.CreateFNeg(lim)),
-      lim);
-  Value *x2 = b.CreateFMul(c, c);
-  Value *p =
-      b.CreateFMul(c, horner(b, x2,
-                             {-2.76076847742355e-16, 2.00018790482477e-13,
-                              -8.60467152213735e-11, 5.12229709037114e-08,
-                              1.48572235717979e-05, 6.37261928875436e-04,
-                              4.89352455891786e-03}));
-  Value *q = horner(b, x2,
-                    {1.19825839466702e-06, 1.18534705686654e-04,
-                     2.26843463243900e-03, 4.89352518554385e-03});
-  Value *r = b.CreateFDiv(p, q);
+  Value *r = clampedOddRational(b, x, 7.90531110763549805,
+                                {-2.76076847742355e-16, 2.00018790482477e-13,
+                                 -8.60467152213735e-11, 5.12229709037114e-08,
+                                 1.48572235717979e-05, 6.37261928875436e-04,
+                                 4.89352455891786e-03},
+                                {1.19825839466702e-06, 1.18534705686654e-04,
+                                 2.26843463243900e-03, 4.89352518554385e-03});
   // Tiny inputs: tanh(x) == x to float precision; NaN stays NaN.
   Value *tiny =
       b.CreateFCmpOLT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
@@ -541,25 +547,14 @@ Value *Codegen::fastTanh(Value *x) {
 Value *Codegen::fastErf(Value *x) {
   // Rational approximation of erf for f32 (Eigen's generic_fast_erf_float),
   // vectorizable; erf(x) rounds to +-1 beyond |x| = 4.
-  llvm::Type *ty = x->getType();
-  Value *lim = llvm::ConstantFP::get(ty, 4.0);
-  Value *c = b.CreateBinaryIntrinsic(
-      llvm::Intrinsic::minnum,
-      b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, b.CreateFNeg(lim)),
-      lim);
-  Value *x2 = b.CreateFMul(c, c);
-  Value *p =
-      b.CreateFMul(c, horner(b, x2,
-                             {-2.72614225801306e-10, 2.77068142495902e-08,
-                              -2.10102402082508e-06, -5.69250639462346e-05,
-                              -7.34990630326855e-04, -2.95459980854025e-03,
-                              -1.60960333262415e-02}));
-  Value *q = horner(b, x2,
-                    {-1.45660718464996e-05, -2.13374055278905e-04,
-                     -1.68282697438203e-03, -7.37332916720468e-03,
-                     -1.42647390514189e-02});
-  Value *isNan = b.CreateFCmpUNO(x, x);
-  return b.CreateSelect(isNan, x, b.CreateFDiv(p, q));
+  Value *r = clampedOddRational(
+      b, x, 4.0,
+      {-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+       -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+       -1.60960333262415e-02},
+      {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+       -7.37332916720468e-03, -1.42647390514189e-02});
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, r);
 }
 
 } // namespace tsl::cpu
