@@ -308,8 +308,6 @@ bool Elaborator::elaborateEntry(
       SymExpr expr;
       if (!evalDimExpr(*d->expr, frame, expr, &unbound))
         return false;
-      std::sort(unbound.begin(), unbound.end());
-      unbound.erase(std::unique(unbound.begin(), unbound.end()), unbound.end());
       if (unbound.size() > 1)
         return error(d->range, "not supported: the size expression '" +
                                    sourceText(d->range) +

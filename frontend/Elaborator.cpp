@@ -180,7 +180,8 @@ bool Elaborator::evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
       return evalDimExpr(*decl->second->value, frame, out, nullptr);
     }
     if (unbound) {
-      unbound->push_back(e.text);
+      if (std::find(unbound->begin(), unbound->end(), e.text) == unbound->end())
+        unbound->push_back(e.text);
       out = SymExpr::symbol(
           "\x01" +
           e.text); // stands for the unknown dim until the caller solves it
@@ -356,8 +357,6 @@ bool Elaborator::bindType(const ast::TypeExpr &pattern, TensorType actual,
     SymExpr expected;
     if (!evalDimExpr(*d->expr, frame, expected, &unbound))
       return false;
-    std::sort(unbound.begin(), unbound.end());
-    unbound.erase(std::unique(unbound.begin(), unbound.end()), unbound.end());
     if (unbound.empty()) {
       if (!sameDim(expected, got, sourceText(d->range)))
         return false;

@@ -139,6 +139,9 @@ public:
                  SemValue &result);
   bool bindType(const ast::TypeExpr &pattern, TensorType actual, Frame &frame,
                 SourceRange where, const std::string &what);
+  /// Evaluates a size expression in a type. With \p unbound, a dim not yet
+  /// bound becomes a placeholder symbol and its name is listed once (in
+  /// order of first use) for the caller to solve; without, it is an error.
   bool evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
                    std::vector<std::string> *unbound);
   bool decide(const SymCond &cond, const ast::Expr &source, bool &value);
