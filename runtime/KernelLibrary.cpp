@@ -31,6 +31,13 @@ bool isFloatCode(int32_t d) {
   return d == F16 || d == BF16 || d == F32 || d == F64;
 }
 
+/// The \p T stored at \p b (any alignment).
+template <class T> T loadRaw(const uint8_t *b) {
+  T v;
+  std::memcpy(&v, b, sizeof(T));
+  return v;
+}
+
 double loadF(int32_t d, const void *p, int64_t i) {
   const uint8_t *b = static_cast<const uint8_t *>(p) + i * sizeOf(d);
   switch (d) {
@@ -38,59 +45,27 @@ double loadF(int32_t d, const void *p, int64_t i) {
     return *b ? 1 : 0;
   case I8:
     return static_cast<int8_t>(*b);
-  case I32: {
-    int32_t v;
-    std::memcpy(&v, b, 4);
-    return v;
-  }
-  case I64: {
-    int64_t v;
-    std::memcpy(&v, b, 8);
-    return static_cast<double>(v);
-  }
-  case F16: {
-    uint16_t v;
-    std::memcpy(&v, b, 2);
-    return tsl::halfToFloat(v);
-  }
-  case BF16: {
-    uint16_t v;
-    std::memcpy(&v, b, 2);
-    return tsl::bf16ToFloat(v);
-  }
-  case F32: {
-    float v;
-    std::memcpy(&v, b, 4);
-    return v;
-  }
-  default: {
-    double v;
-    std::memcpy(&v, b, 8);
-    return v;
-  }
+  case I32:
+    return loadRaw<int32_t>(b);
+  case I64:
+    return static_cast<double>(loadRaw<int64_t>(b));
+  case F16:
+    return tsl::halfToFloat(loadRaw<uint16_t>(b));
+  case BF16:
+    return tsl::bf16ToFloat(loadRaw<uint16_t>(b));
+  case F32:
+    return loadRaw<float>(b);
+  default:
+    return loadRaw<double>(b);
   }
 }
 
+/// Element \p i as an integer: exact for i64 (a double would round above
+/// 2^53); every other dtype goes through loadF, exact for bool, i8 and i32.
 int64_t loadI(int32_t d, const void *p, int64_t i) {
-  const uint8_t *b = static_cast<const uint8_t *>(p) + i * sizeOf(d);
-  switch (d) {
-  case Bool:
-    return *b ? 1 : 0;
-  case I8:
-    return static_cast<int8_t>(*b);
-  case I32: {
-    int32_t v;
-    std::memcpy(&v, b, 4);
-    return v;
-  }
-  case I64: {
-    int64_t v;
-    std::memcpy(&v, b, 8);
-    return v;
-  }
-  default:
-    return static_cast<int64_t>(loadF(d, p, i));
-  }
+  if (d == I64)
+    return loadRaw<int64_t>(static_cast<const uint8_t *>(p) + i * 8);
+  return static_cast<int64_t>(loadF(d, p, i));
 }
 
 void storeF(int32_t d, void *p, int64_t i, double v) {
