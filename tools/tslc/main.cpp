@@ -151,6 +151,31 @@ bool parseArgs(const Options &o, bool withData, std::vector<ArgSpec> &out) {
   return true;
 }
 
+/// The runtime's arguments for the parameters \p names, in order, each from
+/// the last spec of that name in \p specs (tensor data is borrowed). Fails
+/// with "missing argument 'N'" in \p error when a parameter has no spec.
+bool callArgsFor(const std::vector<std::string> &names,
+                 std::vector<ArgSpec> &specs, std::vector<rt::CallArg> &out,
+                 std::string &error) {
+  for (const std::string &n : names) {
+    auto spec = std::find_if(specs.rbegin(), specs.rend(),
+                             [&](const ArgSpec &a) { return a.name == n; });
+    if (spec == specs.rend()) {
+      error = "missing argument '" + n + "'";
+      return false;
+    }
+    rt::CallArg a;
+    a.isInt = spec->isInt;
+    a.intValue = spec->intValue;
+    a.dtype = static_cast<int32_t>(spec->dtype);
+    a.shape = spec->shape;
+    if (!a.isInt)
+      a.data = spec->tensor.raw();
+    out.push_back(a);
+  }
+  return true;
+}
+
 /// `tslc run FILE --fn F --calls CALLS [--stats]`: every line of CALLS is
 /// one call (NAME=VALUE...) through one runtime function table, compiling
 /// variants on dispatch misses as an embedding program would.
@@ -175,7 +200,7 @@ int cmdRunCalls(const Options &o) {
     ++lineNo;
     std::stringstream words(line);
     std::string word;
-    std::map<std::string, ArgSpec> byName;
+    std::vector<ArgSpec> specs;
     std::string error;
     while (words >> word) {
       if (word[0] == '#')
@@ -184,25 +209,13 @@ int cmdRunCalls(const Options &o) {
       if (!parseArgSpec(word, true, spec, error))
         return usageError(o.calls + ":" + std::to_string(lineNo) + ": " +
                           error);
-      byName[spec.name] = std::move(spec);
+      specs.push_back(std::move(spec));
     }
-    if (byName.empty())
+    if (specs.empty())
       continue;
     std::vector<rt::CallArg> args;
-    for (const std::string &n : names) {
-      auto it = byName.find(n);
-      if (it == byName.end())
-        return usageError(o.calls + ":" + std::to_string(lineNo) +
-                          ": missing argument '" + n + "'");
-      rt::CallArg a;
-      a.isInt = it->second.isInt;
-      a.intValue = it->second.intValue;
-      a.dtype = static_cast<int32_t>(it->second.dtype);
-      a.shape = it->second.shape;
-      if (!a.isInt)
-        a.data = it->second.tensor.raw();
-      args.push_back(a);
-    }
+    if (!callArgsFor(names, specs, args, error))
+      return usageError(o.calls + ":" + std::to_string(lineNo) + ": " + error);
     std::vector<rt::Output> outputs;
     int variant = -1;
     if (!table.call(args, outputs, variant, error)) {
@@ -261,22 +274,9 @@ int cmdBench(const Options &o) {
   JitCompiler jit(o.files[0]);
   std::vector<std::string> names = jit.parameterNames(o.fn);
   std::vector<rt::CallArg> args;
-  for (const std::string &n : names) {
-    const ArgSpec *spec = nullptr;
-    for (const ArgSpec &a : specs)
-      if (a.name == n)
-        spec = &a;
-    if (!spec)
-      return usageError("missing argument '" + n + "'");
-    rt::CallArg a;
-    a.isInt = spec->isInt;
-    a.intValue = spec->intValue;
-    a.dtype = static_cast<int32_t>(spec->dtype);
-    a.shape = spec->shape;
-    if (!a.isInt)
-      a.data = spec->tensor.raw();
-    args.push_back(a);
-  }
+  std::string missing;
+  if (!callArgsFor(names, specs, args, missing))
+    return usageError(missing);
   if (names.empty())
     return usageError("no function named '" + o.fn + "' in " + o.files[0]);
   rt::FunctionTable table(o.fn, &jit);
