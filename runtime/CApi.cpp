@@ -154,6 +154,19 @@ tsl_status tsl_module_load_aot(tsl_runtime *rt, const char *path,
     }
     fn->table->addVariant(std::move(code));
   }
+  // Each function's variants are chosen by one native call.
+  for (auto &[name, fn] : module->functions) {
+    tsl::rt::Dispatcher d;
+    d.fn = reinterpret_cast<tsl::rt::DispatchFn>(
+        dlsym(handle, tsl::rt::aotDispatcherSymbol(name).c_str()));
+    if (!d.fn)
+      return fail(TSL_INVALID_ARGUMENT, std::string(path) +
+                                            ": missing the dispatcher of '" +
+                                            name + "'");
+    d.count = fn->table->numVariants();
+    d.keepAlive = library;
+    fn->table->setDispatcher(std::move(d));
+  }
   std::lock_guard<std::mutex> lock(rt->mutex);
   *out = module.get();
   rt->modules.push_back(std::move(module));

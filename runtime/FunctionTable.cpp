@@ -1,5 +1,6 @@
 #include "runtime/FunctionTable.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -112,8 +113,48 @@ void FunctionTable::publish(std::shared_ptr<VariantCode> v) {
   variants_.push_back(v);
   if (index < kMaxVariants) {
     published_[index].store(v.get(), std::memory_order_relaxed);
+    if (v->numSymbols > maxSymbols_.load(std::memory_order_relaxed))
+      maxSymbols_.store(v->numSymbols, std::memory_order_relaxed);
     publishedCount_.store(index + 1, std::memory_order_release);
   }
+}
+
+void FunctionTable::setDispatcher(Dispatcher d) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!d.fn || d.count > publishedCount_.load(std::memory_order_relaxed))
+    return;
+  dispatchers_.push_back(std::make_unique<Dispatcher>(std::move(d)));
+  dispatcher_.store(dispatchers_.back().get(), std::memory_order_release);
+}
+
+void FunctionTable::refreshDispatcher() {
+  if (!hook_)
+    return;
+  std::vector<const VariantCode *> variants;
+  size_t count = publishedCount_.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < count; ++i)
+    variants.push_back(published_[i].load(std::memory_order_relaxed));
+  Dispatcher d;
+  std::string error;
+  auto start = std::chrono::steady_clock::now();
+  if (!hook_->compileDispatcher(variants, d, error)) {
+    // Still correct: select() tries the matchers one by one.
+    if (log_.perf)
+      std::fprintf(stderr, "[tsl] perf: %s: no native dispatcher: %s\n",
+                   name_.c_str(), error.c_str());
+    return;
+  }
+  if (log_.perf)
+    std::fprintf(stderr,
+                 "[tsl] perf: dispatcher of %s over %zu variants compiled in "
+                 "%.1f ms\n",
+                 name_.c_str(), count,
+                 std::chrono::duration<double, std::milli>(
+                     std::chrono::steady_clock::now() - start)
+                     .count());
+  d.count = count;
+  dispatchers_.push_back(std::make_unique<Dispatcher>(std::move(d)));
+  dispatcher_.store(dispatchers_.back().get(), std::memory_order_release);
 }
 
 void FunctionTable::addVariant(VariantCode variant) {
@@ -142,14 +183,29 @@ int FunctionTable::select(size_t first, size_t count,
                           std::vector<int64_t> &syms,
                           std::string *reason) const {
   // Reused per thread: dispatch allocates nothing in the steady state.
-  thread_local std::vector<int64_t> sizes, ints;
-  sizes.clear();
-  ints.clear();
+  thread_local std::vector<int64_t> sizeBuf, intBuf, signatureBuf;
+  sizeBuf.clear();
+  intBuf.clear();
+  signatureBuf.assign(1, static_cast<int64_t>(args.size()));
   for (const CallArg &a : args) {
+    signatureBuf.push_back(argSignature(a.isInt, a.dtype, a.shape.size()));
     if (a.isInt)
-      ints.push_back(a.intValue);
+      intBuf.push_back(a.intValue);
     else
-      sizes.insert(sizes.end(), a.shape.begin(), a.shape.end());
+      sizeBuf.insert(sizeBuf.end(), a.shape.begin(), a.shape.end());
+  }
+  const int64_t *signature = signatureBuf.data(), *sizes = sizeBuf.data(),
+                *ints = intBuf.data();
+  const Dispatcher *d = dispatcher_.load(std::memory_order_acquire);
+  if (!reason && first == 0 && d && d->count <= count) {
+    // One native call chooses among the variants it was compiled for.
+    size_t need = maxSymbols_.load(std::memory_order_relaxed) + 1;
+    if (syms.size() < need)
+      syms.resize(need);
+    int32_t chosen = d->fn(signature, sizes, ints, syms.data());
+    if (chosen >= 0)
+      return chosen;
+    first = d->count;
   }
   for (size_t i = first; i < count; ++i) {
     const VariantCode &v = *published_[i].load(std::memory_order_relaxed);
@@ -170,7 +226,7 @@ int FunctionTable::select(size_t first, size_t count,
     }
     if (syms.size() < v.numSymbols + 1)
       syms.resize(v.numSymbols + 1);
-    int32_t code = v.match(sizes.data(), ints.data(), syms.data());
+    int32_t code = v.match(sizes, ints, syms.data());
     if (code == 0)
       return static_cast<int>(i);
     if (reason) {
@@ -239,6 +295,7 @@ bool FunctionTable::compileFor(const std::vector<CallArg> &args,
                  code.fromCache ? "loaded from the compile cache" : "compiled",
                  name_.c_str(), variants_.size(), ms);
   publish(std::make_shared<VariantCode>(std::move(code)));
+  refreshDispatcher();
   return true;
 }
 

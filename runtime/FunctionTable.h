@@ -48,6 +48,9 @@ public:
 
   /// Adds a precompiled variant (AOT), tried after the existing ones.
   void addVariant(VariantCode variant);
+  /// Installs a native dispatcher over the first `d.count` variants (AOT
+  /// modules ship one; JIT tables compile one after each new variant).
+  void setDispatcher(Dispatcher d);
 
   /// Runs one call. Returns false with \p error (naming the argument and
   /// dim, the failing guards, or the failed check and its source line).
@@ -57,6 +60,12 @@ public:
 
   Stats stats() const;
   size_t numVariants() const;
+  /// How many variants (from the first) the native dispatcher chooses
+  /// among; 0 when there is none.
+  size_t dispatcherCoverage() const {
+    const Dispatcher *d = dispatcher_.load(std::memory_order_acquire);
+    return d ? d->count : 0;
+  }
   /// Only the variant choice (argument matching and guards) of a call: the
   /// variant index or -1. For measuring dispatch overhead.
   int dispatch(const std::vector<CallArg> &args,
@@ -64,11 +73,14 @@ public:
 
 private:
   /// The first variant whose matcher accepts the call, or -1 with the
-  /// reason the last one rejected it.
+  /// reason the last one rejected it. Uses the native dispatcher for the
+  /// variants it covers when no reason is wanted.
   int select(size_t first, size_t count, const std::vector<CallArg> &args,
              std::vector<int64_t> &syms, std::string *reason) const;
   /// Makes variant \p v visible to lock-free readers (under mutex_).
   void publish(std::shared_ptr<VariantCode> v);
+  /// Recompiles the native dispatcher over every variant (under mutex_).
+  void refreshDispatcher();
   bool compileFor(const std::vector<CallArg> &args, const std::string &reason,
                   std::string &error);
   bool run(const VariantCode &v, const std::vector<CallArg> &args,
@@ -86,6 +98,11 @@ private:
   static constexpr size_t kMaxVariants = 64;
   std::array<std::atomic<const VariantCode *>, kMaxVariants> published_{};
   std::atomic<size_t> publishedCount_{0};
+  /// Symbols the largest variant binds (syms must hold that many).
+  std::atomic<size_t> maxSymbols_{0};
+  /// Dispatchers only grow too; the newest is published for readers.
+  std::vector<std::unique_ptr<Dispatcher>> dispatchers_;
+  std::atomic<const Dispatcher *> dispatcher_{nullptr};
   std::set<std::string> dynamicDims_;
   bool compiledAllDynamic_ = false;
   Stats stats_;

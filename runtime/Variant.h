@@ -21,6 +21,20 @@ using KernelFn = int32_t (*)(void **buffers, int64_t *syms,
 using MatchFn = int32_t (*)(const int64_t *sizes, const int64_t *ints,
                             int64_t *syms);
 using ShapesFn = void (*)(const int64_t *syms, int64_t *shapes);
+/// Chooses among a function's variants in one native call: the index of
+/// the first variant whose signature equals \p signature and whose matcher
+/// accepts the call (its symbols bound into syms), or -1. `signature[0]` is
+/// the number of arguments, then one argSignature() per argument.
+using DispatchFn = int32_t (*)(const int64_t *signature, const int64_t *sizes,
+                               const int64_t *ints, int64_t *syms);
+
+/// What a call must match exactly rather than through guards: an int
+/// argument, or a tensor's element type and rank.
+inline int64_t argSignature(bool isInt, int32_t dtype, size_t rank) {
+  return isInt ? -1
+               : static_cast<int64_t>(static_cast<uint64_t>(dtype) << 32 |
+                                      static_cast<uint32_t>(rank));
+}
 
 /// One parameter as the variant expects it.
 struct ParamInfo {
@@ -60,6 +74,21 @@ struct VariantCode {
   std::string description;         ///< for logs: "sizes: B dynamic, D = 64"
   bool fromCache = false;          ///< loaded from the on-disk compile cache
   std::shared_ptr<void> keepAlive; ///< owns the code (a JIT session)
+
+  /// The signature a dispatcher compares calls with (see DispatchFn).
+  std::vector<int64_t> signature() const {
+    std::vector<int64_t> s{static_cast<int64_t>(params.size())};
+    for (const ParamInfo &p : params)
+      s.push_back(argSignature(p.isInt, p.dtype, static_cast<size_t>(p.rank)));
+    return s;
+  }
+};
+
+/// A native dispatcher over a table's first `count` variants.
+struct Dispatcher {
+  DispatchFn fn = nullptr;
+  size_t count = 0;
+  std::shared_ptr<void> keepAlive; ///< owns the code
 };
 
 /// One argument of a call, as the runtime sees it.
@@ -82,6 +111,12 @@ public:
                        const std::set<std::string> &dynamicDims,
                        bool allDynamic, VariantCode &out,
                        std::string &error) = 0;
+  /// Compiles one native function choosing among \p variants in order.
+  /// False (with \p error) when it cannot; the table then tries each
+  /// variant's matcher in turn, which chooses the same variant.
+  virtual bool
+  compileDispatcher(const std::vector<const VariantCode *> &variants,
+                    Dispatcher &out, std::string &error) = 0;
 };
 
 } // namespace tsl::rt

@@ -370,3 +370,47 @@ bool Codegen::library(const Operation &op) {
 }
 
 } // namespace tsl::cpu
+
+namespace tsl {
+
+void emitDispatcher(llvm::Module &m, const std::string &name,
+                    const std::vector<DispatchEntry> &entries) {
+  llvm::LLVMContext &ctx = m.getContext();
+  llvm::IRBuilder<> b(ctx);
+  llvm::Type *i32 = b.getInt32Ty(), *i64 = b.getInt64Ty(), *ptr = b.getPtrTy();
+  auto *type = llvm::FunctionType::get(i32, {ptr, ptr, ptr, ptr}, false);
+  auto *matchType = llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false);
+  auto *f =
+      llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, m);
+  llvm::Value *signature = f->getArg(0);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::vector<int64_t> &sig = entries[i].signature;
+    auto *tryMatch = llvm::BasicBlock::Create(ctx, "try", f);
+    auto *next = llvm::BasicBlock::Create(ctx, "next", f);
+    // The arity first: only then are the per-argument words in bounds.
+    llvm::Value *arity = b.CreateLoad(i64, signature);
+    auto *compare = llvm::BasicBlock::Create(ctx, "signature", f);
+    b.CreateCondBr(b.CreateICmpEQ(arity, b.getInt64(sig[0])), compare, next);
+    b.SetInsertPoint(compare);
+    llvm::Value *same = b.getTrue();
+    for (size_t k = 1; k < sig.size(); ++k)
+      same = b.CreateAnd(
+          same, b.CreateICmpEQ(
+                    b.CreateLoad(i64, b.CreateConstGEP1_64(i64, signature, k)),
+                    b.getInt64(sig[k])));
+    b.CreateCondBr(same, tryMatch, next);
+    b.SetInsertPoint(tryMatch);
+    llvm::Value *code =
+        b.CreateCall(matchType, entries[i].match,
+                     {f->getArg(1), f->getArg(2), f->getArg(3)});
+    auto *found = llvm::BasicBlock::Create(ctx, "found", f);
+    b.CreateCondBr(b.CreateICmpEQ(code, b.getInt32(0)), found, next);
+    b.SetInsertPoint(found);
+    b.CreateRet(b.getInt32(static_cast<int32_t>(i)));
+    b.SetInsertPoint(next);
+  }
+  b.CreateRet(b.getInt32(-1));
+}
+
+} // namespace tsl

@@ -9,6 +9,7 @@
 #include <vector>
 
 namespace llvm {
+class Constant;
 class LLVMContext;
 class Module;
 } // namespace llvm
@@ -52,5 +53,18 @@ std::unique_ptr<llvm::Module>
 lowerFunction(const Function &fn, llvm::LLVMContext &ctx,
               std::vector<std::string> &checks, std::string &error,
               const LoweringOptions &options = {});
+
+/// One variant as a dispatcher sees it: its signature (rt::DispatchFn) and
+/// its matcher (a function of the module, or an address).
+struct DispatchEntry {
+  std::vector<int64_t> signature;
+  llvm::Constant *match = nullptr;
+};
+
+/// Adds `i32 name(ptr signature, ptr sizes, ptr ints, ptr syms)` to \p m:
+/// the index of the first entry whose signature equals the call's and whose
+/// matcher returns 0, else -1 (rt::DispatchFn).
+void emitDispatcher(llvm::Module &m, const std::string &name,
+                    const std::vector<DispatchEntry> &entries);
 
 } // namespace tsl

@@ -372,6 +372,14 @@ bool compileObject(const std::vector<Function> &fns, std::string &object,
     fillMetadata(fn, checks, mv.code);
     manifest.push_back(std::move(mv));
   }
+  // One dispatcher per function over its variants, in manifest order (the
+  // order the runtime adds them in); the matchers inline into it.
+  std::map<std::string, std::vector<DispatchEntry>> dispatch;
+  for (const rt::ManifestVariant &mv : manifest)
+    dispatch[mv.function].push_back(
+        {mv.code.signature(), combined->getFunction(mv.matchSymbol)});
+  for (const auto &[function, entries] : dispatch)
+    emitDispatcher(*combined, rt::aotDispatcherSymbol(function), entries);
   // The runtime-function table the loader fills, and the manifest.
   auto *tableType =
       llvm::ArrayType::get(llvm::PointerType::get(ctx, 0), TSL_RT_NUM_SLOTS);
@@ -447,6 +455,49 @@ bool buildSharedLibrary(const std::vector<Function> &fns,
     error = "linking '" + outPath + "' with '" + argv[0] + "' failed";
     return false;
   }
+  return true;
+}
+
+bool compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
+                       rt::Dispatcher &out, std::string &error) {
+  initializeLLVM();
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  auto m = std::make_unique<llvm::Module>("tsl_dispatch", *ctx);
+  std::vector<DispatchEntry> entries;
+  auto *i64 = llvm::Type::getInt64Ty(*ctx);
+  for (const rt::VariantCode *v : variants)
+    entries.push_back(
+        {v->signature(),
+         llvm::ConstantExpr::getIntToPtr(
+             llvm::ConstantInt::get(i64, reinterpret_cast<uintptr_t>(v->match)),
+             llvm::PointerType::get(*ctx, 0))});
+  emitDispatcher(*m, "tsl_dispatch", entries);
+  auto jtmb = targetMachineBuilder();
+  if (!jtmb) {
+    error = "cannot target the host CPU: " + errorText(jtmb.takeError());
+    return false;
+  }
+  auto jit = llvm::orc::LLJITBuilder()
+                 .setJITTargetMachineBuilder(std::move(*jtmb))
+                 .create();
+  if (!jit) {
+    error = errorText(jit.takeError());
+    return false;
+  }
+  m->setDataLayout((*jit)->getDataLayout());
+  if (auto err = (*jit)->addIRModule(
+          llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx)))) {
+    error = errorText(std::move(err));
+    return false;
+  }
+  auto sym = (*jit)->lookup("tsl_dispatch");
+  if (!sym) {
+    error = errorText(sym.takeError());
+    return false;
+  }
+  out.fn = sym->toPtr<rt::DispatchFn>();
+  out.count = variants.size();
+  out.keepAlive = std::shared_ptr<llvm::orc::LLJIT>(std::move(*jit));
   return true;
 }
 

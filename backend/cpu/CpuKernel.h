@@ -13,8 +13,9 @@
 namespace tsl {
 
 namespace rt {
+struct Dispatcher;
 struct VariantCode;
-}
+} // namespace rt
 
 /// Lowers \p fn to LLVM IR text (for `tslc emit --emit=llvm`). Returns
 /// false with \p error when an op is not supported by the backend.
@@ -44,6 +45,11 @@ bool loadObjectVariants(
     const std::string &object, const std::string &manifest,
     std::vector<std::pair<std::string, rt::VariantCode>> &out,
     std::string &error);
+
+/// Compiles one native function that chooses among \p variants (loaded in
+/// this process) in order: rt::DispatchFn. False with \p error on failure.
+bool compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
+                       rt::Dispatcher &out, std::string &error);
 
 /// A compiled, loaded kernel. Thread-compatible: run() may be called from
 /// several threads at once (each call has its own context).

@@ -51,6 +51,12 @@ JitCompiler::parameterNames(const std::string &function) {
   return names;
 }
 
+bool JitCompiler::compileDispatcher(
+    const std::vector<const rt::VariantCode *> &variants, rt::Dispatcher &out,
+    std::string &error) {
+  return tsl::compileDispatcher(variants, out, error);
+}
+
 bool JitCompiler::compile(const std::string &function,
                           const std::vector<rt::CallArg> &args,
                           const std::set<std::string> &dynamicDims,

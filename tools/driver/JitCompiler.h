@@ -24,6 +24,8 @@ public:
                const std::vector<rt::CallArg> &args,
                const std::set<std::string> &dynamicDims, bool allDynamic,
                rt::VariantCode &out, std::string &error) override;
+  bool compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
+                         rt::Dispatcher &out, std::string &error) override;
 
   /// Loads and checks the file; false with the diagnostics as text.
   bool check(std::string &error);
