@@ -185,6 +185,29 @@ private:
   bool library(const Operation &op);
 
   bool lowerOp(const Operation &op);
+
+  // --- row fusion (CodegenRows.cpp) -------------------------------------
+  // A run of ops over the same rows [*L, n] (elementwise ops and last-axis
+  // reductions, as in softmax and layer_norm) is lowered as one loop over
+  // the rows, each op in turn per row: a row's values stay in L1, and
+  // intermediates used only inside the run live in per-row scratch instead
+  // of full tensors.
+  struct RowGroup {
+    size_t begin = 0, end = 0; ///< ops [begin, end)
+    std::vector<SymExpr> lead; ///< the row dims L
+  };
+  /// Row group starting at each op (end == begin when none); linear time.
+  std::vector<RowGroup> rowGroups;
+  /// The last op reading each value (through fused trees), or -1.
+  std::vector<int> lastReader;
+  void planRowGroups();
+  bool lowerRowGroup(const RowGroup &g);
+  /// Set while lowering a row group: tensors [*L, n] are seen as one row
+  /// [1, ..., 1, n] (dims()), and results are already allocated.
+  std::vector<SymExpr> rowLead;
+  bool rowShaped(const TensorType &t) const;
+  /// Values a fused tree rooted at \p v reads from memory.
+  void leaves(ValueId v, std::vector<ValueId> &out) const;
 };
 
 } // namespace tsl::cpu

@@ -154,6 +154,11 @@ Value *Codegen::cond(const SymCond &c) {
 
 std::vector<Value *> Codegen::dims(const TensorType &t) {
   std::vector<Value *> out;
+  if (rowShaped(t)) { // one row of a row group
+    out.assign(rowLead.size(), b.getInt64(1));
+    out.push_back(expr(t.dims.back()));
+    return out;
+  }
   for (const SymExpr &d : t.dims)
     out.push_back(expr(d));
   return out;
@@ -194,6 +199,8 @@ Value *Codegen::allocate(ValueId v, Value *count) {
 
 Value *Codegen::allocateResult(const Operation &op, size_t i) {
   ValueId v = op.results[i];
+  if (!rowLead.empty()) // a row group allocated it before its row loop
+    return bufs[v];
   return allocate(v, product(dims(fn.type(v))));
 }
 
@@ -421,8 +428,14 @@ Value *Codegen::binary(OpCode code, DType t, Value *x, Value *y) {
   case OpCode::Mul:
     return fl ? b.CreateFMul(x, y) : b.CreateMul(x, y);
   case OpCode::Div:
-    if (fl)
-      return b.CreateFDiv(x, y);
+    if (fl) {
+      // Reciprocal allowed (as PyTorch's softmax does): a divisor that is
+      // the same across a loop (a row sum) becomes one reciprocal and a
+      // multiply per element; at most ~1 ulp from the exact quotient.
+      auto *q = llvm::cast<llvm::Instruction>(b.CreateFDiv(x, y));
+      q->setHasAllowReciprocal(true);
+      return q;
+    }
     failMessageIf(b.CreateICmpEQ(y, b.getInt64(0)), "integer division by zero");
     return floorDiv(x, y);
   case OpCode::Pow:

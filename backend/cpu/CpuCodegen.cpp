@@ -33,9 +33,18 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
       bufs[p.value] = loadBuffer(p.value);
   planFusion();
   planFrees();
+  planRowGroups();
   for (size_t i = 0; i < fn.ops.size(); ++i) {
     opIndex = static_cast<int32_t>(i);
     const Operation &op = fn.ops[i];
+    if (rowGroups[i].end > i) {
+      if (!lowerRowGroup(rowGroups[i])) {
+        err = error.empty() ? "not supported" : error;
+        return nullptr;
+      }
+      i = rowGroups[i].end - 1;
+      continue;
+    }
     if (!op.results.empty() &&
         (inlined[op.results[0]] || transposedOperand[op.results[0]]))
       continue; // computed inside its consumer (loop or GEMM)

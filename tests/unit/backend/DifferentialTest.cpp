@@ -129,4 +129,73 @@ TEST(Differential, CpuBackendMatchesTheInterpreter) {
   EXPECT_GT(compared, 100);
 }
 
+// Runs of elementwise ops and last-axis reductions over the same rows are
+// lowered as one loop over the rows (backend/cpu/CodegenRows.cpp): values
+// read after the run stay full tensors, the rest live in per-row scratch.
+TEST(Differential, RowFusedRunsMatchTheInterpreter) {
+  const char *header = "import nn;\ndim B: dynamic;\ndim S: dynamic;\n"
+                       "dim N: dynamic;\n";
+  std::vector<std::string> bodies = {
+      // softmax with its exp also returned (read after the run)
+      "fn f(x: f32[B, S, N], w: f32[N], c: f32[B, S, 1]) -> (f32[B, S, N], "
+      "f32[B, S, N]) {\n  let m = max(x, axis=-1, keepdim=true);\n"
+      "  let e = exp(x - m);\n"
+      "  return (e / sum(e, axis=-1, keepdim=true), e);\n}\n",
+      // layer_norm: a rank-1 scale and shift, the same for every row
+      "fn f(x: f32[B, S, N], w: f32[N], c: f32[B, S, 1]) -> f32[B, S, N] {\n"
+      "  return nn.layer_norm(x + 1.0, w, w * 0.5);\n}\n",
+      // the run's result feeds a matmul; per-row [B, S, 1] operands
+      "fn f(x: f32[B, S, N], w: f32[N], c: f32[B, S, 1]) -> f32[B, S, S] {\n"
+      "  let s = sum(x * c, axis=-1, keepdim=true) + c;\n"
+      "  let p = (x - s) / (max(x, axis=-1, keepdim=true) + 10.0);\n"
+      "  return p @ transpose(x, -1, -2);\n}\n",
+      // log_softmax, then a reduction of the result over another axis
+      "fn f(x: f32[B, S, N], w: f32[N], c: f32[B, S, 1]) -> f32[B, 1, N] {\n"
+      "  return sum(nn.log_softmax(x * w), axis=1, keepdim=true);\n}\n",
+  };
+  std::mt19937 rng(7);
+  int compared = 0;
+  for (const std::string &body : bodies) {
+    std::string source = header + body;
+    std::map<std::string, ExampleArg> ex;
+    ex["x"] = ExampleArg{false, 0, DType::F32, {2, 3, 5}};
+    ex["w"] = ExampleArg{false, 0, DType::F32, {5}};
+    ex["c"] = ExampleArg{false, 0, DType::F32, {2, 3, 1}};
+    Function fn;
+    std::string errors;
+    ASSERT_TRUE(compile(source, ex, fn, errors)) << source << errors;
+    std::string error;
+    std::unique_ptr<CpuKernel> kernel = CpuKernel::compile(fn, error);
+    ASSERT_NE(kernel, nullptr) << error << "\n" << source;
+    // Empty batches, single rows and a row of one element included.
+    for (std::vector<int64_t> bsn : std::vector<std::vector<int64_t>>{
+             {2, 3, 5}, {0, 3, 5}, {1, 1, 1}, {3, 7, 33}, {4, 2, 130}}) {
+      std::vector<ArgValue> args(3);
+      std::normal_distribution<double> normal;
+      std::vector<std::vector<int64_t>> shapes{
+          bsn, {bsn[2]}, {bsn[0], bsn[1], 1}};
+      for (size_t i = 0; i < 3; ++i) {
+        args[i].tensor = Tensor::zeros(DType::F32, shapes[i]);
+        for (size_t k = 0; k < args[i].tensor.numel(); ++k)
+          args[i].tensor.setF(k, normal(rng));
+      }
+      std::vector<Tensor> expected, actual;
+      RunError e1, e2;
+      ASSERT_TRUE(interpret(fn, args, expected, e1)) << e1.message;
+      ASSERT_TRUE(kernel->run(args, actual, e2)) << e2.message;
+      ASSERT_EQ(expected.size(), actual.size());
+      for (size_t r = 0; r < expected.size(); ++r) {
+        ASSERT_EQ(expected[r].shape(), actual[r].shape()) << source;
+        for (size_t k = 0; k < expected[r].numel(); ++k) {
+          double want = expected[r].getF(k), got = actual[r].getF(k);
+          ASSERT_NEAR(got, want, 1e-4 + 1e-4 * std::fabs(want))
+              << source << " result " << r << " at " << k;
+        }
+      }
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 20);
+}
+
 } // namespace
