@@ -132,7 +132,7 @@ int main(int argc, char **argv) {
            {1, 128}, {4, 128}, {1, 512}, {8, 64}}) {
     rt::FunctionTable softmax("softmax", &jit);
     std::vector<Buffer> x{randomBuffer({B, S, 256}, rng)};
-    double ts = timeCall(softmax, argsOf(x), 20);
+    double ts = timeCall(softmax, argsOf(x), 500);
     rt::FunctionTable encoder("encoder", &jit);
     std::vector<Buffer> e{x[0]};
     for (auto shape : std::vector<std::vector<int64_t>>{{256, 256},

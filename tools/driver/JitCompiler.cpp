@@ -6,8 +6,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <dlfcn.h>
 #include <filesystem>
 #include <fstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace tsl {
@@ -130,6 +132,24 @@ uint64_t fnv1a(const std::string &data, uint64_t h = 1469598103934665603ULL) {
   return h;
 }
 
+/// Identifies this build of the compiler: the file holding the backend
+/// (path, size, modification time). A rebuilt compiler — new code
+/// generation under the same version number — must not load objects the
+/// old one cached.
+std::string compilerBuildId() {
+  static const std::string id = [] {
+    Dl_info info;
+    struct stat st;
+    if (dladdr(reinterpret_cast<void *>(&compileObject), &info) &&
+        info.dli_fname && ::stat(info.dli_fname, &st) == 0)
+      return std::string(info.dli_fname) + " " + std::to_string(st.st_size) +
+             " " + std::to_string(st.st_mtim.tv_sec) + "." +
+             std::to_string(st.st_mtim.tv_nsec);
+    return std::string("unknown build");
+  }();
+  return id;
+}
+
 std::string hex(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
@@ -184,7 +204,8 @@ std::string JitCompiler::cacheKey(const std::string &function,
                                   bool allDynamic) {
   // Everything the compiled code depends on: the compiler, the target, every
   // source file loaded (imports included), and the compile request.
-  std::string text = "tsl 0.1.0 cache 1\n" + hostTargetId() + "\n";
+  std::string text =
+      "tsl 0.1.0 cache 1\n" + compilerBuildId() + "\n" + hostTargetId() + "\n";
   for (uint32_t f = 1; f <= sm_.fileCount(); ++f)
     text += sm_.name(f) + "\n" + std::string(sm_.text(f)) + "\n";
   text += function + "\n";
