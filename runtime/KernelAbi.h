@@ -88,6 +88,45 @@ int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t dtype, const void *x,
                       const int64_t *shape, int32_t rank, int32_t axis,
                       void *out);
 
+/* --- GPU variants -----------------------------------------------------
+ * Their host code runs like a CPU kernel, but buffers hold device pointers
+ * and every loop nest is a device kernel the host code launches. Device
+ * kernels report a failed check by storing 1 + its op index in the last
+ * symbol slot (`syms[nsyms - 1]`), which the launch copies back. */
+
+/// The device a GPU variant runs on; the runtime sets it on the context.
+typedef struct tsl_rt_device {
+  void *self;
+  /// Device memory of \p bytes, or null with *error set.
+  void *(*alloc)(void *self, int64_t bytes, const char **error);
+  void (*release)(void *self, void *p);
+  /// Runs device kernel number \p kernel over \p total work items with
+  /// the buffer and symbol arrays (copied to the device first, the symbols
+  /// copied back after). Null, or an error message.
+  const char *(*launch)(void *self, int32_t kernel, int64_t total,
+                        void **buffers, int64_t nbuffers, int64_t *syms,
+                        int64_t nsyms);
+  /// Copies \p bytes of device memory to the host. Null, or an error.
+  const char *(*read)(void *self, void *dst, const void *src, int64_t bytes);
+} tsl_rt_device;
+
+void tsl_rt_context_set_device(tsl_rt_context *ctx,
+                               const tsl_rt_device *device);
+/// Device memory owned by the context (released at its end unless taken
+/// with tsl_rt_context_take_device); null with an error recorded.
+void *tsl_rt_dev_alloc(tsl_rt_context *ctx, int64_t bytes);
+void tsl_rt_dev_free(tsl_rt_context *ctx, void *p);
+/// Hands device allocation \p p to the caller (1), or 0 when not owned.
+int32_t tsl_rt_context_take_device(tsl_rt_context *ctx, void *p);
+/// Launches a device kernel (see tsl_rt_device). Returns 0, or non-zero
+/// after recording the launch error or the failed op.
+int32_t tsl_rt_dev_launch(tsl_rt_context *ctx, int32_t kernel, int64_t total,
+                          void **buffers, int64_t nbuffers, int64_t *syms,
+                          int64_t nsyms);
+/// Copies device memory to the host; non-zero after recording an error.
+int32_t tsl_rt_dev_read(tsl_rt_context *ctx, void *dst, const void *src,
+                        int64_t bytes);
+
 /* Ahead-of-time modules call the functions above through a table they
  * export as `tsl_rt_table` (void *[TSL_RT_NUM_SLOTS]); the runtime fills it
  * when it loads the module, so no symbol of the program needs exporting. */

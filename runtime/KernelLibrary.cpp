@@ -13,11 +13,7 @@
 #include <string>
 #include <vector>
 
-struct tsl_rt_context {
-  std::vector<void *> allocations;
-  std::string error;
-  int32_t failedOp = -1;
-};
+#include "runtime/Context.h"
 
 namespace {
 
@@ -149,6 +145,7 @@ void tsl_rt_context_destroy(tsl_rt_context *ctx) {
   if (!ctx)
     return;
   tsl_rt_context_release(ctx, nullptr, 0);
+  tsl::rt::releaseDeviceAllocations(ctx);
   delete ctx;
 }
 

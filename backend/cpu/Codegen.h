@@ -30,6 +30,9 @@ public:
   std::vector<std::string> checks;
 
   std::unique_ptr<llvm::Module> run(std::string &err);
+  /// GPU variants: the device kernels run() launched, and their number.
+  std::unique_ptr<llvm::Module> deviceModule;
+  int32_t numKernels = 0;
 
 private:
   const Function &fn;
@@ -163,6 +166,15 @@ private:
 
   bool reduce(const Operation &op);
 
+  /// Sizes of a (batched, broadcasting) matmul: [batch..., M, K] @
+  /// [batch..., K, N], with each operand's batch strides (0 where it
+  /// broadcasts); vectors are [1, M] / [K, 1].
+  struct MatmulDims {
+    Value *M, *K, *N;
+    std::vector<Value *> batch, sa, sc;
+    bool rightIs2d = false;
+  };
+  MatmulDims matmulDims(const Operation &op);
   bool matmul(const Operation &op);
 
   /// Copies with an index map: out[idx] = in[offset(idx, strides) + base].
@@ -185,6 +197,30 @@ private:
   bool library(const Operation &op);
 
   bool lowerOp(const Operation &op);
+
+  // --- device mode (CodegenDevice.cpp) -----------------------------------
+  // Each op becomes a device function of `deviceModule` whose outermost
+  // loops are grid-stride loops over a flat index; the host function
+  // allocates its results in device memory and launches it.
+  bool inDevice = false;     ///< emitting a device function
+  bool preallocated = false; ///< results were allocated by the host
+  Value *deviceThread = nullptr, *deviceThreads = nullptr;
+  int loopNesting = 0;
+  bool lowerOnDevice(const Operation &op);
+  bool lowerDeviceOp(const Operation &op);
+  /// for (i = thread; i < prod(extents); i += threads) body(unflatten(i)).
+  void gridStrideLoops(
+      const std::vector<Value *> &extents,
+      const std::function<void(const std::vector<Value *> &)> &body);
+  /// An alloca in the current function's entry block (not in a loop).
+  Value *entryAlloca(llvm::Type *t);
+  /// One thread per result element (no shared accumulators).
+  bool deviceReduce(const Operation &op);
+  bool deviceMatmul(const Operation &op);
+  /// One loop: padding or the input element (the CPU fills, then copies).
+  bool devicePad(const Operation &op);
+  /// Copies element 0 of \p v to the host (item()).
+  Value *readToHost(ValueId v);
 
   // --- row fusion (CodegenRows.cpp) -------------------------------------
   // A run of ops over the same rows [*L, n] (elementwise ops and last-axis

@@ -95,7 +95,8 @@ void Codegen::planRowGroups() {
       ++count;
       ++j;
     }
-    if (reductions > 0 && count >= 2) {
+    // (Not in GPU variants: a row's scratch would be shared by threads.)
+    if (!options.device && reductions > 0 && count >= 2) {
       rowGroups[i] = {i, j, lead};
       i = j;
     } else {

@@ -18,6 +18,12 @@ llvm::FunctionCallee Codegen::runtime(const char *name, llvm::Type *ret,
     return llvm::FunctionCallee(llvm::FunctionType::get(ret, args, false),
                                 entry);
   }
+  if (options.device) { // host code of a GPU variant: device memory
+    if (std::string(name) == "tsl_rt_alloc")
+      name = "tsl_rt_dev_alloc";
+    else if (std::string(name) == "tsl_rt_free")
+      name = "tsl_rt_dev_free";
+  }
   llvm::FunctionCallee callee =
       mod->getOrInsertFunction(name, llvm::FunctionType::get(ret, args, false));
   if (std::string(name) == "tsl_rt_alloc")
@@ -37,8 +43,16 @@ void Codegen::failIf(Value *failed, const std::function<void()> &record) {
   b.CreateCondBr(failed, bad, ok,
                  llvm::MDBuilder(ctx).createBranchWeights(1, 1 << 20));
   b.SetInsertPoint(bad);
-  record();
-  b.CreateRet(b.getInt32(1));
+  if (inDevice) {
+    // No context on the device: 1 + the op index in the status slot (the
+    // last symbol), which the host checks after the launch.
+    b.CreateStore(b.getInt64(opIndex + 1),
+                  b.CreateConstGEP1_64(i64, symsArg, fn.symbols.size()));
+    b.CreateRetVoid();
+  } else {
+    record();
+    b.CreateRet(b.getInt32(1));
+  }
   b.SetInsertPoint(ok);
 }
 
@@ -199,7 +213,9 @@ Value *Codegen::allocate(ValueId v, Value *count) {
 
 Value *Codegen::allocateResult(const Operation &op, size_t i) {
   ValueId v = op.results[i];
-  if (!rowLead.empty()) // a row group allocated it before its row loop
+  // A row group allocated it before its row loop; a device function's
+  // results were allocated by the host.
+  if (!rowLead.empty() || preallocated)
     return bufs[v];
   return allocate(v, product(dims(fn.type(v))));
 }
@@ -208,8 +224,14 @@ Value *Codegen::allocateResult(const Operation &op, size_t i) {
 void Codegen::loops(
     const std::vector<Value *> &extents,
     const std::function<void(const std::vector<Value *> &)> &body) {
+  if (inDevice && loopNesting == 0) {
+    gridStrideLoops(extents, body);
+    return;
+  }
   std::vector<Value *> idx;
+  ++loopNesting;
   loopLevel(extents, 0, idx, body);
+  --loopNesting;
 }
 
 void Codegen::loopLevel(

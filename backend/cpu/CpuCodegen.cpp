@@ -31,6 +31,8 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
   for (const Param &p : fn.params)
     if (!p.isInt)
       bufs[p.value] = loadBuffer(p.value);
+  if (options.device)
+    deviceModule = std::make_unique<llvm::Module>("tsl_device", ctx);
   planFusion();
   planFrees();
   planRowGroups();
@@ -48,7 +50,7 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
     if (!op.results.empty() &&
         (inlined[op.results[0]] || transposedOperand[op.results[0]]))
       continue; // computed inside its consumer (loop or GEMM)
-    if (!lowerOp(op)) {
+    if (!(options.device ? lowerOnDevice(op) : lowerOp(op))) {
       err = error.empty() ? "not supported" : error;
       return nullptr;
     }
@@ -71,7 +73,8 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
 }
 
 bool Codegen::unsupported(const std::string &what) {
-  error = "not supported on the cpu backend: " + what;
+  error = std::string("not supported on the ") +
+          (options.device ? "cuda" : "cpu") + " backend: " + what;
   return false;
 }
 
@@ -139,7 +142,8 @@ bool Codegen::lowerOp(const Operation &op) {
     return library(op);
   case OpCode::Item: {
     ValueId x = op.operands[0];
-    Value *v = load(fn.type(x).dtype, bufs[x], b.getInt64(0));
+    Value *v = load(fn.type(x).dtype, options.device ? readToHost(x) : bufs[x],
+                    b.getInt64(0));
     if (fn.type(x).dtype == DType::Bool)
       v = b.CreateZExt(v, i64);
     SymExpr sym = op.exprAttr("sym");
@@ -222,7 +226,7 @@ void Codegen::planFusion() {
                     perm[r - 2] == static_cast<int64_t>(r - 1);
     for (size_t i = 0; i + 2 < r; ++i)
       swapLast &= perm[i] == static_cast<int64_t>(i);
-    if (swapLast)
+    if (swapLast && !options.device) // device matmuls read B as stored
       transposedOperand[v] = true;
   }
   for (const Operation &op : fn.ops) {
@@ -540,49 +544,61 @@ bool Codegen::reduce(const Operation &op) {
   return true;
 }
 
-bool Codegen::matmul(const Operation &op) {
+Codegen::MatmulDims Codegen::matmulDims(const Operation &op) {
   TensorType a = fn.type(op.operands[0]), c = fn.type(op.operands[1]);
-  DType t = a.dtype;
   if (a.rank() == 1)
     a.dims.insert(a.dims.begin(), SymExpr(1));
   if (c.rank() == 1)
     c.dims.push_back(SymExpr(1));
-  Value *M = expr(a.dims[a.rank() - 2]), *K = expr(a.dims[a.rank() - 1]);
-  Value *N = expr(c.dims[c.rank() - 1]);
+  MatmulDims d;
+  d.M = expr(a.dims[a.rank() - 2]);
+  d.K = expr(a.dims[a.rank() - 1]);
+  d.N = expr(c.dims[c.rank() - 1]);
+  d.rightIs2d = c.rank() == 2;
   size_t batchRank = std::max(a.rank(), c.rank()) - 2;
-  std::vector<Value *> batch(batchRank), sa(batchRank, b.getInt64(0)),
-      sc(batchRank, b.getInt64(0));
+  d.batch.resize(batchRank);
+  d.sa.assign(batchRank, b.getInt64(0));
+  d.sc.assign(batchRank, b.getInt64(0));
+  // Batch strides of each operand (0 where it broadcasts).
   auto batchStrides = [&](const TensorType &x, Value *block,
                           std::vector<Value *> &s) {
     size_t r = x.rank() - 2, off = batchRank - r;
     Value *acc = block;
     for (size_t i = r; i-- > 0;) {
-      Value *d = expr(x.dims[i]);
-      s[off + i] =
-          b.CreateSelect(b.CreateICmpEQ(d, b.getInt64(1)), b.getInt64(0), acc);
-      acc = b.CreateMul(acc, d);
+      Value *dim = expr(x.dims[i]);
+      s[off + i] = b.CreateSelect(b.CreateICmpEQ(dim, b.getInt64(1)),
+                                  b.getInt64(0), acc);
+      acc = b.CreateMul(acc, dim);
     }
   };
-  batchStrides(a, b.CreateMul(M, K), sa);
-  batchStrides(c, b.CreateMul(K, N), sc);
+  batchStrides(a, b.CreateMul(d.M, d.K), d.sa);
+  batchStrides(c, b.CreateMul(d.K, d.N), d.sc);
   for (size_t i = 0; i < batchRank; ++i) {
-    Value *d = b.getInt64(1);
+    Value *size = b.getInt64(1);
     for (const TensorType *x : {&a, &c}) {
       size_t r = x->rank() - 2, off = batchRank - r;
       if (i >= off) {
         Value *xd = expr(x->dims[i - off]);
-        d = b.CreateSelect(b.CreateICmpEQ(xd, b.getInt64(1)), d, xd);
+        size = b.CreateSelect(b.CreateICmpEQ(xd, b.getInt64(1)), size, xd);
       }
     }
-    batch[i] = d;
+    d.batch[i] = size;
   }
+  return d;
+}
+
+bool Codegen::matmul(const Operation &op) {
+  DType t = fn.type(op.operands[0]).dtype;
+  MatmulDims md = matmulDims(op);
+  Value *M = md.M, *K = md.K, *N = md.N;
+  std::vector<Value *> &batch = md.batch, &sa = md.sa, &sc = md.sc;
   Value *dst = allocateResult(op);
   ValueId right = op.operands[1];
   bool transB = transposedOperand[right];
   Value *bBuf = transB ? bufs[producer[right]->operands[0]] : bufs[right];
   const char *gemmName = transB ? "tsl_rt_sgemm_bt" : "tsl_rt_sgemm";
   Value *ldb = transB ? K : N;
-  if (t == DType::F32 && c.rank() == 2) {
+  if (t == DType::F32 && md.rightIs2d) {
     // A 2-D right operand (a linear layer): the left operand's batch rows
     // are one tall matrix, so one GEMM call packs the weights once.
     Value *rows = b.CreateMul(product(batch), M);
@@ -648,6 +664,21 @@ bool Codegen::matmul(const Operation &op) {
 }
 
 } // namespace cpu
+
+std::unique_ptr<llvm::Module>
+lowerFunctionWithDevice(const Function &fn, llvm::LLVMContext &ctx,
+                        std::vector<std::string> &checks, std::string &error,
+                        std::unique_ptr<llvm::Module> &deviceModule,
+                        int32_t &numKernels) {
+  LoweringOptions options;
+  options.device = true;
+  cpu::Codegen cg(fn, ctx, options);
+  std::unique_ptr<llvm::Module> m = cg.run(error);
+  checks = cg.checks;
+  deviceModule = std::move(cg.deviceModule);
+  numKernels = cg.numKernels;
+  return m;
+}
 
 std::unique_ptr<llvm::Module> lowerFunction(const Function &fn,
                                             llvm::LLVMContext &ctx,

@@ -33,6 +33,9 @@ struct LoweringOptions {
   /// Ahead of time: runtime functions are called through the exported
   /// `tsl_rt_table` that the loading runtime fills (KernelAbi.h).
   bool aot = false;
+  /// GPU variant: the host function launches a device kernel per op (see
+  /// lowerFunctionWithDevice); off for CPU code.
+  bool device = false;
   /// Prefix of the three entry points ("": the default names above;
   /// "f_v0": f_v0_kernel, f_v0_match, f_v0_shapes).
   std::string prefix;
@@ -53,6 +56,18 @@ std::unique_ptr<llvm::Module>
 lowerFunction(const Function &fn, llvm::LLVMContext &ctx,
               std::vector<std::string> &checks, std::string &error,
               const LoweringOptions &options = {});
+
+/// Lowers \p fn for a GPU: the returned host module has the usual entry
+/// points, with buffers in device memory and each op's loop nest launched
+/// as device kernel `tsl_dev_<k>(ptr buffers, ptr syms, i64 thread, i64
+/// threads)` of \p deviceModule (k = 0 .. \p numKernels - 1; grid-stride
+/// loops, so any number of threads computes the whole op). Ops the device
+/// path lacks fail with "not supported on the cuda backend: ...".
+std::unique_ptr<llvm::Module>
+lowerFunctionWithDevice(const Function &fn, llvm::LLVMContext &ctx,
+                        std::vector<std::string> &checks, std::string &error,
+                        std::unique_ptr<llvm::Module> &deviceModule,
+                        int32_t &numKernels);
 
 /// One variant as a dispatcher sees it: its signature (rt::DispatchFn) and
 /// its matcher (a function of the module, or an address).

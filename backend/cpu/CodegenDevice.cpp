@@ -1,0 +1,299 @@
+// Device mode of the loop-nest lowering (GPU variants, backend/nvptx): each
+// op becomes a device function whose outermost loops are grid-stride loops
+// over a flat index, so any grid computes the whole op; the host function
+// allocates the op's results in device memory and launches it. Ops whose
+// CPU lowering has loops that depend on each other (accumulate, then
+// finish) get single-loop forms here with one thread per result element.
+#include "backend/cpu/Codegen.h"
+
+namespace tsl::cpu {
+
+Value *Codegen::entryAlloca(llvm::Type *t) {
+  llvm::IRBuilder<> entry(&kernel->getEntryBlock(),
+                          kernel->getEntryBlock().begin());
+  return entry.CreateAlloca(t);
+}
+
+void Codegen::gridStrideLoops(
+    const std::vector<Value *> &extents,
+    const std::function<void(const std::vector<Value *> &)> &body) {
+  Value *total = product(extents);
+  llvm::BasicBlock *pre = b.GetInsertBlock();
+  auto *header = llvm::BasicBlock::Create(ctx, "grid", kernel);
+  auto *inner = llvm::BasicBlock::Create(ctx, "gridbody", kernel);
+  auto *exit = llvm::BasicBlock::Create(ctx, "gridexit", kernel);
+  b.CreateBr(header);
+  b.SetInsertPoint(header);
+  llvm::PHINode *i = b.CreatePHI(i64, 2);
+  i->addIncoming(deviceThread, pre);
+  b.CreateCondBr(b.CreateICmpSLT(i, total), inner, exit);
+  b.SetInsertPoint(inner);
+  // The flat index as one index per extent (row-major).
+  std::vector<Value *> idx(extents.size());
+  Value *rest = i;
+  for (size_t d = extents.size(); d-- > 0;) {
+    if (d == 0) {
+      idx[d] = rest;
+      break;
+    }
+    idx[d] = b.CreateURem(rest, extents[d]);
+    rest = b.CreateUDiv(rest, extents[d]);
+  }
+  ++loopNesting;
+  body(idx);
+  --loopNesting;
+  i->addIncoming(b.CreateAdd(i, deviceThreads), b.GetInsertBlock());
+  b.CreateBr(header);
+  b.SetInsertPoint(exit);
+}
+
+bool Codegen::lowerOnDevice(const Operation &op) {
+  switch (op.code) {
+  case OpCode::Assert:  // a condition on sizes: the host checks it
+  case OpCode::Reshape: // an alias of the operand's buffer
+  case OpCode::Item:    // reads one element back to the host
+    return lowerOp(op);
+  case OpCode::Conv2d:
+  case OpCode::MaxPool2d:
+  case OpCode::Nonzero:
+  case OpCode::MaskedSelect:
+  case OpCode::Unique:
+  case OpCode::IndexSelect:
+  case OpCode::Topk:
+  case OpCode::Argmax:
+    return unsupported(std::string(opInfo(op.code).name) +
+                       " (a library kernel the GPU runtime does not have yet)");
+  default:
+    break;
+  }
+  // Host: the results in device memory, and the number of work items (one
+  // per element of the first result).
+  for (size_t i = 0; i < op.results.size(); ++i)
+    allocateResult(op, i);
+  Value *total = product(dims(fn.type(op.results[0])));
+  // The device function, with the buffers and symbols it reads.
+  int32_t number = numKernels++;
+  auto *type =
+      llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i64, i64}, false);
+  auto *device = llvm::Function::Create(type, llvm::Function::ExternalLinkage,
+                                        "tsl_dev_" + std::to_string(number),
+                                        *deviceModule);
+  device->addParamAttr(0, llvm::Attribute::NoAlias);
+  device->addParamAttr(1, llvm::Attribute::NoAlias);
+  llvm::Function *hostFn = kernel;
+  llvm::BasicBlock *hostBlock = b.GetInsertBlock();
+  Value *hostBuffers = buffersArg, *hostSyms = symsArg;
+  std::vector<Value *> hostBufs = bufs;
+  // Runtime declarations and globals go to the device module meanwhile.
+  std::swap(mod, deviceModule);
+  kernel = device;
+  buffersArg = device->getArg(0);
+  symsArg = device->getArg(1);
+  deviceThread = device->getArg(2);
+  deviceThreads = device->getArg(3);
+  inDevice = preallocated = true;
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", device));
+  std::vector<ValueId> used(op.results.begin(), op.results.end());
+  for (ValueId o : op.operands)
+    leaves(o, used);
+  for (ValueId o : op.operands)
+    used.push_back(o);
+  std::fill(bufs.begin(), bufs.end(), nullptr);
+  for (ValueId v : used)
+    if (hostBufs[v] && !bufs[v])
+      bufs[v] = loadBuffer(v);
+  bool ok = lowerDeviceOp(op);
+  if (ok)
+    b.CreateRetVoid();
+  inDevice = preallocated = false;
+  std::swap(mod, deviceModule);
+  kernel = hostFn;
+  buffersArg = hostBuffers;
+  symsArg = hostSyms;
+  bufs = hostBufs;
+  b.SetInsertPoint(hostBlock);
+  if (!ok)
+    return false;
+  Value *status = b.CreateCall(
+      runtime("tsl_rt_dev_launch", i32, {ptr, i32, i64, ptr, i64, ptr, i64}),
+      {ctxArg, b.getInt32(number), total, buffersArg,
+       b.getInt64(static_cast<int64_t>(fn.values.size())), symsArg,
+       b.getInt64(static_cast<int64_t>(fn.symbols.size() + 1))});
+  // The runtime recorded the launch error or the failed op.
+  failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
+  return true;
+}
+
+bool Codegen::lowerDeviceOp(const Operation &op) {
+  switch (op.code) {
+  case OpCode::ReduceSum:
+  case OpCode::ReduceMean:
+  case OpCode::ReduceMax:
+  case OpCode::ReduceMin:
+    return deviceReduce(op);
+  case OpCode::Matmul:
+    return deviceMatmul(op);
+  case OpCode::Pad:
+    return devicePad(op);
+  default:
+    return lowerOp(op);
+  }
+}
+
+Value *Codegen::readToHost(ValueId v) {
+  llvm::Type *st = storageType(fn.type(v).dtype);
+  Value *slot = entryAlloca(st);
+  Value *status = b.CreateCall(
+      runtime("tsl_rt_dev_read", i32, {ptr, ptr, ptr, i64}),
+      {ctxArg, slot, bufs[v],
+       b.getInt64(static_cast<int64_t>(dtypeSize(fn.type(v).dtype)))});
+  failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
+  return slot;
+}
+
+bool Codegen::deviceReduce(const Operation &op) {
+  const TensorType &in = fn.type(op.operands[0]);
+  DType t = in.dtype;
+  const auto &axes = op.intsAttr("axes");
+  std::vector<bool> red(in.rank(), axes.empty());
+  for (int64_t a : axes)
+    red[a] = true;
+  std::vector<Value *> inShape = dims(in), keep, reduced;
+  Value *count = b.getInt64(1);
+  for (size_t i = 0; i < in.rank(); ++i) {
+    keep.push_back(red[i] ? b.getInt64(1) : inShape[i]);
+    if (red[i]) {
+      reduced.push_back(inShape[i]);
+      count = b.CreateMul(count, inShape[i]);
+    }
+  }
+  Value *dst = allocateResult(op);
+  bool fl = isFloat(t);
+  llvm::Type *acc = t == DType::Bool ? i64 : computeType(t);
+  Value *init;
+  if (op.code == OpCode::ReduceMax)
+    init = fl ? llvm::ConstantFP::getInfinity(acc, true)
+              : static_cast<Value *>(b.getInt64(INT64_MIN));
+  else if (op.code == OpCode::ReduceMin)
+    init = fl ? llvm::ConstantFP::getInfinity(acc, false)
+              : static_cast<Value *>(b.getInt64(INT64_MAX));
+  else
+    init = fl ? llvm::ConstantFP::get(acc, 0.0)
+              : static_cast<Value *>(b.getInt64(0));
+  if (t == DType::Bool)
+    init = b.getInt64(op.code == OpCode::ReduceMin ? 1 : 0);
+  std::map<ValueId, std::vector<Value *>> strides;
+  leafStrides(op.operands[0], inShape, in.dims, strides);
+  std::vector<Value *> outStrides = contiguousStrides(keep);
+  Value *slot = entryAlloca(acc);
+  // One thread per result element, looping over the reduced axes.
+  loops(keep, [&](const std::vector<Value *> &outIdx) {
+    b.CreateStore(init, slot);
+    loops(reduced, [&](const std::vector<Value *> &r) {
+      std::vector<Value *> idx;
+      size_t k = 0;
+      for (size_t i = 0; i < in.rank(); ++i)
+        idx.push_back(red[i] ? r[k++] : outIdx[i]);
+      Value *x = valueAt(op.operands[0], idx, strides);
+      if (t == DType::Bool)
+        x = b.CreateZExt(x, i64);
+      Value *cur = b.CreateLoad(acc, slot), *next;
+      if (op.code == OpCode::ReduceMax)
+        next = fl ? b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, cur, x)
+                  : b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, cur, x);
+      else if (op.code == OpCode::ReduceMin)
+        next = fl ? b.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, cur, x)
+                  : b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, cur, x);
+      else
+        next = fl ? b.CreateFAdd(cur, x) : b.CreateAdd(cur, x);
+      b.CreateStore(next, slot);
+    });
+    Value *v = b.CreateLoad(acc, slot);
+    if (op.code == OpCode::ReduceMean)
+      v = b.CreateFDiv(v, b.CreateSIToFP(count, acc));
+    if (t == DType::Bool)
+      v = b.CreateICmpNE(v, b.getInt64(0));
+    store(fn.type(op.results[0]).dtype, dst, offset(outIdx, outStrides), v);
+  });
+  return true;
+}
+
+bool Codegen::deviceMatmul(const Operation &op) {
+  DType t = fn.type(op.operands[0]).dtype;
+  MatmulDims md = matmulDims(op);
+  Value *dst = allocateResult(op);
+  llvm::Type *acc = computeType(t);
+  bool fl = isFloat(t);
+  std::vector<Value *> extents = md.batch;
+  extents.push_back(md.M);
+  extents.push_back(md.N);
+  std::vector<Value *> outStrides = contiguousStrides(extents);
+  Value *slot = entryAlloca(acc);
+  size_t nb = md.batch.size();
+  ValueId left = op.operands[0], right = op.operands[1];
+  // One thread per result element: the dot product of a row and a column.
+  loops(extents, [&](const std::vector<Value *> &idx) {
+    std::vector<Value *> bi(idx.begin(), idx.begin() + nb);
+    Value *i = idx[nb], *j = idx[nb + 1];
+    Value *rowA = b.CreateAdd(offset(bi, md.sa), b.CreateMul(i, md.K));
+    Value *colB = b.CreateAdd(offset(bi, md.sc), j);
+    b.CreateStore(fl ? llvm::ConstantFP::get(acc, 0.0)
+                     : static_cast<Value *>(b.getInt64(0)),
+                  slot);
+    loops({md.K}, [&](const std::vector<Value *> &k) {
+      Value *av = load(t, bufs[left], b.CreateAdd(rowA, k[0]));
+      Value *bv =
+          load(t, bufs[right], b.CreateAdd(colB, b.CreateMul(k[0], md.N)));
+      Value *cur = b.CreateLoad(acc, slot);
+      b.CreateStore(fl ? b.CreateFAdd(cur, b.CreateFMul(av, bv))
+                       : b.CreateAdd(cur, b.CreateMul(av, bv)),
+                    slot);
+    });
+    store(t, dst, offset(idx, outStrides), b.CreateLoad(acc, slot));
+  });
+  return true;
+}
+
+bool Codegen::devicePad(const Operation &op) {
+  const TensorType &in = fn.type(op.operands[0]);
+  const TensorType &out = fn.type(op.results[0]);
+  DType t = out.dtype;
+  std::vector<Value *> inShape = dims(in), outShape = dims(out);
+  std::vector<Value *> own = contiguousStrides(inShape);
+  std::vector<Value *> outStrides = contiguousStrides(outShape);
+  Value *dst = allocateResult(op);
+  Number value = op.numAttr("value");
+  const auto &lo = op.exprsAttr("lo");
+  std::vector<Value *> los;
+  for (size_t i = 0; i < in.rank(); ++i)
+    los.push_back(expr(lo[i]));
+  loops(outShape, [&](const std::vector<Value *> &idx) {
+    Value *inside = b.getTrue(), *off = b.getInt64(0);
+    for (size_t i = 0; i < in.rank(); ++i) {
+      Value *j = b.CreateSub(idx[i], los[i]);
+      inside =
+          b.CreateAnd(inside, b.CreateAnd(b.CreateICmpSGE(j, b.getInt64(0)),
+                                          b.CreateICmpSLT(j, inShape[i])));
+      off = b.CreateAdd(off, b.CreateMul(j, own[i]));
+    }
+    // Read the input only inside it (it may be empty).
+    llvm::BasicBlock *pre = b.GetInsertBlock();
+    auto *read = llvm::BasicBlock::Create(ctx, "padread", kernel);
+    auto *join = llvm::BasicBlock::Create(ctx, "padjoin", kernel);
+    Value *fill = value.isInt
+                      ? convert(b.getInt64(value.i), DType::I64, t)
+                      : convert(fconst(DType::F64, value.f), DType::F64, t);
+    b.CreateCondBr(inside, read, join);
+    b.SetInsertPoint(read);
+    Value *x = load(t, bufs[op.operands[0]], off);
+    b.CreateBr(join);
+    b.SetInsertPoint(join);
+    llvm::PHINode *v = b.CreatePHI(fill->getType(), 2);
+    v->addIncoming(fill, pre);
+    v->addIncoming(x, read);
+    store(t, dst, offset(idx, outStrides), v);
+  });
+  return true;
+}
+
+} // namespace tsl::cpu

@@ -1,0 +1,24 @@
+#pragma once
+/// \file Private to runtime/: the per-call context behind tsl_rt_context
+/// (KernelAbi.h), shared by the host library (KernelLibrary.cpp) and the
+/// device entry points (DeviceAbi.cpp).
+
+#include "runtime/KernelAbi.h"
+
+#include <string>
+#include <vector>
+
+struct tsl_rt_context {
+  std::vector<void *> allocations; ///< host memory, freed at the end
+  std::string error;
+  int32_t failedOp = -1;
+  /// The device GPU variants launch on (null for CPU code), and the device
+  /// memory this call allocated (released at the end unless taken).
+  const tsl_rt_device *device = nullptr;
+  std::vector<void *> deviceAllocations;
+};
+
+namespace tsl::rt {
+/// Gives every device allocation of \p ctx back to its device.
+void releaseDeviceAllocations(tsl_rt_context *ctx);
+} // namespace tsl::rt

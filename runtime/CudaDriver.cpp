@@ -1,0 +1,231 @@
+#include "runtime/CudaDriver.h"
+
+#include <dlfcn.h>
+
+namespace tsl::rt {
+
+namespace {
+
+constexpr int kRequestedVersion = 12000; // the ABI we call (CUDA 12.0)
+constexpr int kAttrComputeMajor = 75;    // CU_DEVICE_ATTRIBUTE_*
+constexpr int kAttrComputeMinor = 76;
+constexpr int kJitErrorLogBuffer = 5; // CU_JIT_ERROR_LOG_BUFFER
+constexpr int kJitErrorLogBufferSize = 6;
+
+using GetProcV2 = CUresult (*)(const char *, void **, int, unsigned long long,
+                               int *);
+using GetProcV1 = CUresult (*)(const char *, void **, int, unsigned long long);
+
+/// Blocks are cached by size class: multiples of 512 bytes below 1 MiB,
+/// of 2 MiB above (a freed block serves any request of its class).
+size_t sizeClass(size_t bytes) {
+  if (bytes == 0)
+    bytes = 1;
+  size_t step = bytes < (1u << 20) ? 512 : (2u << 20);
+  return (bytes + step - 1) / step * step;
+}
+
+} // namespace
+
+const CudaDriver *CudaDriver::get(std::string &error) {
+  static std::once_flag once;
+  static std::unique_ptr<CudaDriver> driver;
+  static std::string loadError;
+  std::call_once(once, [] {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      const char *why = dlerror();
+      loadError = std::string("no CUDA driver: libcuda.so.1 cannot be loaded") +
+                  (why ? std::string(" (") + why + ")" : "");
+      return;
+    }
+    auto v2 = reinterpret_cast<GetProcV2>(dlsym(lib, "cuGetProcAddress_v2"));
+    auto v1 = reinterpret_cast<GetProcV1>(dlsym(lib, "cuGetProcAddress"));
+    if (!v2 && !v1) {
+      loadError = "no CUDA driver: libcuda.so.1 has no cuGetProcAddress (a "
+                  "driver older than CUDA 11.3)";
+      return;
+    }
+    auto d = std::make_unique<CudaDriver>();
+    std::string missing;
+    auto resolve = [&](const char *name, auto &fn) {
+      void *p = nullptr;
+      int status = 0;
+      CUresult r = v2 ? v2(name, &p, kRequestedVersion, 0, &status)
+                      : v1(name, &p, kRequestedVersion, 0);
+      if (r != 0 || !p)
+        missing += (missing.empty() ? "" : ", ") + std::string(name);
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+    };
+    CudaApi &a = d->api_;
+    resolve("cuInit", a.cuInit);
+    resolve("cuDriverGetVersion", a.cuDriverGetVersion);
+    resolve("cuDeviceGetCount", a.cuDeviceGetCount);
+    resolve("cuDeviceGet", a.cuDeviceGet);
+    resolve("cuDeviceGetAttribute", a.cuDeviceGetAttribute);
+    resolve("cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain);
+    resolve("cuDevicePrimaryCtxRelease", a.cuDevicePrimaryCtxRelease);
+    resolve("cuCtxSetCurrent", a.cuCtxSetCurrent);
+    resolve("cuModuleLoadDataEx", a.cuModuleLoadDataEx);
+    resolve("cuModuleUnload", a.cuModuleUnload);
+    resolve("cuModuleGetFunction", a.cuModuleGetFunction);
+    resolve("cuLaunchKernel", a.cuLaunchKernel);
+    resolve("cuMemAlloc", a.cuMemAlloc);
+    resolve("cuMemFree", a.cuMemFree);
+    resolve("cuMemcpyHtoDAsync", a.cuMemcpyHtoDAsync);
+    resolve("cuMemcpyDtoHAsync", a.cuMemcpyDtoHAsync);
+    resolve("cuMemcpyDtoDAsync", a.cuMemcpyDtoDAsync);
+    resolve("cuStreamCreate", a.cuStreamCreate);
+    resolve("cuStreamDestroy", a.cuStreamDestroy);
+    resolve("cuStreamSynchronize", a.cuStreamSynchronize);
+    resolve("cuGetErrorString", a.cuGetErrorString);
+    if (!missing.empty()) {
+      loadError = "no usable CUDA driver: libcuda.so.1 lacks " + missing;
+      return;
+    }
+    if (CUresult r = a.cuInit(0); r != 0) {
+      loadError = "no usable CUDA driver: " + d->describe("cuInit", r);
+      return;
+    }
+    a.cuDriverGetVersion(&d->version_);
+    driver = std::move(d);
+  });
+  if (!driver)
+    error = loadError;
+  return driver.get();
+}
+
+std::string CudaDriver::describe(const char *what, CUresult code) const {
+  const char *text = nullptr;
+  if (api_.cuGetErrorString)
+    api_.cuGetErrorString(code, &text);
+  return std::string(what) + " failed: " + (text ? text : "unknown error") +
+         " (" + std::to_string(code) + ")";
+}
+
+std::shared_ptr<CudaDevice> CudaDevice::open(int ordinal, std::string &error) {
+  const CudaDriver *driver = CudaDriver::get(error);
+  if (!driver)
+    return nullptr;
+  const CudaApi &a = driver->api();
+  int count = 0;
+  if (CUresult r = a.cuDeviceGetCount(&count); r != 0) {
+    error = driver->describe("cuDeviceGetCount", r);
+    return nullptr;
+  }
+  if (ordinal < 0 || ordinal >= count) {
+    error = "no CUDA device " + std::to_string(ordinal) + " (the driver sees " +
+            std::to_string(count) + ")";
+    return nullptr;
+  }
+  std::shared_ptr<CudaDevice> dev(new CudaDevice());
+  dev->driver_ = driver;
+  CUresult r = a.cuDeviceGet(&dev->device_, ordinal);
+  if (r == 0)
+    r = a.cuDeviceGetAttribute(&dev->major_, kAttrComputeMajor, dev->device_);
+  if (r == 0)
+    r = a.cuDeviceGetAttribute(&dev->minor_, kAttrComputeMinor, dev->device_);
+  if (r == 0)
+    r = a.cuDevicePrimaryCtxRetain(&dev->context_, dev->device_);
+  if (r != 0) {
+    error = driver->describe("opening the CUDA device", r);
+    return nullptr;
+  }
+  if (!dev->makeCurrent(error))
+    return nullptr;
+  if (r = a.cuStreamCreate(&dev->stream_, 0); r != 0) {
+    error = driver->describe("cuStreamCreate", r);
+    return nullptr;
+  }
+  return dev;
+}
+
+CudaDevice::~CudaDevice() {
+  if (!driver_)
+    return;
+  const CudaApi &a = driver_->api();
+  if (context_)
+    a.cuCtxSetCurrent(context_);
+  if (stream_) {
+    a.cuStreamSynchronize(stream_);
+    a.cuStreamDestroy(stream_);
+  }
+  for (auto &[size, blocks] : freeBlocks_)
+    for (CUdeviceptr p : blocks)
+      a.cuMemFree(p);
+  for (auto &[p, size] : sizeOf_)
+    a.cuMemFree(p);
+  for (CUmodule m : modules_)
+    a.cuModuleUnload(m);
+  if (context_)
+    a.cuDevicePrimaryCtxRelease(device_);
+}
+
+std::string CudaDevice::architecture() const {
+  return "sm_" + std::to_string(major_) + std::to_string(minor_);
+}
+
+bool CudaDevice::makeCurrent(std::string &error) const {
+  if (CUresult r = driver_->api().cuCtxSetCurrent(context_); r != 0) {
+    error = driver_->describe("cuCtxSetCurrent", r);
+    return false;
+  }
+  return true;
+}
+
+CUdeviceptr CudaDevice::allocate(size_t bytes, std::string &error) {
+  size_t cls = sizeClass(bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = freeBlocks_.find(cls);
+  if (it != freeBlocks_.end() && !it->second.empty()) {
+    CUdeviceptr p = it->second.back();
+    it->second.pop_back();
+    sizeOf_[p] = cls;
+    return p;
+  }
+  CUdeviceptr p = 0;
+  CUresult r = driver_->api().cuMemAlloc(&p, cls);
+  if (r != 0) {
+    // Out of memory with blocks cached: give them back and try once more.
+    for (auto &[size, blocks] : freeBlocks_)
+      for (CUdeviceptr q : blocks)
+        driver_->api().cuMemFree(q);
+    freeBlocks_.clear();
+    r = driver_->api().cuMemAlloc(&p, cls);
+  }
+  if (r != 0) {
+    error = driver_->describe(
+        ("cuMemAlloc of " + std::to_string(cls) + " bytes").c_str(), r);
+    return 0;
+  }
+  sizeOf_[p] = cls;
+  return p;
+}
+
+void CudaDevice::release(CUdeviceptr p) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = sizeOf_.find(p);
+  if (it == sizeOf_.end())
+    return; // not ours (or already released)
+  freeBlocks_[it->second].push_back(p);
+  sizeOf_.erase(it);
+}
+
+bool CudaDevice::loadModule(const std::string &ptx, CUmodule &out,
+                            std::string &error) {
+  std::vector<char> log(8192, '\0');
+  int options[] = {kJitErrorLogBuffer, kJitErrorLogBufferSize};
+  void *values[] = {log.data(), reinterpret_cast<void *>(log.size())};
+  std::lock_guard<std::mutex> lock(mutex_);
+  CUresult r =
+      driver_->api().cuModuleLoadDataEx(&out, ptx.c_str(), 2, options, values);
+  if (r != 0) {
+    error = driver_->describe("loading the PTX module", r) + ": " +
+            std::string(log.data());
+    return false;
+  }
+  modules_.push_back(out);
+  return true;
+}
+
+} // namespace tsl::rt

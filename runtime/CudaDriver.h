@@ -1,0 +1,115 @@
+#pragma once
+/// \file The CUDA driver API opened at run time: `dlopen("libcuda.so.1")`
+/// and every entry point resolved through `cuGetProcAddress`, so nothing
+/// links against CUDA. A machine without a driver runs CPU code as before
+/// and gets "no CUDA driver: ..." when it asks for the GPU.
+///
+/// The CUDA types are declared here (no cuda.h needed to build): handles
+/// are opaque pointers, device pointers 64-bit integers, results ints.
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace tsl::rt {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st *;
+using CUmodule = struct CUmod_st *;
+using CUfunction = struct CUfunc_st *;
+using CUstream = struct CUstream_st *;
+
+/// The driver's entry points (null until loaded).
+struct CudaApi {
+  CUresult (*cuInit)(unsigned) = nullptr;
+  CUresult (*cuDriverGetVersion)(int *) = nullptr;
+  CUresult (*cuDeviceGetCount)(int *) = nullptr;
+  CUresult (*cuDeviceGet)(CUdevice *, int) = nullptr;
+  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;
+  CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *,
+                                 void **) = nullptr;
+  CUresult (*cuModuleUnload)(CUmodule) = nullptr;
+  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule,
+                                  const char *) = nullptr;
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, CUstream, void **,
+                             void **) = nullptr;
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t) = nullptr;
+  CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t,
+                                CUstream) = nullptr;
+  CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t,
+                                CUstream) = nullptr;
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t,
+                                CUstream) = nullptr;
+  CUresult (*cuStreamCreate)(CUstream *, unsigned) = nullptr;
+  CUresult (*cuStreamDestroy)(CUstream) = nullptr;
+  CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
+  CUresult (*cuGetErrorString)(CUresult, const char **) = nullptr;
+};
+
+/// The process's CUDA driver, loaded once.
+class CudaDriver {
+public:
+  /// The driver, or null with \p error ("no CUDA driver: libcuda.so.1
+  /// cannot be loaded: ...", or the entry point or cuInit that failed).
+  static const CudaDriver *get(std::string &error);
+
+  const CudaApi &api() const { return api_; }
+  int version() const { return version_; }
+  /// "cuMemAlloc failed: out of memory (2)".
+  std::string describe(const char *what, CUresult code) const;
+
+private:
+  CudaApi api_;
+  int version_ = 0;
+};
+
+/// One GPU: its primary context, a stream, a caching allocator and the
+/// modules loaded into it. Thread-safe.
+class CudaDevice {
+public:
+  /// Opens device \p ordinal; null with \p error when there is no driver,
+  /// no such device, or its context cannot be made current.
+  static std::shared_ptr<CudaDevice> open(int ordinal, std::string &error);
+  ~CudaDevice();
+
+  /// "sm_90" for compute capability 9.0.
+  std::string architecture() const;
+  CUstream stream() const { return stream_; }
+  const CudaDriver &driver() const { return *driver_; }
+
+  /// Device memory from the cache (sizes rounded up to a size class), or
+  /// 0 with \p error. Freed blocks go back to the cache, not the driver.
+  CUdeviceptr allocate(size_t bytes, std::string &error);
+  void release(CUdeviceptr p);
+
+  /// Loads PTX text; the module stays loaded while the device lives.
+  /// False with the JIT log in \p error.
+  bool loadModule(const std::string &ptx, CUmodule &out, std::string &error);
+  /// Makes the device's context current on the calling thread.
+  bool makeCurrent(std::string &error) const;
+
+private:
+  CudaDevice() = default;
+  const CudaDriver *driver_ = nullptr;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CUstream stream_ = nullptr;
+  int major_ = 0, minor_ = 0;
+  std::mutex mutex_;
+  std::map<size_t, std::vector<CUdeviceptr>> freeBlocks_; ///< by size class
+  std::map<CUdeviceptr, size_t> sizeOf_;                  ///< live blocks
+  std::vector<CUmodule> modules_;
+};
+
+} // namespace tsl::rt

@@ -1,0 +1,97 @@
+// The device entry points GPU variants' host code calls: memory, launches
+// and reads through the tsl_rt_device the runtime put on the context.
+#include "runtime/Context.h"
+
+#include <algorithm>
+
+namespace tsl::rt {
+
+void releaseDeviceAllocations(tsl_rt_context *ctx) {
+  if (ctx->device)
+    for (void *p : ctx->deviceAllocations)
+      ctx->device->release(ctx->device->self, p);
+  ctx->deviceAllocations.clear();
+}
+
+} // namespace tsl::rt
+
+namespace {
+
+int32_t deviceError(tsl_rt_context *ctx, const std::string &message) {
+  if (ctx->error.empty())
+    ctx->error = message;
+  return 1;
+}
+
+} // namespace
+
+extern "C" {
+
+void tsl_rt_context_set_device(tsl_rt_context *ctx,
+                               const tsl_rt_device *device) {
+  ctx->device = device;
+}
+
+void *tsl_rt_dev_alloc(tsl_rt_context *ctx, int64_t bytes) {
+  if (!ctx->device) {
+    deviceError(ctx, "GPU code called without a device");
+    return nullptr;
+  }
+  if (bytes < 0) {
+    deviceError(ctx, "negative allocation size");
+    return nullptr;
+  }
+  const char *error = nullptr;
+  void *p = ctx->device->alloc(ctx->device->self, bytes, &error);
+  if (!p) {
+    deviceError(ctx, error ? error : "out of device memory");
+    return nullptr;
+  }
+  ctx->deviceAllocations.push_back(p);
+  return p;
+}
+
+void tsl_rt_dev_free(tsl_rt_context *ctx, void *p) {
+  auto it = std::find(ctx->deviceAllocations.begin(),
+                      ctx->deviceAllocations.end(), p);
+  if (it == ctx->deviceAllocations.end())
+    return;
+  ctx->deviceAllocations.erase(it);
+  ctx->device->release(ctx->device->self, p);
+}
+
+int32_t tsl_rt_context_take_device(tsl_rt_context *ctx, void *p) {
+  auto it = std::find(ctx->deviceAllocations.begin(),
+                      ctx->deviceAllocations.end(), p);
+  if (it == ctx->deviceAllocations.end())
+    return 0;
+  ctx->deviceAllocations.erase(it);
+  return 1;
+}
+
+int32_t tsl_rt_dev_launch(tsl_rt_context *ctx, int32_t kernel, int64_t total,
+                          void **buffers, int64_t nbuffers, int64_t *syms,
+                          int64_t nsyms) {
+  if (!ctx->device)
+    return deviceError(ctx, "GPU code called without a device");
+  syms[nsyms - 1] = 0;
+  if (const char *error = ctx->device->launch(ctx->device->self, kernel, total,
+                                              buffers, nbuffers, syms, nsyms))
+    return deviceError(ctx, error);
+  if (int64_t status = syms[nsyms - 1]; status != 0) {
+    ctx->failedOp = static_cast<int32_t>(status - 1);
+    return 1;
+  }
+  return 0;
+}
+
+int32_t tsl_rt_dev_read(tsl_rt_context *ctx, void *dst, const void *src,
+                        int64_t bytes) {
+  if (!ctx->device)
+    return deviceError(ctx, "GPU code called without a device");
+  if (const char *error = ctx->device->read(ctx->device->self, dst, src, bytes))
+    return deviceError(ctx, error);
+  return 0;
+}
+
+} // extern "C"
