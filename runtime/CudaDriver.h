@@ -85,6 +85,8 @@ public:
 
   /// "sm_90" for compute capability 9.0.
   std::string architecture() const;
+  /// 90 for compute capability 9.0.
+  int capability() const { return major_ * 10 + minor_; }
   CUstream stream() const { return stream_; }
   const CudaDriver &driver() const { return *driver_; }
 

@@ -2,6 +2,7 @@
 #include "backend/cpu/CpuKernel.h"
 
 #include "backend/cpu/CpuCodegen.h"
+#include "backend/cpu/HostJit.h"
 #include "runtime/KernelAbi.h"
 #include "runtime/Manifest.h"
 #include "runtime/Variant.h"
@@ -190,14 +191,10 @@ struct CpuKernel::Impl {
 CpuKernel::CpuKernel() : impl_(std::make_unique<Impl>()) {}
 CpuKernel::~CpuKernel() = default;
 
-std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
-                                              std::string &error) {
+std::unique_ptr<llvm::orc::LLJIT>
+createHostJit(std::unique_ptr<llvm::Module> m,
+              std::unique_ptr<llvm::LLVMContext> ctx, std::string &error) {
   initializeLLVM();
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  std::vector<std::string> checks;
-  std::unique_ptr<llvm::Module> m = lowerFunction(fn, *ctx, checks, error);
-  if (!m)
-    return nullptr;
   auto jtmb = targetMachineBuilder();
   if (!jtmb) {
     error = "cannot target the host CPU: " + errorText(jtmb.takeError());
@@ -238,6 +235,10 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
   add("tsl_rt_sgemm", reinterpret_cast<void *>(&tsl_rt_sgemm));
   add("tsl_rt_free", reinterpret_cast<void *>(&tsl_rt_free));
   add("tsl_rt_sgemm_bt", reinterpret_cast<void *>(&tsl_rt_sgemm_bt));
+  add("tsl_rt_dev_alloc", reinterpret_cast<void *>(&tsl_rt_dev_alloc));
+  add("tsl_rt_dev_free", reinterpret_cast<void *>(&tsl_rt_dev_free));
+  add("tsl_rt_dev_launch", reinterpret_cast<void *>(&tsl_rt_dev_launch));
+  add("tsl_rt_dev_read", reinterpret_cast<void *>(&tsl_rt_dev_read));
   add("tanhf",
       reinterpret_cast<void *>(static_cast<float (*)(float)>(&::tanhf)));
   add("tanh",
@@ -262,6 +263,22 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
     error = errorText(std::move(err));
     return nullptr;
   }
+  return std::move(*jit);
+}
+
+std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
+                                              std::string &error) {
+  initializeLLVM();
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  std::vector<std::string> checks;
+  std::unique_ptr<llvm::Module> m = lowerFunction(fn, *ctx, checks, error);
+  if (!m)
+    return nullptr;
+  std::unique_ptr<llvm::orc::LLJIT> session =
+      createHostJit(std::move(m), std::move(ctx), error);
+  if (!session)
+    return nullptr;
+  auto *jit = &session;
   auto sym = (*jit)->lookup(kKernelName);
   if (!sym) {
     error = errorText(sym.takeError());
@@ -282,7 +299,7 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
   kernel->impl_->shapes = shapes->toPtr<rt::ShapesFn>();
   kernel->impl_->checks = std::move(checks);
   kernel->impl_->entry = sym->toPtr<KernelFn>();
-  kernel->impl_->jit = std::move(*jit);
+  kernel->impl_->jit = std::move(session);
   kernel->impl_->fn = fn;
   return kernel;
 }
@@ -560,6 +577,35 @@ bool loadObjectVariants(
   return true;
 }
 
+void describeKernelFailure(const Function &fn, tsl_rt_context *ctx,
+                           const std::vector<int64_t> &syms, RunError &error) {
+  int32_t op = tsl_rt_context_failed_op(ctx);
+  std::string message = tsl_rt_context_error(ctx);
+  if (op >= 0 && static_cast<size_t>(op) < fn.ops.size()) {
+    const Operation &failed = fn.ops[op];
+    error.loc = failed.loc;
+    if (failed.code == OpCode::Assert) {
+      error.message = "runtime check failed: " + failed.condAttr("cond").str();
+      if (!failed.strAttr("message").empty())
+        error.message += ": " + failed.strAttr("message");
+      // The values the check saw, as the interpreter reports them.
+      std::string vals;
+      for (const std::string &name : failed.condAttr("cond").symbols())
+        for (size_t i = 0; i < fn.symbols.size(); ++i)
+          if (fn.symbols[i].name == name)
+            vals += (vals.empty() ? "" : ", ") + name + " = " +
+                    std::to_string(syms[i]);
+      if (!vals.empty())
+        error.notes.push_back("with " + vals);
+    } else {
+      error.message = std::string(opInfo(failed.code).name) + ": " +
+                      (message.empty() ? "failed" : message);
+    }
+  } else {
+    error.message = message.empty() ? "kernel failed" : message;
+  }
+}
+
 bool CpuKernel::run(const std::vector<ArgValue> &args,
                     std::vector<Tensor> &outputs, RunError &error) const {
   const Function &fn = impl_->fn;
@@ -580,32 +626,7 @@ bool CpuKernel::run(const std::vector<ArgValue> &args,
   int32_t status = impl_->entry(buffers.data(), syms.data(), ctx);
   bool ok = status == 0;
   if (!ok) {
-    int32_t op = tsl_rt_context_failed_op(ctx);
-    std::string message = tsl_rt_context_error(ctx);
-    if (op >= 0 && static_cast<size_t>(op) < fn.ops.size()) {
-      const Operation &failed = fn.ops[op];
-      error.loc = failed.loc;
-      if (failed.code == OpCode::Assert) {
-        error.message =
-            "runtime check failed: " + failed.condAttr("cond").str();
-        if (!failed.strAttr("message").empty())
-          error.message += ": " + failed.strAttr("message");
-        // The values the check saw, as the interpreter reports them.
-        std::string vals;
-        for (const std::string &name : failed.condAttr("cond").symbols())
-          for (size_t i = 0; i < fn.symbols.size(); ++i)
-            if (fn.symbols[i].name == name)
-              vals += (vals.empty() ? "" : ", ") + name + " = " +
-                      std::to_string(syms[i]);
-        if (!vals.empty())
-          error.notes.push_back("with " + vals);
-      } else {
-        error.message = std::string(opInfo(failed.code).name) + ": " +
-                        (message.empty() ? "failed" : message);
-      }
-    } else {
-      error.message = message.empty() ? "kernel failed" : message;
-    }
+    describeKernelFailure(fn, ctx, syms, error);
   } else {
     outputs.clear();
     for (size_t i = 0; i < fn.symbols.size(); ++i)

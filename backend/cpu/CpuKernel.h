@@ -4,6 +4,7 @@
 /// follows the ABI of runtime/KernelAbi.h.
 
 #include "ir/Interpreter.h"
+#include "runtime/KernelAbi.h"
 
 #include <memory>
 #include <string>
@@ -45,6 +46,11 @@ bool loadObjectVariants(
     const std::string &object, const std::string &manifest,
     std::vector<std::pair<std::string, rt::VariantCode>> &out,
     std::string &error);
+
+/// The error of a failed kernel call: the failed op's location and what it
+/// checks (with the symbol values it saw), or the library kernel's message.
+void describeKernelFailure(const Function &fn, tsl_rt_context *ctx,
+                           const std::vector<int64_t> &syms, RunError &error);
 
 /// Compiles one native function that chooses among \p variants (loaded in
 /// this process) in order: rt::DispatchFn. False with \p error on failure.

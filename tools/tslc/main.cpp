@@ -1,6 +1,7 @@
 // tslc: the TSL compiler driver. Exit status: 0 on success, 1 on any error
 // (bad input, bad arguments, failed run-time checks).
 #include "backend/cpu/CpuKernel.h"
+#include "backend/nvptx/GpuKernel.h"
 #include "frontend/AstPrinter.h"
 #include "frontend/Parser.h"
 #include "ir/IrText.h"
@@ -28,16 +29,23 @@ const char *kUsage = R"(usage: tslc <command> [options]
 
 commands:
   check FILE...                     parse and check every function (exit 0 when clean)
-  run FILE --fn NAME --arg NAME=VALUE... [--backend cpu|interp] [-o OUT.npy]   (default: cpu)
-                                    run a function and print (or save) its results
+  run FILE --fn NAME --arg NAME=VALUE... [--backend B] [-o OUT.npy]
+                                    run a function and print (or save) its results; B is
+                                    cpu (default), interp (the reference interpreter), cuda
+                                    (the first NVIDIA GPU) or gpu-emulator (the GPU kernels
+                                    run on the CPU, threads simulated: a test device)
   run FILE --fn NAME --calls CALLS [--stats]
                                     one call per line of CALLS (NAME=VALUE...) through the
                                     runtime's variant table; --stats prints compiles as JSON
-  emit FILE --emit=ast|ir|llvm|asm [--fn NAME] [--arg NAME=VALUE...]
-                                    print the AST, or the IR (symbolic without --arg)
+  emit FILE --emit=ast|ir|llvm|asm|ptx [--fn NAME] [--arg NAME=VALUE...]
+                                    print the AST, or the IR (symbolic without --arg);
+                                    ptx (or --target nvptx --emit=asm): the GPU kernels for
+                                    --arch sm_90 (default) or sm_80, -o to write a file
   build FILE --fn NAME --arg NAME=TYPE... -o OUT.so [--all-dynamic]
                                     compile ahead of time into a shared library the runtime
-                                    loads without a compiler (tsl_module_load_aot)
+                                    loads without a compiler (tsl_module_load_aot);
+                                    --target nvptx [--arch sm_80|sm_90] -o OUT.ptx: the GPU
+                                    kernels as PTX
   bench FILE --fn NAME --arg NAME=VALUE...
                                     compile, warm up, then latency min/mean/median/p90/p99
   guards FILE --fn NAME --arg NAME=TYPE... [--json] [--all-dynamic]
@@ -60,6 +68,8 @@ struct Options {
   std::string emit;
   std::string output;
   std::string backend = "cpu";
+  std::string target; ///< "" (the host) or "nvptx"
+  std::string arch = "sm_90";
   std::string calls;
   bool json = false;
   bool stats = false;
@@ -98,7 +108,8 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
       o.allDynamic = true;
     else if (value("--fn", o.fn) || value("--emit", o.emit) ||
              value("-o", o.output) || value("--backend", o.backend) ||
-             value("--calls", o.calls)) {
+             value("--calls", o.calls) || value("--target", o.target) ||
+             value("--arch", o.arch)) {
       if (!error.empty())
         return false;
     } else if (value("--arg", v)) {
@@ -345,6 +356,23 @@ int cmdBuild(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (!compileSelected(o, false, sm, diags, args, fn))
     return 1;
   std::string error;
+  if (o.target == "nvptx") {
+    // The device kernels as PTX (the host part is compiled when loaded).
+    std::string ptx;
+    if (!lowerToPtx(fn, o.arch, ptx, error)) {
+      std::cerr << "tslc: error: " << error << "\n";
+      return 1;
+    }
+    std::ofstream out(o.output, std::ios::binary);
+    if (!(out << ptx)) {
+      std::cerr << "tslc: error: cannot write '" << o.output << "'\n";
+      return 1;
+    }
+    return 0;
+  }
+  if (!o.target.empty() && o.target != "host")
+    return usageError("not supported: --target " + o.target +
+                      " (available: host, nvptx)");
   if (!buildSharedLibrary({fn}, o.output, error)) {
     std::cerr << "tslc: error: " << error << "\n";
     return 1;
@@ -362,9 +390,10 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
     return usageError("run needs exactly one file");
   if (o.fn.empty())
     return usageError("run needs --fn NAME");
-  if (o.backend != "interp" && o.backend != "cpu")
+  if (o.backend != "interp" && o.backend != "cpu" && o.backend != "cuda" &&
+      o.backend != "gpu-emulator")
     return usageError("not supported: backend '" + o.backend +
-                      "' (available: cpu, interp)");
+                      "' (available: cpu, interp, cuda, gpu-emulator)");
   std::vector<ArgSpec> args;
   Function fn;
   if (!compileSelected(o, true, sm, diags, args, fn))
@@ -378,6 +407,15 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   bool ran;
   if (o.backend == "cpu") {
     std::unique_ptr<CpuKernel> kernel = CpuKernel::compile(fn, error);
+    if (!kernel) {
+      std::cerr << "tslc: error: " << error << "\n";
+      return 1;
+    }
+    ran = kernel->run(values, outputs, runError);
+  } else if (o.backend == "cuda" || o.backend == "gpu-emulator") {
+    std::unique_ptr<GpuKernel> kernel = GpuKernel::compile(
+        fn, o.backend == "cuda" ? GpuTarget::Cuda : GpuTarget::Emulator,
+        error);
     if (!kernel) {
       std::cerr << "tslc: error: " << error << "\n";
       return 1;
@@ -414,10 +452,16 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
 int cmdEmit(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (o.files.size() != 1)
     return usageError("emit needs exactly one file");
-  if (o.emit != "ast" && o.emit != "ir" && o.emit != "llvm" && o.emit != "asm")
-    return usageError(o.emit.empty() ? "emit needs --emit=ast, ir, llvm or asm"
-                                     : "not supported: --emit=" + o.emit +
-                                           " (available: ast, ir, llvm, asm)");
+  bool ptx = o.emit == "ptx" || (o.target == "nvptx" && o.emit == "asm");
+  if (o.emit != "ast" && o.emit != "ir" && o.emit != "llvm" &&
+      o.emit != "asm" && !ptx)
+    return usageError(o.emit.empty()
+                          ? "emit needs --emit=ast, ir, llvm, asm or ptx"
+                          : "not supported: --emit=" + o.emit +
+                                " (available: ast, ir, llvm, asm, ptx)");
+  if (!o.target.empty() && o.target != "host" && o.target != "nvptx")
+    return usageError("not supported: --target " + o.target +
+                      " (available: host, nvptx)");
   ModuleLoader loader(sm, diags);
   const LoadedModule *m = loader.load(o.files[0]);
   if (!m) {
@@ -451,6 +495,24 @@ int cmdEmit(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
       return 1;
     }
     module.functions.push_back(std::move(fn));
+  }
+  if (ptx) {
+    std::string text;
+    for (const Function &f : module.functions) {
+      std::string one, error;
+      if (!lowerToPtx(f, o.arch, one, error)) {
+        std::cerr << "tslc: error: " << error << "\n";
+        return 1;
+      }
+      text += one;
+    }
+    if (o.output.empty()) {
+      std::cout << text;
+    } else if (!(std::ofstream(o.output, std::ios::binary) << text)) {
+      std::cerr << "tslc: error: cannot write '" << o.output << "'\n";
+      return 1;
+    }
+    return 0;
   }
   if (o.emit == "llvm" || o.emit == "asm") {
     for (const Function &f : module.functions) {

@@ -1,0 +1,19 @@
+#pragma once
+/// \file Private to the backends (it includes LLVM): JIT-compiling a
+/// lowered host module into this process.
+
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+
+#include <memory>
+#include <string>
+
+namespace tsl {
+
+/// Optimizes \p m for the host (or $TSL_TARGET_CPU) and loads it into a
+/// new ORC session whose runtime symbols (KernelAbi.h, libm) resolve to
+/// this process. Null with \p error on failure.
+std::unique_ptr<llvm::orc::LLJIT>
+createHostJit(std::unique_ptr<llvm::Module> m,
+              std::unique_ptr<llvm::LLVMContext> ctx, std::string &error);
+
+} // namespace tsl

@@ -1,0 +1,54 @@
+#pragma once
+/// \file A TSL function compiled for NVIDIA GPUs: host code (x86, JIT) that
+/// launches one device kernel per op, the kernels lowered through LLVM's
+/// NVPTX target to PTX (sm_80 or sm_90). Grid sizes come from the symbolic
+/// sizes at launch; kernels use grid-stride loops, so any grid is correct.
+///
+/// The same kernels can also run on the CPU under an emulator (each launch
+/// runs a few simulated threads one after another): that tests the device
+/// lowering, grid-stride loops and launch protocol on machines without a
+/// GPU (CI). It is a test device, not a fast one.
+
+#include "ir/Interpreter.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tsl {
+
+/// Lowers \p fn's device kernels to PTX for \p arch ("sm_80", "sm_90").
+/// Transcendental functions come from libdevice (CUDA toolkit; found at
+/// $CUDA_HOME or /usr/local/cuda); without it they are "not supported".
+bool lowerToPtx(const Function &fn, const std::string &arch, std::string &ptx,
+                std::string &error);
+
+/// Where a GpuKernel runs.
+enum class GpuTarget {
+  Cuda,     ///< the first CUDA device, through the driver API
+  Emulator, ///< the kernels compiled for the host, threads simulated
+};
+
+class GpuKernel {
+public:
+  ~GpuKernel();
+  /// Compiles \p fn for \p target. Null with \p error: an op without a
+  /// device lowering, no CUDA driver or device, or a PTX the driver rejects.
+  static std::unique_ptr<GpuKernel> compile(const Function &fn,
+                                            GpuTarget target,
+                                            std::string &error);
+  /// Copies the arguments to the device, runs the host code (which
+  /// launches the kernels) and copies the results back. Errors name the
+  /// failed op's source line, as on the CPU.
+  bool run(const std::vector<ArgValue> &args, std::vector<Tensor> &outputs,
+           RunError &error) const;
+  /// How many device kernels one call launches (at most).
+  int numKernels() const;
+
+private:
+  GpuKernel();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace tsl
