@@ -79,8 +79,8 @@ int32_t tsl_rt_dev_launch(tsl_rt_context *ctx, int32_t kernel, int64_t total,
                                               buffers, nbuffers, syms, nsyms))
     return deviceError(ctx, error);
   if (int64_t status = syms[nsyms - 1]; status != 0) {
-    ctx->failedOp = static_cast<int32_t>(status - 1);
-    return 1;
+    ctx->failedOp = static_cast<int32_t>((status & 0xffffffff) - 1);
+    return 1 + static_cast<int32_t>(status >> 32);
   }
   return 0;
 }

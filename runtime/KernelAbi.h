@@ -92,7 +92,8 @@ int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t dtype, const void *x,
  * Their host code runs like a CPU kernel, but buffers hold device pointers
  * and every loop nest is a device kernel the host code launches. Device
  * kernels report a failed check by storing 1 + its op index in the last
- * symbol slot (`syms[nsyms - 1]`), which the launch copies back. */
+ * symbol slot (`syms[nsyms - 1]`, low 32 bits; the high bits number the
+ * message, if any), which the launch copies back. */
 
 /// The device a GPU variant runs on; the runtime sets it on the context.
 typedef struct tsl_rt_device {
@@ -119,7 +120,8 @@ void tsl_rt_dev_free(tsl_rt_context *ctx, void *p);
 /// Hands device allocation \p p to the caller (1), or 0 when not owned.
 int32_t tsl_rt_context_take_device(tsl_rt_context *ctx, void *p);
 /// Launches a device kernel (see tsl_rt_device). Returns 0, or non-zero
-/// after recording the launch error or the failed op.
+/// after recording the launch error or the failed op: 1, or 1 + k when the
+/// kernel stored message number k (1-based) in the status slot's high half.
 int32_t tsl_rt_dev_launch(tsl_rt_context *ctx, int32_t kernel, int64_t total,
                           void **buffers, int64_t nbuffers, int64_t *syms,
                           int64_t nsyms);

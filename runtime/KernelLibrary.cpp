@@ -209,7 +209,8 @@ void tsl_rt_fail(tsl_rt_context *ctx, int32_t op) {
 }
 
 void tsl_rt_error(tsl_rt_context *ctx, const char *message) {
-  if (ctx->error.empty() && ctx->failedOp < 0)
+  // (A device failure records its op first, its message after.)
+  if (ctx->error.empty())
     ctx->error = message;
 }
 

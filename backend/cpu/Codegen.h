@@ -206,6 +206,9 @@ private:
   bool preallocated = false; ///< results were allocated by the host
   Value *deviceThread = nullptr, *deviceThreads = nullptr;
   int loopNesting = 0;
+  /// Messages of the device function's failures (1-based in the status).
+  std::vector<std::string> deviceMessages;
+  int64_t deviceMessage = 0;
   bool lowerOnDevice(const Operation &op);
   bool lowerDeviceOp(const Operation &op);
   /// for (i = thread; i < prod(extents); i += threads) body(unflatten(i)).

@@ -92,6 +92,7 @@ bool Codegen::lowerOnDevice(const Operation &op) {
   deviceThread = device->getArg(2);
   deviceThreads = device->getArg(3);
   inDevice = preallocated = true;
+  deviceMessages.clear();
   b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", device));
   std::vector<ValueId> used(op.results.begin(), op.results.end());
   for (ValueId o : op.operands)
@@ -119,7 +120,14 @@ bool Codegen::lowerOnDevice(const Operation &op) {
       {ctxArg, b.getInt32(number), total, buffersArg,
        b.getInt64(static_cast<int64_t>(fn.values.size())), symsArg,
        b.getInt64(static_cast<int64_t>(fn.symbols.size() + 1))});
-  // The runtime recorded the launch error or the failed op.
+  // The runtime recorded the launch error or the failed op; 2 + k says
+  // the device failed with message k.
+  for (size_t k = 0; k < deviceMessages.size(); ++k)
+    failIf(b.CreateICmpEQ(status, b.getInt32(static_cast<int32_t>(k + 2))),
+           [&] {
+             b.CreateCall(runtime("tsl_rt_error", b.getVoidTy(), {ptr, ptr}),
+                          {ctxArg, b.CreateGlobalStringPtr(deviceMessages[k])});
+           });
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
   return true;
 }

@@ -45,8 +45,9 @@ void Codegen::failIf(Value *failed, const std::function<void()> &record) {
   b.SetInsertPoint(bad);
   if (inDevice) {
     // No context on the device: 1 + the op index in the status slot (the
-    // last symbol), which the host checks after the launch.
-    b.CreateStore(b.getInt64(opIndex + 1),
+    // last symbol), which the host checks after the launch; the high half
+    // says which message (deviceMessage, set by failMessageIf).
+    b.CreateStore(b.getInt64((opIndex + 1) | (deviceMessage << 32)),
                   b.CreateConstGEP1_64(i64, symsArg, fn.symbols.size()));
     b.CreateRetVoid();
   } else {
@@ -64,6 +65,13 @@ void Codegen::failOpIf(Value *failed) {
 }
 
 void Codegen::failMessageIf(Value *failed, const std::string &message) {
+  if (inDevice) {
+    deviceMessages.push_back(message);
+    deviceMessage = static_cast<int64_t>(deviceMessages.size());
+    failIf(failed, [] {});
+    deviceMessage = 0;
+    return;
+  }
   failIf(failed, [&] {
     Value *text = b.CreateGlobalStringPtr(message);
     b.CreateCall(runtime("tsl_rt_error", b.getVoidTy(), {ptr, ptr}),

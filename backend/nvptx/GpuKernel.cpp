@@ -32,8 +32,8 @@ namespace tsl {
 namespace {
 
 constexpr int kThreadsPerBlock = 256;
-constexpr int64_t kMaxBlocks = 1 << 20;  // grid-stride loops cover the rest
-constexpr int64_t kEmulatedThreads = 4;  // enough to exercise the striding
+constexpr int64_t kMaxBlocks = 1 << 20; // grid-stride loops cover the rest
+constexpr int64_t kEmulatedThreads = 4; // enough to exercise the striding
 
 std::string errorText(llvm::Error err) {
   std::string s;
@@ -61,12 +61,16 @@ std::string findLibdevice() {
 /// Returns the functions it needs.
 size_t useLibdevice(llvm::Module &m) {
   static const std::map<llvm::Intrinsic::ID, const char *> intrinsics = {
-      {llvm::Intrinsic::exp, "exp"}, {llvm::Intrinsic::log, "log"},
-      {llvm::Intrinsic::sin, "sin"}, {llvm::Intrinsic::cos, "cos"},
+      {llvm::Intrinsic::exp, "exp"},
+      {llvm::Intrinsic::log, "log"},
+      {llvm::Intrinsic::sin, "sin"},
+      {llvm::Intrinsic::cos, "cos"},
       {llvm::Intrinsic::pow, "pow"}};
   static const std::map<std::string, std::string> names = {
-      {"tanh", "__nv_tanh"}, {"tanhf", "__nv_tanhf"},
-      {"erf", "__nv_erf"},   {"erff", "__nv_erff"}};
+      {"tanh", "__nv_tanh"},
+      {"tanhf", "__nv_tanhf"},
+      {"erf", "__nv_erf"},
+      {"erff", "__nv_erff"}};
   std::vector<llvm::CallInst *> calls;
   for (llvm::Function &f : m)
     for (llvm::BasicBlock &bb : f)
@@ -86,8 +90,8 @@ size_t useLibdevice(llvm::Module &m) {
              (call->getType()->isFloatTy() ? "f" : "");
     else
       name = names.at(callee->getName().str());
-    llvm::FunctionCallee nv = m.getOrInsertFunction(
-        name, callee->getFunctionType());
+    llvm::FunctionCallee nv =
+        m.getOrInsertFunction(name, callee->getFunctionType());
     llvm::IRBuilder<> b(call);
     std::vector<llvm::Value *> args(call->arg_begin(), call->arg_end());
     llvm::Value *replacement = b.CreateCall(nv, args);
@@ -103,7 +107,8 @@ void addKernelEntries(llvm::Module &m, int32_t numKernels) {
   llvm::LLVMContext &ctx = m.getContext();
   llvm::IRBuilder<> b(ctx);
   llvm::Type *ptr = b.getPtrTy(), *i64 = b.getInt64Ty();
-  llvm::NamedMDNode *annotations = m.getOrInsertNamedMetadata("nvvm.annotations");
+  llvm::NamedMDNode *annotations =
+      m.getOrInsertNamedMetadata("nvvm.annotations");
   for (int32_t k = 0; k < numKernels; ++k) {
     llvm::Function *body = m.getFunction("tsl_dev_" + std::to_string(k));
     body->setLinkage(llvm::GlobalValue::InternalLinkage);
@@ -316,23 +321,23 @@ struct RunDevice {
             "cuMemcpyHtoDAsync",
             a.cuMemcpyHtoDAsync(d->buffersOnDevice, buffers, bufBytes, s)))
       return e;
-    if (const char *e = d->check(
-            "cuMemcpyHtoDAsync",
-            a.cuMemcpyHtoDAsync(d->symsOnDevice, syms, symBytes, s)))
+    if (const char *e =
+            d->check("cuMemcpyHtoDAsync",
+                     a.cuMemcpyHtoDAsync(d->symsOnDevice, syms, symBytes, s)))
       return e;
     int64_t blocks = std::min<int64_t>(
         (total + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks);
     void *params[] = {&d->buffersOnDevice, &d->symsOnDevice};
-    if (const char *e = d->check(
-            "cuLaunchKernel",
-            a.cuLaunchKernel((*d->functions)[kernel],
-                             static_cast<unsigned>(blocks), 1, 1,
-                             kThreadsPerBlock, 1, 1, 0, s, params, nullptr)))
+    if (const char *e = d->check("cuLaunchKernel",
+                                 a.cuLaunchKernel((*d->functions)[kernel],
+                                                  static_cast<unsigned>(blocks),
+                                                  1, 1, kThreadsPerBlock, 1, 1,
+                                                  0, s, params, nullptr)))
       return e;
     // The symbols come back: unbacked sizes and the failure slot.
-    if (const char *e = d->check(
-            "cuMemcpyDtoHAsync",
-            a.cuMemcpyDtoHAsync(syms, d->symsOnDevice, symBytes, s)))
+    if (const char *e =
+            d->check("cuMemcpyDtoHAsync",
+                     a.cuMemcpyDtoHAsync(syms, d->symsOnDevice, symBytes, s)))
       return e;
     return d->check("cuStreamSynchronize", a.cuStreamSynchronize(s));
   }
@@ -364,9 +369,8 @@ GpuKernel::~GpuKernel() = default;
 
 int GpuKernel::numKernels() const { return impl_->numKernels; }
 
-std::unique_ptr<GpuKernel> GpuKernel::compile(const Function &fn,
-                                              GpuTarget target,
-                                              std::string &error) {
+std::unique_ptr<GpuKernel>
+GpuKernel::compile(const Function &fn, GpuTarget target, std::string &error) {
   std::unique_ptr<GpuKernel> k(new GpuKernel());
   Impl &impl = *k->impl_;
   impl.fn = fn;
@@ -415,7 +419,8 @@ std::unique_ptr<GpuKernel> GpuKernel::compile(const Function &fn,
       error = "internal error: cannot copy the device module";
       return nullptr;
     }
-    impl.deviceJit = createHostJit(std::move(copy), std::move(deviceCtx), error);
+    impl.deviceJit =
+        createHostJit(std::move(copy), std::move(deviceCtx), error);
     if (!impl.deviceJit)
       return nullptr;
     for (int32_t i = 0; i < l.numKernels; ++i) {
@@ -485,9 +490,9 @@ bool GpuKernel::run(const std::vector<ArgValue> &args,
       std::memcpy(p, t.raw(), t.byteSize());
     } else {
       const rt::CudaApi &a = impl.cuda->driver().api();
-      rt::CUresult r = a.cuMemcpyHtoDAsync(reinterpret_cast<rt::CUdeviceptr>(p),
-                                           t.raw(), t.byteSize(),
-                                           impl.cuda->stream());
+      rt::CUresult r =
+          a.cuMemcpyHtoDAsync(reinterpret_cast<rt::CUdeviceptr>(p), t.raw(),
+                              t.byteSize(), impl.cuda->stream());
       if (r != 0) {
         error.message = impl.cuda->driver().describe("cuMemcpyHtoDAsync", r);
         ok = false;
@@ -523,8 +528,9 @@ bool GpuKernel::run(const std::vector<ArgValue> &args,
         break;
       }
       if (t.byteSize()) {
-        if (const char *e = RunDevice::read(&dev, t.raw(), buffers[r],
-                                            static_cast<int64_t>(t.byteSize()))) {
+        if (const char *e =
+                RunDevice::read(&dev, t.raw(), buffers[r],
+                                static_cast<int64_t>(t.byteSize()))) {
           error.message = e;
           ok = false;
           break;

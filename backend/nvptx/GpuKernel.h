@@ -34,9 +34,8 @@ public:
   ~GpuKernel();
   /// Compiles \p fn for \p target. Null with \p error: an op without a
   /// device lowering, no CUDA driver or device, or a PTX the driver rejects.
-  static std::unique_ptr<GpuKernel> compile(const Function &fn,
-                                            GpuTarget target,
-                                            std::string &error);
+  static std::unique_ptr<GpuKernel>
+  compile(const Function &fn, GpuTarget target, std::string &error);
   /// Copies the arguments to the device, runs the host code (which
   /// launches the kernels) and copies the results back. Errors name the
   /// failed op's source line, as on the CPU.

@@ -27,3 +27,15 @@ import shutil
 if shutil.which('tmux'):
     config.available_features.add('tmux')
 config.environment['TSL_CACHE_DIR'] = 'off'  # tests count compiles; the cache tests set their own
+# GPU: PTX is assembled where the CUDA toolkit's ptxas is; GPU execution
+# tests run where the CUDA driver loads (never on CI, which has no GPU).
+ptxas = shutil.which('ptxas') or (os.path.exists('/usr/local/cuda/bin/ptxas') and '/usr/local/cuda/bin/ptxas')
+if ptxas:
+    config.available_features.add('ptxas')
+    config.substitutions.append(('%ptxas', ptxas))
+try:
+    import ctypes
+    ctypes.CDLL('libcuda.so.1')
+    config.available_features.add('cuda-driver')
+except OSError:
+    lit_config.note('no CUDA driver: GPU execution tests are skipped')

@@ -414,8 +414,7 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
     ran = kernel->run(values, outputs, runError);
   } else if (o.backend == "cuda" || o.backend == "gpu-emulator") {
     std::unique_ptr<GpuKernel> kernel = GpuKernel::compile(
-        fn, o.backend == "cuda" ? GpuTarget::Cuda : GpuTarget::Emulator,
-        error);
+        fn, o.backend == "cuda" ? GpuTarget::Cuda : GpuTarget::Emulator, error);
     if (!kernel) {
       std::cerr << "tslc: error: " << error << "\n";
       return 1;

@@ -2,10 +2,12 @@
 // programs: elementwise chains with broadcasting (fused), reductions,
 // matmul, layout ops, over several sizes per compiled variant.
 #include "backend/cpu/CpuKernel.h"
+#include "backend/nvptx/GpuKernel.h"
 #include "frontend/Elaborator.h"
 #include "ir/Verifier.h"
 
 #include <cmath>
+#include <functional>
 #include <gtest/gtest.h>
 #include <random>
 #include <sstream>
@@ -71,7 +73,12 @@ const char *kReductions[] = {"sum(e, axis=1)",
                              "pad(e, [1, 2])",
                              "e"};
 
-TEST(Differential, CpuBackendMatchesTheInterpreter) {
+/// Compiles \p fn for the backend under test; runs one call.
+using Runner = std::function<bool(
+    const Function &fn, const std::vector<ArgValue> &args,
+    std::vector<Tensor> &out, RunError &error, std::string &compileError)>;
+
+void compareRandomPrograms(const Runner &runOn) {
   std::mt19937 rng(99);
   int compared = 0;
   for (int trial = 0; trial < 40; ++trial) {
@@ -96,8 +103,6 @@ TEST(Differential, CpuBackendMatchesTheInterpreter) {
     ASSERT_TRUE(compile(source, ex, fn, errors)) << source << errors;
     std::string error;
     ASSERT_TRUE(verifyFunction(fn, error)) << error;
-    std::unique_ptr<CpuKernel> kernel = CpuKernel::compile(fn, error);
-    ASSERT_NE(kernel, nullptr) << error << "\n" << source;
     // One variant serves every size (N and M are dynamic).
     for (auto [n, m] : std::vector<std::pair<int64_t, int64_t>>{
              {3, 4}, {5, 7}, {2, 9}, {6, 4}}) {
@@ -112,7 +117,8 @@ TEST(Differential, CpuBackendMatchesTheInterpreter) {
       std::vector<Tensor> expected, actual;
       RunError e1, e2;
       bool okInterp = interpret(fn, args, expected, e1);
-      bool okCpu = kernel->run(args, actual, e2);
+      bool okCpu = runOn(fn, args, actual, e2, error);
+      ASSERT_TRUE(error.empty()) << error << "\n" << source;
       ASSERT_EQ(okInterp, okCpu)
           << source << "\ninterp: " << e1.message << "\ncpu: " << e2.message;
       if (!okInterp)
@@ -127,6 +133,28 @@ TEST(Differential, CpuBackendMatchesTheInterpreter) {
     }
   }
   EXPECT_GT(compared, 100);
+}
+
+TEST(Differential, CpuBackendMatchesTheInterpreter) {
+  compareRandomPrograms(
+      [](const Function &fn, const std::vector<ArgValue> &args,
+         std::vector<Tensor> &out, RunError &error, std::string &compileError) {
+        std::unique_ptr<CpuKernel> kernel =
+            CpuKernel::compile(fn, compileError);
+        return kernel && kernel->run(args, out, error);
+      });
+}
+
+// The GPU kernels (grid-stride loops, one launch per op, device memory and
+// the launch protocol) under the emulator: CI has no GPU.
+TEST(Differential, GpuKernelsMatchTheInterpreter) {
+  compareRandomPrograms(
+      [](const Function &fn, const std::vector<ArgValue> &args,
+         std::vector<Tensor> &out, RunError &error, std::string &compileError) {
+        std::unique_ptr<GpuKernel> kernel =
+            GpuKernel::compile(fn, GpuTarget::Emulator, compileError);
+        return kernel && kernel->run(args, out, error);
+      });
 }
 
 // Runs of elementwise ops and last-axis reductions over the same rows are
