@@ -73,6 +73,9 @@ struct VariantCode {
   std::map<std::string, int64_t> specialized;
   std::string description;         ///< for logs: "sizes: B dynamic, D = 64"
   bool fromCache = false;          ///< loaded from the on-disk compile cache
+  /// GPU variants: the device kernels the host code launches (buffers are
+  /// device memory); null for CPU variants.
+  std::shared_ptr<struct DeviceCode> device;
   std::shared_ptr<void> keepAlive; ///< owns the code (a JIT session)
 
   /// The signature a dispatcher compares calls with (see DispatchFn).

@@ -305,7 +305,7 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
 }
 
 /// Fills the metadata of a variant (everything but its entry points).
-static void fillMetadata(const Function &fn,
+void fillVariantMetadata(const Function &fn,
                          const std::vector<std::string> &checks,
                          rt::VariantCode &out) {
   out.numValues = fn.values.size();
@@ -355,7 +355,7 @@ bool CpuKernel::compileVariant(const Function &fn, rt::VariantCode &out,
   out.kernel = k.entry;
   out.match = k.match;
   out.shapes = k.shapes;
-  fillMetadata(fn, k.checks, out);
+  fillVariantMetadata(fn, k.checks, out);
   out.keepAlive = kernel;
   return true;
 }
@@ -386,7 +386,7 @@ bool compileObject(const std::vector<Function> &fns, std::string &object,
     mv.kernelSymbol = options.kernelName();
     mv.matchSymbol = options.matchName();
     mv.shapesSymbol = options.shapesName();
-    fillMetadata(fn, checks, mv.code);
+    fillVariantMetadata(fn, checks, mv.code);
     manifest.push_back(std::move(mv));
   }
   // One dispatcher per function over its variants, in manifest order (the

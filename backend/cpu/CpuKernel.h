@@ -47,6 +47,12 @@ bool loadObjectVariants(
     std::vector<std::pair<std::string, rt::VariantCode>> &out,
     std::string &error);
 
+/// Fills a variant's metadata from \p fn (everything but entry points):
+/// parameters, results, the matcher's check descriptions, op locations.
+void fillVariantMetadata(const Function &fn,
+                         const std::vector<std::string> &checks,
+                         rt::VariantCode &out);
+
 /// The error of a failed kernel call: the failed op's location and what it
 /// checks (with the symbol values it saw), or the library kernel's message.
 void describeKernelFailure(const Function &fn, tsl_rt_context *ctx,

@@ -5,7 +5,8 @@
 #include "backend/cpu/CpuCodegen.h"
 #include "backend/cpu/CpuKernel.h"
 #include "backend/cpu/HostJit.h"
-#include "runtime/CudaDriver.h"
+#include "runtime/GpuDevice.h"
+#include "runtime/Variant.h"
 #include "runtime/KernelAbi.h"
 
 #include <llvm/IR/IRBuilder.h>
@@ -31,9 +32,6 @@ namespace tsl {
 
 namespace {
 
-constexpr int kThreadsPerBlock = 256;
-constexpr int64_t kMaxBlocks = 1 << 20; // grid-stride loops cover the rest
-constexpr int64_t kEmulatedThreads = 4; // enough to exercise the striding
 
 std::string errorText(llvm::Error err) {
   std::string s;
@@ -237,112 +235,6 @@ bool lowerBoth(const Function &fn, Lowered &out, std::string &error) {
   return out.host != nullptr;
 }
 
-/// Device memory and launches on a CUDA device or the emulator, as the
-/// context's tsl_rt_device (one per run).
-struct RunDevice {
-  GpuTarget target = GpuTarget::Emulator;
-  rt::CudaDevice *cuda = nullptr;
-  const std::vector<rt::CUfunction> *functions = nullptr;
-  const std::vector<void (*)(void **, int64_t *, int64_t, int64_t)> *emulated =
-      nullptr;
-  rt::CUdeviceptr buffersOnDevice = 0, symsOnDevice = 0;
-  std::string error;
-
-  const char *fail(std::string message) {
-    error = std::move(message);
-    return error.c_str();
-  }
-  const char *check(const char *what, rt::CUresult r) {
-    return r == 0 ? nullptr : fail(cuda->driver().describe(what, r));
-  }
-
-  static void *alloc(void *self, int64_t bytes, const char **err) {
-    auto *d = static_cast<RunDevice *>(self);
-    if (d->target == GpuTarget::Emulator) {
-      size_t n = (static_cast<size_t>(bytes) + 63) / 64 * 64;
-      void *p = std::aligned_alloc(64, n ? n : 64);
-      if (!p)
-        *err = d->fail("out of memory");
-      return p;
-    }
-    std::string message;
-    rt::CUdeviceptr p = d->cuda->allocate(static_cast<size_t>(bytes), message);
-    if (!p)
-      *err = d->fail(message);
-    return reinterpret_cast<void *>(p);
-  }
-  static void release(void *self, void *p) {
-    auto *d = static_cast<RunDevice *>(self);
-    if (d->target == GpuTarget::Emulator)
-      std::free(p);
-    else
-      d->cuda->release(reinterpret_cast<rt::CUdeviceptr>(p));
-  }
-  static const char *read(void *self, void *dst, const void *src,
-                          int64_t bytes) {
-    auto *d = static_cast<RunDevice *>(self);
-    if (d->target == GpuTarget::Emulator) {
-      std::memcpy(dst, src, static_cast<size_t>(bytes));
-      return nullptr;
-    }
-    const rt::CudaApi &a = d->cuda->driver().api();
-    if (const char *e = d->check(
-            "cuMemcpyDtoHAsync",
-            a.cuMemcpyDtoHAsync(dst, reinterpret_cast<rt::CUdeviceptr>(src),
-                                static_cast<size_t>(bytes), d->cuda->stream())))
-      return e;
-    return d->check("cuStreamSynchronize",
-                    a.cuStreamSynchronize(d->cuda->stream()));
-  }
-  static const char *launch(void *self, int32_t kernel, int64_t total,
-                            void **buffers, int64_t nbuffers, int64_t *syms,
-                            int64_t nsyms) {
-    auto *d = static_cast<RunDevice *>(self);
-    if (total <= 0)
-      return nullptr; // nothing to compute
-    if (d->target == GpuTarget::Emulator) {
-      int64_t threads = std::min(total, kEmulatedThreads);
-      for (int64_t t = 0; t < threads; ++t)
-        (*d->emulated)[kernel](buffers, syms, t, threads);
-      return nullptr;
-    }
-    const rt::CudaApi &a = d->cuda->driver().api();
-    rt::CUstream s = d->cuda->stream();
-    size_t bufBytes = static_cast<size_t>(nbuffers) * sizeof(void *);
-    size_t symBytes = static_cast<size_t>(nsyms) * sizeof(int64_t);
-    std::string message;
-    if (!d->buffersOnDevice &&
-        !(d->buffersOnDevice = d->cuda->allocate(bufBytes, message)))
-      return d->fail(message);
-    if (!d->symsOnDevice &&
-        !(d->symsOnDevice = d->cuda->allocate(symBytes, message)))
-      return d->fail(message);
-    if (const char *e = d->check(
-            "cuMemcpyHtoDAsync",
-            a.cuMemcpyHtoDAsync(d->buffersOnDevice, buffers, bufBytes, s)))
-      return e;
-    if (const char *e =
-            d->check("cuMemcpyHtoDAsync",
-                     a.cuMemcpyHtoDAsync(d->symsOnDevice, syms, symBytes, s)))
-      return e;
-    int64_t blocks = std::min<int64_t>(
-        (total + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks);
-    void *params[] = {&d->buffersOnDevice, &d->symsOnDevice};
-    if (const char *e = d->check("cuLaunchKernel",
-                                 a.cuLaunchKernel((*d->functions)[kernel],
-                                                  static_cast<unsigned>(blocks),
-                                                  1, 1, kThreadsPerBlock, 1, 1,
-                                                  0, s, params, nullptr)))
-      return e;
-    // The symbols come back: unbacked sizes and the failure slot.
-    if (const char *e =
-            d->check("cuMemcpyDtoHAsync",
-                     a.cuMemcpyDtoHAsync(syms, d->symsOnDevice, symBytes, s)))
-      return e;
-    return d->check("cuStreamSynchronize", a.cuStreamSynchronize(s));
-  }
-};
-
 } // namespace
 
 bool lowerToPtx(const Function &fn, const std::string &arch, std::string &ptx,
@@ -353,59 +245,36 @@ bool lowerToPtx(const Function &fn, const std::string &arch, std::string &ptx,
   return compileToPtx(*l.device, l.numKernels, arch, ptx, error);
 }
 
-struct GpuKernel::Impl {
-  Function fn;
-  GpuTarget target = GpuTarget::Emulator;
-  std::unique_ptr<llvm::orc::LLJIT> hostJit, deviceJit;
-  int32_t (*entry)(void **, int64_t *, tsl_rt_context *) = nullptr;
-  std::shared_ptr<rt::CudaDevice> cuda;
-  std::vector<rt::CUfunction> functions;
-  std::vector<void (*)(void **, int64_t *, int64_t, int64_t)> emulated;
-  int32_t numKernels = 0;
-};
+namespace {
 
-GpuKernel::GpuKernel() : impl_(std::make_unique<Impl>()) {}
-GpuKernel::~GpuKernel() = default;
-
-int GpuKernel::numKernels() const { return impl_->numKernels; }
-
-std::unique_ptr<GpuKernel>
-GpuKernel::compile(const Function &fn, GpuTarget target, std::string &error) {
-  std::unique_ptr<GpuKernel> k(new GpuKernel());
-  Impl &impl = *k->impl_;
-  impl.fn = fn;
-  impl.target = target;
-  if (target == GpuTarget::Cuda) {
-    // The device first: without a driver there is nothing to compile for.
-    impl.cuda = rt::CudaDevice::open(0, error);
-    if (!impl.cuda)
-      return nullptr;
-  }
-  Lowered l;
-  if (!lowerBoth(fn, l, error))
-    return nullptr;
-  impl.numKernels = l.numKernels;
-  if (target == GpuTarget::Cuda) {
-    std::string arch = impl.cuda->capability() >= 90 ? "sm_90" : "sm_80";
+/// The device code of lowered \p l on \p device: PTX loaded into the CUDA
+/// device, or the device functions compiled for the host (emulator).
+/// Consumes l.device.
+bool buildDeviceCode(Lowered &l, rt::GpuDevice &device, rt::DeviceCode &code,
+                     std::string &error) {
+  if (rt::CudaDevice *cuda = device.cuda()) {
+    std::string arch = cuda->capability() >= 90 ? "sm_90" : "sm_80";
     std::string ptx;
     if (!compileToPtx(*l.device, l.numKernels, arch, ptx, error))
-      return nullptr;
+      return false;
+    if (!cuda->makeCurrent(error))
+      return false;
     rt::CUmodule module = nullptr;
-    if (!impl.cuda->loadModule(ptx, module, error))
-      return nullptr;
+    if (!cuda->loadModule(ptx, module, error))
+      return false;
     for (int32_t i = 0; i < l.numKernels; ++i) {
       rt::CUfunction f = nullptr;
       std::string name = "tsl_k" + std::to_string(i);
-      if (rt::CUresult r = impl.cuda->driver().api().cuModuleGetFunction(
-              &f, module, name.c_str());
+      if (rt::CUresult r =
+              cuda->driver().api().cuModuleGetFunction(&f, module, name.c_str());
           r != 0) {
-        error = impl.cuda->driver().describe(name.c_str(), r);
-        return nullptr;
+        error = cuda->driver().describe(name.c_str(), r);
+        return false;
       }
-      impl.functions.push_back(f);
+      code.cuda.push_back(f);
     }
   } else {
-    // The emulator: the same device functions, compiled for the host.
+    // A copy in its own context: the host JIT takes the other one over.
     auto deviceCtx = std::make_unique<llvm::LLVMContext>();
     std::string text;
     {
@@ -417,33 +286,116 @@ GpuKernel::compile(const Function &fn, GpuTarget target, std::string &error) {
         llvm::MemoryBufferRef(text, "tsl_device"), diag, *deviceCtx);
     if (!copy) {
       error = "internal error: cannot copy the device module";
-      return nullptr;
+      return false;
     }
-    impl.deviceJit =
+    std::shared_ptr<llvm::orc::LLJIT> jit =
         createHostJit(std::move(copy), std::move(deviceCtx), error);
-    if (!impl.deviceJit)
-      return nullptr;
+    if (!jit)
+      return false;
     for (int32_t i = 0; i < l.numKernels; ++i) {
-      auto sym = impl.deviceJit->lookup("tsl_dev_" + std::to_string(i));
+      auto sym = jit->lookup("tsl_dev_" + std::to_string(i));
       if (!sym) {
         error = errorText(sym.takeError());
-        return nullptr;
+        return false;
       }
-      impl.emulated.push_back(
-          sym->toPtr<void (*)(void **, int64_t *, int64_t, int64_t)>());
+      code.emulated.push_back(sym->toPtr<rt::EmulatedKernel>());
     }
+    code.keepAlive = jit;
   }
   // The device module lives in the context the host JIT takes over.
   l.device.reset();
-  impl.hostJit = createHostJit(std::move(l.host), std::move(l.ctx), error);
-  if (!impl.hostJit)
-    return nullptr;
-  auto sym = impl.hostJit->lookup(kKernelName);
-  if (!sym) {
-    error = errorText(sym.takeError());
-    return nullptr;
+  return true;
+}
+
+/// Host code of \p l in a JIT session, with its entry points.
+struct HostCode {
+  std::shared_ptr<llvm::orc::LLJIT> jit;
+  rt::KernelFn kernel = nullptr;
+  rt::MatchFn match = nullptr;
+  rt::ShapesFn shapes = nullptr;
+};
+
+bool buildHostCode(Lowered &l, HostCode &out, std::string &error) {
+  out.jit = createHostJit(std::move(l.host), std::move(l.ctx), error);
+  if (!out.jit)
+    return false;
+  auto kernel = out.jit->lookup(kKernelName);
+  auto match = out.jit->lookup(kMatchName);
+  auto shapes = out.jit->lookup(kShapesName);
+  if (!kernel || !match || !shapes) {
+    if (!kernel)
+      llvm::consumeError(kernel.takeError());
+    if (!match)
+      llvm::consumeError(match.takeError());
+    if (!shapes)
+      llvm::consumeError(shapes.takeError());
+    error = "internal error: the GPU variant's host code has no entry points";
+    return false;
   }
-  impl.entry = sym->toPtr<int32_t (*)(void **, int64_t *, tsl_rt_context *)>();
+  out.kernel = kernel->toPtr<rt::KernelFn>();
+  out.match = match->toPtr<rt::MatchFn>();
+  out.shapes = shapes->toPtr<rt::ShapesFn>();
+  return true;
+}
+
+} // namespace
+
+bool compileGpuVariant(const Function &fn,
+                       const std::shared_ptr<rt::GpuDevice> &device,
+                       rt::VariantCode &out, std::string &error) {
+  Lowered l;
+  std::vector<std::string> checks;
+  l.ctx = std::make_unique<llvm::LLVMContext>();
+  l.host = lowerFunctionWithDevice(fn, *l.ctx, checks, error, l.device,
+                                   l.numKernels);
+  if (!l.host)
+    return false;
+  auto code = std::make_shared<rt::DeviceCode>();
+  HostCode host;
+  if (!buildDeviceCode(l, *device, *code, error) ||
+      !buildHostCode(l, host, error))
+    return false;
+  out = rt::VariantCode();
+  out.kernel = host.kernel;
+  out.match = host.match;
+  out.shapes = host.shapes;
+  fillVariantMetadata(fn, checks, out);
+  out.device = code;
+  out.keepAlive = host.jit;
+  return true;
+}
+
+struct GpuKernel::Impl {
+  Function fn;
+  std::shared_ptr<rt::GpuDevice> device;
+  rt::DeviceCode code;
+  HostCode host;
+  int32_t numKernels = 0;
+};
+
+GpuKernel::GpuKernel() : impl_(std::make_unique<Impl>()) {}
+GpuKernel::~GpuKernel() = default;
+
+int GpuKernel::numKernels() const { return impl_->numKernels; }
+
+std::unique_ptr<GpuKernel> GpuKernel::compile(const Function &fn,
+                                              GpuTarget target,
+                                              std::string &error) {
+  std::unique_ptr<GpuKernel> k(new GpuKernel());
+  Impl &impl = *k->impl_;
+  impl.fn = fn;
+  // The device first: without a driver there is nothing to compile for.
+  impl.device = target == GpuTarget::Cuda ? rt::GpuDevice::openCuda(0, error)
+                                          : rt::GpuDevice::emulator();
+  if (!impl.device)
+    return nullptr;
+  Lowered l;
+  if (!lowerBoth(fn, l, error))
+    return nullptr;
+  impl.numKernels = l.numKernels;
+  if (!buildDeviceCode(l, *impl.device, impl.code, error) ||
+      !buildHostCode(l, impl.host, error))
+    return nullptr;
   return k;
 }
 
@@ -451,23 +403,11 @@ bool GpuKernel::run(const std::vector<ArgValue> &args,
                     std::vector<Tensor> &outputs, RunError &error) const {
   const Impl &impl = *impl_;
   const Function &fn = impl.fn;
+  rt::GpuDevice &device = *impl.device;
   std::map<std::string, int64_t> values;
   if (!bindArguments(fn, args, values, error))
     return false;
-  if (impl.cuda) {
-    std::string message;
-    if (!impl.cuda->makeCurrent(message)) {
-      error.message = message;
-      return false;
-    }
-  }
-  RunDevice dev;
-  dev.target = impl.target;
-  dev.cuda = impl.cuda.get();
-  dev.functions = &impl.functions;
-  dev.emulated = &impl.emulated;
-  tsl_rt_device device{&dev, &RunDevice::alloc, &RunDevice::release,
-                       &RunDevice::launch, &RunDevice::read};
+  rt::GpuDevice::Call call(device, impl.code);
   // The arguments, copied to device memory.
   std::vector<void *> buffers(fn.values.size() + 1, nullptr), copies;
   bool ok = true;
@@ -475,29 +415,11 @@ bool GpuKernel::run(const std::vector<ArgValue> &args,
     if (fn.params[i].isInt)
       continue;
     const Tensor &t = args[i].tensor;
-    const char *err = nullptr;
-    void *p = RunDevice::alloc(&dev, static_cast<int64_t>(t.byteSize()), &err);
-    if (!p) {
-      error.message = err ? err : "out of device memory";
-      ok = false;
-      break;
-    }
-    copies.push_back(p);
+    void *p = device.allocate(t.byteSize(), error.message);
+    ok = p && device.toDevice(p, t.raw(), t.byteSize(), error.message);
+    if (p)
+      copies.push_back(p);
     buffers[fn.params[i].value] = p;
-    if (t.byteSize() == 0)
-      continue;
-    if (impl.target == GpuTarget::Emulator) {
-      std::memcpy(p, t.raw(), t.byteSize());
-    } else {
-      const rt::CudaApi &a = impl.cuda->driver().api();
-      rt::CUresult r =
-          a.cuMemcpyHtoDAsync(reinterpret_cast<rt::CUdeviceptr>(p), t.raw(),
-                              t.byteSize(), impl.cuda->stream());
-      if (r != 0) {
-        error.message = impl.cuda->driver().describe("cuMemcpyHtoDAsync", r);
-        ok = false;
-      }
-    }
   }
   std::vector<int64_t> syms(fn.symbols.size() + 1, 0);
   for (size_t i = 0; i < fn.symbols.size(); ++i) {
@@ -506,11 +428,9 @@ bool GpuKernel::run(const std::vector<ArgValue> &args,
       syms[i] = it->second;
   }
   tsl_rt_context *ctx = tsl_rt_context_create();
-  tsl_rt_context_set_device(ctx, &device);
-  if (ok && impl.entry(buffers.data(), syms.data(), ctx) != 0) {
+  tsl_rt_context_set_device(ctx, call.abi());
+  if (ok && impl.host.kernel(buffers.data(), syms.data(), ctx) != 0) {
     describeKernelFailure(fn, ctx, syms, error);
-    if (error.message.empty())
-      error.message = "the GPU kernel failed";
     ok = false;
   }
   if (ok) {
@@ -527,25 +447,17 @@ bool GpuKernel::run(const std::vector<ArgValue> &args,
         ok = false;
         break;
       }
-      if (t.byteSize()) {
-        if (const char *e =
-                RunDevice::read(&dev, t.raw(), buffers[r],
-                                static_cast<int64_t>(t.byteSize()))) {
-          error.message = e;
-          ok = false;
-          break;
-        }
+      if (t.byteSize() &&
+          !device.toHost(t.raw(), buffers[r], t.byteSize(), error.message)) {
+        ok = false;
+        break;
       }
       outputs.push_back(t);
     }
   }
   tsl_rt_context_destroy(ctx);
   for (void *p : copies)
-    RunDevice::release(&dev, p);
-  if (dev.buffersOnDevice)
-    impl.cuda->release(dev.buffersOnDevice);
-  if (dev.symsOnDevice)
-    impl.cuda->release(dev.symsOnDevice);
+    device.release(p);
   return ok;
 }
 

@@ -17,6 +17,17 @@
 
 namespace tsl {
 
+namespace rt {
+class GpuDevice;
+struct VariantCode;
+} // namespace rt
+
+/// Compiles \p fn into a runtime variant for \p device: host entry points
+/// (kernel, matcher, shapes) plus the device kernels (VariantCode::device).
+bool compileGpuVariant(const Function &fn,
+                       const std::shared_ptr<rt::GpuDevice> &device,
+                       rt::VariantCode &out, std::string &error);
+
 /// Lowers \p fn's device kernels to PTX for \p arch ("sm_80", "sm_90").
 /// Transcendental functions come from libdevice (CUDA toolkit; found at
 /// $CUDA_HOME or /usr/local/cuda); without it they are "not supported".

@@ -1,0 +1,215 @@
+#include "runtime/GpuDevice.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace tsl::rt {
+
+namespace {
+
+constexpr int kThreadsPerBlock = 256;
+constexpr int64_t kMaxBlocks = 1 << 20; // grid-stride loops cover the rest
+constexpr int64_t kEmulatedThreads = 4; // enough to exercise the striding
+
+CUdeviceptr devicePtr(const void *p) {
+  return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p));
+}
+
+/// Outputs handed to callers, so tsl_outputs_free can find their device.
+std::mutex handedMutex;
+std::map<void *, std::weak_ptr<GpuDevice>> &handed() {
+  static std::map<void *, std::weak_ptr<GpuDevice>> m;
+  return m;
+}
+
+} // namespace
+
+std::shared_ptr<GpuDevice> GpuDevice::openCuda(int ordinal,
+                                               std::string &error) {
+  std::shared_ptr<CudaDevice> cuda = CudaDevice::open(ordinal, error);
+  if (!cuda)
+    return nullptr;
+  std::shared_ptr<GpuDevice> d(new GpuDevice());
+  d->cuda_ = std::move(cuda);
+  return d;
+}
+
+std::shared_ptr<GpuDevice> GpuDevice::emulator() {
+  return std::shared_ptr<GpuDevice>(new GpuDevice());
+}
+
+std::string GpuDevice::name() const {
+  return cuda_ ? cuda_->architecture() : "emulator";
+}
+
+void *GpuDevice::allocate(size_t bytes, std::string &error) {
+  if (!cuda_) {
+    size_t n = (bytes + 63) / 64 * 64;
+    void *p = std::aligned_alloc(64, n ? n : 64);
+    if (!p)
+      error = "out of memory";
+    return p;
+  }
+  if (!cuda_->makeCurrent(error))
+    return nullptr;
+  return reinterpret_cast<void *>(
+      static_cast<uintptr_t>(cuda_->allocate(bytes, error)));
+}
+
+void GpuDevice::release(void *p) {
+  if (!p)
+    return;
+  if (!cuda_)
+    std::free(p);
+  else
+    cuda_->release(devicePtr(p));
+}
+
+bool GpuDevice::toHost(void *dst, const void *src, size_t bytes,
+                       std::string &error) {
+  if (!cuda_) {
+    std::memcpy(dst, src, bytes);
+    return true;
+  }
+  const CudaApi &a = cuda_->driver().api();
+  CUresult r = a.cuMemcpyDtoHAsync(dst, devicePtr(src), bytes, cuda_->stream());
+  if (r == 0)
+    r = a.cuStreamSynchronize(cuda_->stream());
+  if (r != 0)
+    error = cuda_->driver().describe("copying to the host", r);
+  return r == 0;
+}
+
+bool GpuDevice::toDevice(void *dst, const void *src, size_t bytes,
+                         std::string &error) {
+  if (!cuda_) {
+    std::memcpy(dst, src, bytes);
+    return true;
+  }
+  const CudaApi &a = cuda_->driver().api();
+  // Pageable host memory: the driver stages it before returning.
+  CUresult r = a.cuMemcpyHtoDAsync(devicePtr(dst), src, bytes, cuda_->stream());
+  if (r != 0)
+    error = cuda_->driver().describe("copying to the device", r);
+  return r == 0;
+}
+
+bool GpuDevice::deviceToDevice(void *dst, const void *src, size_t bytes,
+                               std::string &error) {
+  if (!cuda_) {
+    std::memcpy(dst, src, bytes);
+    return true;
+  }
+  CUresult r = cuda_->driver().api().cuMemcpyDtoDAsync(
+      devicePtr(dst), devicePtr(src), bytes, cuda_->stream());
+  if (r != 0)
+    error = cuda_->driver().describe("copying on the device", r);
+  return r == 0;
+}
+
+void GpuDevice::handOver(void *p) {
+  std::lock_guard<std::mutex> lock(handedMutex);
+  handed()[p] = shared_from_this();
+}
+
+void GpuDevice::releaseHandedOver(void *p) {
+  std::shared_ptr<GpuDevice> device;
+  {
+    std::lock_guard<std::mutex> lock(handedMutex);
+    auto it = handed().find(p);
+    if (it == handed().end())
+      return;
+    device = it->second.lock();
+    handed().erase(it);
+  }
+  if (device)
+    device->release(p);
+}
+
+GpuDevice::Call::Call(GpuDevice &device, const DeviceCode &code)
+    : device_(device), code_(code),
+      abi_{this, &Call::alloc, &Call::free, &Call::launch, &Call::read} {}
+
+GpuDevice::Call::~Call() {
+  device_.release(buffersOnDevice_);
+  device_.release(symsOnDevice_);
+}
+
+const char *GpuDevice::Call::fail(std::string message) {
+  error_ = std::move(message);
+  return error_.c_str();
+}
+
+void *GpuDevice::Call::alloc(void *self, int64_t bytes, const char **error) {
+  auto *c = static_cast<Call *>(self);
+  std::string message;
+  void *p = c->device_.allocate(static_cast<size_t>(bytes), message);
+  if (!p)
+    *error = c->fail(message);
+  return p;
+}
+
+void GpuDevice::Call::free(void *self, void *p) {
+  static_cast<Call *>(self)->device_.release(p);
+}
+
+const char *GpuDevice::Call::read(void *self, void *dst, const void *src,
+                                  int64_t bytes) {
+  auto *c = static_cast<Call *>(self);
+  std::string message;
+  if (!c->device_.toHost(dst, src, static_cast<size_t>(bytes), message))
+    return c->fail(message);
+  return nullptr;
+}
+
+const char *GpuDevice::Call::launch(void *self, int32_t kernel, int64_t total,
+                                    void **buffers, int64_t nbuffers,
+                                    int64_t *syms, int64_t nsyms) {
+  auto *c = static_cast<Call *>(self);
+  if (total <= 0)
+    return nullptr; // nothing to compute
+  GpuDevice &d = c->device_;
+  if (!d.cuda_) {
+    if (kernel < 0 || static_cast<size_t>(kernel) >= c->code_.emulated.size())
+      return c->fail("no device kernel " + std::to_string(kernel));
+    int64_t threads = std::min(total, kEmulatedThreads);
+    for (int64_t t = 0; t < threads; ++t)
+      c->code_.emulated[kernel](buffers, syms, t, threads);
+    return nullptr;
+  }
+  if (kernel < 0 || static_cast<size_t>(kernel) >= c->code_.cuda.size())
+    return c->fail("no device kernel " + std::to_string(kernel));
+  size_t bufBytes = static_cast<size_t>(nbuffers) * sizeof(void *);
+  size_t symBytes = static_cast<size_t>(nsyms) * sizeof(int64_t);
+  std::string message;
+  // The buffer and symbol arrays travel to the device for each launch
+  // (the host code may have allocated or bound something since).
+  if (!c->buffersOnDevice_ &&
+      !(c->buffersOnDevice_ = d.allocate(bufBytes, message)))
+    return c->fail(message);
+  if (!c->symsOnDevice_ && !(c->symsOnDevice_ = d.allocate(symBytes, message)))
+    return c->fail(message);
+  if (!d.toDevice(c->buffersOnDevice_, buffers, bufBytes, message) ||
+      !d.toDevice(c->symsOnDevice_, syms, symBytes, message))
+    return c->fail(message);
+  int64_t blocks = std::min<int64_t>(
+      (total + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks);
+  CUdeviceptr b = devicePtr(c->buffersOnDevice_), s = devicePtr(c->symsOnDevice_);
+  void *params[] = {&b, &s};
+  const CudaApi &a = d.cuda_->driver().api();
+  if (CUresult r = a.cuLaunchKernel(c->code_.cuda[kernel],
+                                    static_cast<unsigned>(blocks), 1, 1,
+                                    kThreadsPerBlock, 1, 1, 0,
+                                    d.cuda_->stream(), params, nullptr);
+      r != 0)
+    return c->fail(d.cuda_->driver().describe("cuLaunchKernel", r));
+  // The symbols come back: unbacked sizes and the failure slot.
+  if (!d.toHost(syms, c->symsOnDevice_, symBytes, message))
+    return c->fail(message);
+  return nullptr;
+}
+
+} // namespace tsl::rt

@@ -1,0 +1,84 @@
+#pragma once
+/// \file Where GPU variants run: a CUDA device (through CudaDriver) or the
+/// GPU emulator (host memory, each launch run as a few simulated threads
+/// one after another: a test device for machines without a GPU). Device
+/// memory, copies and kernel launches for the kernel ABI's tsl_rt_device.
+/// No compiler inside.
+
+#include "runtime/CudaDriver.h"
+#include "runtime/KernelAbi.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tsl::rt {
+
+/// A device kernel compiled for the host (the emulator runs these).
+using EmulatedKernel = void (*)(void **buffers, int64_t *syms, int64_t thread,
+                                int64_t threads);
+
+/// The device kernels of one GPU variant, by launch number.
+struct DeviceCode {
+  std::vector<CUfunction> cuda;          ///< on a CUDA device
+  std::vector<EmulatedKernel> emulated;  ///< under the emulator
+  std::shared_ptr<void> keepAlive;       ///< owns emulated code
+};
+
+class GpuDevice : public std::enable_shared_from_this<GpuDevice> {
+public:
+  /// CUDA device \p ordinal; null with \p error ("no CUDA driver: ...").
+  static std::shared_ptr<GpuDevice> openCuda(int ordinal, std::string &error);
+  /// The emulator (always available).
+  static std::shared_ptr<GpuDevice> emulator();
+
+  bool isEmulator() const { return !cuda_; }
+  /// The CUDA device (null for the emulator).
+  CudaDevice *cuda() const { return cuda_.get(); }
+  /// "sm_90", or "emulator".
+  std::string name() const;
+
+  /// Device memory (null with \p error); release() gives it back.
+  void *allocate(size_t bytes, std::string &error);
+  void release(void *p);
+  bool toHost(void *dst, const void *src, size_t bytes, std::string &error);
+  bool toDevice(void *dst, const void *src, size_t bytes, std::string &error);
+  bool deviceToDevice(void *dst, const void *src, size_t bytes,
+                      std::string &error);
+
+  /// Device memory handed to a caller (tsl_function_call's outputs):
+  /// released later by address alone (tsl_outputs_free).
+  void handOver(void *p);
+  static void releaseHandedOver(void *p);
+
+  /// The launch state of one call of a variant with \p code: its
+  /// tsl_rt_device for the call's context. Not thread-safe; one per call.
+  class Call {
+  public:
+    Call(GpuDevice &device, const DeviceCode &code);
+    ~Call();
+    const tsl_rt_device *abi() const { return &abi_; }
+
+  private:
+    static void *alloc(void *self, int64_t bytes, const char **error);
+    static void free(void *self, void *p);
+    static const char *launch(void *self, int32_t kernel, int64_t total,
+                              void **buffers, int64_t nbuffers, int64_t *syms,
+                              int64_t nsyms);
+    static const char *read(void *self, void *dst, const void *src,
+                            int64_t bytes);
+    const char *fail(std::string message);
+
+    GpuDevice &device_;
+    const DeviceCode &code_;
+    tsl_rt_device abi_;
+    void *buffersOnDevice_ = nullptr, *symsOnDevice_ = nullptr;
+    std::string error_;
+  };
+
+private:
+  GpuDevice() = default;
+  std::shared_ptr<CudaDevice> cuda_;
+};
+
+} // namespace tsl::rt
