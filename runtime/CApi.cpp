@@ -68,12 +68,27 @@ tsl_status tsl_runtime_create(const tsl_runtime_options *options,
                               tsl_runtime **out) {
   if (!out)
     return fail(TSL_INVALID_ARGUMENT, "tsl_runtime_create: out is null");
-  auto *rt = new tsl_runtime();
+  auto rt = std::make_unique<tsl_runtime>();
   if (options)
     rt->options = *options;
   if (rt->options.cache_limit <= 0)
     rt->options.cache_limit = 8;
-  *out = rt;
+  tsl_device &d = rt->options.device;
+  if (d.device_type == 0)
+    d = {1, 0};
+  if (d.device_type == 2) {
+    std::string error;
+    rt->gpu = tsl::rt::GpuDevice::openCuda(d.device_id, error);
+    if (!rt->gpu)
+      return fail(TSL_UNSUPPORTED, error);
+  } else if (d.device_type == TSL_DEVICE_GPU_EMULATOR) {
+    rt->gpu = tsl::rt::GpuDevice::emulator();
+  } else if (d.device_type != 1) {
+    return fail(TSL_UNSUPPORTED, "device type " +
+                                     std::to_string(d.device_type) +
+                                     " is not supported (CPU 1, CUDA 2)");
+  }
+  *out = rt.release();
   return TSL_OK;
 }
 
@@ -93,12 +108,14 @@ tsl_status tsl_module_load_source(tsl_runtime *rt, const char *path,
                 "tsl_runtime_enable_jit, or load an AOT module");
   std::string error;
   std::unique_ptr<tsl::rt::CompilerHook> compiler =
-      rt->compilerFactory(path, error);
+      rt->compilerFactory(path, rt->gpu, error);
   if (!compiler)
     return fail(TSL_COMPILE_ERROR, error);
   auto module = std::make_unique<tsl_module>();
   module->path = path;
   module->compiler = std::move(compiler);
+  module->gpu = rt->gpu;
+  module->device = rt->options.device;
   module->cacheLimit = static_cast<size_t>(rt->options.cache_limit);
   *out = module.get();
   rt->modules.push_back(std::move(module));
@@ -112,6 +129,10 @@ tsl_status tsl_module_load_aot(tsl_runtime *rt, const char *path,
   struct stat st;
   if (::stat(path, &st) != 0)
     return fail(TSL_NOT_FOUND, std::string("no such file: '") + path + "'");
+  if (rt->gpu)
+    return fail(TSL_UNSUPPORTED,
+                "AOT modules hold CPU code; this runtime runs on a GPU (load "
+                "the source instead)");
   void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!handle)
     return fail(TSL_INVALID_ARGUMENT,
@@ -186,8 +207,10 @@ tsl_status tsl_module_get_function(tsl_module *module, const char *name,
     auto fn = std::make_unique<tsl_function>();
     tsl::rt::TableOptions options;
     options.cacheLimit = module->cacheLimit;
+    options.device = module->gpu;
     fn->table = std::make_unique<tsl::rt::FunctionTable>(
         name, module->compiler.get(), options);
+    fn->device = module->device;
     it = module->functions.emplace(name, std::move(fn)).first;
   }
   *out = it->second.get();
@@ -209,8 +232,16 @@ tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args,
       a.intValue = in.int_value;
     } else {
       const tsl_tensor &t = in.tensor;
-      if (t.device.device_type != 1)
-        return fail(TSL_UNSUPPORTED, which + " is not on the CPU device");
+      if (t.device.device_type != fn->device.device_type ||
+          (fn->device.device_type == 2 &&
+           t.device.device_id != fn->device.device_id))
+        return fail(TSL_INVALID_ARGUMENT,
+                    which + " is on device " +
+                        std::to_string(t.device.device_type) + ":" +
+                        std::to_string(t.device.device_id) +
+                        " but this runtime runs on " +
+                        std::to_string(fn->device.device_type) + ":" +
+                        std::to_string(fn->device.device_id));
       a.dtype = dtypeOf(t.dtype);
       if (a.dtype < 0)
         return fail(TSL_INVALID_ARGUMENT,
@@ -252,7 +283,7 @@ tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args,
   for (size_t i = 0; i < outs.size(); ++i) {
     tsl_tensor &t = result[i];
     t.data = outs[i].data;
-    t.device = {1, 0};
+    t.device = outs[i].onDevice ? fn->device : tsl_device{1, 0};
     t.ndim = static_cast<int32_t>(outs[i].shape.size());
     t.dtype = dlpackOf(outs[i].dtype);
     t.shape = static_cast<int64_t *>(
@@ -269,7 +300,10 @@ void tsl_outputs_free(tsl_tensor *outputs, int32_t noutputs) {
   if (!outputs)
     return;
   for (int32_t i = 0; i < noutputs; ++i) {
-    std::free(outputs[i].data);
+    if (outputs[i].device.device_type == 1)
+      std::free(outputs[i].data);
+    else
+      tsl::rt::GpuDevice::releaseHandedOver(outputs[i].data);
     std::free(outputs[i].shape);
   }
   std::free(outputs);

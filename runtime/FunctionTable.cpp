@@ -1,4 +1,5 @@
 #include "runtime/FunctionTable.h"
+#include "runtime/GpuDevice.h"
 
 #include <algorithm>
 #include <chrono>
@@ -370,6 +371,16 @@ bool FunctionTable::run(const VariantCode &v, const std::vector<CallArg> &args,
     if (!args[i].isInt)
       buffers[v.params[i].value] = const_cast<void *>(args[i].data);
   tsl_rt_context *ctx = tsl_rt_context_create();
+  std::unique_ptr<GpuDevice::Call> gpuCall;
+  if (v.device) {
+    if (!options_.device) {
+      tsl_rt_context_destroy(ctx);
+      error = "a GPU variant of '" + name_ + "' on a runtime without a GPU";
+      return false;
+    }
+    gpuCall = std::make_unique<GpuDevice::Call>(*options_.device, *v.device);
+    tsl_rt_context_set_device(ctx, gpuCall->abi());
+  }
   int32_t status = v.kernel(buffers.data(), syms.data(), ctx);
   bool ok = status == 0;
   if (!ok) {
@@ -399,6 +410,27 @@ bool FunctionTable::run(const VariantCode &v, const std::vector<CallArg> &args,
         numel *= out.shape.back();
       }
       size_t bytes = static_cast<size_t>(numel) * elementSize(r.dtype);
+      if (v.device) {
+        // Device memory: handed over, or copied when it is an argument's.
+        GpuDevice &gpu = *options_.device;
+        out.onDevice = true;
+        if (buffers[r.value] &&
+            tsl_rt_context_take_device(ctx, buffers[r.value])) {
+          out.data = buffers[r.value];
+        } else {
+          out.data = gpu.allocate(bytes, error);
+          if (!out.data ||
+              (bytes &&
+               !gpu.deviceToDevice(out.data, buffers[r.value], bytes, error))) {
+            gpu.release(out.data);
+            ok = false;
+            break;
+          }
+        }
+        gpu.handOver(out.data);
+        outputs.push_back(out);
+        continue;
+      }
       // A result the kernel allocated is handed over without a copy; one
       // that aliases an argument (or another result) is copied.
       if (buffers[r.value] && tsl_rt_context_take(ctx, buffers[r.value])) {
@@ -416,8 +448,12 @@ bool FunctionTable::run(const VariantCode &v, const std::vector<CallArg> &args,
       outputs.push_back(out);
     }
     if (!ok)
-      for (Output &o : outputs)
-        std::free(o.data);
+      for (Output &o : outputs) {
+        if (o.onDevice)
+          GpuDevice::releaseHandedOver(o.data);
+        else
+          std::free(o.data);
+      }
   }
   tsl_rt_context_destroy(ctx);
   return ok;

@@ -14,11 +14,14 @@
 
 namespace tsl::rt {
 
-/// A result tensor; `data` is malloc'd and owned by whoever takes it.
+/// A result tensor; `data` is malloc'd (or, from a GPU variant, device
+/// memory handed over with GpuDevice::handOver) and owned by whoever takes
+/// it.
 struct Output {
   int32_t dtype = 0;
   std::vector<int64_t> shape;
   void *data = nullptr;
+  bool onDevice = false;
 };
 
 /// What a table has done, for `--stats` and tests.
@@ -33,6 +36,9 @@ struct Stats {
 
 struct TableOptions {
   size_t cacheLimit = 8;
+  /// The GPU the variants run on (their buffers are its memory); null for
+  /// CPU variants.
+  std::shared_ptr<class GpuDevice> device;
 };
 
 /// Which events to log to stderr (TSL_LOGS=recompiles,guards,dynamic,perf).

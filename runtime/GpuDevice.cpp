@@ -130,8 +130,14 @@ void GpuDevice::releaseHandedOver(void *p) {
 }
 
 GpuDevice::Call::Call(GpuDevice &device, const DeviceCode &code)
-    : device_(device), code_(code),
-      abi_{this, &Call::alloc, &Call::free, &Call::launch, &Call::read} {}
+    : device_(device), code_(code), abi_{this, &Call::alloc, &Call::free,
+                                         &Call::launch, &Call::read} {
+  // CUDA contexts are current per thread: calls come from any thread. (A
+  // failure here shows again, with its message, at the first allocation.)
+  std::string ignored;
+  if (device_.cuda_)
+    device_.cuda_->makeCurrent(ignored);
+}
 
 GpuDevice::Call::~Call() {
   device_.release(buffersOnDevice_);
@@ -197,13 +203,13 @@ const char *GpuDevice::Call::launch(void *self, int32_t kernel, int64_t total,
     return c->fail(message);
   int64_t blocks = std::min<int64_t>(
       (total + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks);
-  CUdeviceptr b = devicePtr(c->buffersOnDevice_), s = devicePtr(c->symsOnDevice_);
+  CUdeviceptr b = devicePtr(c->buffersOnDevice_),
+              s = devicePtr(c->symsOnDevice_);
   void *params[] = {&b, &s};
   const CudaApi &a = d.cuda_->driver().api();
-  if (CUresult r = a.cuLaunchKernel(c->code_.cuda[kernel],
-                                    static_cast<unsigned>(blocks), 1, 1,
-                                    kThreadsPerBlock, 1, 1, 0,
-                                    d.cuda_->stream(), params, nullptr);
+  if (CUresult r = a.cuLaunchKernel(
+          c->code_.cuda[kernel], static_cast<unsigned>(blocks), 1, 1,
+          kThreadsPerBlock, 1, 1, 0, d.cuda_->stream(), params, nullptr);
       r != 0)
     return c->fail(d.cuda_->driver().describe("cuLaunchKernel", r));
   // The symbols come back: unbacked sizes and the failure slot.

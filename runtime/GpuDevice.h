@@ -20,9 +20,9 @@ using EmulatedKernel = void (*)(void **buffers, int64_t *syms, int64_t thread,
 
 /// The device kernels of one GPU variant, by launch number.
 struct DeviceCode {
-  std::vector<CUfunction> cuda;          ///< on a CUDA device
-  std::vector<EmulatedKernel> emulated;  ///< under the emulator
-  std::shared_ptr<void> keepAlive;       ///< owns emulated code
+  std::vector<CUfunction> cuda;         ///< on a CUDA device
+  std::vector<EmulatedKernel> emulated; ///< under the emulator
+  std::shared_ptr<void> keepAlive;      ///< owns emulated code
 };
 
 class GpuDevice : public std::enable_shared_from_this<GpuDevice> {

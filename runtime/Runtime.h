@@ -2,6 +2,7 @@
 /// \file The objects behind the C ABI (tsl_c.h).
 
 #include "runtime/FunctionTable.h"
+#include "runtime/GpuDevice.h"
 #include "tsl/tsl_c.h"
 
 #include <functional>
@@ -12,9 +13,11 @@
 
 namespace tsl::rt {
 
-/// Creates a compiler for a source file, or fails with a message.
+/// Creates a compiler for a source file (variants for \p device, or the
+/// CPU when null), or fails with a message.
 using CompilerFactory = std::function<std::unique_ptr<CompilerHook>(
-    const std::string &path, std::string &error)>;
+    const std::string &path, const std::shared_ptr<GpuDevice> &device,
+    std::string &error)>;
 
 /// Installs the compiler used by tsl_module_load_source (the driver does).
 void setCompilerFactory(tsl_runtime *rt, CompilerFactory factory);
@@ -26,6 +29,7 @@ tsl_status fail(tsl_status status, std::string message);
 
 struct tsl_function {
   std::unique_ptr<tsl::rt::FunctionTable> table;
+  tsl_device device{1, 0}; ///< where arguments and outputs live
 };
 
 struct tsl_module {
@@ -34,10 +38,13 @@ struct tsl_module {
   std::mutex mutex;
   std::map<std::string, std::unique_ptr<tsl_function>> functions;
   size_t cacheLimit = 8;
+  std::shared_ptr<tsl::rt::GpuDevice> gpu; ///< the runtime's GPU, or null
+  tsl_device device{1, 0};
 };
 
 struct tsl_runtime {
   tsl_runtime_options options{};
+  std::shared_ptr<tsl::rt::GpuDevice> gpu; ///< null: the CPU
   tsl::rt::CompilerFactory compilerFactory;
   std::mutex mutex;
   std::vector<std::unique_ptr<tsl_module>> modules;

@@ -71,8 +71,8 @@ struct VariantCode {
   std::vector<OpInfoRt> ops;
   /// auto dims and int params specialized to a value in this variant.
   std::map<std::string, int64_t> specialized;
-  std::string description;         ///< for logs: "sizes: B dynamic, D = 64"
-  bool fromCache = false;          ///< loaded from the on-disk compile cache
+  std::string description; ///< for logs: "sizes: B dynamic, D = 64"
+  bool fromCache = false;  ///< loaded from the on-disk compile cache
   /// GPU variants: the device kernels the host code launches (buffers are
   /// device memory); null for CPU variants.
   std::shared_ptr<struct DeviceCode> device;

@@ -6,8 +6,8 @@
 #include "backend/cpu/CpuKernel.h"
 #include "backend/cpu/HostJit.h"
 #include "runtime/GpuDevice.h"
-#include "runtime/Variant.h"
 #include "runtime/KernelAbi.h"
+#include "runtime/Variant.h"
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -31,7 +31,6 @@
 namespace tsl {
 
 namespace {
-
 
 std::string errorText(llvm::Error err) {
   std::string s;
@@ -265,8 +264,8 @@ bool buildDeviceCode(Lowered &l, rt::GpuDevice &device, rt::DeviceCode &code,
     for (int32_t i = 0; i < l.numKernels; ++i) {
       rt::CUfunction f = nullptr;
       std::string name = "tsl_k" + std::to_string(i);
-      if (rt::CUresult r =
-              cuda->driver().api().cuModuleGetFunction(&f, module, name.c_str());
+      if (rt::CUresult r = cuda->driver().api().cuModuleGetFunction(
+              &f, module, name.c_str());
           r != 0) {
         error = cuda->driver().describe(name.c_str(), r);
         return false;
@@ -378,9 +377,8 @@ GpuKernel::~GpuKernel() = default;
 
 int GpuKernel::numKernels() const { return impl_->numKernels; }
 
-std::unique_ptr<GpuKernel> GpuKernel::compile(const Function &fn,
-                                              GpuTarget target,
-                                              std::string &error) {
+std::unique_ptr<GpuKernel>
+GpuKernel::compile(const Function &fn, GpuTarget target, std::string &error) {
   std::unique_ptr<GpuKernel> k(new GpuKernel());
   Impl &impl = *k->impl_;
   impl.fn = fn;

@@ -1,6 +1,7 @@
 #include "tools/driver/JitCompiler.h"
 
 #include "backend/cpu/CpuKernel.h"
+#include "backend/nvptx/GpuKernel.h"
 #include "frontend/Elaborator.h"
 #include "ir/Verifier.h"
 
@@ -102,6 +103,8 @@ bool JitCompiler::compile(const std::string &function,
     error = "internal error: " + error;
     return false;
   }
+  if (device_)
+    return compileGpuVariant(fn, device_, out, error);
   std::string dir = cacheDirectory();
   if (dir.empty())
     return CpuKernel::compileVariant(fn, out, error);

@@ -15,6 +15,10 @@
 
 namespace tsl {
 
+namespace rt {
+class GpuDevice;
+}
+
 class JitCompiler : public rt::CompilerHook {
 public:
   /// Compiles functions of the .tsl file at \p path (loaded on first use).
@@ -26,6 +30,12 @@ public:
                rt::VariantCode &out, std::string &error) override;
   bool compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
                          rt::Dispatcher &out, std::string &error) override;
+
+  /// Compiles GPU variants for \p device from now on (null: the CPU).
+  /// GPU variants bypass the on-disk cache.
+  void setDevice(std::shared_ptr<rt::GpuDevice> device) {
+    device_ = std::move(device);
+  }
 
   /// Loads and checks the file; false with the diagnostics as text.
   bool check(std::string &error);
@@ -53,6 +63,7 @@ private:
   DiagnosticEngine diags_;
   ModuleLoader loader_;
   const LoadedModule *module_ = nullptr;
+  std::shared_ptr<rt::GpuDevice> device_;
 };
 
 } // namespace tsl

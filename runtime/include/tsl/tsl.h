@@ -23,7 +23,8 @@ struct Status {
   }
 };
 
-/// A result tensor owned by the caller (CPU, row-major).
+/// A result tensor owned by the caller (row-major, on the runtime's
+/// device).
 class Output {
 public:
   Output() = default;
@@ -57,16 +58,19 @@ private:
 /// An argument: a view of caller memory, or an int.
 class Arg {
 public:
-  static Arg tensor(void *data, tsl_dtype dtype, std::vector<int64_t> shape) {
+  /// A tensor in memory of \p device (the runtime's: the CPU by default).
+  static Arg tensor(void *data, tsl_dtype dtype, std::vector<int64_t> shape,
+                    tsl_device device = {1, 0}) {
     Arg a;
     a.shape_ = std::move(shape);
     a.arg_.tensor.data = data;
-    a.arg_.tensor.device = {1, 0};
+    a.arg_.tensor.device = device;
     a.arg_.tensor.dtype = dtype;
     return a;
   }
-  static Arg f32(float *data, std::vector<int64_t> shape) {
-    return tensor(data, {2, 32, 1}, std::move(shape));
+  static Arg f32(float *data, std::vector<int64_t> shape,
+                 tsl_device device = {1, 0}) {
+    return tensor(data, {2, 32, 1}, std::move(shape), device);
   }
   static Arg integer(int64_t v) {
     Arg a;
@@ -135,9 +139,11 @@ private:
 
 class Runtime {
 public:
-  /// A CPU runtime; with \p jit the driver's compiler is installed.
-  static Status create(Runtime &out, bool jit = true, int cacheLimit = 8) {
-    tsl_runtime_options options{cacheLimit};
+  /// A runtime on \p device (the CPU by default; {2, n} CUDA device n);
+  /// with \p jit the driver's compiler is installed.
+  static Status create(Runtime &out, bool jit = true, int cacheLimit = 8,
+                       tsl_device device = {1, 0}) {
+    tsl_runtime_options options{cacheLimit, device};
     tsl_runtime *rt = nullptr;
     Status s = Status::fromC(tsl_runtime_create(&options, &rt));
     if (!s.ok())

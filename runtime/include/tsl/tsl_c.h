@@ -29,9 +29,14 @@ typedef enum tsl_status {
 
 /* Layout-compatible with DLPack's DLDevice, DLDataType and DLTensor. */
 typedef struct tsl_device {
-  int32_t device_type; /* 1 = CPU (kDLCPU) */
+  int32_t device_type; /* 1 = CPU (kDLCPU), 2 = CUDA (kDLCUDA), or
+                          TSL_DEVICE_GPU_EMULATOR */
   int32_t device_id;
 } tsl_device;
+/* The GPU emulator: GPU variants with their device memory in host memory
+ * and each kernel launch run as a few simulated threads (a test device for
+ * machines without a GPU; tensors on it are host pointers). */
+#define TSL_DEVICE_GPU_EMULATOR 0x7e57
 typedef struct tsl_dtype {
   uint8_t code; /* 0 int, 2 float, 4 bfloat, 6 bool (kDLInt, kDLFloat,
                    kDLBfloat, kDLBool) */
@@ -58,6 +63,10 @@ typedef struct tsl_arg {
 typedef struct tsl_runtime_options {
   int32_t
       cache_limit; /* variants per function before the all-dynamic one; 0: 8 */
+  /* Where functions run: {0, 0} or {1, 0} the CPU; {2, n} CUDA device n
+   * (tsl_runtime_create fails with TSL_UNSUPPORTED "no CUDA driver: ..."
+   * where there is none); arguments and outputs are on this device. */
+  tsl_device device;
 } tsl_runtime_options;
 
 typedef struct tsl_runtime tsl_runtime;
@@ -84,7 +93,8 @@ tsl_status tsl_module_get_function(tsl_module *module, const char *name,
                                    tsl_function **out);
 
 /* Calls a function. On success *outputs points to *noutputs tensors the
- * runtime allocated (CPU, row-major); free them with tsl_outputs_free.
+ * runtime allocated (row-major, on the runtime's device); free them with
+ * tsl_outputs_free. Tensor arguments must be on the runtime's device.
  * Safe to call concurrently from several threads. */
 tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args,
                              int32_t nargs, tsl_tensor **outputs,
