@@ -210,6 +210,15 @@ private:
   std::vector<std::string> deviceMessages;
   int64_t deviceMessage = 0;
   bool lowerOnDevice(const Operation &op);
+  /// Emits device function `tsl_dev_<k>` with \p body (\p used: the values
+  /// whose buffers it touches); returns k, or -1 when the body failed.
+  int32_t emitDeviceKernel(const std::vector<ValueId> &used,
+                           const std::function<bool()> &body);
+  /// Host: launches kernel \p number over \p total work items and returns
+  /// from the host function if it failed (its message recorded).
+  void emitLaunch(int32_t number, Value *total);
+  /// nonzero, masked_select: count, read the count back, allocate, fill.
+  bool deviceCompaction(const Operation &op);
   bool lowerDeviceOp(const Operation &op);
   /// for (i = thread; i < prod(extents); i += threads) body(unflatten(i)).
   void gridStrideLoops(

@@ -53,10 +53,11 @@ bool Codegen::lowerOnDevice(const Operation &op) {
   case OpCode::Reshape: // an alias of the operand's buffer
   case OpCode::Item:    // reads one element back to the host
     return lowerOp(op);
-  case OpCode::Conv2d:
-  case OpCode::MaxPool2d:
   case OpCode::Nonzero:
   case OpCode::MaskedSelect:
+    return deviceCompaction(op);
+  case OpCode::Conv2d:
+  case OpCode::MaxPool2d:
   case OpCode::Unique:
   case OpCode::IndexSelect:
   case OpCode::Topk:
@@ -71,7 +72,18 @@ bool Codegen::lowerOnDevice(const Operation &op) {
   for (size_t i = 0; i < op.results.size(); ++i)
     allocateResult(op, i);
   Value *total = product(dims(fn.type(op.results[0])));
-  // The device function, with the buffers and symbols it reads.
+  std::vector<ValueId> used(op.results.begin(), op.results.end());
+  for (ValueId o : op.operands)
+    leaves(o, used);
+  int32_t k = emitDeviceKernel(used, [&] { return lowerDeviceOp(op); });
+  if (k < 0)
+    return false;
+  emitLaunch(k, total);
+  return true;
+}
+
+int32_t Codegen::emitDeviceKernel(const std::vector<ValueId> &used,
+                                  const std::function<bool()> &body) {
   int32_t number = numKernels++;
   auto *type =
       llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i64, i64}, false);
@@ -94,16 +106,13 @@ bool Codegen::lowerOnDevice(const Operation &op) {
   inDevice = preallocated = true;
   deviceMessages.clear();
   b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", device));
-  std::vector<ValueId> used(op.results.begin(), op.results.end());
-  for (ValueId o : op.operands)
-    leaves(o, used);
-  for (ValueId o : op.operands)
-    used.push_back(o);
+  // The buffers the kernel reads or writes, from the device's copy of the
+  // buffer array.
   std::fill(bufs.begin(), bufs.end(), nullptr);
   for (ValueId v : used)
     if (hostBufs[v] && !bufs[v])
       bufs[v] = loadBuffer(v);
-  bool ok = lowerDeviceOp(op);
+  bool ok = body();
   if (ok)
     b.CreateRetVoid();
   inDevice = preallocated = false;
@@ -113,8 +122,10 @@ bool Codegen::lowerOnDevice(const Operation &op) {
   symsArg = hostSyms;
   bufs = hostBufs;
   b.SetInsertPoint(hostBlock);
-  if (!ok)
-    return false;
+  return ok ? number : -1;
+}
+
+void Codegen::emitLaunch(int32_t number, Value *total) {
   Value *status = b.CreateCall(
       runtime("tsl_rt_dev_launch", i32, {ptr, i32, i64, ptr, i64, ptr, i64}),
       {ctxArg, b.getInt32(number), total, buffersArg,
@@ -129,6 +140,103 @@ bool Codegen::lowerOnDevice(const Operation &op) {
                           {ctxArg, b.CreateGlobalStringPtr(deviceMessages[k])});
            });
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
+}
+
+bool Codegen::deviceCompaction(const Operation &op) {
+  // Two launches: count the selected elements (the count binds the
+  // unbacked size, read back with the symbols), then, with the result
+  // allocated at that size, write them. Each is one sequential thread for
+  // now (a parallel scan needs shared memory and barriers).
+  ValueId x = op.operands[0], r = op.results[0];
+  ValueId selector = op.code == OpCode::MaskedSelect ? op.operands[1] : x;
+  SymExpr u = fn.type(r).dims[0];
+  if (!u.isSymbol() || !symIndex.count(u.symbolName()))
+    return unsupported(std::string(opInfo(op.code).name) +
+                       " with a result size that is not a symbol");
+  const TensorType &in = fn.type(x);
+  DType st = fn.type(selector).dtype;
+  auto selected = [&](Value *i) {
+    Value *v = load(st, bufs[selector], i);
+    if (st == DType::Bool)
+      return v;
+    return isFloat(st)
+               ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
+               : b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+  };
+  // In one thread: the other threads of the launch return at once.
+  auto firstThreadOnly = [&] {
+    auto *work = llvm::BasicBlock::Create(ctx, "thread0", kernel);
+    auto *done = llvm::BasicBlock::Create(ctx, "others", kernel);
+    b.CreateCondBr(b.CreateICmpEQ(deviceThread, b.getInt64(0)), work, done);
+    b.SetInsertPoint(done);
+    b.CreateRetVoid();
+    b.SetInsertPoint(work);
+  };
+  auto sequential =
+      [&](Value *n,
+          const std::function<void(const std::vector<Value *> &)> &body) {
+        ++loopNesting; // not a grid-stride loop: this thread does them all
+        loops({n}, body);
+        --loopNesting;
+      };
+  int32_t count = emitDeviceKernel({x, selector}, [&] {
+    firstThreadOnly();
+    Value *n = product(dims(in));
+    Value *slot = entryAlloca(i64);
+    b.CreateStore(b.getInt64(0), slot);
+    sequential(n, [&](const std::vector<Value *> &i) {
+      b.CreateStore(b.CreateAdd(b.CreateLoad(i64, slot),
+                                b.CreateZExt(selected(i[0]), i64)),
+                    slot);
+    });
+    b.CreateStore(b.CreateLoad(i64, slot), symSlot(u.symbolName()));
+    return true;
+  });
+  if (count < 0)
+    return false;
+  emitLaunch(count, b.getInt64(1));
+  // Host: the result at the size the device counted.
+  Value *rows = b.CreateLoad(i64, symSlot(u.symbolName()));
+  Value *perRow = op.code == OpCode::Nonzero
+                      ? b.getInt64(static_cast<int64_t>(in.rank()))
+                      : b.getInt64(1);
+  allocate(r, b.CreateMul(rows, perRow));
+  int32_t fill = emitDeviceKernel({x, selector, r}, [&] {
+    firstThreadOnly();
+    Value *n = product(dims(in));
+    std::vector<Value *> shape = dims(in);
+    Value *next = entryAlloca(i64);
+    b.CreateStore(b.getInt64(0), next);
+    sequential(n, [&](const std::vector<Value *> &i) {
+      auto *take = llvm::BasicBlock::Create(ctx, "take", kernel);
+      auto *skip = llvm::BasicBlock::Create(ctx, "skip", kernel);
+      b.CreateCondBr(selected(i[0]), take, skip);
+      b.SetInsertPoint(take);
+      Value *k = b.CreateLoad(i64, next);
+      if (op.code == OpCode::Nonzero) {
+        // The row-major index of element i, one column per axis.
+        Value *rest = i[0];
+        for (size_t d = in.rank(); d-- > 0;) {
+          Value *idx = d == 0 ? rest : b.CreateURem(rest, shape[d]);
+          if (d > 0)
+            rest = b.CreateUDiv(rest, shape[d]);
+          store(DType::I64, bufs[r],
+                b.CreateAdd(b.CreateMul(k, perRow),
+                            b.getInt64(static_cast<int64_t>(d))),
+                idx);
+        }
+      } else {
+        store(in.dtype, bufs[r], k, load(in.dtype, bufs[x], i[0]));
+      }
+      b.CreateStore(b.CreateAdd(k, b.getInt64(1)), next);
+      b.CreateBr(skip);
+      b.SetInsertPoint(skip);
+    });
+    return true;
+  });
+  if (fill < 0)
+    return false;
+  emitLaunch(fill, b.getInt64(1));
   return true;
 }
 
