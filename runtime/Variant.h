@@ -28,6 +28,12 @@ using ShapesFn = void (*)(const int64_t *syms, int64_t *shapes);
 using DispatchFn = int32_t (*)(const int64_t *signature, const int64_t *sizes,
                                const int64_t *ints, int64_t *syms);
 
+/// Bytes per element of element type code \p dtype (KernelAbi.h).
+inline size_t elementBytes(int32_t dtype) {
+  static const size_t sizes[] = {1, 1, 4, 8, 2, 2, 4, 8};
+  return dtype >= 0 && dtype < 8 ? sizes[dtype] : 1;
+}
+
 /// What a call must match exactly rather than through guards: an int
 /// argument, or a tensor's element type and rank.
 inline int64_t argSignature(bool isInt, int32_t dtype, size_t rank) {

@@ -8,6 +8,7 @@
 #include "ir/TensorIO.h"
 #include "ir/Verifier.h"
 #include "runtime/FunctionTable.h"
+#include "runtime/GpuDevice.h"
 #include "tools/driver/Driver.h"
 #include "tools/driver/JitCompiler.h"
 
@@ -46,8 +47,10 @@ commands:
                                     loads without a compiler (tsl_module_load_aot);
                                     --target nvptx [--arch sm_80|sm_90] -o OUT.ptx: the GPU
                                     kernels as PTX
-  bench FILE --fn NAME --arg NAME=VALUE...
+  bench FILE --fn NAME --arg NAME=VALUE... [--backend cpu|cuda|gpu-emulator]
                                     compile, warm up, then latency min/mean/median/p90/p99
+                                    (GPU: arguments copied to the device once; each call
+                                    ends synchronized)
   guards FILE --fn NAME --arg NAME=TYPE... [--json] [--all-dynamic]
                                     print a variant's guards, runtime assertions and result types
 
@@ -290,16 +293,49 @@ int cmdBench(const Options &o) {
     return usageError(missing);
   if (names.empty())
     return usageError("no function named '" + o.fn + "' in " + o.files[0]);
-  rt::FunctionTable table(o.fn, &jit);
+  if (o.backend != "cpu" && o.backend != "cuda" && o.backend != "gpu-emulator")
+    return usageError("not supported: backend '" + o.backend +
+                      "' for bench (available: cpu, cuda, gpu-emulator)");
+  std::string error;
+  rt::TableOptions options;
+  std::vector<void *> onDevice;
+  if (o.backend != "cpu") {
+    // GPU variants; the arguments copied to device memory once.
+    options.device = o.backend == "cuda" ? rt::GpuDevice::openCuda(0, error)
+                                         : rt::GpuDevice::emulator();
+    if (!options.device) {
+      std::cerr << "tslc: error: " << error << "\n";
+      return 1;
+    }
+    jit.setDevice(options.device);
+    for (rt::CallArg &a : args) {
+      if (a.isInt)
+        continue;
+      size_t bytes = rt::elementBytes(a.dtype);
+      for (int64_t d : a.shape)
+        bytes *= static_cast<size_t>(d);
+      void *p = options.device->allocate(bytes, error);
+      if (!p || !options.device->toDevice(p, a.data, bytes, error)) {
+        std::cerr << "tslc: error: " << error << "\n";
+        return 1;
+      }
+      onDevice.push_back(p);
+      a.data = p;
+    }
+  }
+  rt::FunctionTable table(o.fn, &jit, options);
   auto once = [&](std::string &error) {
     std::vector<rt::Output> out;
     int variant;
     bool ok = table.call(args, out, variant, error);
-    for (rt::Output &x : out)
-      std::free(x.data);
+    for (rt::Output &x : out) {
+      if (x.onDevice)
+        rt::GpuDevice::releaseHandedOver(x.data);
+      else
+        std::free(x.data);
+    }
     return ok;
   };
-  std::string error;
   auto t0 = std::chrono::steady_clock::now();
   if (!once(error)) {
     std::cerr << "tslc: error: " << error << "\n";
@@ -342,6 +378,8 @@ int cmdBench(const Options &o) {
               "p90 = %.4f ms, p99 = %.4f ms (%zu calls)\n",
               sorted.front(), mean, pct(0.5), pct(0.9), pct(0.99), ms.size());
   std::printf("[tsl] Throughput: %.1f qps\n", ms.size() / total);
+  for (void *p : onDevice)
+    options.device->release(p);
   return 0;
 }
 
