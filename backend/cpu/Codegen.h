@@ -219,6 +219,14 @@ private:
   void emitLaunch(int32_t number, Value *total);
   /// nonzero, masked_select: count, read the count back, allocate, fill.
   bool deviceCompaction(const Operation &op);
+  // CodegenDeviceLibrary.cpp: the CPU's library kernels as device code.
+  /// conv2d, max_pool2d, index_select, topk, argmax (one kernel each).
+  bool deviceLibraryOp(const Operation &op);
+  /// unique: a counting launch, then a filling one.
+  bool deviceUnique(const Operation &op);
+  /// u < v in the library's total order (NaN above everything).
+  Value *orderLess(DType t, Value *u, Value *v);
+  void copyElementRaw(DType t, Value *dst, Value *to, Value *src, Value *from);
   bool lowerDeviceOp(const Operation &op);
   /// for (i = thread; i < prod(extents); i += threads) body(unflatten(i)).
   void gridStrideLoops(

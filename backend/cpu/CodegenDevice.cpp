@@ -56,14 +56,25 @@ bool Codegen::lowerOnDevice(const Operation &op) {
   case OpCode::Nonzero:
   case OpCode::MaskedSelect:
     return deviceCompaction(op);
-  case OpCode::Conv2d:
-  case OpCode::MaxPool2d:
   case OpCode::Unique:
-  case OpCode::IndexSelect:
-  case OpCode::Topk:
-  case OpCode::Argmax:
-    return unsupported(std::string(opInfo(op.code).name) +
-                       " (a library kernel the GPU runtime does not have yet)");
+    return deviceUnique(op);
+  case OpCode::Topk: { // the library's range check, on the host
+    Value *k = expr(op.exprAttr("k"));
+    Value *n = dims(fn.type(op.operands[0])).back();
+    failMessageIf(
+        b.CreateOr(b.CreateICmpSLT(k, b.getInt64(0)), b.CreateICmpSGT(k, n)),
+        "k is out of range for the last axis");
+    break;
+  }
+  case OpCode::Argmax: {
+    const TensorType &in = fn.type(op.operands[0]);
+    const auto &axes = op.intsAttr("axes");
+    Value *n = axes.empty() ? product(dims(in))
+                            : expr(in.dims[static_cast<size_t>(axes[0])]);
+    failMessageIf(b.CreateICmpEQ(n, b.getInt64(0)),
+                  "argmax over an empty axis");
+    break;
+  }
   default:
     break;
   }
@@ -251,6 +262,12 @@ bool Codegen::lowerDeviceOp(const Operation &op) {
     return deviceMatmul(op);
   case OpCode::Pad:
     return devicePad(op);
+  case OpCode::Conv2d:
+  case OpCode::MaxPool2d:
+  case OpCode::IndexSelect:
+  case OpCode::Topk:
+  case OpCode::Argmax:
+    return deviceLibraryOp(op);
   default:
     return lowerOp(op);
   }
