@@ -217,6 +217,9 @@ private:
   /// Host: launches kernel \p number over \p total work items and returns
   /// from the host function if it failed (its message recorded).
   void emitLaunch(int32_t number, Value *total);
+  /// The rest of the device function runs in thread 0 alone (the other
+  /// threads of the launch return at once).
+  void firstDeviceThreadOnly();
   /// nonzero, masked_select: count, read the count back, allocate, fill.
   bool deviceCompaction(const Operation &op);
   // CodegenDeviceLibrary.cpp: the CPU's library kernels as device code.

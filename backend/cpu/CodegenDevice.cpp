@@ -153,6 +153,15 @@ void Codegen::emitLaunch(int32_t number, Value *total) {
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
 }
 
+void Codegen::firstDeviceThreadOnly() {
+  auto *work = llvm::BasicBlock::Create(ctx, "thread0", kernel);
+  auto *done = llvm::BasicBlock::Create(ctx, "others", kernel);
+  b.CreateCondBr(b.CreateICmpEQ(deviceThread, b.getInt64(0)), work, done);
+  b.SetInsertPoint(done);
+  b.CreateRetVoid();
+  b.SetInsertPoint(work);
+}
+
 bool Codegen::deviceCompaction(const Operation &op) {
   // Two launches: count the selected elements (the count binds the
   // unbacked size, read back with the symbols), then, with the result
@@ -174,15 +183,6 @@ bool Codegen::deviceCompaction(const Operation &op) {
                ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
                : b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
   };
-  // In one thread: the other threads of the launch return at once.
-  auto firstThreadOnly = [&] {
-    auto *work = llvm::BasicBlock::Create(ctx, "thread0", kernel);
-    auto *done = llvm::BasicBlock::Create(ctx, "others", kernel);
-    b.CreateCondBr(b.CreateICmpEQ(deviceThread, b.getInt64(0)), work, done);
-    b.SetInsertPoint(done);
-    b.CreateRetVoid();
-    b.SetInsertPoint(work);
-  };
   auto sequential =
       [&](Value *n,
           const std::function<void(const std::vector<Value *> &)> &body) {
@@ -191,7 +191,7 @@ bool Codegen::deviceCompaction(const Operation &op) {
         --loopNesting;
       };
   int32_t count = emitDeviceKernel({x, selector}, [&] {
-    firstThreadOnly();
+    firstDeviceThreadOnly();
     Value *n = product(dims(in));
     Value *slot = entryAlloca(i64);
     b.CreateStore(b.getInt64(0), slot);
@@ -213,7 +213,7 @@ bool Codegen::deviceCompaction(const Operation &op) {
                       : b.getInt64(1);
   allocate(r, b.CreateMul(rows, perRow));
   int32_t fill = emitDeviceKernel({x, selector, r}, [&] {
-    firstThreadOnly();
+    firstDeviceThreadOnly();
     Value *n = product(dims(in));
     std::vector<Value *> shape = dims(in);
     Value *next = entryAlloca(i64);

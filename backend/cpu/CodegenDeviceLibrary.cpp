@@ -279,12 +279,7 @@ bool Codegen::deviceUnique(const Operation &op) {
     return unsupported("unique with a result size that is not a symbol");
   DType t = fn.type(x).dtype;
   auto selection = [&](bool write) {
-    auto *work = llvm::BasicBlock::Create(ctx, "thread0", kernel);
-    auto *done = llvm::BasicBlock::Create(ctx, "others", kernel);
-    b.CreateCondBr(b.CreateICmpEQ(deviceThread, b.getInt64(0)), work, done);
-    b.SetInsertPoint(done);
-    b.CreateRetVoid();
-    b.SetInsertPoint(work);
+    firstDeviceThreadOnly();
     Value *n = product(dims(fn.type(x)));
     Value *prev = entryAlloca(i64), *best = entryAlloca(i64),
           *count = entryAlloca(i64);

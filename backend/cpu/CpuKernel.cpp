@@ -628,26 +628,41 @@ bool CpuKernel::run(const std::vector<ArgValue> &args,
   if (!ok) {
     describeKernelFailure(fn, ctx, syms, error);
   } else {
-    outputs.clear();
-    for (size_t i = 0; i < fn.symbols.size(); ++i)
-      values[fn.symbols[i].name] = syms[i];
-    for (ValueId r : fn.results) {
-      std::vector<int64_t> shape;
-      for (const SymExpr &d : fn.type(r).dims)
-        shape.push_back(d.evaluate(values).value_or(0));
-      Tensor t = Tensor::zeros(fn.type(r).dtype, shape);
-      if (!t.valid()) {
-        error.message = "result is too large";
-        ok = false;
-        break;
-      }
-      if (t.byteSize())
-        std::memcpy(t.raw(), buffers[r], t.byteSize());
-      outputs.push_back(t);
-    }
+    ok = readResults(
+        fn, syms, buffers,
+        [](void *dst, const void *src, size_t bytes, std::string &) {
+          std::memcpy(dst, src, bytes);
+          return true;
+        },
+        outputs, error);
   }
   tsl_rt_context_destroy(ctx);
   return ok;
+}
+
+bool readResults(const Function &fn, const std::vector<int64_t> &syms,
+                 const std::vector<void *> &buffers,
+                 const std::function<bool(void *, const void *, size_t,
+                                          std::string &)> &copy,
+                 std::vector<Tensor> &outputs, RunError &error) {
+  std::map<std::string, int64_t> values;
+  for (size_t i = 0; i < fn.symbols.size(); ++i)
+    values[fn.symbols[i].name] = syms[i];
+  outputs.clear();
+  for (ValueId r : fn.results) {
+    std::vector<int64_t> shape;
+    for (const SymExpr &d : fn.type(r).dims)
+      shape.push_back(d.evaluate(values).value_or(0));
+    Tensor t = Tensor::zeros(fn.type(r).dtype, shape);
+    if (!t.valid()) {
+      error.message = "result is too large";
+      return false;
+    }
+    if (t.byteSize() && !copy(t.raw(), buffers[r], t.byteSize(), error.message))
+      return false;
+    outputs.push_back(t);
+  }
+  return true;
 }
 
 } // namespace tsl

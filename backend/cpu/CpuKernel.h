@@ -6,6 +6,7 @@
 #include "ir/Interpreter.h"
 #include "runtime/KernelAbi.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -57,6 +58,16 @@ void fillVariantMetadata(const Function &fn,
 /// checks (with the symbol values it saw), or the library kernel's message.
 void describeKernelFailure(const Function &fn, tsl_rt_context *ctx,
                            const std::vector<int64_t> &syms, RunError &error);
+
+/// After a successful call: each result of \p fn, shaped from the symbols
+/// (unbacked sizes included) and copied out of \p buffers with \p copy
+/// (memcpy, or from device memory). False with \p error on failure.
+bool readResults(
+    const Function &fn, const std::vector<int64_t> &syms,
+    const std::vector<void *> &buffers,
+    const std::function<bool(void *dst, const void *src, size_t bytes,
+                             std::string &error)> &copy,
+    std::vector<Tensor> &outputs, RunError &error);
 
 /// Compiles one native function that chooses among \p variants (loaded in
 /// this process) in order: rt::DispatchFn. False with \p error on failure.

@@ -431,28 +431,13 @@ bool GpuKernel::run(const std::vector<ArgValue> &args,
     describeKernelFailure(fn, ctx, syms, error);
     ok = false;
   }
-  if (ok) {
-    outputs.clear();
-    for (size_t i = 0; i < fn.symbols.size(); ++i)
-      values[fn.symbols[i].name] = syms[i];
-    for (ValueId r : fn.results) {
-      std::vector<int64_t> shape;
-      for (const SymExpr &d : fn.type(r).dims)
-        shape.push_back(d.evaluate(values).value_or(0));
-      Tensor t = Tensor::zeros(fn.type(r).dtype, shape);
-      if (!t.valid()) {
-        error.message = "result is too large";
-        ok = false;
-        break;
-      }
-      if (t.byteSize() &&
-          !device.toHost(t.raw(), buffers[r], t.byteSize(), error.message)) {
-        ok = false;
-        break;
-      }
-      outputs.push_back(t);
-    }
-  }
+  if (ok)
+    ok = readResults(
+        fn, syms, buffers,
+        [&](void *dst, const void *src, size_t bytes, std::string &message) {
+          return device.toHost(dst, src, bytes, message);
+        },
+        outputs, error);
   tsl_rt_context_destroy(ctx);
   for (void *p : copies)
     device.release(p);
