@@ -278,27 +278,17 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
       createHostJit(std::move(m), std::move(ctx), error);
   if (!session)
     return nullptr;
-  auto *jit = &session;
-  auto sym = (*jit)->lookup(kKernelName);
-  if (!sym) {
-    error = errorText(sym.takeError());
-    return nullptr;
-  }
-  auto match = (*jit)->lookup(kMatchName);
-  auto shapes = (*jit)->lookup(kShapesName);
-  if (!match || !shapes) {
-    error = "internal error: the matcher or shape function is missing";
-    if (!match)
-      llvm::consumeError(match.takeError());
-    if (!shapes)
-      llvm::consumeError(shapes.takeError());
+  rt::VariantCode entry;
+  if (!lookupEntryPoints(*session, kKernelName, kMatchName, kShapesName,
+                         entry)) {
+    error = "internal error: the kernel, matcher or shape function is missing";
     return nullptr;
   }
   std::unique_ptr<CpuKernel> kernel(new CpuKernel());
-  kernel->impl_->match = match->toPtr<rt::MatchFn>();
-  kernel->impl_->shapes = shapes->toPtr<rt::ShapesFn>();
+  kernel->impl_->match = entry.match;
+  kernel->impl_->shapes = entry.shapes;
   kernel->impl_->checks = std::move(checks);
-  kernel->impl_->entry = sym->toPtr<KernelFn>();
+  kernel->impl_->entry = entry.kernel;
   kernel->impl_->jit = std::move(session);
   kernel->impl_->fn = fn;
   return kernel;
@@ -343,6 +333,27 @@ void fillVariantMetadata(const Function &fn,
     }
     out.ops.push_back(info);
   }
+}
+
+bool lookupEntryPoints(llvm::orc::LLJIT &jit, const std::string &kernel,
+                       const std::string &match, const std::string &shapes,
+                       rt::VariantCode &out) {
+  auto k = jit.lookup(kernel);
+  auto m = jit.lookup(match);
+  auto s = jit.lookup(shapes);
+  bool ok = k && m && s;
+  if (ok) {
+    out.kernel = k->toPtr<rt::KernelFn>();
+    out.match = m->toPtr<rt::MatchFn>();
+    out.shapes = s->toPtr<rt::ShapesFn>();
+  }
+  if (!k)
+    llvm::consumeError(k.takeError());
+  if (!m)
+    llvm::consumeError(m.takeError());
+  if (!s)
+    llvm::consumeError(s.takeError());
+  return ok;
 }
 
 bool CpuKernel::compileVariant(const Function &fn, rt::VariantCode &out,
@@ -554,23 +565,12 @@ bool loadObjectVariants(
   tsl_rt_fill_table(table->toPtr<void **>());
   std::shared_ptr<llvm::orc::LLJIT> session(std::move(*jit));
   for (rt::ManifestVariant &mv : manifest) {
-    auto kernel = session->lookup(mv.kernelSymbol);
-    auto match = session->lookup(mv.matchSymbol);
-    auto shapes = session->lookup(mv.shapesSymbol);
-    if (!kernel || !match || !shapes) {
-      if (!kernel)
-        llvm::consumeError(kernel.takeError());
-      if (!match)
-        llvm::consumeError(match.takeError());
-      if (!shapes)
-        llvm::consumeError(shapes.takeError());
+    rt::VariantCode code = std::move(mv.code);
+    if (!lookupEntryPoints(*session, mv.kernelSymbol, mv.matchSymbol,
+                           mv.shapesSymbol, code)) {
       error = "the object has no entry points for '" + mv.function + "'";
       return false;
     }
-    rt::VariantCode code = std::move(mv.code);
-    code.kernel = kernel->toPtr<rt::KernelFn>();
-    code.match = match->toPtr<rt::MatchFn>();
-    code.shapes = shapes->toPtr<rt::ShapesFn>();
     code.keepAlive = session;
     out.push_back({mv.function, std::move(code)});
   }

@@ -2,6 +2,8 @@
 /// \file Private to the backends (it includes LLVM): JIT-compiling a
 /// lowered host module into this process.
 
+#include "runtime/Variant.h"
+
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 
 #include <memory>
@@ -15,5 +17,11 @@ namespace tsl {
 std::unique_ptr<llvm::orc::LLJIT>
 createHostJit(std::unique_ptr<llvm::Module> m,
               std::unique_ptr<llvm::LLVMContext> ctx, std::string &error);
+
+/// The entry points of one variant in \p jit (kernel, matcher, result
+/// shapes), by symbol name. False when one is missing.
+bool lookupEntryPoints(llvm::orc::LLJIT &jit, const std::string &kernel,
+                       const std::string &match, const std::string &shapes,
+                       rt::VariantCode &out);
 
 } // namespace tsl

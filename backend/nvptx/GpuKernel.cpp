@@ -318,22 +318,15 @@ bool buildHostCode(Lowered &l, HostCode &out, std::string &error) {
   out.jit = createHostJit(std::move(l.host), std::move(l.ctx), error);
   if (!out.jit)
     return false;
-  auto kernel = out.jit->lookup(kKernelName);
-  auto match = out.jit->lookup(kMatchName);
-  auto shapes = out.jit->lookup(kShapesName);
-  if (!kernel || !match || !shapes) {
-    if (!kernel)
-      llvm::consumeError(kernel.takeError());
-    if (!match)
-      llvm::consumeError(match.takeError());
-    if (!shapes)
-      llvm::consumeError(shapes.takeError());
+  rt::VariantCode entry;
+  if (!lookupEntryPoints(*out.jit, kKernelName, kMatchName, kShapesName,
+                         entry)) {
     error = "internal error: the GPU variant's host code has no entry points";
     return false;
   }
-  out.kernel = kernel->toPtr<rt::KernelFn>();
-  out.match = match->toPtr<rt::MatchFn>();
-  out.shapes = shapes->toPtr<rt::ShapesFn>();
+  out.kernel = entry.kernel;
+  out.match = entry.match;
+  out.shapes = entry.shapes;
   return true;
 }
 
