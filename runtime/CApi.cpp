@@ -220,8 +220,19 @@ tsl_status tsl_module_get_function(tsl_module *module, const char *name,
 tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args,
                              int32_t nargs, tsl_tensor **outputs,
                              int32_t *noutputs) {
+  return tsl_function_call_on_stream(fn, args, nargs, nullptr, outputs,
+                                     noutputs);
+}
+
+tsl_status tsl_function_call_on_stream(tsl_function *fn, const tsl_arg *args,
+                                       int32_t nargs, void *stream,
+                                       tsl_tensor **outputs,
+                                       int32_t *noutputs) {
   if (!fn || (nargs > 0 && !args) || !outputs || !noutputs || nargs < 0)
     return fail(TSL_INVALID_ARGUMENT, "tsl_function_call: null argument");
+  if (stream && fn->device.device_type != 2)
+    return fail(TSL_INVALID_ARGUMENT,
+                "tsl_function_call_on_stream: a stream needs a CUDA runtime");
   std::vector<tsl::rt::CallArg> callArgs;
   for (int32_t i = 0; i < nargs; ++i) {
     tsl::rt::CallArg a;
@@ -266,7 +277,7 @@ tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args,
   std::vector<tsl::rt::Output> outs;
   int variant = -1;
   std::string error;
-  if (!fn->table->call(callArgs, outs, variant, error)) {
+  if (!fn->table->call(callArgs, outs, variant, error, stream)) {
     tsl_status status = TSL_INVALID_ARGUMENT;
     if (error.find("runtime check failed") != std::string::npos ||
         error.find("out of bounds") != std::string::npos)

@@ -302,7 +302,7 @@ bool FunctionTable::compileFor(const std::vector<CallArg> &args,
 
 bool FunctionTable::call(const std::vector<CallArg> &args,
                          std::vector<Output> &outputs, int &variant,
-                         std::string &error) {
+                         std::string &error, void *stream) {
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].isInt)
       continue;
@@ -359,13 +359,13 @@ bool FunctionTable::call(const std::vector<CallArg> &args,
   }
   variant = chosen;
   const VariantCode &v = *published_[chosen].load(std::memory_order_relaxed);
-  return run(v, args, syms, outputs, error);
+  return run(v, args, syms, outputs, error, stream);
 }
 
 bool FunctionTable::run(const VariantCode &v, const std::vector<CallArg> &args,
                         std::vector<int64_t> &syms,
-                        std::vector<Output> &outputs,
-                        std::string &error) const {
+                        std::vector<Output> &outputs, std::string &error,
+                        void *stream) const {
   std::vector<void *> buffers(v.numValues + 1, nullptr);
   for (size_t i = 0; i < args.size(); ++i)
     if (!args[i].isInt)
@@ -378,7 +378,8 @@ bool FunctionTable::run(const VariantCode &v, const std::vector<CallArg> &args,
       error = "a GPU variant of '" + name_ + "' on a runtime without a GPU";
       return false;
     }
-    gpuCall = std::make_unique<GpuDevice::Call>(*options_.device, *v.device);
+    gpuCall = std::make_unique<GpuDevice::Call>(*options_.device, *v.device,
+                                                static_cast<CUstream>(stream));
     tsl_rt_context_set_device(ctx, gpuCall->abi());
   }
   int32_t status = v.kernel(buffers.data(), syms.data(), ctx);

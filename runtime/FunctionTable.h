@@ -61,8 +61,9 @@ public:
   /// Runs one call. Returns false with \p error (naming the argument and
   /// dim, the failing guards, or the failed check and its source line).
   /// Safe to call from several threads at once.
+  /// GPU variants run on \p stream (a CUstream; null: the device's own).
   bool call(const std::vector<CallArg> &args, std::vector<Output> &outputs,
-            int &variant, std::string &error);
+            int &variant, std::string &error, void *stream = nullptr);
 
   Stats stats() const;
   size_t numVariants() const;
@@ -91,7 +92,7 @@ private:
                   std::string &error);
   bool run(const VariantCode &v, const std::vector<CallArg> &args,
            std::vector<int64_t> &syms, std::vector<Output> &outputs,
-           std::string &error) const;
+           std::string &error, void *stream) const;
 
   std::string name_;
   CompilerHook *hook_;

@@ -69,42 +69,44 @@ void GpuDevice::release(void *p) {
 }
 
 bool GpuDevice::toHost(void *dst, const void *src, size_t bytes,
-                       std::string &error) {
+                       std::string &error, CUstream stream) {
   if (!cuda_) {
     std::memcpy(dst, src, bytes);
     return true;
   }
   const CudaApi &a = cuda_->driver().api();
-  CUresult r = a.cuMemcpyDtoHAsync(dst, devicePtr(src), bytes, cuda_->stream());
+  CUresult r =
+      a.cuMemcpyDtoHAsync(dst, devicePtr(src), bytes, streamOr(stream));
   if (r == 0)
-    r = a.cuStreamSynchronize(cuda_->stream());
+    r = a.cuStreamSynchronize(streamOr(stream));
   if (r != 0)
     error = cuda_->driver().describe("copying to the host", r);
   return r == 0;
 }
 
 bool GpuDevice::toDevice(void *dst, const void *src, size_t bytes,
-                         std::string &error) {
+                         std::string &error, CUstream stream) {
   if (!cuda_) {
     std::memcpy(dst, src, bytes);
     return true;
   }
   const CudaApi &a = cuda_->driver().api();
   // Pageable host memory: the driver stages it before returning.
-  CUresult r = a.cuMemcpyHtoDAsync(devicePtr(dst), src, bytes, cuda_->stream());
+  CUresult r =
+      a.cuMemcpyHtoDAsync(devicePtr(dst), src, bytes, streamOr(stream));
   if (r != 0)
     error = cuda_->driver().describe("copying to the device", r);
   return r == 0;
 }
 
 bool GpuDevice::deviceToDevice(void *dst, const void *src, size_t bytes,
-                               std::string &error) {
+                               std::string &error, CUstream stream) {
   if (!cuda_) {
     std::memcpy(dst, src, bytes);
     return true;
   }
   CUresult r = cuda_->driver().api().cuMemcpyDtoDAsync(
-      devicePtr(dst), devicePtr(src), bytes, cuda_->stream());
+      devicePtr(dst), devicePtr(src), bytes, streamOr(stream));
   if (r != 0)
     error = cuda_->driver().describe("copying on the device", r);
   return r == 0;
@@ -129,9 +131,11 @@ void GpuDevice::releaseHandedOver(void *p) {
     device->release(p);
 }
 
-GpuDevice::Call::Call(GpuDevice &device, const DeviceCode &code)
-    : device_(device), code_(code), abi_{this, &Call::alloc, &Call::free,
-                                         &Call::launch, &Call::read} {
+GpuDevice::Call::Call(GpuDevice &device, const DeviceCode &code,
+                      CUstream stream)
+    : device_(device), code_(code),
+      stream_(stream), abi_{this, &Call::alloc, &Call::free, &Call::launch,
+                            &Call::read} {
   // CUDA contexts are current per thread: calls come from any thread. (A
   // failure here shows again, with its message, at the first allocation.)
   std::string ignored;
@@ -166,7 +170,8 @@ const char *GpuDevice::Call::read(void *self, void *dst, const void *src,
                                   int64_t bytes) {
   auto *c = static_cast<Call *>(self);
   std::string message;
-  if (!c->device_.toHost(dst, src, static_cast<size_t>(bytes), message))
+  if (!c->device_.toHost(dst, src, static_cast<size_t>(bytes), message,
+                         c->stream_))
     return c->fail(message);
   return nullptr;
 }
@@ -198,8 +203,9 @@ const char *GpuDevice::Call::launch(void *self, int32_t kernel, int64_t total,
     return c->fail(message);
   if (!c->symsOnDevice_ && !(c->symsOnDevice_ = d.allocate(symBytes, message)))
     return c->fail(message);
-  if (!d.toDevice(c->buffersOnDevice_, buffers, bufBytes, message) ||
-      !d.toDevice(c->symsOnDevice_, syms, symBytes, message))
+  if (!d.toDevice(c->buffersOnDevice_, buffers, bufBytes, message,
+                  c->stream_) ||
+      !d.toDevice(c->symsOnDevice_, syms, symBytes, message, c->stream_))
     return c->fail(message);
   int64_t blocks = std::min<int64_t>(
       (total + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks);
@@ -209,11 +215,11 @@ const char *GpuDevice::Call::launch(void *self, int32_t kernel, int64_t total,
   const CudaApi &a = d.cuda_->driver().api();
   if (CUresult r = a.cuLaunchKernel(
           c->code_.cuda[kernel], static_cast<unsigned>(blocks), 1, 1,
-          kThreadsPerBlock, 1, 1, 0, d.cuda_->stream(), params, nullptr);
+          kThreadsPerBlock, 1, 1, 0, d.streamOr(c->stream_), params, nullptr);
       r != 0)
     return c->fail(d.cuda_->driver().describe("cuLaunchKernel", r));
   // The symbols come back: unbacked sizes and the failure slot.
-  if (!d.toHost(syms, c->symsOnDevice_, symBytes, message))
+  if (!d.toHost(syms, c->symsOnDevice_, symBytes, message, c->stream_))
     return c->fail(message);
   return nullptr;
 }

@@ -41,10 +41,13 @@ public:
   /// Device memory (null with \p error); release() gives it back.
   void *allocate(size_t bytes, std::string &error);
   void release(void *p);
-  bool toHost(void *dst, const void *src, size_t bytes, std::string &error);
-  bool toDevice(void *dst, const void *src, size_t bytes, std::string &error);
+  /// Copies on \p stream (null: the device's own); toHost waits for it.
+  bool toHost(void *dst, const void *src, size_t bytes, std::string &error,
+              CUstream stream = nullptr);
+  bool toDevice(void *dst, const void *src, size_t bytes, std::string &error,
+                CUstream stream = nullptr);
   bool deviceToDevice(void *dst, const void *src, size_t bytes,
-                      std::string &error);
+                      std::string &error, CUstream stream = nullptr);
 
   /// Device memory handed to a caller (tsl_function_call's outputs):
   /// released later by address alone (tsl_outputs_free).
@@ -52,10 +55,12 @@ public:
   static void releaseHandedOver(void *p);
 
   /// The launch state of one call of a variant with \p code: its
-  /// tsl_rt_device for the call's context. Not thread-safe; one per call.
+  /// tsl_rt_device for the call's context. Copies and launches go to
+  /// \p stream (null: the device's own); the call ends synchronized with
+  /// it. Not thread-safe; one per call.
   class Call {
   public:
-    Call(GpuDevice &device, const DeviceCode &code);
+    Call(GpuDevice &device, const DeviceCode &code, CUstream stream = nullptr);
     ~Call();
     const tsl_rt_device *abi() const { return &abi_; }
 
@@ -71,6 +76,7 @@ public:
 
     GpuDevice &device_;
     const DeviceCode &code_;
+    CUstream stream_ = nullptr;
     tsl_rt_device abi_;
     void *buffersOnDevice_ = nullptr, *symsOnDevice_ = nullptr;
     std::string error_;
@@ -78,6 +84,7 @@ public:
 
 private:
   GpuDevice() = default;
+  CUstream streamOr(CUstream s) const { return s ? s : cuda_->stream(); }
   std::shared_ptr<CudaDevice> cuda_;
 };
 

@@ -99,6 +99,12 @@ tsl_status tsl_module_get_function(tsl_module *module, const char *name,
 tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args,
                              int32_t nargs, tsl_tensor **outputs,
                              int32_t *noutputs);
+/* The same on a GPU runtime with the caller's stream (a CUstream): copies
+ * and launches go to it, and the call returns synchronized with it. A null
+ * stream is the runtime's own; a CPU runtime takes only null. */
+tsl_status tsl_function_call_on_stream(tsl_function *fn, const tsl_arg *args,
+                                       int32_t nargs, void *stream,
+                                       tsl_tensor **outputs, int32_t *noutputs);
 void tsl_outputs_free(tsl_tensor *outputs, int32_t noutputs);
 
 /* Installs the JIT compiler (defined in the tsl_driver library, not in the

@@ -133,4 +133,30 @@ TEST_F(EmulatorFixture, BadCallsAndFailedChecks) {
   EXPECT_NE(s.message.find("N must be even"), std::string::npos) << s.message;
 }
 
+TEST(GpuRuntime, StreamsNeedACudaRuntime) {
+  tsl_runtime *rt = nullptr;
+  ASSERT_EQ(tsl_runtime_create(nullptr, &rt), TSL_OK);
+  ASSERT_EQ(tsl_runtime_enable_jit(rt), TSL_OK);
+  tsl_module *module = nullptr;
+  ASSERT_EQ(tsl_module_load_source(rt, writeModel().c_str(), &module), TSL_OK);
+  tsl_function *fn = nullptr;
+  ASSERT_EQ(tsl_module_get_function(module, "need_even", &fn), TSL_OK);
+  float data[2] = {1, 2};
+  int64_t shape[1] = {2};
+  tsl_arg arg{};
+  arg.tensor = {data, {1, 0}, 1, {2, 32, 1}, shape, nullptr, 0};
+  tsl_tensor *out = nullptr;
+  int32_t n = 0;
+  int stream = 0; // any non-null pointer
+  EXPECT_EQ(tsl_function_call_on_stream(fn, &arg, 1, &stream, &out, &n),
+            TSL_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tsl_last_error()).find("needs a CUDA runtime"),
+            std::string::npos);
+  ASSERT_EQ(tsl_function_call_on_stream(fn, &arg, 1, nullptr, &out, &n),
+            TSL_OK);
+  EXPECT_EQ(n, 1);
+  tsl_outputs_free(out, n);
+  tsl_runtime_destroy(rt);
+}
+
 } // namespace
