@@ -39,8 +39,11 @@ std::string errorText(llvm::Error err) {
   return os.str();
 }
 
-/// libdevice.10.bc of the CUDA toolkit, or "" when there is none.
+/// libdevice.10.bc of the CUDA toolkit ($TSL_LIBDEVICE, else under
+/// $CUDA_HOME or /usr/local/cuda), or "" when there is none.
 std::string findLibdevice() {
+  if (const char *explicitPath = std::getenv("TSL_LIBDEVICE"))
+    return std::filesystem::exists(explicitPath) ? explicitPath : "";
   std::vector<std::string> roots;
   if (const char *home = std::getenv("CUDA_HOME"); home && *home)
     roots.push_back(home);
@@ -163,8 +166,8 @@ bool compileToPtx(llvm::Module &m, int32_t numKernels, const std::string &arch,
     std::string path = findLibdevice();
     if (path.empty()) {
       error = "not supported on the cuda backend without libdevice: exp, "
-              "log, sin, cos, pow, tanh and erf (install the CUDA toolkit or "
-              "set CUDA_HOME)";
+              "log, sin, cos, pow, tanh and erf (install the CUDA toolkit, or "
+              "set CUDA_HOME or TSL_LIBDEVICE)";
       return false;
     }
     llvm::SMDiagnostic diag;

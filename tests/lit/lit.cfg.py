@@ -29,9 +29,11 @@ if shutil.which('tmux'):
 config.environment['TSL_CACHE_DIR'] = 'off'  # tests count compiles; the cache tests set their own
 # GPU: PTX is assembled where the CUDA toolkit's ptxas is; GPU execution
 # tests run where the CUDA driver loads (never on CI, which has no GPU).
-ptxas = shutil.which('ptxas') or (os.path.exists('/usr/local/cuda/bin/ptxas') and '/usr/local/cuda/bin/ptxas')
-if ptxas:
-    config.available_features.add('ptxas')
+# (`cuda-toolkit`: ptxas and libdevice, which PTX of exp, log, ... needs.)
+cuda_home = os.environ.get('CUDA_HOME') or '/usr/local/cuda'
+ptxas = shutil.which('ptxas') or (os.path.exists(cuda_home + '/bin/ptxas') and cuda_home + '/bin/ptxas')
+if ptxas and os.path.exists(cuda_home + '/nvvm/libdevice/libdevice.10.bc'):
+    config.available_features.add('cuda-toolkit')
     config.substitutions.append(('%ptxas', ptxas))
 try:
     import ctypes
