@@ -198,6 +198,12 @@ private:
 
   bool lowerOp(const Operation &op);
 
+  /// Lowers ops [begin, end) into their own function `i32 tsl_ops_<begin>(
+  /// buffers, syms, ctx)` (the kernel ABI) and calls it
+  /// (LoweringOptions::outlineOpsAbove).
+  bool lowerOutlined(size_t begin, size_t end);
+  bool outlining = false;
+
   // --- device mode (CodegenDevice.cpp) -----------------------------------
   // Each op becomes a device function of `deviceModule` whose outermost
   // loops are grid-stride loops over a flat index; the host function

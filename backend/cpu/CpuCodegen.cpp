@@ -33,6 +33,7 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
       bufs[p.value] = loadBuffer(p.value);
   if (options.device)
     deviceModule = std::make_unique<llvm::Module>("tsl_device", ctx);
+  outlining = !options.device && fn.ops.size() > options.outlineOpsAbove;
   planFusion();
   planFrees();
   planRowGroups();
@@ -50,6 +51,21 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
     if (!op.results.empty() &&
         (inlined[op.results[0]] || transposedOperand[op.results[0]]))
       continue; // computed inside its consumer (loop or GEMM)
+    if (outlining) {
+      // The next run of up to 64 lowered ops, as one function.
+      size_t end = i, count = 0;
+      for (; end < fn.ops.size() && count < 64; ++end)
+        if (fn.ops[end].results.empty() ||
+            !(inlined[fn.ops[end].results[0]] ||
+              transposedOperand[fn.ops[end].results[0]]))
+          ++count;
+      if (!lowerOutlined(i, end)) {
+        err = error.empty() ? "not supported" : error;
+        return nullptr;
+      }
+      i = end - 1;
+      continue;
+    }
     if (!(options.device ? lowerOnDevice(op) : lowerOp(op))) {
       err = error.empty() ? "not supported" : error;
       return nullptr;
@@ -70,6 +86,69 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
     return nullptr;
   }
   return std::move(mod);
+}
+
+bool Codegen::lowerOutlined(size_t begin, size_t end) {
+  auto *type = llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false);
+  auto *f = llvm::Function::Create(type, llvm::Function::InternalLinkage,
+                                   "tsl_ops_" + std::to_string(begin), *mod);
+  f->addFnAttr(llvm::Attribute::NoInline);
+  for (unsigned a = 0; a < 3; ++a)
+    f->addParamAttr(a, llvm::Attribute::NoAlias);
+  llvm::Function *outer = kernel;
+  llvm::BasicBlock *outerBlock = b.GetInsertBlock();
+  Value *outerBuffers = buffersArg, *outerSyms = symsArg, *outerCtx = ctxArg;
+  std::vector<Value *> outerBufs = bufs;
+  kernel = f;
+  buffersArg = f->getArg(0);
+  symsArg = f->getArg(1);
+  ctxArg = f->getArg(2);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+  // What the ops read from earlier ones, from the buffer array (every
+  // buffer is stored there); values made inside are not there yet.
+  std::vector<ValueId> used;
+  for (size_t i = begin; i < end; ++i)
+    for (ValueId o : fn.ops[i].operands) {
+      used.push_back(o);
+      leaves(o, used);
+      if (transposedOperand[o]) // the GEMM reads the untransposed buffer
+        used.insert(used.end(), producer[o]->operands.begin(),
+                    producer[o]->operands.end());
+    }
+  std::fill(bufs.begin(), bufs.end(), nullptr);
+  for (ValueId v : used)
+    if (outerBufs[v] && !bufs[v])
+      bufs[v] = loadBuffer(v);
+  bool ok = true;
+  for (size_t i = begin; i < end && ok; ++i) {
+    const Operation &op = fn.ops[i];
+    opIndex = static_cast<int32_t>(i);
+    if (!op.results.empty() &&
+        (inlined[op.results[0]] || transposedOperand[op.results[0]]))
+      continue;
+    ok = lowerOp(op);
+    for (ValueId r : freeAfter[i])
+      if (ok && bufs[r])
+        freeBuffer(bufs[r]);
+  }
+  if (ok)
+    b.CreateRet(b.getInt32(0));
+  kernel = outer;
+  buffersArg = outerBuffers;
+  symsArg = outerSyms;
+  ctxArg = outerCtx;
+  bufs = outerBufs;
+  b.SetInsertPoint(outerBlock);
+  if (!ok)
+    return false;
+  Value *status = b.CreateCall(f, {buffersArg, symsArg, ctxArg});
+  failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {}); // already recorded
+  // The ops allocated (or aliased) their results into the buffer array.
+  for (size_t i = begin; i < end; ++i)
+    for (ValueId r : fn.ops[i].results)
+      if (!inlined[r] && !transposedOperand[r])
+        bufs[r] = loadBuffer(r);
+  return true;
 }
 
 bool Codegen::unsupported(const std::string &what) {

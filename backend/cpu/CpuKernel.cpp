@@ -267,11 +267,15 @@ createHostJit(std::unique_ptr<llvm::Module> m,
 }
 
 std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
-                                              std::string &error) {
+                                              std::string &error,
+                                              size_t outlineOpsAbove) {
   initializeLLVM();
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::vector<std::string> checks;
-  std::unique_ptr<llvm::Module> m = lowerFunction(fn, *ctx, checks, error);
+  LoweringOptions options;
+  options.outlineOpsAbove = outlineOpsAbove;
+  std::unique_ptr<llvm::Module> m =
+      lowerFunction(fn, *ctx, checks, error, options);
   if (!m)
     return nullptr;
   std::unique_ptr<llvm::orc::LLJIT> session =

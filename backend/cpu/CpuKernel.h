@@ -79,9 +79,10 @@ bool compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
 class CpuKernel {
 public:
   ~CpuKernel();
-  /// Compiles \p fn. Returns null with \p error on failure.
-  static std::unique_ptr<CpuKernel> compile(const Function &fn,
-                                            std::string &error);
+  /// Compiles \p fn. Returns null with \p error on failure. Functions
+  /// with more than \p outlineOpsAbove ops get one LLVM function per op.
+  static std::unique_ptr<CpuKernel>
+  compile(const Function &fn, std::string &error, size_t outlineOpsAbove = 256);
   /// Compiles \p fn into a runtime variant (entry points, metadata, and
   /// the JIT session kept alive by the variant).
   static bool compileVariant(const Function &fn, rt::VariantCode &out,

@@ -145,6 +145,18 @@ TEST(Differential, CpuBackendMatchesTheInterpreter) {
       });
 }
 
+// Every op in its own LLVM function (what functions of more than 256 ops
+// get): the buffer array carries the values between them.
+TEST(Differential, OutlinedCpuOpsMatchTheInterpreter) {
+  compareRandomPrograms(
+      [](const Function &fn, const std::vector<ArgValue> &args,
+         std::vector<Tensor> &out, RunError &error, std::string &compileError) {
+        std::unique_ptr<CpuKernel> kernel =
+            CpuKernel::compile(fn, compileError, /*outlineOpsAbove=*/0);
+        return kernel && kernel->run(args, out, error);
+      });
+}
+
 // The GPU kernels (grid-stride loops, one launch per op, device memory and
 // the launch protocol) under the emulator: CI has no GPU.
 TEST(Differential, GpuKernelsMatchTheInterpreter) {
