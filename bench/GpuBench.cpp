@@ -60,7 +60,8 @@ public:
     DeviceTensor t{shape, dtype, nullptr};
     std::string error;
     t.data = device_->allocate(host.size(), error);
-    if (!t.data || !device_->toDevice(t.data, host.data(), host.size(), error))
+    if (!t.data || !device_->copy(rt::GpuDevice::Copy::ToDevice, t.data,
+                                  host.data(), host.size(), error))
       die(error);
     tensors_.push_back(t);
     rt::CallArg a;

@@ -140,8 +140,9 @@ public:
   bool bindType(const ast::TypeExpr &pattern, TensorType actual, Frame &frame,
                 SourceRange where, const std::string &what);
   /// Evaluates a size expression in a type. With \p unbound, a dim not yet
-  /// bound becomes a placeholder symbol and its name is listed once (in
-  /// order of first use) for the caller to solve; without, it is an error.
+  /// bound stands as the symbol "\x01NAME" and its name is listed once (in
+  /// order of first use): the caller solves the expression for it (derived
+  /// dims such as 2*N). Without \p unbound, an unbound dim is an error.
   bool evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
                    std::vector<std::string> *unbound);
   bool decide(const SymCond &cond, const ast::Expr &source, bool &value);

@@ -59,7 +59,6 @@ const CudaDriver *CudaDriver::get(std::string &error) {
     };
     CudaApi &a = d->api_;
     resolve("cuInit", a.cuInit);
-    resolve("cuDriverGetVersion", a.cuDriverGetVersion);
     resolve("cuDeviceGetCount", a.cuDeviceGetCount);
     resolve("cuDeviceGet", a.cuDeviceGet);
     resolve("cuDeviceGetAttribute", a.cuDeviceGetAttribute);
@@ -87,7 +86,6 @@ const CudaDriver *CudaDriver::get(std::string &error) {
       loadError = "no usable CUDA driver: " + d->describe("cuInit", r);
       return;
     }
-    a.cuDriverGetVersion(&d->version_);
     driver = std::move(d);
   });
   if (!driver)

@@ -28,7 +28,6 @@ using CUstream = struct CUstream_st *;
 /// The driver's entry points (null until loaded).
 struct CudaApi {
   CUresult (*cuInit)(unsigned) = nullptr;
-  CUresult (*cuDriverGetVersion)(int *) = nullptr;
   CUresult (*cuDeviceGetCount)(int *) = nullptr;
   CUresult (*cuDeviceGet)(CUdevice *, int) = nullptr;
   CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice) = nullptr;
@@ -65,13 +64,11 @@ public:
   static const CudaDriver *get(std::string &error);
 
   const CudaApi &api() const { return api_; }
-  int version() const { return version_; }
   /// "cuMemAlloc failed: out of memory (2)".
   std::string describe(const char *what, CUresult code) const;
 
 private:
   CudaApi api_;
-  int version_ = 0;
 };
 
 /// One GPU: its primary context, a stream, a caching allocator and the

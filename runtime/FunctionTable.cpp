@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace tsl::rt {
 
@@ -14,10 +15,6 @@ const char *typeName(int32_t dtype) {
   static const char *names[] = {"bool", "i8",   "i32", "i64",
                                 "f16",  "bf16", "f32", "f64"};
   return dtype >= 0 && dtype < 8 ? names[dtype] : "?";
-}
-size_t elementSize(int32_t dtype) {
-  static const size_t sizes[] = {1, 1, 4, 8, 2, 2, 4, 8};
-  return dtype >= 0 && dtype < 8 ? sizes[dtype] : 1;
 }
 
 std::string describeArg(const CallArg &a) {
@@ -371,15 +368,14 @@ bool FunctionTable::run(const VariantCode &v, const std::vector<CallArg> &args,
     if (!args[i].isInt)
       buffers[v.params[i].value] = const_cast<void *>(args[i].data);
   tsl_rt_context *ctx = tsl_rt_context_create();
-  std::unique_ptr<GpuDevice::Call> gpuCall;
+  std::optional<GpuDevice::Call> gpuCall;
   if (v.device) {
     if (!options_.device) {
       tsl_rt_context_destroy(ctx);
       error = "a GPU variant of '" + name_ + "' on a runtime without a GPU";
       return false;
     }
-    gpuCall = std::make_unique<GpuDevice::Call>(*options_.device, *v.device,
-                                                static_cast<CUstream>(stream));
+    gpuCall.emplace(*options_.device, *v.device, static_cast<CUstream>(stream));
     tsl_rt_context_set_device(ctx, gpuCall->abi());
   }
   int32_t status = v.kernel(buffers.data(), syms.data(), ctx);
@@ -410,7 +406,7 @@ bool FunctionTable::run(const VariantCode &v, const std::vector<CallArg> &args,
         out.shape.push_back(shapes[k++]);
         numel *= out.shape.back();
       }
-      size_t bytes = static_cast<size_t>(numel) * elementSize(r.dtype);
+      size_t bytes = static_cast<size_t>(numel) * elementBytes(r.dtype);
       if (v.device) {
         // Device memory: handed over, or copied when it is an argument's.
         GpuDevice &gpu = *options_.device;
@@ -422,7 +418,8 @@ bool FunctionTable::run(const VariantCode &v, const std::vector<CallArg> &args,
           out.data = gpu.allocate(bytes, error);
           if (!out.data ||
               (bytes &&
-               !gpu.deviceToDevice(out.data, buffers[r.value], bytes, error))) {
+               !gpu.copy(GpuDevice::Copy::OnDevice, out.data, buffers[r.value],
+                         bytes, error, static_cast<CUstream>(stream)))) {
             gpu.release(out.data);
             ok = false;
             break;

@@ -68,47 +68,34 @@ void GpuDevice::release(void *p) {
     cuda_->release(devicePtr(p));
 }
 
-bool GpuDevice::toHost(void *dst, const void *src, size_t bytes,
-                       std::string &error, CUstream stream) {
+bool GpuDevice::copy(Copy kind, void *dst, const void *src, size_t bytes,
+                     std::string &error, CUstream stream) {
   if (!cuda_) {
     std::memcpy(dst, src, bytes);
     return true;
   }
   const CudaApi &a = cuda_->driver().api();
-  CUresult r =
-      a.cuMemcpyDtoHAsync(dst, devicePtr(src), bytes, streamOr(stream));
-  if (r == 0)
-    r = a.cuStreamSynchronize(streamOr(stream));
-  if (r != 0)
-    error = cuda_->driver().describe("copying to the host", r);
-  return r == 0;
-}
-
-bool GpuDevice::toDevice(void *dst, const void *src, size_t bytes,
-                         std::string &error, CUstream stream) {
-  if (!cuda_) {
-    std::memcpy(dst, src, bytes);
-    return true;
+  CUstream s = streamOr(stream);
+  CUresult r;
+  const char *what;
+  switch (kind) {
+  case Copy::ToHost:
+    what = "copying to the host";
+    r = a.cuMemcpyDtoHAsync(dst, devicePtr(src), bytes, s);
+    if (r == 0)
+      r = a.cuStreamSynchronize(s);
+    break;
+  case Copy::ToDevice:
+    // Pageable host memory: the driver stages it before returning.
+    what = "copying to the device";
+    r = a.cuMemcpyHtoDAsync(devicePtr(dst), src, bytes, s);
+    break;
+  default:
+    what = "copying on the device";
+    r = a.cuMemcpyDtoDAsync(devicePtr(dst), devicePtr(src), bytes, s);
   }
-  const CudaApi &a = cuda_->driver().api();
-  // Pageable host memory: the driver stages it before returning.
-  CUresult r =
-      a.cuMemcpyHtoDAsync(devicePtr(dst), src, bytes, streamOr(stream));
   if (r != 0)
-    error = cuda_->driver().describe("copying to the device", r);
-  return r == 0;
-}
-
-bool GpuDevice::deviceToDevice(void *dst, const void *src, size_t bytes,
-                               std::string &error, CUstream stream) {
-  if (!cuda_) {
-    std::memcpy(dst, src, bytes);
-    return true;
-  }
-  CUresult r = cuda_->driver().api().cuMemcpyDtoDAsync(
-      devicePtr(dst), devicePtr(src), bytes, streamOr(stream));
-  if (r != 0)
-    error = cuda_->driver().describe("copying on the device", r);
+    error = cuda_->driver().describe(what, r);
   return r == 0;
 }
 
@@ -170,8 +157,8 @@ const char *GpuDevice::Call::read(void *self, void *dst, const void *src,
                                   int64_t bytes) {
   auto *c = static_cast<Call *>(self);
   std::string message;
-  if (!c->device_.toHost(dst, src, static_cast<size_t>(bytes), message,
-                         c->stream_))
+  if (!c->device_.copy(Copy::ToHost, dst, src, static_cast<size_t>(bytes),
+                       message, c->stream_))
     return c->fail(message);
   return nullptr;
 }
@@ -203,9 +190,10 @@ const char *GpuDevice::Call::launch(void *self, int32_t kernel, int64_t total,
     return c->fail(message);
   if (!c->symsOnDevice_ && !(c->symsOnDevice_ = d.allocate(symBytes, message)))
     return c->fail(message);
-  if (!d.toDevice(c->buffersOnDevice_, buffers, bufBytes, message,
-                  c->stream_) ||
-      !d.toDevice(c->symsOnDevice_, syms, symBytes, message, c->stream_))
+  if (!d.copy(Copy::ToDevice, c->buffersOnDevice_, buffers, bufBytes, message,
+              c->stream_) ||
+      !d.copy(Copy::ToDevice, c->symsOnDevice_, syms, symBytes, message,
+              c->stream_))
     return c->fail(message);
   int64_t blocks = std::min<int64_t>(
       (total + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks);
@@ -219,7 +207,8 @@ const char *GpuDevice::Call::launch(void *self, int32_t kernel, int64_t total,
       r != 0)
     return c->fail(d.cuda_->driver().describe("cuLaunchKernel", r));
   // The symbols come back: unbacked sizes and the failure slot.
-  if (!d.toHost(syms, c->symsOnDevice_, symBytes, message, c->stream_))
+  if (!d.copy(Copy::ToHost, syms, c->symsOnDevice_, symBytes, message,
+              c->stream_))
     return c->fail(message);
   return nullptr;
 }

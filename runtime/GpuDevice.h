@@ -41,13 +41,11 @@ public:
   /// Device memory (null with \p error); release() gives it back.
   void *allocate(size_t bytes, std::string &error);
   void release(void *p);
-  /// Copies on \p stream (null: the device's own); toHost waits for it.
-  bool toHost(void *dst, const void *src, size_t bytes, std::string &error,
-              CUstream stream = nullptr);
-  bool toDevice(void *dst, const void *src, size_t bytes, std::string &error,
-                CUstream stream = nullptr);
-  bool deviceToDevice(void *dst, const void *src, size_t bytes,
-                      std::string &error, CUstream stream = nullptr);
+  enum class Copy { ToHost, ToDevice, OnDevice };
+  /// Copies \p bytes on \p stream (null: the device's own); a copy to the
+  /// host waits for it. False with \p error.
+  bool copy(Copy kind, void *dst, const void *src, size_t bytes,
+            std::string &error, CUstream stream = nullptr);
 
   /// Device memory handed to a caller (tsl_function_call's outputs):
   /// released later by address alone (tsl_outputs_free).
@@ -61,6 +59,8 @@ public:
   class Call {
   public:
     Call(GpuDevice &device, const DeviceCode &code, CUstream stream = nullptr);
+    Call(const Call &) = delete; // the ABI table points at this object
+    Call &operator=(const Call &) = delete;
     ~Call();
     const tsl_rt_device *abi() const { return &abi_; }
 

@@ -14,15 +14,13 @@
 #include <vector>
 
 #include "runtime/Context.h"
+#include "runtime/Variant.h"
 
 namespace {
 
 enum Code : int32_t { Bool = 0, I8, I32, I64, F16, BF16, F32, F64 };
 
-size_t sizeOf(int32_t dtype) {
-  static const size_t sizes[] = {1, 1, 4, 8, 2, 2, 4, 8};
-  return dtype >= 0 && dtype < 8 ? sizes[dtype] : 1;
-}
+using tsl::rt::elementBytes;
 bool isFloatCode(int32_t d) {
   return d == F16 || d == BF16 || d == F32 || d == F64;
 }
@@ -35,7 +33,7 @@ template <class T> T loadRaw(const uint8_t *b) {
 }
 
 double loadF(int32_t d, const void *p, int64_t i) {
-  const uint8_t *b = static_cast<const uint8_t *>(p) + i * sizeOf(d);
+  const uint8_t *b = static_cast<const uint8_t *>(p) + i * elementBytes(d);
   switch (d) {
   case Bool:
     return *b ? 1 : 0;
@@ -65,7 +63,7 @@ int64_t loadI(int32_t d, const void *p, int64_t i) {
 }
 
 void storeF(int32_t d, void *p, int64_t i, double v) {
-  uint8_t *b = static_cast<uint8_t *>(p) + i * sizeOf(d);
+  uint8_t *b = static_cast<uint8_t *>(p) + i * elementBytes(d);
   switch (d) {
   case F16: {
     uint16_t h = tsl::floatToHalf(static_cast<float>(v));
@@ -105,7 +103,7 @@ void storeF(int32_t d, void *p, int64_t i, double v) {
 
 void copyElement(int32_t d, void *dst, int64_t di, const void *src,
                  int64_t si) {
-  size_t n = sizeOf(d);
+  size_t n = elementBytes(d);
   std::memcpy(static_cast<uint8_t *>(dst) + di * n,
               static_cast<const uint8_t *>(src) + si * n, n);
 }
@@ -303,7 +301,7 @@ int32_t tsl_rt_masked_select(tsl_rt_context *ctx, int32_t d, const void *x,
   int64_t n = 0;
   for (int64_t i = 0; i < numel; ++i)
     n += static_cast<const uint8_t *>(mask)[i] != 0;
-  void *o = tsl_rt_alloc(ctx, n * static_cast<int64_t>(sizeOf(d)));
+  void *o = tsl_rt_alloc(ctx, n * static_cast<int64_t>(elementBytes(d)));
   if (!o)
     return 1;
   int64_t k = 0;
@@ -325,7 +323,8 @@ int32_t tsl_rt_unique(tsl_rt_context *ctx, int32_t d, const void *x,
   for (int64_t i : order)
     if (keep.empty() || lessThan(d, x, keep.back(), i))
       keep.push_back(i);
-  void *o = tsl_rt_alloc(ctx, static_cast<int64_t>(keep.size() * sizeOf(d)));
+  void *o =
+      tsl_rt_alloc(ctx, static_cast<int64_t>(keep.size() * elementBytes(d)));
   if (!o)
     return 1;
   for (size_t i = 0; i < keep.size(); ++i)

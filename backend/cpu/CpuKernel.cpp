@@ -613,19 +613,13 @@ void describeKernelFailure(const Function &fn, tsl_rt_context *ctx,
 bool CpuKernel::run(const std::vector<ArgValue> &args,
                     std::vector<Tensor> &outputs, RunError &error) const {
   const Function &fn = impl_->fn;
-  std::map<std::string, int64_t> values;
-  if (!bindArguments(fn, args, values, error))
+  std::vector<int64_t> syms;
+  if (!bindSymbols(fn, args, syms, error))
     return false;
   std::vector<void *> buffers(fn.values.size(), nullptr);
   for (size_t i = 0; i < args.size(); ++i)
     if (!fn.params[i].isInt)
       buffers[fn.params[i].value] = const_cast<uint8_t *>(args[i].tensor.raw());
-  std::vector<int64_t> syms(fn.symbols.size() + 1, 0);
-  for (size_t i = 0; i < fn.symbols.size(); ++i) {
-    auto it = values.find(fn.symbols[i].name);
-    if (it != values.end())
-      syms[i] = it->second;
-  }
   tsl_rt_context *ctx = tsl_rt_context_create();
   int32_t status = impl_->entry(buffers.data(), syms.data(), ctx);
   bool ok = status == 0;
@@ -642,6 +636,20 @@ bool CpuKernel::run(const std::vector<ArgValue> &args,
   }
   tsl_rt_context_destroy(ctx);
   return ok;
+}
+
+bool bindSymbols(const Function &fn, const std::vector<ArgValue> &args,
+                 std::vector<int64_t> &syms, RunError &error) {
+  std::map<std::string, int64_t> values;
+  if (!bindArguments(fn, args, values, error))
+    return false;
+  syms.assign(fn.symbols.size() + 1, 0);
+  for (size_t i = 0; i < fn.symbols.size(); ++i) {
+    auto it = values.find(fn.symbols[i].name);
+    if (it != values.end())
+      syms[i] = it->second;
+  }
+  return true;
 }
 
 bool readResults(const Function &fn, const std::vector<int64_t> &syms,

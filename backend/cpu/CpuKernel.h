@@ -59,6 +59,12 @@ void fillVariantMetadata(const Function &fn,
 void describeKernelFailure(const Function &fn, tsl_rt_context *ctx,
                            const std::vector<int64_t> &syms, RunError &error);
 
+/// Binds the arguments as the interpreter does (checking them) and lays
+/// out the kernel's symbol array: one value per symbol (unbacked ones 0
+/// until the kernel writes them) and the extra slot. False with \p error.
+bool bindSymbols(const Function &fn, const std::vector<ArgValue> &args,
+                 std::vector<int64_t> &syms, RunError &error);
+
 /// After a successful call: each result of \p fn, shaped from the symbols
 /// (unbacked sizes included) and copied out of \p buffers with \p copy
 /// (memcpy, or from device memory). False with \p error on failure.

@@ -227,13 +227,13 @@ struct Lowered {
   std::unique_ptr<llvm::LLVMContext> ctx;
   std::unique_ptr<llvm::Module> host, device;
   int32_t numKernels = 0;
+  std::vector<std::string> checks; ///< of the host matcher
 };
 
 bool lowerBoth(const Function &fn, Lowered &out, std::string &error) {
   out.ctx = std::make_unique<llvm::LLVMContext>();
-  std::vector<std::string> checks;
-  out.host = lowerFunctionWithDevice(fn, *out.ctx, checks, error, out.device,
-                                     out.numKernels);
+  out.host = lowerFunctionWithDevice(fn, *out.ctx, out.checks, error,
+                                     out.device, out.numKernels);
   return out.host != nullptr;
 }
 
@@ -339,11 +339,7 @@ bool compileGpuVariant(const Function &fn,
                        const std::shared_ptr<rt::GpuDevice> &device,
                        rt::VariantCode &out, std::string &error) {
   Lowered l;
-  std::vector<std::string> checks;
-  l.ctx = std::make_unique<llvm::LLVMContext>();
-  l.host = lowerFunctionWithDevice(fn, *l.ctx, checks, error, l.device,
-                                   l.numKernels);
-  if (!l.host)
+  if (!lowerBoth(fn, l, error))
     return false;
   auto code = std::make_shared<rt::DeviceCode>();
   HostCode host;
@@ -354,7 +350,7 @@ bool compileGpuVariant(const Function &fn,
   out.kernel = host.kernel;
   out.match = host.match;
   out.shapes = host.shapes;
-  fillVariantMetadata(fn, checks, out);
+  fillVariantMetadata(fn, l.checks, out);
   out.device = code;
   out.keepAlive = host.jit;
   return true;
@@ -365,13 +361,10 @@ struct GpuKernel::Impl {
   std::shared_ptr<rt::GpuDevice> device;
   rt::DeviceCode code;
   HostCode host;
-  int32_t numKernels = 0;
 };
 
 GpuKernel::GpuKernel() : impl_(std::make_unique<Impl>()) {}
 GpuKernel::~GpuKernel() = default;
-
-int GpuKernel::numKernels() const { return impl_->numKernels; }
 
 std::unique_ptr<GpuKernel>
 GpuKernel::compile(const Function &fn, GpuTarget target, std::string &error) {
@@ -386,7 +379,6 @@ GpuKernel::compile(const Function &fn, GpuTarget target, std::string &error) {
   Lowered l;
   if (!lowerBoth(fn, l, error))
     return nullptr;
-  impl.numKernels = l.numKernels;
   if (!buildDeviceCode(l, *impl.device, impl.code, error) ||
       !buildHostCode(l, impl.host, error))
     return nullptr;
@@ -398,8 +390,8 @@ bool GpuKernel::run(const std::vector<ArgValue> &args,
   const Impl &impl = *impl_;
   const Function &fn = impl.fn;
   rt::GpuDevice &device = *impl.device;
-  std::map<std::string, int64_t> values;
-  if (!bindArguments(fn, args, values, error))
+  std::vector<int64_t> syms;
+  if (!bindSymbols(fn, args, syms, error))
     return false;
   rt::GpuDevice::Call call(device, impl.code);
   // The arguments, copied to device memory.
@@ -410,16 +402,11 @@ bool GpuKernel::run(const std::vector<ArgValue> &args,
       continue;
     const Tensor &t = args[i].tensor;
     void *p = device.allocate(t.byteSize(), error.message);
-    ok = p && device.toDevice(p, t.raw(), t.byteSize(), error.message);
+    ok = p && device.copy(rt::GpuDevice::Copy::ToDevice, p, t.raw(),
+                          t.byteSize(), error.message);
     if (p)
       copies.push_back(p);
     buffers[fn.params[i].value] = p;
-  }
-  std::vector<int64_t> syms(fn.symbols.size() + 1, 0);
-  for (size_t i = 0; i < fn.symbols.size(); ++i) {
-    auto it = values.find(fn.symbols[i].name);
-    if (it != values.end())
-      syms[i] = it->second;
   }
   tsl_rt_context *ctx = tsl_rt_context_create();
   tsl_rt_context_set_device(ctx, call.abi());
@@ -431,7 +418,8 @@ bool GpuKernel::run(const std::vector<ArgValue> &args,
     ok = readResults(
         fn, syms, buffers,
         [&](void *dst, const void *src, size_t bytes, std::string &message) {
-          return device.toHost(dst, src, bytes, message);
+          return device.copy(rt::GpuDevice::Copy::ToHost, dst, src, bytes,
+                             message);
         },
         outputs, error);
   tsl_rt_context_destroy(ctx);

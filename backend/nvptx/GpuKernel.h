@@ -52,8 +52,6 @@ public:
   /// failed op's source line, as on the CPU.
   bool run(const std::vector<ArgValue> &args, std::vector<Tensor> &outputs,
            RunError &error) const;
-  /// How many device kernels one call launches (at most).
-  int numKernels() const;
 
 private:
   GpuKernel();

@@ -315,7 +315,8 @@ int cmdBench(const Options &o) {
       for (int64_t d : a.shape)
         bytes *= static_cast<size_t>(d);
       void *p = options.device->allocate(bytes, error);
-      if (!p || !options.device->toDevice(p, a.data, bytes, error)) {
+      if (!p || !options.device->copy(rt::GpuDevice::Copy::ToDevice, p, a.data,
+                                      bytes, error)) {
         std::cerr << "tslc: error: " << error << "\n";
         return 1;
       }
