@@ -2,6 +2,7 @@
 /// \file Private to backend/cpu: lowering one IR Function to an LLVM module
 /// whose function `tsl_kernel` implements the kernel ABI.
 
+#include "backend/cpu/CpuKernel.h"
 #include "ir/Function.h"
 
 #include <memory>
@@ -36,10 +37,9 @@ struct LoweringOptions {
   /// GPU variant: the host function launches a device kernel per op (see
   /// lowerFunctionWithDevice); off for CPU code.
   bool device = false;
-  /// Functions with more ops than this lower each op into its own
-  /// (non-inlined) LLVM function the kernel calls: LLVM's optimizer is
-  /// superlinear on one huge function (a 20,000-term sum took 10 s).
-  size_t outlineOpsAbove = 256;
+  /// Functions with more ops than this are lowered in runs of ops, each its
+  /// own (non-inlined) LLVM function the kernel calls (kOutlineOpsAbove).
+  size_t outlineOpsAbove = kOutlineOpsAbove;
   /// Prefix of the three entry points ("": the default names above;
   /// "f_v0": f_v0_kernel, f_v0_match, f_v0_shapes).
   std::string prefix;

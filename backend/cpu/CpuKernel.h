@@ -19,6 +19,10 @@ struct Dispatcher;
 struct VariantCode;
 } // namespace rt
 
+/// Functions with more ops than this are compiled one run of ops per LLVM
+/// function (LLVM's optimizer is superlinear on one huge function).
+inline constexpr size_t kOutlineOpsAbove = 256;
+
 /// Lowers \p fn to LLVM IR text (for `tslc emit --emit=llvm`). Returns
 /// false with \p error when an op is not supported by the backend.
 bool lowerToLLVMText(const Function &fn, std::string &text, std::string &error);
@@ -88,7 +92,8 @@ public:
   /// Compiles \p fn. Returns null with \p error on failure. Functions
   /// with more than \p outlineOpsAbove ops get one LLVM function per op.
   static std::unique_ptr<CpuKernel>
-  compile(const Function &fn, std::string &error, size_t outlineOpsAbove = 256);
+  compile(const Function &fn, std::string &error,
+          size_t outlineOpsAbove = kOutlineOpsAbove);
   /// Compiles \p fn into a runtime variant (entry points, metadata, and
   /// the JIT session kept alive by the variant).
   static bool compileVariant(const Function &fn, rt::VariantCode &out,

@@ -135,26 +135,26 @@ void compareRandomPrograms(const Runner &runOn) {
   EXPECT_GT(compared, 100);
 }
 
-TEST(Differential, CpuBackendMatchesTheInterpreter) {
-  compareRandomPrograms(
-      [](const Function &fn, const std::vector<ArgValue> &args,
-         std::vector<Tensor> &out, RunError &error, std::string &compileError) {
+/// The CPU backend, with every op outlined above \p outlineOpsAbove ops.
+Runner cpuRunner(size_t outlineOpsAbove) {
+  return
+      [outlineOpsAbove](const Function &fn, const std::vector<ArgValue> &args,
+                        std::vector<Tensor> &out, RunError &error,
+                        std::string &compileError) {
         std::unique_ptr<CpuKernel> kernel =
-            CpuKernel::compile(fn, compileError);
+            CpuKernel::compile(fn, compileError, outlineOpsAbove);
         return kernel && kernel->run(args, out, error);
-      });
+      };
+}
+
+TEST(Differential, CpuBackendMatchesTheInterpreter) {
+  compareRandomPrograms(cpuRunner(kOutlineOpsAbove));
 }
 
 // Every op in its own LLVM function (what functions of more than 256 ops
 // get): the buffer array carries the values between them.
 TEST(Differential, OutlinedCpuOpsMatchTheInterpreter) {
-  compareRandomPrograms(
-      [](const Function &fn, const std::vector<ArgValue> &args,
-         std::vector<Tensor> &out, RunError &error, std::string &compileError) {
-        std::unique_ptr<CpuKernel> kernel =
-            CpuKernel::compile(fn, compileError, /*outlineOpsAbove=*/0);
-        return kernel && kernel->run(args, out, error);
-      });
+  compareRandomPrograms(cpuRunner(0));
 }
 
 // The GPU kernels (grid-stride loops, one launch per op, device memory and

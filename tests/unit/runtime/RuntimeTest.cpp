@@ -1,5 +1,7 @@
-// The embedding API: calls from several threads on one function, bad calls
-// returning statuses with messages, and a runtime without a compiler.
+// The embedding API, on the CPU and on the GPU emulator (GPU variants with
+// device tensors; CI has no GPU): calls from several threads on one
+// function, results that are arguments, bad calls returning statuses with
+// messages, failed checks; and a runtime without a compiler.
 #include "tsl/tsl.h"
 
 #include <atomic>
@@ -16,21 +18,26 @@ std::string writeModel() {
                          "fn axpy(a: f32[N], b: f32[N], k: int) -> f32[N] { "
                          "return a * 2.0 + b + k; }\n"
                          "fn need_even(a: f32[N]) -> f32[N] { check(N % 2 == "
-                         "0, \"N must be even\"); return a; }\n";
+                         "0, \"N must be even\"); return a; }\n"
+                         "fn rowsum(x: f32[N, 3]) -> (f32[N], f32[N, 3]) { "
+                         "return (sum(x, axis=1), x); }\n";
   return path;
 }
 
-struct Fixture : ::testing::Test {
+/// Runs on the device of the parameter; tensors live in its memory (the
+/// emulator's device memory is host memory).
+struct Fixture : ::testing::TestWithParam<tsl_device> {
   tsl::Runtime rt;
   tsl::Module module;
+  tsl_device dev() const { return GetParam(); }
   void SetUp() override {
-    ASSERT_TRUE(tsl::Runtime::create(rt).ok());
+    ASSERT_TRUE(tsl::Runtime::create(rt, true, 8, dev()).ok());
     tsl::Status s = rt.loadSource(writeModel(), module);
     ASSERT_TRUE(s.ok()) << s.message;
   }
 };
 
-TEST_F(Fixture, ConcurrentCallsOnOneFunction) {
+TEST_P(Fixture, ConcurrentCallsOnOneFunction) {
   tsl::Function axpy;
   ASSERT_TRUE(module.function("axpy", axpy).ok());
   std::atomic<int> wrong{0};
@@ -45,12 +52,13 @@ TEST_F(Fixture, ConcurrentCallsOnOneFunction) {
           b[j] = static_cast<float>(t);
         }
         std::vector<tsl::Output> out;
-        tsl::Status s =
-            axpy.call({tsl::Arg::f32(a.data(), {n}),
-                       tsl::Arg::f32(b.data(), {n}), tsl::Arg::integer(i)},
-                      out);
+        tsl::Status s = axpy.call({tsl::Arg::f32(a.data(), {n}, dev()),
+                                   tsl::Arg::f32(b.data(), {n}, dev()),
+                                   tsl::Arg::integer(i)},
+                                  out);
         if (!s.ok() || out.size() != 1 ||
-            out[0].shape() != std::vector<int64_t>{n}) {
+            out[0].shape() != std::vector<int64_t>{n} ||
+            out[0].raw().device.device_type != dev().device_type) {
           ++wrong;
           continue;
         }
@@ -66,43 +74,65 @@ TEST_F(Fixture, ConcurrentCallsOnOneFunction) {
   EXPECT_LE(axpy.compiles(), 2);
 }
 
-TEST_F(Fixture, BadCallsReturnErrorsNamingTheArgument) {
+TEST_P(Fixture, BadCallsReturnErrorsNamingTheArgument) {
   tsl::Function axpy;
   ASSERT_TRUE(module.function("axpy", axpy).ok());
   std::vector<float> a(4), b(5);
   std::vector<tsl::Output> out;
   tsl::Status s =
-      axpy.call({tsl::Arg::f32(a.data(), {4}), tsl::Arg::f32(b.data(), {5}),
-                 tsl::Arg::integer(1)},
+      axpy.call({tsl::Arg::f32(a.data(), {4}, dev()),
+                 tsl::Arg::f32(b.data(), {5}, dev()), tsl::Arg::integer(1)},
                 out);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message.find("'b'"), std::string::npos) << s.message;
-  s = axpy.call({tsl::Arg::f32(nullptr, {4}), tsl::Arg::f32(b.data(), {4}),
-                 tsl::Arg::integer(1)},
+  s = axpy.call({tsl::Arg::f32(nullptr, {4}, dev()),
+                 tsl::Arg::f32(b.data(), {4}, dev()), tsl::Arg::integer(1)},
                 out);
   EXPECT_EQ(s.code, TSL_INVALID_ARGUMENT);
   EXPECT_NE(s.message.find("has no data"), std::string::npos) << s.message;
-  s = axpy.call({tsl::Arg::f32(a.data(), {4})}, out);
+  s = axpy.call({tsl::Arg::f32(a.data(), {4}, dev())}, out);
   EXPECT_FALSE(s.ok());
   std::vector<int32_t> ints(4);
-  s = axpy.call({tsl::Arg::tensor(ints.data(), {0, 32, 1}, {4}),
-                 tsl::Arg::f32(a.data(), {4}), tsl::Arg::integer(1)},
+  s = axpy.call({tsl::Arg::tensor(ints.data(), {0, 32, 1}, {4}, dev()),
+                 tsl::Arg::f32(a.data(), {4}, dev()), tsl::Arg::integer(1)},
                 out);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message.find("element type f32"), std::string::npos) << s.message;
 }
 
-TEST_F(Fixture, FailedCheckIsARuntimeErrorWithItsLine) {
+TEST_P(Fixture, ReductionsAndResultsThatAreArguments) {
+  tsl::Function rowsum;
+  ASSERT_TRUE(module.function("rowsum", rowsum).ok());
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  std::vector<tsl::Output> out;
+  tsl::Status s = rowsum.call({tsl::Arg::f32(x.data(), {2, 3}, dev())}, out);
+  ASSERT_TRUE(s.ok()) << s.message;
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].data<float>()[0], 6.0f);
+  EXPECT_EQ(out[0].data<float>()[1], 15.0f);
+  // The second result is the argument itself: a copy the caller owns.
+  EXPECT_NE(out[1].data<float>(), x.data());
+  EXPECT_EQ(out[1].data<float>()[5], 6.0f);
+}
+
+TEST_P(Fixture, FailedCheckIsARuntimeErrorWithItsLine) {
   tsl::Function needEven;
   ASSERT_TRUE(module.function("need_even", needEven).ok());
   std::vector<float> a(3);
   std::vector<tsl::Output> out;
-  tsl::Status s = needEven.call({tsl::Arg::f32(a.data(), {3})}, out);
+  tsl::Status s = needEven.call({tsl::Arg::f32(a.data(), {3}, dev())}, out);
   EXPECT_EQ(s.code, TSL_RUNTIME_ERROR);
   EXPECT_NE(s.message.find("runtime_test_model.tsl:3:"), std::string::npos)
       << s.message;
   EXPECT_NE(s.message.find("N must be even"), std::string::npos) << s.message;
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Devices, Fixture,
+    ::testing::Values(tsl_device{1, 0}, tsl_device{TSL_DEVICE_GPU_EMULATOR, 0}),
+    [](const ::testing::TestParamInfo<tsl_device> &info) {
+      return std::string(info.param.device_type == 1 ? "Cpu" : "GpuEmulator");
+    });
 
 TEST(Runtime, WithoutACompilerSourceModulesAreUnsupported) {
   tsl::Runtime rt;
