@@ -198,6 +198,28 @@ private:
 
   bool lowerOp(const Operation &op);
 
+  /// True when \p op is not lowered on its own: its result is computed
+  /// inside its consumer (a fused loop, or a GEMM reading B^T).
+  bool computedElsewhere(const Operation &op) const {
+    return !op.results.empty() &&
+           (inlined[op.results[0]] || transposedOperand[op.results[0]]);
+  }
+
+  /// The emission state of the function being built, saved while a nested
+  /// function (an outlined run of ops, a device kernel) is emitted.
+  struct EmissionState {
+    llvm::Function *function;
+    llvm::BasicBlock *block;
+    Value *buffers, *syms, *ctx;
+    std::vector<Value *> bufs;
+  };
+  /// Emits into \p f from now on: its first two arguments are the buffer
+  /// and symbol arrays (the third, if any, the context), and `bufs` holds
+  /// only \p used, loaded from f's buffer array where the caller had them.
+  EmissionState enterFunction(llvm::Function *f,
+                              const std::vector<ValueId> &used);
+  void leaveFunction(EmissionState saved);
+
   /// Lowers ops [begin, end) into their own function `i32 tsl_ops_<begin>(
   /// buffers, syms, ctx)` (the kernel ABI) and calls it
   /// (LoweringOptions::outlineOpsAbove).

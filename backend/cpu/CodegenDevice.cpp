@@ -103,36 +103,19 @@ int32_t Codegen::emitDeviceKernel(const std::vector<ValueId> &used,
                                         *deviceModule);
   device->addParamAttr(0, llvm::Attribute::NoAlias);
   device->addParamAttr(1, llvm::Attribute::NoAlias);
-  llvm::Function *hostFn = kernel;
-  llvm::BasicBlock *hostBlock = b.GetInsertBlock();
-  Value *hostBuffers = buffersArg, *hostSyms = symsArg;
-  std::vector<Value *> hostBufs = bufs;
   // Runtime declarations and globals go to the device module meanwhile.
   std::swap(mod, deviceModule);
-  kernel = device;
-  buffersArg = device->getArg(0);
-  symsArg = device->getArg(1);
+  EmissionState host = enterFunction(device, used);
   deviceThread = device->getArg(2);
   deviceThreads = device->getArg(3);
   inDevice = preallocated = true;
   deviceMessages.clear();
-  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", device));
-  // The buffers the kernel reads or writes, from the device's copy of the
-  // buffer array.
-  std::fill(bufs.begin(), bufs.end(), nullptr);
-  for (ValueId v : used)
-    if (hostBufs[v] && !bufs[v])
-      bufs[v] = loadBuffer(v);
   bool ok = body();
   if (ok)
     b.CreateRetVoid();
   inDevice = preallocated = false;
   std::swap(mod, deviceModule);
-  kernel = hostFn;
-  buffersArg = hostBuffers;
-  symsArg = hostSyms;
-  bufs = hostBufs;
-  b.SetInsertPoint(hostBlock);
+  leaveFunction(std::move(host));
   return ok ? number : -1;
 }
 

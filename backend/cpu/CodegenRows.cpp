@@ -29,10 +29,6 @@ void Codegen::leaves(ValueId v, std::vector<ValueId> &out) const {
 void Codegen::planRowGroups() {
   size_t n = fn.ops.size();
   rowGroups.assign(n, RowGroup());
-  auto lowered = [&](const Operation &op) {
-    return op.results.empty() ||
-           !(inlined[op.results[0]] || transposedOperand[op.results[0]]);
-  };
   auto sameLead = [](const TensorType &t, const std::vector<SymExpr> &lead) {
     return t.rank() == lead.size() + 1 &&
            std::equal(lead.begin(), lead.end(), t.dims.begin());
@@ -41,7 +37,7 @@ void Codegen::planRowGroups() {
   // read inside its group can live in per-row scratch.
   lastReader.assign(fn.values.size(), -1);
   for (size_t k = 0; k < n; ++k) {
-    if (!lowered(fn.ops[k]))
+    if (!!computedElsewhere(fn.ops[k]))
       continue;
     std::vector<ValueId> read;
     for (ValueId o : fn.ops[k].operands)
@@ -54,7 +50,7 @@ void Codegen::planRowGroups() {
     // The rows are the leading dims of the first op's result.
     const Operation &first = fn.ops[i];
     std::vector<SymExpr> lead;
-    if (lowered(first) && first.results.size() == 1 &&
+    if (!computedElsewhere(first) && first.results.size() == 1 &&
         fn.type(first.results[0]).rank() >= 2) {
       const TensorType &t = fn.type(first.results[0]);
       lead.assign(t.dims.begin(), t.dims.end() - 1);
@@ -62,7 +58,7 @@ void Codegen::planRowGroups() {
     size_t j = i, count = 0, reductions = 0;
     while (!lead.empty() && j < n && count < kMaxRowGroupOps) {
       const Operation &op = fn.ops[j];
-      if (!lowered(op)) { // computed inside its consumer
+      if (computedElsewhere(op)) { // computed inside its consumer
         ++j;
         continue;
       }
@@ -111,7 +107,7 @@ bool Codegen::lowerRowGroup(const RowGroup &g) {
   std::vector<const Operation *> body;
   for (size_t i = g.begin; i < g.end; ++i) {
     const Operation &op = fn.ops[i];
-    if (!(inlined[op.results[0]] || transposedOperand[op.results[0]]))
+    if (!computedElsewhere(op))
       body.push_back(&op);
   }
   auto readOutside = [&](ValueId v) {

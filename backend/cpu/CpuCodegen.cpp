@@ -48,16 +48,13 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
       i = rowGroups[i].end - 1;
       continue;
     }
-    if (!op.results.empty() &&
-        (inlined[op.results[0]] || transposedOperand[op.results[0]]))
+    if (computedElsewhere(op))
       continue; // computed inside its consumer (loop or GEMM)
     if (outlining) {
       // The next run of up to 64 lowered ops, as one function.
       size_t end = i, count = 0;
       for (; end < fn.ops.size() && count < 64; ++end)
-        if (fn.ops[end].results.empty() ||
-            !(inlined[fn.ops[end].results[0]] ||
-              transposedOperand[fn.ops[end].results[0]]))
+        if (!computedElsewhere(fn.ops[end]))
           ++count;
       if (!lowerOutlined(i, end)) {
         err = error.empty() ? "not supported" : error;
@@ -88,6 +85,31 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
   return std::move(mod);
 }
 
+Codegen::EmissionState
+Codegen::enterFunction(llvm::Function *f, const std::vector<ValueId> &used) {
+  EmissionState saved{kernel, b.GetInsertBlock(), buffersArg, symsArg, ctxArg,
+                      bufs};
+  kernel = f;
+  buffersArg = f->getArg(0);
+  symsArg = f->getArg(1);
+  ctxArg = f->arg_size() == 3 ? f->getArg(2) : nullptr;
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+  std::fill(bufs.begin(), bufs.end(), nullptr);
+  for (ValueId v : used)
+    if (saved.bufs[v] && !bufs[v])
+      bufs[v] = loadBuffer(v);
+  return saved;
+}
+
+void Codegen::leaveFunction(EmissionState saved) {
+  kernel = saved.function;
+  buffersArg = saved.buffers;
+  symsArg = saved.syms;
+  ctxArg = saved.ctx;
+  bufs = std::move(saved.bufs);
+  b.SetInsertPoint(saved.block);
+}
+
 bool Codegen::lowerOutlined(size_t begin, size_t end) {
   auto *type = llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false);
   auto *f = llvm::Function::Create(type, llvm::Function::InternalLinkage,
@@ -95,15 +117,6 @@ bool Codegen::lowerOutlined(size_t begin, size_t end) {
   f->addFnAttr(llvm::Attribute::NoInline);
   for (unsigned a = 0; a < 3; ++a)
     f->addParamAttr(a, llvm::Attribute::NoAlias);
-  llvm::Function *outer = kernel;
-  llvm::BasicBlock *outerBlock = b.GetInsertBlock();
-  Value *outerBuffers = buffersArg, *outerSyms = symsArg, *outerCtx = ctxArg;
-  std::vector<Value *> outerBufs = bufs;
-  kernel = f;
-  buffersArg = f->getArg(0);
-  symsArg = f->getArg(1);
-  ctxArg = f->getArg(2);
-  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
   // What the ops read from earlier ones, from the buffer array (every
   // buffer is stored there); values made inside are not there yet.
   std::vector<ValueId> used;
@@ -115,16 +128,12 @@ bool Codegen::lowerOutlined(size_t begin, size_t end) {
         used.insert(used.end(), producer[o]->operands.begin(),
                     producer[o]->operands.end());
     }
-  std::fill(bufs.begin(), bufs.end(), nullptr);
-  for (ValueId v : used)
-    if (outerBufs[v] && !bufs[v])
-      bufs[v] = loadBuffer(v);
+  EmissionState outer = enterFunction(f, used);
   bool ok = true;
   for (size_t i = begin; i < end && ok; ++i) {
     const Operation &op = fn.ops[i];
     opIndex = static_cast<int32_t>(i);
-    if (!op.results.empty() &&
-        (inlined[op.results[0]] || transposedOperand[op.results[0]]))
+    if (computedElsewhere(op))
       continue;
     ok = lowerOp(op);
     for (ValueId r : freeAfter[i])
@@ -133,20 +142,15 @@ bool Codegen::lowerOutlined(size_t begin, size_t end) {
   }
   if (ok)
     b.CreateRet(b.getInt32(0));
-  kernel = outer;
-  buffersArg = outerBuffers;
-  symsArg = outerSyms;
-  ctxArg = outerCtx;
-  bufs = outerBufs;
-  b.SetInsertPoint(outerBlock);
+  leaveFunction(std::move(outer));
   if (!ok)
     return false;
   Value *status = b.CreateCall(f, {buffersArg, symsArg, ctxArg});
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {}); // already recorded
   // The ops allocated (or aliased) their results into the buffer array.
   for (size_t i = begin; i < end; ++i)
-    for (ValueId r : fn.ops[i].results)
-      if (!inlined[r] && !transposedOperand[r])
+    if (!computedElsewhere(fn.ops[i]))
+      for (ValueId r : fn.ops[i].results)
         bufs[r] = loadBuffer(r);
   return true;
 }
@@ -363,8 +367,7 @@ void Codegen::planFrees() {
   };
   for (size_t i = 0; i < fn.ops.size(); ++i) {
     const Operation &op = fn.ops[i];
-    if (!op.results.empty() &&
-        (inlined[op.results[0]] || transposedOperand[op.results[0]]))
+    if (computedElsewhere(op))
       continue;
     for (ValueId r : op.results)
       last[root[r]] = std::max(last[root[r]], static_cast<int>(i));
