@@ -230,8 +230,10 @@ private:
   // Each op becomes a device function of `deviceModule` whose outermost
   // loops are grid-stride loops over a flat index; the host function
   // allocates its results in device memory and launches it.
-  bool inDevice = false;     ///< emitting a device function
-  bool preallocated = false; ///< results were allocated by the host
+  bool inDevice = false; ///< emitting a device function
+  /// Results were allocated already (by the host of a device kernel, or by
+  /// a row group before its row loop): allocateResult returns them.
+  bool preallocated = false;
   Value *deviceThread = nullptr, *deviceThreads = nullptr;
   int loopNesting = 0;
   /// Messages of the device function's failures (1-based in the status).

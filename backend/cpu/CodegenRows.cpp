@@ -145,12 +145,14 @@ bool Codegen::lowerRowGroup(const RowGroup &g) {
       bufs[v] = b.CreateGEP(storageType(fn.type(v).dtype), base,
                             b.CreateMul(r[0], expr(fn.type(v).dims.back())));
     rowLead = g.lead;
+    preallocated = true;
     for (const Operation *op : body) {
       opIndex = static_cast<int32_t>(op - fn.ops.data());
       if (!(ok = lowerOp(*op)))
         break;
     }
     rowLead.clear();
+    preallocated = false;
   });
   for (auto &[v, base] : rowBase)
     bufs[v] = base;

@@ -221,9 +221,7 @@ Value *Codegen::allocate(ValueId v, Value *count) {
 
 Value *Codegen::allocateResult(const Operation &op, size_t i) {
   ValueId v = op.results[i];
-  // A row group allocated it before its row loop; a device function's
-  // results were allocated by the host.
-  if (!rowLead.empty() || preallocated)
+  if (preallocated) // by a row group before its row loop, or by the host
     return bufs[v];
   return allocate(v, product(dims(fn.type(v))));
 }
