@@ -3,13 +3,7 @@
 # run (NumPy/OpenBLAS, PyTorch eager, torch.compile), all single-threaded.
 # Makes a venv with the newest NumPy and PyTorch from PyPI on first use.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/build.sh" >/dev/null
-venv="$root/.venv-bench"
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import torch, numpy" 2>/dev/null; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --upgrade pip torch numpy
-fi
+source "$(dirname "$0")/venv.sh"
 # Rounds alternate TSL and the peers, and each figure is the best of its
 # rounds on both sides: this machine's timings drift by 10-30% over a minute
 # (shared cores), and alternating keeps both sides under the same drift.
