@@ -324,7 +324,7 @@ bool Elaborator::binary(const std::string &op, SemValue a, SemValue b,
       return false;
     r = op == "/" ? SymExpr::floorDiv(a.i, b.i) : SymExpr::mod(a.i, b.i);
   }
-  if (!checkSize(r, range))
+  if (!checkSize(r, range, sizeOverflowDetail(a.i, op, b.i)))
     return false;
   out = SemValue::ofInt(r, range);
   return true;

@@ -102,6 +102,8 @@ bool Elaborator::emit(OpCode code, std::vector<ValueId> operands,
       if (!checkSize(d, range))
         return false;
     }
+    if (!checkStaticBytes(t, range))
+      return false;
     results.push_back(fn.addValue(t));
   }
   op.results = results;
@@ -124,12 +126,60 @@ bool Elaborator::emit1(OpCode code, std::vector<ValueId> operands,
   return true;
 }
 
-bool Elaborator::checkSize(SymExpr e, SourceRange range) {
+namespace {
+
+std::string int128Text(__int128 v) {
+  if (v == 0)
+    return "0";
+  bool neg = v < 0;
+  unsigned __int128 m = neg ? -static_cast<unsigned __int128>(v)
+                            : static_cast<unsigned __int128>(v);
+  std::string out;
+  for (; m; m /= 10)
+    out.insert(out.begin(), static_cast<char>('0' + m % 10));
+  return neg ? "-" + out : out;
+}
+
+} // namespace
+
+std::string sizeOverflowDetail(SymExpr a, const std::string &op, SymExpr b) {
+  if (!a.isConst() || !b.isConst() || (op != "+" && op != "-" && op != "*"))
+    return {};
+  __int128 x = a.constValue(), y = b.constValue();
+  __int128 r = op == "+" ? x + y : op == "-" ? x - y : x * y;
+  return a.str() + " " + op + " " + b.str() + " = " + int128Text(r);
+}
+
+bool Elaborator::checkSize(SymExpr e, SourceRange range,
+                           const std::string &detail) {
+  if (e.isOverflow()) {
+    std::string text = sourceText(range);
+    if (text.size() > 80 || text.find('\n') != std::string::npos)
+      text.clear();
+    return error(range, "size " + (text.empty() ? "" : "'" + text + "' ") +
+                            "does not fit in 64 bits" +
+                            (detail.empty() ? "" : " (" + detail + ")"),
+                 "sizes are exact signed 64-bit integers; make it smaller");
+  }
   if (e.depth() > 64 || e.operands().size() > 1000)
     return error(range, "size expression is too complex (" +
                             std::to_string(e.depth()) + " levels, " +
                             std::to_string(e.operands().size()) + " terms)");
   return true;
+}
+
+bool Elaborator::checkStaticBytes(const TensorType &t, SourceRange range) {
+  SymExpr bytes = SymExpr(static_cast<int64_t>(dtypeSize(t.dtype)));
+  for (const SymExpr &d : t.dims) {
+    if (!d.isConst())
+      return true; // checked when the function runs
+    bytes = bytes * d;
+  }
+  if (!bytes.isOverflow())
+    return true;
+  return error(range, "result " + t.str() +
+                          " does not fit in memory: its size in bytes does "
+                          "not fit in 64 bits");
 }
 
 bool Elaborator::requireCond(const SymCond &cond, SourceRange range,
@@ -199,7 +249,7 @@ bool Elaborator::evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
                      "'" + op + "' is not allowed in a size expression");
       out = -out;
     }
-    return true;
+    return checkSize(out, e.range);
   }
   case K::Chain: {
     if (!evalDimExpr(*e.operands[0], frame, out, unbound))
@@ -209,6 +259,7 @@ bool Elaborator::evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
       if (!evalDimExpr(*e.operands[i + 1], frame, r, unbound))
         return false;
       const std::string &op = e.ops[i];
+      SymExpr lhs = out;
       if (op == "+")
         out = out + r;
       else if (op == "-")
@@ -222,7 +273,7 @@ bool Elaborator::evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
       } else
         return error(e.opRanges[i],
                      "'" + op + "' is not allowed in a size expression");
-      if (!checkSize(out, e.range))
+      if (!checkSize(out, e.range, sizeOverflowDetail(lhs, op, r)))
         return false;
     }
     return true;
@@ -254,12 +305,13 @@ bool solveForUnknown(SymExpr pattern, const std::string &unknown,
                      SymExpr actual, SymExpr &coeff, SymExpr &offset) {
   SymExpr ph = SymExpr::symbol("\x01" + unknown);
   std::map<std::string, SymExpr> at0{{ph.symbolName(), SymExpr(0)}},
-      at1{{ph.symbolName(), SymExpr(1)}}, at2{{ph.symbolName(), SymExpr(2)}};
-  SymExpr e0 = pattern.substitute(at0), e1 = pattern.substitute(at1),
-          e2 = pattern.substitute(at2);
+      at1{{ph.symbolName(), SymExpr(1)}};
+  // Linear exactly when the canonical forms agree (pattern(2) may leave
+  // int64 for a large coefficient; the run-time checks catch such values).
+  SymExpr e0 = pattern.substitute(at0), e1 = pattern.substitute(at1);
   coeff = e1 - e0;
   offset = e0;
-  return coeff.isConst() && coeff.constValue() > 0 && e2 - e1 == coeff &&
+  return coeff.isConst() && coeff.constValue() > 0 &&
          pattern == offset + coeff * ph;
 }
 

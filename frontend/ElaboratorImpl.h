@@ -123,7 +123,12 @@ public:
   bool emit1(OpCode code, std::vector<ValueId> operands,
              std::map<std::string, Attr> attrs, SourceRange range,
              ValueId &result);
-  bool checkSize(SymExpr e, SourceRange range);
+  /// Reports \p e when it is the overflow poison ("size 'D * D' does not
+  /// fit in 64 bits", with \p detail such as "D * D = 2^64" in parentheses)
+  /// or too complex; true when it is fine.
+  bool checkSize(SymExpr e, SourceRange range, const std::string &detail = {});
+  /// Reports a type of constant dims whose byte size leaves int64.
+  bool checkStaticBytes(const TensorType &t, SourceRange range);
   bool requireCond(const SymCond &cond, SourceRange range,
                    const std::string &op, const std::string &reason,
                    const std::string &message);
@@ -184,6 +189,10 @@ public:
   std::vector<const ast::FnDecl *> callStack;
   size_t inlinedCalls = 0;
 };
+
+/// "a op b = exact value" when \p a and \p b are constants and op is + - *
+/// (the exact value may leave int64: for overflow messages); else empty.
+std::string sizeOverflowDetail(SymExpr a, const std::string &op, SymExpr b);
 
 /// Solves `pattern(N) == actual` for the one unknown N of a linear pattern:
 /// pattern == offset + coeff * N with a positive constant coeff.

@@ -1,12 +1,56 @@
 #include "ir/Interpreter.h"
+#include "support/SizeLimits.h"
 
 namespace tsl {
 
+namespace {
+
+/// "i64[4611686018427387904]": a result's element type and concrete shape.
+std::string shapeText(DType t, const std::vector<int64_t> &shape) {
+  std::string out = std::string(dtypeName(t)) + "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+} // namespace
+
+/// " (with N = 3)": the values of the symbols of \p e that are bound.
+/// True when a symbol of \p e has no value yet.
+static bool hasUnbound(SymExpr e, const std::map<std::string, int64_t> &values) {
+  for (const std::string &s : e.symbols())
+    if (!values.count(s))
+      return true;
+  return false;
+}
+
+static std::string valuesNote(SymExpr e,
+                              const std::map<std::string, int64_t> &values) {
+  std::string with;
+  for (const std::string &s : e.symbols()) {
+    auto it = values.find(s);
+    if (it != values.end())
+      with += (with.empty() ? " (with " : ", ") + s + " = " +
+              std::to_string(it->second);
+  }
+  return with.empty() ? with : with + ")";
+}
+
 bool KernelContext::eval(SymExpr e, int64_t &out) {
   auto v = e.evaluate(values);
-  if (!v)
-    return fail("cannot evaluate size " + e.str() +
-                " (unbound symbol or overflow)");
+  if (!v) {
+    for (const std::string &s : e.symbols())
+      if (!values.count(s))
+        return fail("cannot evaluate size " + e.str() + ": " + s +
+                    " has no value");
+    std::string text = e.str();
+    bool divides = text.find('/') != std::string::npos ||
+                   text.find('%') != std::string::npos;
+    return fail("size " + text +
+                (divides ? " divides by zero or does not fit in 64 bits"
+                         : " does not fit in 64 bits") +
+                valuesNote(e, values));
+  }
   out = *v;
   return true;
 }
@@ -15,9 +59,18 @@ bool KernelContext::allocate(size_t i, std::vector<int64_t> shape) {
   for (int64_t d : shape)
     if (d < 0)
       return fail("negative size in result shape");
+  std::optional<int64_t> bytes =
+      tensorBytes(shape.data(), shape.size(), dtypeSize(outTypes[i]));
+  if (!bytes)
+    return fail("the size of its result " + shapeText(outTypes[i], shape) +
+                " does not fit in 64 bits");
+  if (*bytes > maxTensorBytes())
+    return fail("its result " + shapeText(outTypes[i], shape) + " is too " +
+                "large: " + tensorTooLargeMessage(*bytes));
   Tensor t = Tensor::zeros(outTypes[i], shape);
   if (!t.valid())
-    return fail("result tensor is too large (more than 4 GiB)");
+    return fail("out of memory for its result " +
+                shapeText(outTypes[i], shape));
   out[i] = t;
   return true;
 }
@@ -42,14 +95,19 @@ bool solveLinear(SymExpr expr, int64_t value,
   auto c1 = expr.evaluate(probe);
   probe[unbound[0]] = 2;
   auto c2 = expr.evaluate(probe);
-  if (!c0 || !c1 || !c2 || *c2 - *c1 != *c1 - *c0 || *c1 == *c0) {
+  // pattern(2) may leave int64 for a large slope: the final check of every
+  // dim (bindArguments) then reports the overflow.
+  int64_t d21 = 0, d10 = 0;
+  if (!c0 || !c1 || __builtin_sub_overflow(*c1, *c0, &d10) || d10 == 0 ||
+      (c2 && (__builtin_sub_overflow(*c2, *c1, &d21) || d21 != d10))) {
     why = "not supported: size expression " + expr.str() +
           " is not linear in " + unbound[0];
     return false;
   }
-  int64_t slope = *c1 - *c0;
-  int64_t diff = value - *c0;
-  if (diff % slope != 0 || diff / slope < 0) {
+  int64_t slope = d10;
+  int64_t diff = 0;
+  if (__builtin_sub_overflow(value, *c0, &diff) || diff % slope != 0 ||
+      diff / slope < 0) {
     why = "size " + std::to_string(value) + " is not of the form " + expr.str();
     return false;
   }
@@ -97,7 +155,7 @@ bool bindArguments(const Function &fn, const std::vector<ArgValue> &args,
         SymExpr e = t.dims[d];
         if (e.isSymbol() && !values.count(e.symbolName()))
           values[e.symbolName()] = a.tensor.shape()[d];
-        else if (pass == 1 && !e.evaluate(values)) {
+        else if (pass == 1 && !e.evaluate(values) && hasUnbound(e, values)) {
           std::string why;
           if (!solveLinear(e, a.tensor.shape()[d], values, why)) {
             error.message = "argument '" + p.name + "' dim " +
@@ -123,6 +181,13 @@ bool bindArguments(const Function &fn, const std::vector<ArgValue> &args,
     const TensorType &t = fn.type(p.value);
     for (size_t d = 0; d < t.rank(); ++d) {
       auto v = t.dims[d].evaluate(values);
+      if (!v && !hasUnbound(t.dims[d], values)) {
+        // Every symbol is bound, yet no value: a step left int64.
+        error.message = "argument '" + p.name + "' dim " + std::to_string(d) +
+                        " (" + t.dims[d].str() + ") does not fit in 64 bits" +
+                        valuesNote(t.dims[d], values);
+        return false;
+      }
       if (!v || *v != args[i].tensor.shape()[d]) {
         std::string expected = t.dims[d].str();
         if (v && !t.dims[d].isConst())
@@ -196,6 +261,8 @@ bool interpret(const Function &fn, const std::vector<ArgValue> &args,
         error.message = "runtime check failed: " + op.condAttr("cond").str();
         if (!msg.empty())
           error.message += ": " + msg;
+        if (!ok) // every symbol is bound here: a size left int64
+          error.message += ": a size in it does not fit in 64 bits";
         error.loc = op.loc;
         std::vector<std::string> syms = op.condAttr("cond").symbols();
         std::string vals;

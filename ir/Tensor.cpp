@@ -1,4 +1,5 @@
 #include "ir/Tensor.h"
+#include "support/SizeLimits.h"
 
 #include <cmath>
 #include <cstring>
@@ -19,14 +20,11 @@ int64_t saturatingToInt(double v) {
 Tensor Tensor::zeros(DType dtype, std::vector<int64_t> shape) {
   Tensor t;
   t.dtype_ = dtype;
-  uint64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0 || (d != 0 && n > maxBytes() / static_cast<uint64_t>(d)))
-      return Tensor();
-    n *= static_cast<uint64_t>(d);
-  }
-  if (n * dtypeSize(dtype) > maxBytes())
+  std::optional<int64_t> bytes =
+      tensorBytes(shape.data(), shape.size(), dtypeSize(dtype));
+  if (!bytes || *bytes > maxTensorBytes())
     return Tensor();
+  uint64_t n = static_cast<uint64_t>(*bytes) / dtypeSize(dtype);
   t.shape_ = std::move(shape);
   t.numel_ = n;
   t.data_ = std::make_shared<std::vector<uint8_t>>(n * dtypeSize(dtype) + 1, 0);

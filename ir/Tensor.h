@@ -16,11 +16,10 @@ namespace tsl {
 class Tensor {
 public:
   Tensor() = default;
-  /// A zero-filled tensor. Fails (returns false from `valid`) when the size
-  /// overflows or exceeds `maxBytes()`.
+  /// A zero-filled tensor. Fails (returns false from `valid`) when a dim is
+  /// negative, the byte size leaves int64 or exceeds `maxTensorBytes()`
+  /// (support/SizeLimits.h).
   static Tensor zeros(DType dtype, std::vector<int64_t> shape);
-  /// The largest tensor the interpreter allocates (4 GiB).
-  static constexpr uint64_t maxBytes() { return uint64_t(1) << 32; }
 
   bool valid() const { return static_cast<bool>(data_); }
   DType dtype() const { return dtype_; }

@@ -266,9 +266,21 @@ tsl_status tsl_function_call_on_stream(tsl_function *fn, const tsl_arg *args,
           if (a.shape[d] != 1 && t.strides[d] != expect)
             return fail(TSL_UNSUPPORTED,
                         which + " is not row-major contiguous");
-          expect *= a.shape[d];
+          if (__builtin_mul_overflow(expect, a.shape[d], &expect))
+            return fail(TSL_INVALID_ARGUMENT,
+                        which + " has a size that does not fit in 64 bits");
         }
       }
+      // Kernels load whole elements: like DLPack, data + byte_offset must
+      // be aligned to the element size (misaligned tensors are rejected,
+      // not copied, so a call never copies behind the caller's back).
+      uintptr_t address = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
+      size_t align = tsl::rt::elementBytes(a.dtype);
+      if (t.data && align > 1 && address % align != 0)
+        return fail(TSL_INVALID_ARGUMENT,
+                    which + " is misaligned: data + byte_offset is not a " +
+                        "multiple of " + std::to_string(align) +
+                        " bytes, the size of its elements");
       a.data =
           t.data ? static_cast<const char *>(t.data) + t.byte_offset : nullptr;
     }

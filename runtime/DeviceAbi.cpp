@@ -1,6 +1,7 @@
 // The device entry points GPU variants' host code calls: memory, launches
 // and reads through the tsl_rt_device the runtime put on the context.
 #include "runtime/Context.h"
+#include "support/SizeLimits.h"
 
 #include <algorithm>
 
@@ -37,8 +38,12 @@ void *tsl_rt_dev_alloc(tsl_rt_context *ctx, int64_t bytes) {
     deviceError(ctx, "GPU code called without a device");
     return nullptr;
   }
-  if (bytes < 0) {
-    deviceError(ctx, "negative allocation size");
+  if (bytes < 0) { // generated code passes -1 for a size that left int64
+    deviceError(ctx, "the size of the allocation does not fit in 64 bits");
+    return nullptr;
+  }
+  if (bytes > tsl::maxTensorBytes()) {
+    deviceError(ctx, tsl::tensorTooLargeMessage(bytes).c_str());
     return nullptr;
   }
   const char *error = nullptr;

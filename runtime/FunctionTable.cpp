@@ -1,4 +1,5 @@
 #include "runtime/FunctionTable.h"
+#include "support/SizeLimits.h"
 #include "runtime/GpuDevice.h"
 
 #include <algorithm>
@@ -303,15 +304,25 @@ bool FunctionTable::call(const std::vector<CallArg> &args,
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].isInt)
       continue;
-    int64_t numel = 1;
-    for (int64_t d : args[i].shape) {
+    for (int64_t d : args[i].shape)
       if (d < 0) {
         error = "argument " + std::to_string(i) + " has a negative size";
         return false;
       }
-      numel *= d;
+    std::optional<int64_t> bytes =
+        tensorBytes(args[i].shape.data(), args[i].shape.size(),
+                    elementBytes(args[i].dtype));
+    if (!bytes) {
+      error = "argument " + std::to_string(i) + " (" + describeArg(args[i]) +
+              ") has a size in bytes that does not fit in 64 bits";
+      return false;
     }
-    if (numel > 0 && !args[i].data) {
+    if (*bytes > maxTensorBytes()) {
+      error = "argument " + std::to_string(i) + " (" + describeArg(args[i]) +
+              ") is too large: " + tensorTooLargeMessage(*bytes);
+      return false;
+    }
+    if (*bytes > 0 && !args[i].data) {
       error = "argument " + std::to_string(i) + " (" + describeArg(args[i]) +
               ") has no data";
       return false;

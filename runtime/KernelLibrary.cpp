@@ -2,6 +2,7 @@
 // are written independently of the reference interpreter on purpose: the
 // interpreter is the oracle they are tested against.
 #include "runtime/KernelAbi.h"
+#include "support/SizeLimits.h"
 #include "support/Float16.h"
 
 #include <algorithm>
@@ -180,8 +181,12 @@ int32_t tsl_rt_context_failed_op(const tsl_rt_context *ctx) {
 }
 
 void *tsl_rt_alloc(tsl_rt_context *ctx, int64_t bytes) {
-  if (bytes < 0 || bytes > (int64_t(1) << 36)) {
-    tsl_rt_error(ctx, "allocation of an invalid size");
+  if (bytes < 0) { // generated code passes -1 for a size that left int64
+    tsl_rt_error(ctx, "the size of the allocation does not fit in 64 bits");
+    return nullptr;
+  }
+  if (bytes > tsl::maxTensorBytes()) {
+    tsl_rt_error(ctx, tsl::tensorTooLargeMessage(bytes).c_str());
     return nullptr;
   }
   size_t rounded = (static_cast<size_t>(bytes) + 63) / 64 * 64;

@@ -107,6 +107,8 @@ public:
   explicit IntervalEval(const ShapeEnv &env) : env(env) {}
   Interval of(SymExpr e) const {
     switch (e.kind()) {
+    case SymExpr::Kind::Overflow:
+      return {-kInf, kInf}; // no value: nothing can be concluded
     case SymExpr::Kind::Const:
       return {e.constValue(), e.constValue()};
     case SymExpr::Kind::Symbol: {

@@ -21,22 +21,18 @@ struct SymNode {
 
 namespace {
 
-// Wrapping arithmetic: defined behaviour on overflow.
-int64_t wrapAdd(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) +
-                              static_cast<uint64_t>(b));
+// Exact int64 arithmetic: false when the result does not fit.
+bool checkedAdd(int64_t a, int64_t b, int64_t &r) {
+  return !__builtin_add_overflow(a, b, &r);
 }
-int64_t wrapMul(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) *
-                              static_cast<uint64_t>(b));
-}
-int64_t wrapNeg(int64_t a) {
-  return static_cast<int64_t>(0 - static_cast<uint64_t>(a));
+bool checkedMul(int64_t a, int64_t b, int64_t &r) {
+  return !__builtin_mul_overflow(a, b, &r);
 }
 
+/// Floor division; the caller excludes b == 0 and INT64_MIN / -1.
 int64_t floorDivConst(int64_t a, int64_t b) {
   if (b == -1)
-    return wrapNeg(a);
+    return -a;
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0)))
     --q;
@@ -139,21 +135,33 @@ struct MonoCmp {
   }
 };
 
+/// A polynomial under construction. `overflow` records that a coefficient
+/// left int64; fromPoly then gives the poison expression.
 struct Poly {
   std::map<Monomial, int64_t, MonoCmp> terms;
   int64_t constant = 0;
+  bool overflow = false;
 
+  void addConstant(int64_t c) {
+    overflow |= !checkedAdd(constant, c, constant);
+  }
   void addTerm(const Monomial &m, int64_t c) {
     if (c == 0)
       return;
     if (m.empty()) {
-      constant = wrapAdd(constant, c);
+      addConstant(c);
       return;
     }
     int64_t &slot = terms[m];
-    slot = wrapAdd(slot, c);
+    overflow |= !checkedAdd(slot, c, slot);
     if (slot == 0)
       terms.erase(m);
+  }
+  /// c1 * c2, noting overflow.
+  int64_t mul(int64_t c1, int64_t c2) {
+    int64_t r = 0;
+    overflow |= !checkedMul(c1, c2, r);
+    return r;
   }
 };
 
@@ -196,7 +204,15 @@ SymExpr monomialExpr(const Monomial &m) {
   return SymBuilder::intern(std::move(n));
 }
 
+SymExpr overflowNode() {
+  SymNode n;
+  n.kind = SymExpr::Kind::Overflow;
+  return SymBuilder::intern(std::move(n));
+}
+
 SymExpr fromPoly(const Poly &p) {
+  if (p.overflow)
+    return overflowNode();
   if (p.terms.empty())
     return makeConst(p.constant);
   if (p.terms.size() == 1 && p.constant == 0 && p.terms.begin()->second == 1)
@@ -260,7 +276,7 @@ std::optional<SymExpr> exactDivide(SymExpr a, SymExpr b) {
     return std::nullopt;
   Poly q;
   for (auto &[term, coeff] : pa.terms) {
-    if (coeff % c != 0)
+    if (coeff % c != 0 || (coeff == INT64_MIN && c == -1))
       return std::nullopt;
     Monomial rest;
     size_t j = 0;
@@ -288,6 +304,7 @@ SymExpr::SymExpr() : node_(makeConst(0).node_) {}
 SymExpr::SymExpr(int64_t value) : node_(makeConst(value).node_) {}
 
 SymExpr SymExpr::constant(int64_t value) { return makeConst(value); }
+SymExpr SymExpr::overflow() { return overflowNode(); }
 
 SymExpr SymExpr::symbol(const std::string &name) {
   SymNode n;
@@ -312,40 +329,42 @@ size_t SymExpr::hash() const { return node_->hash; }
 unsigned SymExpr::depth() const { return node_->depth; }
 
 SymExpr SymExpr::operator+(SymExpr o) const {
-  if (isConst() && o.isConst())
-    return makeConst(wrapAdd(constValue(), o.constValue()));
+  if (isOverflow() || o.isOverflow())
+    return overflowNode();
   Poly p = toPoly(*this);
   Poly q = toPoly(o);
-  p.constant = wrapAdd(p.constant, q.constant);
+  p.addConstant(q.constant);
   for (auto &[m, c] : q.terms)
     p.addTerm(m, c);
   return fromPoly(p);
 }
 
 SymExpr SymExpr::operator-() const {
+  if (isOverflow())
+    return *this;
   Poly p = toPoly(*this);
-  p.constant = wrapNeg(p.constant);
+  p.constant = p.mul(p.constant, -1);
   for (auto &t : p.terms)
-    t.second = wrapNeg(t.second);
+    t.second = p.mul(t.second, -1);
   return fromPoly(p);
 }
 
 SymExpr SymExpr::operator-(SymExpr o) const { return *this + (-o); }
 
 SymExpr SymExpr::operator*(SymExpr o) const {
-  if (isConst() && o.isConst())
-    return makeConst(wrapMul(constValue(), o.constValue()));
+  if (isOverflow() || o.isOverflow())
+    return overflowNode();
   Poly p = toPoly(*this);
   Poly q = toPoly(o);
   Poly r;
-  r.constant = wrapMul(p.constant, q.constant);
+  r.constant = r.mul(p.constant, q.constant);
   for (auto &[m, c] : p.terms)
-    r.addTerm(m, wrapMul(c, q.constant));
+    r.addTerm(m, r.mul(c, q.constant));
   for (auto &[m, c] : q.terms)
-    r.addTerm(m, wrapMul(c, p.constant));
+    r.addTerm(m, r.mul(c, p.constant));
   for (auto &[m1, c1] : p.terms)
     for (auto &[m2, c2] : q.terms)
-      r.addTerm(mulMono(m1, m2), wrapMul(c1, c2));
+      r.addTerm(mulMono(m1, m2), r.mul(c1, c2));
   return fromPoly(r);
 }
 
@@ -358,6 +377,8 @@ int64_t commonFactor(SymExpr e) {
 }
 
 SymExpr SymExpr::floorDiv(SymExpr a, SymExpr b) {
+  if (a.isOverflow() || b.isOverflow())
+    return overflowNode();
   if (b.isConst()) {
     int64_t c = b.constValue();
     if (c == 1)
@@ -365,7 +386,9 @@ SymExpr SymExpr::floorDiv(SymExpr a, SymExpr b) {
     if (c == 0)
       return makeBinaryAtom(Kind::FloorDiv, a, b);
     if (a.isConst())
-      return makeConst(floorDivConst(a.constValue(), c));
+      return a.constValue() == INT64_MIN && c == -1
+                 ? overflowNode()
+                 : makeConst(floorDivConst(a.constValue(), c));
     if (c > 0) {
       // (c*X + Y) / c == X + Y / c for integer X.
       Poly p = toPoly(a);
@@ -383,13 +406,12 @@ SymExpr SymExpr::floorDiv(SymExpr a, SymExpr b) {
       if (restExpr.isConst())
         return whole; // rest is in [0, c)
       // (X / a) / c == X / (a*c) for positive constants.
+      int64_t combined = 0;
       if (restExpr.kind() == Kind::FloorDiv &&
           restExpr.operands()[1].isConst() &&
-          restExpr.operands()[1].constValue() > 0) {
-        int64_t inner = restExpr.operands()[1].constValue();
-        return whole +
-               floorDiv(restExpr.operands()[0], makeConst(wrapMul(inner, c)));
-      }
+          restExpr.operands()[1].constValue() > 0 &&
+          checkedMul(restExpr.operands()[1].constValue(), c, combined))
+        return whole + floorDiv(restExpr.operands()[0], makeConst(combined));
       Bounds bd = naiveBounds(restExpr);
       if (bd.hasLo && bd.hasHi && bd.lo >= 0 && bd.hi < c)
         return whole;
@@ -405,6 +427,8 @@ SymExpr SymExpr::floorDiv(SymExpr a, SymExpr b) {
 }
 
 SymExpr SymExpr::mod(SymExpr a, SymExpr b) {
+  if (a.isOverflow() || b.isOverflow())
+    return overflowNode();
   if (b.isConst()) {
     int64_t c = b.constValue();
     if (c == 1 || c == -1)
@@ -444,7 +468,9 @@ static SymExpr minMax(SymExpr::Kind kind, SymExpr a, SymExpr b) {
   bool isMin = kind == SymExpr::Kind::Min;
   if (a == b)
     return a;
-  SymExpr diff = a - b;
+  if (a.isOverflow() || b.isOverflow())
+    return SymExpr::overflow();
+  SymExpr diff = a - b; // poison (no simplification) when a - b overflows
   if (diff.isConst())
     return (diff.constValue() <= 0) == isMin ? a : b;
   Bounds bd = naiveBounds(diff);
@@ -528,6 +554,9 @@ void print(SymExpr e, std::string &out, int context) {
   case SymExpr::Kind::Symbol:
     out += e.symbolName();
     return;
+  case SymExpr::Kind::Overflow:
+    out += "<overflow>";
+    return;
   case SymExpr::Kind::Min:
   case SymExpr::Kind::Max:
     out += e.kind() == SymExpr::Kind::Min ? "min(" : "max(";
@@ -609,6 +638,7 @@ Bounds naiveBounds(SymExpr e) {
     return b;
   case SymExpr::Kind::Symbol:
   case SymExpr::Kind::Mul:
+  case SymExpr::Kind::Overflow:
     // No sign assumption: int parameters may be negative. Ranges live in
     // the ShapeEnv, which the prover consults.
     return b;
@@ -664,19 +694,13 @@ Bounds naiveBounds(SymExpr e) {
       if (c < 0 || !t.hasLo || t.lo < 0 || t.lo > (1LL << 31) ||
           c > (1LL << 31))
         return Bounds{};
-      b.lo += c * t.lo;
+      if (!checkedAdd(b.lo, c * t.lo, b.lo))
+        return Bounds{};
     }
     return b;
   }
   }
   return b;
-}
-
-bool checkedAdd(int64_t a, int64_t b, int64_t &r) {
-  return !__builtin_add_overflow(a, b, &r);
-}
-bool checkedMul(int64_t a, int64_t b, int64_t &r) {
-  return !__builtin_mul_overflow(a, b, &r);
 }
 
 } // namespace
@@ -707,6 +731,7 @@ bool SymExpr::containsSymbol(const std::string &name) const {
 SymExpr SymExpr::substitute(const std::map<std::string, SymExpr> &repl) const {
   switch (kind()) {
   case Kind::Const:
+  case Kind::Overflow:
     return *this;
   case Kind::Symbol: {
     auto it = repl.find(symbolName());
@@ -748,6 +773,8 @@ std::optional<int64_t> SymExpr::evaluate(
     return constValue();
   case Kind::Symbol:
     return lookup(symbolName());
+  case Kind::Overflow:
+    return std::nullopt;
   case Kind::Add: {
     int64_t sum = addConstant();
     for (size_t i = 0; i < operands().size(); ++i) {

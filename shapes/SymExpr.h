@@ -9,8 +9,12 @@
 /// (constant folding, like-term collection, exact division by constants,
 /// `(c*X + Y) / c == X + Y / c`, `min(a, a) == a`, ...).
 ///
-/// Arithmetic on constants wraps on int64 overflow (never undefined); callers
-/// that evaluate sizes use `evaluate`, which reports overflow.
+/// Sizes are exact 64-bit integers. Arithmetic whose exact result (or any
+/// coefficient of it) leaves int64 gives the poison expression `overflow()`,
+/// as NaN does for floats: it absorbs every later operation, prints as
+/// `<overflow>`, never evaluates, and the elaborator reports it with the
+/// location of the expression that produced it. Evaluation under an
+/// assignment (`evaluate`) reports overflow of any step the same way.
 
 #include <cstdint>
 #include <functional>
@@ -35,7 +39,8 @@ public:
     FloorDiv,
     Mod,
     Min,
-    Max
+    Max,
+    Overflow ///< an exact value that does not fit in int64 (poison)
   };
 
   SymExpr();
@@ -49,11 +54,15 @@ public:
   static SymExpr mod(SymExpr a, SymExpr b);
   static SymExpr min(SymExpr a, SymExpr b);
   static SymExpr max(SymExpr a, SymExpr b);
+  /// The poison expression: a size that does not fit in 64 bits.
+  static SymExpr overflow();
 
   Kind kind() const;
   bool isConst() const { return kind() == Kind::Const; }
   bool isConst(int64_t v) const { return isConst() && constValue() == v; }
   bool isSymbol() const { return kind() == Kind::Symbol; }
+  /// True for the poison expression (see the file comment).
+  bool isOverflow() const { return kind() == Kind::Overflow; }
   /// The value of a constant (0 for anything else).
   int64_t constValue() const;
   /// The name of a symbol (empty for anything else).

@@ -42,6 +42,8 @@ struct Z3Solver::Impl {
     switch (e.kind()) {
     case SymExpr::Kind::Const:
       return ctx.int_val(e.constValue());
+    case SymExpr::Kind::Overflow: // no value: an unconstrained integer
+      return ctx.int_const(("__overflow" + std::to_string(fresh++)).c_str());
     case SymExpr::Kind::Symbol:
       return symbol(e.symbolName());
     case SymExpr::Kind::Add: {
@@ -141,12 +143,14 @@ Z3Solver::Answer Z3Solver::decide(const std::vector<SymbolInfo> &symbols,
     for (const SymCond &f : facts)
       for (const std::string &n : f.symbols())
         names.push_back(n);
+    // Every symbol holds an int64 at run time, and every size computed from
+    // symbols is evaluated with overflow checks (a run whose sizes leave
+    // int64 stops with an error), so reasoning over unbounded integers with
+    // each symbol in its int64 range is exact for every run that goes on.
     for (const SymbolInfo &s : symbols) {
       z3::expr v = z.symbol(s.name);
-      if (s.lo != INT64_MIN)
-        base.push_back(v >= z.ctx.int_val(s.lo));
-      if (s.hi)
-        base.push_back(v <= z.ctx.int_val(*s.hi));
+      base.push_back(v >= z.ctx.int_val(s.lo));
+      base.push_back(v <= z.ctx.int_val(s.hi ? *s.hi : INT64_MAX));
       if (s.multipleOf > 1) {
         auto [q, r] = z.divMod(v, z.ctx.int_val(s.multipleOf));
         (void)q;
@@ -157,8 +161,10 @@ Z3Solver::Answer Z3Solver::decide(const std::vector<SymbolInfo> &symbols,
       bool declared = false;
       for (const SymbolInfo &s : symbols)
         declared |= s.name == n;
-      if (!declared)
-        base.push_back(z.symbol(n) >= z.ctx.int_val(0)); // a size
+      if (!declared) { // a size
+        base.push_back(z.symbol(n) >= z.ctx.int_val(0));
+        base.push_back(z.symbol(n) <= z.ctx.int_val(INT64_MAX));
+      }
     }
     for (const SymCond &f : facts)
       base.push_back(z.lower(f));

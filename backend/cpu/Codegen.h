@@ -78,7 +78,22 @@ private:
   Value *loadBuffer(ValueId v) { return b.CreateLoad(ptr, bufferSlot(v)); }
   Value *symSlot(const std::string &name);
 
+  /// The value of a size expression. While `sizeOverflow` is set, every
+  /// step is checked and its overflow or-ed into it (checkedExpr).
   Value *expr(SymExpr e);
+  /// x + y or x * y (\p checkedOp: the with-overflow intrinsic), checked
+  /// when `sizeOverflow` is set.
+  Value *sizeStep(llvm::Intrinsic::ID checkedOp, Value *x, Value *y);
+  /// Overflow of the size steps being checked (nullptr: not checking).
+  Value *sizeOverflow = nullptr;
+  /// expr / cond with every step checked; \p overflow is true at run time
+  /// when a step left int64.
+  Value *checkedExpr(SymExpr e, Value *&overflow);
+  Value *checkedCond(const SymCond &c, Value *&overflow);
+  /// Host code before \p op: fails (with the op's location) when the byte
+  /// size of a result leaves int64, so that later size and index arithmetic
+  /// of the op is exact.
+  void checkResultSizes(const Operation &op);
   Value *floorDiv(Value *x, Value *y);
   Value *floorMod(Value *x, Value *y);
   Value *cond(const SymCond &c);

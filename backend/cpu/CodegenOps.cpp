@@ -19,6 +19,9 @@ llvm::Function *Codegen::beginHelper(const char *name, llvm::Type *ret,
 
 /// Returns `code` from the current helper when \p bad holds.
 void Codegen::checkOrReturn(Value *bad, const std::string &description) {
+  if (auto *never = llvm::dyn_cast<llvm::ConstantInt>(bad);
+      never && never->isZero())
+    return; // e.g. the overflow of a size with no arithmetic
   checks.push_back(description);
   int32_t code = static_cast<int32_t>(checks.size());
   auto *fail = llvm::BasicBlock::Create(ctx, "mismatch", kernel);
@@ -85,14 +88,20 @@ void Codegen::emitMatch() {
     if (!slope.isConst() || slope.constValue() <= 0 ||
         !(a.expr == e0 + slope * n))
       continue;
-    Value *rest = b.CreateSub(a.size, expr(e0));
+    Value *overflow;
+    Value *offset = checkedExpr(e0, overflow);
+    Value *pair = b.CreateBinaryIntrinsic(llvm::Intrinsic::ssub_with_overflow,
+                                          a.size, offset);
+    Value *rest = b.CreateExtractValue(pair, 0);
     Value *c = b.getInt64(slope.constValue());
     std::string what = "argument '" + a.param->name + "' dim " +
                        std::to_string(a.dim) + " is not of the form " +
                        a.expr.str();
     checkOrReturn(
-        b.CreateOr(b.CreateICmpSLT(rest, b.getInt64(0)),
-                   b.CreateICmpNE(b.CreateSRem(rest, c), b.getInt64(0))),
+        b.CreateOr(b.CreateOr(overflow, b.CreateExtractValue(pair, 1)),
+                   b.CreateOr(b.CreateICmpSLT(rest, b.getInt64(0)),
+                              b.CreateICmpNE(b.CreateSRem(rest, c),
+                                             b.getInt64(0)))),
         what);
     bind(unknown[0], b.CreateSDiv(rest, c));
   }
@@ -104,14 +113,23 @@ void Codegen::emitMatch() {
       name = fn.axisNames[a.tensorIndex][a.dim];
     std::string label =
         name.empty() || name == a.expr.str() ? "" : " ('" + name + "')";
-    checkOrReturn(b.CreateICmpNE(expr(a.expr), a.size),
-                  "argument '" + a.param->name + "' dim " +
-                      std::to_string(a.dim) + label + " must be " +
-                      a.expr.str());
+    std::string which = "argument '" + a.param->name + "' dim " +
+                        std::to_string(a.dim) + label;
+    Value *overflow;
+    Value *expected = checkedExpr(a.expr, overflow);
+    checkOrReturn(overflow, which + " (" + a.expr.str() +
+                                ") does not fit in 64 bits");
+    checkOrReturn(b.CreateICmpNE(expected, a.size),
+                  which + " must be " + a.expr.str());
   }
-  for (auto &[p, v] : intArgs)
-    checkOrReturn(b.CreateICmpNE(expr(p->intExpr), v),
+  for (auto &[p, v] : intArgs) {
+    Value *overflow;
+    Value *expected = checkedExpr(p->intExpr, overflow);
+    checkOrReturn(overflow, "argument '" + p->name + "' (" +
+                                p->intExpr.str() + ") does not fit in 64 bits");
+    checkOrReturn(b.CreateICmpNE(expected, v),
                   "argument '" + p->name + "' must be " + p->intExpr.str());
+  }
   for (const SymbolInfo &s : fn.symbols) {
     if (s.kind == DimKind::Unbacked && !bound.count(s.name))
       continue; // produced inside
@@ -138,10 +156,14 @@ void Codegen::emitMatch() {
           "dim " + s.name + " is not a multiple of " +
               std::to_string(s.multipleOf));
   }
-  for (const Check &g : fn.guards)
-    checkOrReturn(b.CreateNot(cond(g.cond)), "guard " + g.cond.str() + " (" +
-                                                 g.loc.str() + ", " + g.reason +
-                                                 ")");
+  for (const Check &g : fn.guards) {
+    std::string what =
+        "guard " + g.cond.str() + " (" + g.loc.str() + ", " + g.reason + ")";
+    Value *overflow;
+    Value *holds = checkedCond(g.cond, overflow);
+    checkOrReturn(overflow, what + ": a size in it does not fit in 64 bits");
+    checkOrReturn(b.CreateNot(holds), what);
+  }
   b.CreateRet(b.getInt32(0));
 }
 

@@ -38,6 +38,9 @@ llvm::FunctionCallee Codegen::runtime(const char *name, llvm::Type *ret,
 
 /// Branches to a failure exit when \p failed is true.
 void Codegen::failIf(Value *failed, const std::function<void()> &record) {
+  if (auto *never = llvm::dyn_cast<llvm::ConstantInt>(failed);
+      never && never->isZero())
+    return;
   auto *bad = llvm::BasicBlock::Create(ctx, "fail", kernel);
   auto *ok = llvm::BasicBlock::Create(ctx, "ok", kernel);
   b.CreateCondBr(failed, bad, ok,
@@ -81,8 +84,62 @@ void Codegen::failMessageIf(Value *failed, const std::string &message) {
   });
 }
 
+Value *Codegen::sizeStep(llvm::Intrinsic::ID checkedOp, Value *x, Value *y) {
+  if (!sizeOverflow)
+    return checkedOp == llvm::Intrinsic::smul_with_overflow ? b.CreateMul(x, y)
+                                                            : b.CreateAdd(x, y);
+  Value *pair = b.CreateBinaryIntrinsic(checkedOp, x, y);
+  sizeOverflow = b.CreateOr(sizeOverflow, b.CreateExtractValue(pair, 1));
+  return b.CreateExtractValue(pair, 0);
+}
+
+Value *Codegen::checkedExpr(SymExpr e, Value *&overflow) {
+  Value *outer = sizeOverflow;
+  sizeOverflow = b.getFalse();
+  Value *v = expr(e);
+  overflow = sizeOverflow;
+  sizeOverflow = outer;
+  return v;
+}
+
+Value *Codegen::checkedCond(const SymCond &c, Value *&overflow) {
+  Value *outer = sizeOverflow;
+  sizeOverflow = b.getFalse();
+  Value *v = cond(c);
+  overflow = sizeOverflow;
+  sizeOverflow = outer;
+  return v;
+}
+
+void Codegen::checkResultSizes(const Operation &op) {
+  for (ValueId r : op.results) {
+    const TensorType &t = fn.type(r);
+    bool constant = true;
+    for (const SymExpr &d : t.dims)
+      constant &= d.isConst();
+    if (constant)
+      continue; // the elaborator checked its byte size
+    Value *overflow = b.getFalse();
+    Value *bytes = b.getInt64(static_cast<int64_t>(dtypeSize(t.dtype)));
+    for (const SymExpr &d : t.dims) {
+      Value *dimOverflow;
+      Value *v = checkedExpr(d, dimOverflow);
+      sizeOverflow = dimOverflow;
+      bytes = sizeStep(llvm::Intrinsic::smul_with_overflow, bytes, v);
+      overflow = b.CreateOr(overflow, sizeOverflow);
+      sizeOverflow = nullptr;
+    }
+    failMessageIf(overflow, "the size of its result " + t.str() +
+                                " does not fit in 64 bits");
+  }
+}
+
 Value *Codegen::expr(SymExpr e) {
   switch (e.kind()) {
+  case SymExpr::Kind::Overflow: // the elaborator rejects it; fail if reached
+    if (sizeOverflow)
+      sizeOverflow = b.getTrue();
+    return b.getInt64(0);
   case SymExpr::Kind::Const:
     return b.getInt64(e.constValue());
   case SymExpr::Kind::Symbol:
@@ -90,10 +147,13 @@ Value *Codegen::expr(SymExpr e) {
       return b.getInt64(0);
     return b.CreateLoad(i64, symSlot(e.symbolName()));
   case SymExpr::Kind::Add: {
+    using llvm::Intrinsic::sadd_with_overflow, llvm::Intrinsic::smul_with_overflow;
     Value *sum = b.getInt64(e.addConstant());
     for (size_t i = 0; i < e.operands().size(); ++i)
-      sum = b.CreateAdd(sum, b.CreateMul(b.getInt64(e.coefficients()[i]),
-                                         expr(e.operands()[i])));
+      sum = sizeStep(sadd_with_overflow, sum,
+                     sizeStep(smul_with_overflow,
+                              b.getInt64(e.coefficients()[i]),
+                              expr(e.operands()[i])));
     return sum;
   }
   case SymExpr::Kind::Mul: {
@@ -101,15 +161,23 @@ Value *Codegen::expr(SymExpr e) {
     for (size_t i = 0; i < e.operands().size(); ++i) {
       Value *f = expr(e.operands()[i]);
       for (int64_t k = 0; k < e.coefficients()[i]; ++k)
-        prod = b.CreateMul(prod, f);
+        prod = sizeStep(llvm::Intrinsic::smul_with_overflow, prod, f);
     }
     return prod;
   }
   case SymExpr::Kind::FloorDiv:
   case SymExpr::Kind::Mod: {
     Value *x = expr(e.operands()[0]), *y = expr(e.operands()[1]);
-    // A zero divisor was proven impossible or asserted before; avoid UB.
-    y = b.CreateSelect(b.CreateICmpEQ(y, b.getInt64(0)), b.getInt64(1), y);
+    // A zero divisor was proven impossible or asserted before; INT64_MIN /
+    // -1 leaves int64. Neither may reach sdiv (undefined behaviour).
+    Value *minByMinusOne =
+        b.CreateAnd(b.CreateICmpEQ(x, b.getInt64(INT64_MIN)),
+                    b.CreateICmpEQ(y, b.getInt64(-1)));
+    if (sizeOverflow)
+      sizeOverflow = b.CreateOr(sizeOverflow, minByMinusOne);
+    y = b.CreateSelect(
+        b.CreateOr(b.CreateICmpEQ(y, b.getInt64(0)), minByMinusOne),
+        b.getInt64(1), y);
     return e.kind() == SymExpr::Kind::FloorDiv ? floorDiv(x, y)
                                                : floorMod(x, y);
   }
@@ -207,7 +275,11 @@ Codegen::contiguousStrides(const std::vector<Value *> &shape) {
 /// Allocates the buffer of value \p v with \p count elements.
 Value *Codegen::allocate(ValueId v, Value *count) {
   size_t elem = dtypeSize(fn.type(v).dtype);
-  Value *bytes = b.CreateMul(count, b.getInt64(elem));
+  // A byte count that leaves int64 becomes -1, which tsl_rt_alloc rejects.
+  Value *pair = b.CreateBinaryIntrinsic(llvm::Intrinsic::smul_with_overflow,
+                                        count, b.getInt64(elem));
+  Value *bytes = b.CreateSelect(b.CreateExtractValue(pair, 1),
+                                b.getInt64(-1), b.CreateExtractValue(pair, 0));
   Value *p =
       b.CreateCall(runtime("tsl_rt_alloc", ptr, {ptr, i64}), {ctxArg, bytes});
   failIf(b.CreateIsNull(p), [&] {

@@ -41,6 +41,11 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
     opIndex = static_cast<int32_t>(i);
     const Operation &op = fn.ops[i];
     if (rowGroups[i].end > i) {
+      for (size_t k = i; k < rowGroups[i].end; ++k) {
+        opIndex = static_cast<int32_t>(k);
+        checkResultSizes(fn.ops[k]);
+      }
+      opIndex = static_cast<int32_t>(i);
       if (!lowerRowGroup(rowGroups[i])) {
         err = error.empty() ? "not supported" : error;
         return nullptr;
@@ -48,6 +53,8 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
       i = rowGroups[i].end - 1;
       continue;
     }
+    if (!outlining)
+      checkResultSizes(op); // outlined runs check inside
     if (computedElsewhere(op))
       continue; // computed inside its consumer (loop or GEMM)
     if (outlining) {
@@ -133,6 +140,7 @@ bool Codegen::lowerOutlined(size_t begin, size_t end) {
   for (size_t i = begin; i < end && ok; ++i) {
     const Operation &op = fn.ops[i];
     opIndex = static_cast<int32_t>(i);
+    checkResultSizes(op);
     if (computedElsewhere(op))
       continue;
     ok = lowerOp(op);
@@ -163,9 +171,13 @@ bool Codegen::unsupported(const std::string &what) {
 
 bool Codegen::lowerOp(const Operation &op) {
   switch (op.code) {
-  case OpCode::Assert:
-    failOpIf(b.CreateNot(cond(op.condAttr("cond"))));
+  case OpCode::Assert: {
+    Value *overflow;
+    Value *holds = checkedCond(op.condAttr("cond"), overflow);
+    failMessageIf(overflow, "a size in it does not fit in 64 bits");
+    failOpIf(b.CreateNot(holds));
     return true;
+  }
   case OpCode::Constant:
   case OpCode::SymScalar: {
     DType t = fn.type(op.results[0]).dtype;

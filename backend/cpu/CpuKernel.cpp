@@ -1,5 +1,8 @@
 // Optimizing and loading generated kernels with ORC LLJIT, and calling them.
 #include "backend/cpu/CpuKernel.h"
+#include "support/SizeLimits.h"
+
+#include <algorithm>
 
 #include "backend/cpu/CpuCodegen.h"
 #include "backend/cpu/HostJit.h"
@@ -592,19 +595,31 @@ void describeKernelFailure(const Function &fn, tsl_rt_context *ctx,
       error.message = "runtime check failed: " + failed.condAttr("cond").str();
       if (!failed.strAttr("message").empty())
         error.message += ": " + failed.strAttr("message");
-      // The values the check saw, as the interpreter reports them.
-      std::string vals;
-      for (const std::string &name : failed.condAttr("cond").symbols())
-        for (size_t i = 0; i < fn.symbols.size(); ++i)
-          if (fn.symbols[i].name == name)
-            vals += (vals.empty() ? "" : ", ") + name + " = " +
-                    std::to_string(syms[i]);
-      if (!vals.empty())
-        error.notes.push_back("with " + vals);
+      if (!message.empty()) // the check could not be evaluated
+        error.message += ": " + message;
     } else {
       error.message = std::string(opInfo(failed.code).name) + ": " +
                       (message.empty() ? "failed" : message);
     }
+    // The values of the sizes the op saw, as the interpreter reports them.
+    std::vector<std::string> names;
+    if (failed.code == OpCode::Assert)
+      names = failed.condAttr("cond").symbols();
+    else if (message.find("64 bits") != std::string::npos ||
+             message.find("limit") != std::string::npos)
+      for (ValueId r : failed.results)
+        for (const SymExpr &d : fn.type(r).dims)
+          for (const std::string &n : d.symbols())
+            if (std::find(names.begin(), names.end(), n) == names.end())
+              names.push_back(n);
+    std::string vals;
+    for (const std::string &name : names)
+      for (size_t i = 0; i < fn.symbols.size(); ++i)
+        if (fn.symbols[i].name == name)
+          vals += (vals.empty() ? "" : ", ") + name + " = " +
+                  std::to_string(syms[i]);
+    if (!vals.empty())
+      error.notes.push_back("with " + vals);
   } else {
     error.message = message.empty() ? "kernel failed" : message;
   }
@@ -667,7 +682,17 @@ bool readResults(const Function &fn, const std::vector<int64_t> &syms,
       shape.push_back(d.evaluate(values).value_or(0));
     Tensor t = Tensor::zeros(fn.type(r).dtype, shape);
     if (!t.valid()) {
-      error.message = "result is too large";
+      // The kernel checked every size it allocated; this is the host copy
+      // of a result that aliases an argument or went over memory.
+      for (const Operation &op : fn.ops)
+        for (ValueId produced : op.results)
+          if (produced == r)
+            error.loc = op.loc;
+      std::optional<int64_t> bytes = tensorBytes(
+          shape.data(), shape.size(), dtypeSize(fn.type(r).dtype));
+      error.message = "result " + fn.type(r).str() + " is too large: " +
+                      (bytes ? tensorTooLargeMessage(*bytes)
+                             : std::string("its size does not fit in 64 bits"));
       return false;
     }
     if (t.byteSize() && !copy(t.raw(), buffers[r], t.byteSize(), error.message))

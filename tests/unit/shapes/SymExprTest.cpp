@@ -97,3 +97,63 @@ TEST(SymCond, PrintAndParse) {
 }
 
 } // namespace
+
+namespace {
+
+// Size arithmetic is exact: a result (or a coefficient) outside int64 is
+// the poison expression, never a wrapped value (2^64 + 5 used to be 5).
+class Overflows : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(Overflows, GivesThePoisonExpression) {
+  SymExpr e = parse(GetParam());
+  EXPECT_TRUE(e.isOverflow()) << GetParam() << " gave " << e.str();
+  EXPECT_EQ(e.str(), "<overflow>");
+  EXPECT_FALSE(e.evaluate(std::map<std::string, int64_t>{{"N", 1}}));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SymExpr, Overflows,
+    ::testing::Values("4294967296 * 4294967296 + 5", "4611686018427387904 * 4",
+                      "9223372036854775807 + 1", "-9223372036854775807 - 2",
+                      "0 - (-9223372036854775807 - 1)",
+                      "(-9223372036854775807 - 1) / (0 - 1)",
+                      "N * 4611686018427387904 * 4",
+                      "N * 4611686018427387904 + N * 4611686018427387904",
+                      "(N + 4611686018427387904) * 2",
+                      "min(N, 9223372036854775807 + 1)",
+                      "max(N * 4294967296 * 4294967296, 3)",
+                      "(4294967296 * 4294967296) / 2",
+                      "(4294967296 * 4294967296) % 7"));
+
+struct EdgeCase {
+  const char *input;
+  const char *canonical;
+};
+
+class FitsAtTheEdge : public ::testing::TestWithParam<EdgeCase> {};
+
+TEST_P(FitsAtTheEdge, IsExact) {
+  EXPECT_EQ(parse(GetParam().input).str(), GetParam().canonical);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SymExpr, FitsAtTheEdge,
+    ::testing::Values(
+        EdgeCase{"4611686018427387903 * 2 + 1", "9223372036854775807"},
+        EdgeCase{"-9223372036854775807 - 1", "-9223372036854775808"},
+        EdgeCase{"N * 4611686018427387904", "4611686018427387904 * N"},
+        // min/max compare by subtraction; a difference that leaves int64
+        // only stops the simplification.
+        EdgeCase{"min(N, -9223372036854775807 - 1)",
+                 "min(-9223372036854775808, N)"}));
+
+TEST(SymExpr, EvaluateReportsOverflowOfAnyStep) {
+  SymExpr e = parse("N * N + 2");
+  EXPECT_EQ(*e.evaluate(std::map<std::string, int64_t>{{"N", 3037000499}}),
+            int64_t(3037000499) * 3037000499 + 2);
+  EXPECT_FALSE(e.evaluate(std::map<std::string, int64_t>{{"N", 4294967296}}));
+  EXPECT_FALSE(parse("N * 4611686018427387904")
+                   .evaluate(std::map<std::string, int64_t>{{"N", 3}}));
+}
+
+} // namespace
