@@ -94,6 +94,9 @@ private:
   /// size of a result leaves int64, so that later size and index arithmetic
   /// of the op is exact.
   void checkResultSizes(const Operation &op);
+  /// Byte sizes checkResultSizes checked in the current LLVM function
+  /// (cleared when emission enters or leaves a nested function).
+  std::set<std::string> sizesChecked;
   Value *floorDiv(Value *x, Value *y);
   Value *floorMod(Value *x, Value *y);
   Value *cond(const SymCond &c);

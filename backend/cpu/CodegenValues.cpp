@@ -114,11 +114,23 @@ Value *Codegen::checkedCond(const SymCond &c, Value *&overflow) {
 void Codegen::checkResultSizes(const Operation &op) {
   for (ValueId r : op.results) {
     const TensorType &t = fn.type(r);
-    bool constant = true;
-    for (const SymExpr &d : t.dims)
+    bool constant = true, unbacked = false;
+    for (const SymExpr &d : t.dims) {
       constant &= d.isConst();
+      for (const std::string &name : d.symbols())
+        for (const SymbolInfo &info : fn.symbols)
+          unbacked |= info.name == name && info.kind == DimKind::Unbacked;
+    }
     if (constant)
       continue; // the elaborator checked its byte size
+    // Sizes of input symbols do not change during the call: a check that
+    // dominates this one (same function, same byte size) is enough. An
+    // unbacked size may be bound later, so its checks are not shared.
+    std::string key = std::to_string(dtypeSize(t.dtype)) + ":";
+    for (const SymExpr &d : t.dims)
+      key += d.str() + ",";
+    if (!unbacked && !sizesChecked.insert(key).second)
+      continue;
     Value *overflow = b.getFalse();
     Value *bytes = b.getInt64(static_cast<int64_t>(dtypeSize(t.dtype)));
     for (const SymExpr &d : t.dims) {

@@ -97,6 +97,7 @@ Codegen::enterFunction(llvm::Function *f, const std::vector<ValueId> &used) {
   EmissionState saved{kernel, b.GetInsertBlock(), buffersArg, symsArg, ctxArg,
                       bufs};
   kernel = f;
+  sizesChecked.clear();
   buffersArg = f->getArg(0);
   symsArg = f->getArg(1);
   ctxArg = f->arg_size() == 3 ? f->getArg(2) : nullptr;
@@ -110,6 +111,7 @@ Codegen::enterFunction(llvm::Function *f, const std::vector<ValueId> &used) {
 
 void Codegen::leaveFunction(EmissionState saved) {
   kernel = saved.function;
+  sizesChecked.clear();
   buffersArg = saved.buffers;
   symsArg = saved.syms;
   ctxArg = saved.ctx;
