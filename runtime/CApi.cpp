@@ -4,9 +4,13 @@
 
 #include <dlfcn.h>
 
+#include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace {
 
@@ -40,6 +44,38 @@ tsl_dtype dlpackOf(int32_t dtype) {
                                     {0, 64, 1}, {2, 16, 1}, {4, 16, 1},
                                     {2, 32, 1}, {2, 64, 1}};
   return table[dtype];
+}
+
+/// Reads the whole regular file \p path; false with \p error otherwise.
+bool readRegularFile(const std::string &path, std::string &out,
+                     std::string &error) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = std::strerror(errno);
+    return false;
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    error = "not a regular file";
+    return false;
+  }
+  out.resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < out.size()) {
+    ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (done != out.size()) {
+    error = "short read";
+    return false;
+  }
+  return true;
 }
 
 } // namespace
@@ -126,14 +162,37 @@ tsl_status tsl_module_load_aot(tsl_runtime *rt, const char *path,
                                tsl_module **out) {
   if (!rt || !path || !out)
     return fail(TSL_INVALID_ARGUMENT, "tsl_module_load_aot: null argument");
-  struct stat st;
-  if (::stat(path, &st) != 0)
+  // An absolute path: dlopen searches the library path for a bare name
+  // ("libm.so.6" would load the system's libm, not ./libm.so.6).
+  char resolvedPath[PATH_MAX];
+  if (!::realpath(path, resolvedPath))
     return fail(TSL_NOT_FOUND, std::string("no such file: '") + path + "'");
+  std::string resolved = resolvedPath;
   if (rt->gpu)
     return fail(TSL_UNSUPPORTED,
                 "AOT modules hold CPU code; this runtime runs on a GPU (load "
                 "the source instead)");
-  void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  // Checked against the digest tslc build wrote beside it before dlopen
+  // maps it: a truncated or bit-flipped module is an error, not a SIGBUS or
+  // wrong results.
+  std::string contents, digest, problem;
+  std::string digestPath = tsl::rt::moduleDigestPath(resolved);
+  if (!readRegularFile(resolved, contents, problem))
+    return fail(TSL_INVALID_ARGUMENT,
+                std::string("cannot read '") + path + "': " + problem);
+  if (!readRegularFile(digestPath, digest, problem))
+    return fail(TSL_INVALID_ARGUMENT,
+                std::string("'") + path + "' has no digest file '" +
+                    digestPath + "' (" + problem +
+                    "); AOT modules are loaded only with the digest file "
+                    "tslc build writes beside them");
+  if (!tsl::rt::checkModuleDigest(contents, digest, problem))
+    return fail(TSL_INVALID_ARGUMENT, std::string("'") + path +
+                                          "' does not match its digest file '" +
+                                          digestPath + "': " + problem);
+  contents.clear();
+  contents.shrink_to_fit();
+  void *handle = dlopen(resolved.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
     return fail(TSL_INVALID_ARGUMENT,
                 std::string("cannot load '") + path + "': " + dlerror());

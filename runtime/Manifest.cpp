@@ -1,4 +1,5 @@
 #include "runtime/Manifest.h"
+#include "runtime/Sha256.h"
 
 #include <sstream>
 
@@ -156,6 +157,42 @@ bool readManifest(const std::string &text, std::vector<ManifestVariant> &out,
   }
   if (cur) {
     error = "truncated manifest";
+    return false;
+  }
+  return true;
+}
+
+namespace {
+constexpr const char *kDigestVersion = "tsl-module-digest 1";
+}
+
+std::string writeModuleDigest(const std::string &contents) {
+  return std::string(kDigestVersion) + "\nsize " +
+         std::to_string(contents.size()) + "\nsha256 " + sha256Hex(contents) +
+         "\n";
+}
+
+bool checkModuleDigest(const std::string &contents,
+                       const std::string &digestText, std::string &problem) {
+  std::istringstream in(digestText);
+  std::string version, sizeWord, shaWord, sha, rest;
+  int64_t size = -1;
+  std::getline(in, version);
+  if (version != kDigestVersion ||
+      !(in >> sizeWord >> size >> shaWord >> sha) || sizeWord != "size" ||
+      shaWord != "sha256" || size < 0 || sha.size() != 64 || (in >> rest)) {
+    problem = "malformed digest file (expected '" +
+              std::string(kDigestVersion) + "', size and sha256 lines)";
+    return false;
+  }
+  if (static_cast<uint64_t>(size) != contents.size()) {
+    problem = "the file has " + std::to_string(contents.size()) +
+              " bytes, its digest file says " + std::to_string(size) +
+              " (truncated or corrupt)";
+    return false;
+  }
+  if (sha256Hex(contents) != sha) {
+    problem = "its SHA-256 differs from its digest file's (corrupt)";
     return false;
   }
   return true;

@@ -32,4 +32,20 @@ std::string writeManifest(const std::vector<ManifestVariant> &variants);
 bool readManifest(const std::string &text, std::vector<ManifestVariant> &out,
                   std::string &error);
 
+/// The digest file beside an AOT module: `<module>.tslsum`, written by
+/// `tslc build` and checked by tsl_module_load_aot before dlopen, so a
+/// truncated or corrupt module is an error instead of a crash or wrong
+/// results. (A module cannot hold its own digest; and whoever can write both
+/// files can forge both: this detects corruption, not an attacker.)
+inline std::string moduleDigestPath(const std::string &module) {
+  return module + ".tslsum";
+}
+/// The text of the digest file of a module whose bytes are \p contents:
+/// `tsl-module-digest 1`, `size N` and `sha256 HEX` lines.
+std::string writeModuleDigest(const std::string &contents);
+/// Whether \p contents match the digest file text \p digestText; false with
+/// \p problem saying how they differ (or that the digest file is malformed).
+bool checkModuleDigest(const std::string &contents,
+                       const std::string &digestText, std::string &problem);
+
 } // namespace tsl::rt

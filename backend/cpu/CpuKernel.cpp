@@ -31,8 +31,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -452,6 +454,8 @@ bool buildSharedLibrary(const std::vector<Function> &fns,
   std::string object, manifest;
   if (!compileObject(fns, object, manifest, error))
     return false;
+  // A stale digest must not outlive the module it was for.
+  std::remove(rt::moduleDigestPath(outPath).c_str());
   std::string objectPath = outPath + ".o";
   {
     std::FILE *f = std::fopen(objectPath.c_str(), "wb");
@@ -488,6 +492,18 @@ bool buildSharedLibrary(const std::vector<Function> &fns,
   std::remove(objectPath.c_str());
   if (!linked) {
     error = "linking '" + outPath + "' with '" + argv[0] + "' failed";
+    return false;
+  }
+  // The digest the loader checks the module against before dlopen
+  // (rt::moduleDigestPath: a module cannot hold its own digest).
+  std::string digestPath = rt::moduleDigestPath(outPath);
+  std::ifstream in(outPath, std::ios::binary);
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  std::ofstream digest(digestPath, std::ios::binary | std::ios::trunc);
+  if (!in || !(digest << rt::writeModuleDigest(contents.str())) ||
+      !digest.flush()) {
+    error = "cannot write '" + digestPath + "'";
     return false;
   }
   return true;

@@ -1,7 +1,9 @@
 /* Running an ahead-of-time TSL module with the runtime alone (no LLVM, no
  * compiler): build it with
  *   tslc build examples/embed/model.tsl --fn classify --arg x=f32[4,16] --arg w=f32[16,4] -o model.so
- * then run `aot_example model.so`. Written in C against tsl_c.h. */
+ * (which also writes model.so.tslsum, the digest the runtime checks the module
+ * against before loading it: keep the two files together), then run
+ * `aot_example model.so`. Written in C against tsl_c.h. */
 #include "tsl/tsl_c.h"
 
 #include <math.h>

@@ -5,11 +5,16 @@
 #include "frontend/Elaborator.h"
 #include "ir/Verifier.h"
 
+#include "runtime/Manifest.h"
+#include "runtime/Sha256.h"
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
-#include <filesystem>
-#include <fstream>
+#include <fcntl.h>
+#include <set>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -105,18 +110,25 @@ bool JitCompiler::compile(const std::string &function,
   }
   if (device_)
     return compileGpuVariant(fn, device_, out, error);
-  std::string dir = cacheDirectory();
-  if (dir.empty())
+  std::string dirPath;
+  int dir = openCacheDirectory(dirPath);
+  if (dir < 0)
     return CpuKernel::compileVariant(fn, out, error);
   // The on-disk cache: a hit loads the object compiled by an earlier
   // process; a missing, corrupt or mismatched entry is (re)built.
-  std::string key = cacheKey(function, args, dynamicDims, allDynamic);
-  if (loadCached(dir, key, function, out))
+  std::string request = cacheRequest(function, args, dynamicDims, allDynamic);
+  std::string key = rt::sha256Hex(request).substr(0, 32);
+  if (loadCached(dir, key, request, function, args, out)) {
+    ::close(dir);
     return true;
+  }
   std::string object, manifest;
-  if (!compileObject({fn}, object, manifest, error))
+  if (!compileObject({fn}, object, manifest, error)) {
+    ::close(dir);
     return false;
-  storeCached(dir, key, object, manifest);
+  }
+  storeCached(dir, dirPath, key, request, object, manifest);
+  ::close(dir);
   std::vector<std::pair<std::string, rt::VariantCode>> variants;
   if (!loadObjectVariants(object, manifest, variants, error) ||
       variants.empty())
@@ -126,14 +138,6 @@ bool JitCompiler::compile(const std::string &function,
 }
 
 namespace {
-
-uint64_t fnv1a(const std::string &data, uint64_t h = 1469598103934665603ULL) {
-  for (unsigned char c : data) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
 
 /// Identifies this build of the compiler: the file holding the backend
 /// (path, size, modification time). A rebuilt compiler — new code
@@ -153,68 +157,248 @@ std::string compilerBuildId() {
   return id;
 }
 
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
+/// Prints \p message (one line) once per process for each \p what: a
+/// directory that is refused or cannot be written warns once, not per call.
+void warnOnce(const std::string &what, const std::string &message) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (warned.insert(what).second)
+    std::fprintf(stderr, "[tsl] compile cache: %s\n", message.c_str());
 }
 
-bool readFile(const std::string &path, std::string &out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return false;
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  out = buf.str();
-  return true;
-}
+std::string errnoText(int err) { return std::strerror(err); }
 
-/// Writes through a temporary name and renames, so readers never see a
-/// partial file.
-bool writeFileAtomically(const std::string &path, const std::string &data) {
-  std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!out)
-      return false;
+/// Why a directory is not safe to load code from, or "" if it is: it must
+/// be owned by the current user and writable by no one else (as ssh asks of
+/// ~/.ssh).
+std::string unsafeDirectoryReason(const struct stat &st) {
+  if (!S_ISDIR(st.st_mode))
+    return "it is not a directory";
+  if (st.st_uid != ::geteuid())
+    return "it is owned by uid " + std::to_string(st.st_uid) +
+           ", not by the current user (uid " + std::to_string(::geteuid()) +
+           ")";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o",
+                  static_cast<unsigned>(st.st_mode & 07777));
+    return std::string("it is writable by group or others (mode ") + mode + ")";
   }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
+  return "";
+}
+
+/// Opens the entry file \p name of the cache directory \p dir for reading
+/// without following symlinks; it must be a regular file of the current
+/// user that no one else can write. False (and \p problem set) if it
+/// exists but is not such a file; false with \p problem empty if missing.
+bool readEntryFile(int dir, const std::string &name, std::string &out,
+                   std::string &problem) {
+  problem.clear();
+  int fd = ::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOENT)
+      problem = name + ": " + errnoText(errno);
+    return false;
+  }
+  struct stat st;
+  bool ok = ::fstat(fd, &st) == 0;
+  if (ok && (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+             (st.st_mode & (S_IWGRP | S_IWOTH)))) {
+    problem = name + " is not a regular file of the current user that only "
+                     "it can write";
+    ok = false;
+  }
+  out.clear();
+  if (ok) {
+    out.resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (done < out.size()) {
+      ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      done += static_cast<size_t>(n);
+    }
+    ok = done == out.size();
+    if (!ok)
+      problem = name + ": short read";
+  }
+  ::close(fd);
+  return ok;
+}
+
+/// Writes \p name in \p dir through a new temporary file (O_EXCL |
+/// O_NOFOLLOW, mode 0600: a file or symlink planted at the temporary name
+/// is never opened) renamed into place, so readers never see a partial
+/// file. 0, or the errno of the failure.
+int writeEntryFile(int dir, const std::string &name, const std::string &data) {
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+    tmp = name + ".tmp" + std::to_string(::getpid());
+    if (attempt)
+      tmp += "-" + std::to_string(attempt);
+    fd = ::openat(dir, tmp.c_str(),
+                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST)
+      return errno;
+  }
+  if (fd < 0)
+    return EEXIST;
+  size_t done = 0;
+  int err = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      err = n < 0 ? errno : EIO;
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0 && !err)
+    err = errno;
+  if (!err && ::renameat(dir, tmp.c_str(), dir, name.c_str()) != 0)
+    err = errno;
+  if (err)
+    ::unlinkat(dir, tmp.c_str(), 0);
+  return err;
+}
+
+/// The digest an entry's key file records: of the request, the manifest
+/// and the object, each preceded by its length.
+std::string entryDigest(const std::string &request, const std::string &manifest,
+                        const std::string &object) {
+  rt::Sha256 h;
+  for (const std::string *part : {&request, &manifest, &object}) {
+    std::string length = std::to_string(part->size()) + "\n";
+    h.update(length);
+    h.update(*part);
+  }
+  return h.finishHex();
+}
+
+/// Whether the manifest of a cache entry describes what \p function was
+/// compiled for with \p args: one variant of that function, with the entry
+/// points compileObject names for it and the request's parameter kinds,
+/// element types and ranks. "" if so, else what differs.
+std::string manifestMismatch(const std::string &manifestText,
+                             const std::string &function,
+                             const std::vector<rt::CallArg> &args) {
+  std::vector<rt::ManifestVariant> variants;
+  std::string error;
+  if (!rt::readManifest(manifestText, variants, error))
+    return error;
+  if (variants.size() != 1)
+    return "it has " + std::to_string(variants.size()) + " variants, not 1";
+  const rt::ManifestVariant &v = variants[0];
+  std::string prefix = "tsl_" + function + "_v0_";
+  if (v.function != function || v.kernelSymbol != prefix + "kernel" ||
+      v.matchSymbol != prefix + "match" || v.shapesSymbol != prefix + "shapes")
+    return "its manifest describes '" + v.function + "' (entry point " +
+           v.kernelSymbol + "), this request '" + function + "' (entry point " +
+           prefix + "kernel)";
+  if (v.code.params.size() != args.size())
+    return "its manifest has " + std::to_string(v.code.params.size()) +
+           " parameters, the request " + std::to_string(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const rt::ParamInfo &p = v.code.params[i];
+    const rt::CallArg &a = args[i];
+    if (p.isInt != a.isInt ||
+        (!a.isInt && (p.dtype != a.dtype ||
+                      p.rank != static_cast<int32_t>(a.shape.size()))))
+      return "its manifest's parameter " + std::to_string(i) + " ('" + p.name +
+             "') differs from the request's";
+  }
+  return "";
 }
 
 } // namespace
 
-std::string JitCompiler::cacheDirectory() {
+int JitCompiler::openCacheDirectory(std::string &path) {
   const char *env = std::getenv("TSL_CACHE_DIR");
-  std::string dir;
   if (env && *env) {
     if (std::string(env) == "off")
-      return {};
-    dir = env;
-  } else if (const char *home = std::getenv("HOME")) {
-    dir = std::string(home) + "/.cache/tsl";
+      return -1;
+    path = env;
+  } else if (const char *home = std::getenv("HOME"); home && *home) {
+    path = std::string(home) + "/.cache/tsl";
   } else {
-    return {};
+    return -1;
   }
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  return ec ? std::string() : dir;
+  // Create the missing components 0700, each checked like the directory
+  // itself (a component someone else made first is refused below when it
+  // is the cache directory; see docs/design.md for what is not checked).
+  for (size_t pos = path.find('/', 1);; pos = path.find('/', pos + 1)) {
+    std::string prefix = path.substr(0, pos);
+    if (!prefix.empty() && prefix.back() != '/') {
+      if (::mkdir(prefix.c_str(), 0700) == 0) {
+        struct stat st;
+        std::string reason = ::lstat(prefix.c_str(), &st) == 0
+                                 ? unsafeDirectoryReason(st)
+                                 : errnoText(errno);
+        if (!reason.empty()) {
+          warnOnce("refused " + path, "not using '" + path + "': '" + prefix +
+                                          "', just created: " + reason +
+                                          "; running uncached");
+          return -1;
+        }
+      } else if (errno != EEXIST) {
+        warnOnce("create " + path, "cannot create '" + prefix + "' (" +
+                                       errnoText(errno) +
+                                       "); running uncached");
+        return -1;
+      }
+    }
+    if (pos == std::string::npos)
+      break;
+  }
+  // The directory itself, checked on the descriptor every entry is then
+  // opened through (no path is looked up again).
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    warnOnce("create " + path, "cannot open '" + path + "' (" +
+                                   errnoText(errno) + "); running uncached");
+    return -1;
+  }
+  struct stat st;
+  std::string reason =
+      ::fstat(fd, &st) == 0 ? unsafeDirectoryReason(st) : errnoText(errno);
+  if (!reason.empty()) {
+    ::close(fd);
+    warnOnce("refused " + path, "not using '" + path + "': " + reason +
+                                    " (it must be owned by you and writable "
+                                    "by no one else); running uncached");
+    return -1;
+  }
+  return fd;
 }
 
-std::string JitCompiler::cacheKey(const std::string &function,
-                                  const std::vector<rt::CallArg> &args,
-                                  const std::set<std::string> &dynamicDims,
-                                  bool allDynamic) {
+std::string JitCompiler::cacheRequest(const std::string &function,
+                                      const std::vector<rt::CallArg> &args,
+                                      const std::set<std::string> &dynamicDims,
+                                      bool allDynamic) {
   // Everything the compiled code depends on: the compiler, the target, every
   // source file loaded (imports included), and the compile request.
-  std::string text =
-      "tsl 0.1.0 cache 1\n" + compilerBuildId() + "\n" + hostTargetId() + "\n";
-  for (uint32_t f = 1; f <= sm_.fileCount(); ++f)
-    text += sm_.name(f) + "\n" + std::string(sm_.text(f)) + "\n";
-  text += function + "\n";
+  rt::Sha256 sources;
+  for (uint32_t f = 1; f <= sm_.fileCount(); ++f) {
+    std::string name = sm_.name(f);
+    std::string_view text = sm_.text(f);
+    std::string lengths =
+        std::to_string(name.size()) + " " + std::to_string(text.size()) + "\n";
+    sources.update(lengths);
+    sources.update(name);
+    sources.update(text);
+  }
+  std::string text = "tsl 0.1.0 cache 2\ncompiler " + compilerBuildId() +
+                     "\ntarget " + hostTargetId() + "\nsources " +
+                     sources.finishHex() + "\nfunction " + function + "\n";
   for (const rt::CallArg &a : args) {
-    text += a.isInt ? "int " + std::to_string(a.intValue)
-                    : "tensor " + std::to_string(a.dtype);
+    text += a.isInt ? "arg int " + std::to_string(a.intValue)
+                    : "arg tensor " + std::to_string(a.dtype);
     for (int64_t d : a.shape)
       text += " " + std::to_string(d);
     text += "\n";
@@ -222,46 +406,70 @@ std::string JitCompiler::cacheKey(const std::string &function,
   for (const std::string &d : dynamicDims)
     text += "dynamic " + d + "\n";
   text += allDynamic ? "all-dynamic\n" : "";
-  return hex(fnv1a(text)) + hex(fnv1a(text, 0x84222325cbf29ce4ULL));
+  return text;
 }
 
-bool JitCompiler::loadCached(const std::string &dir, const std::string &key,
+bool JitCompiler::loadCached(int dir, const std::string &key,
+                             const std::string &request,
                              const std::string &function,
+                             const std::vector<rt::CallArg> &args,
                              rt::VariantCode &out) {
-  std::string object, manifest, sum;
-  std::string base = dir + "/" + key;
-  if (!readFile(base + ".o", object) ||
-      !readFile(base + ".manifest", manifest) || !readFile(base + ".sum", sum))
+  // The key file (the request and the digest) is written last: an entry
+  // without one is incomplete.
+  std::string keyFile, object, manifest, problem;
+  auto ignore = [&](const std::string &why) {
+    std::fprintf(stderr, "[tsl] compile cache: entry %s %s; rebuilding it\n",
+                 key.c_str(), why.c_str());
     return false;
-  if (sum != hex(fnv1a(key + manifest + object))) {
-    std::fprintf(stderr,
-                 "[tsl] compile cache: entry %s is corrupt; rebuilding it\n",
-                 key.c_str());
-    return false;
-  }
+  };
+  if (!readEntryFile(dir, key + ".key", keyFile, problem))
+    return problem.empty() ? false : ignore("is not used (" + problem + ")");
+  // The entry must have been made for this very request: a key collision or
+  // a file copied from another entry is a miss.
+  std::string digestLine = "digest ";
+  if (keyFile.size() != request.size() + digestLine.size() + 64 + 1 ||
+      keyFile.compare(0, request.size(), request) != 0 ||
+      keyFile.compare(request.size(), digestLine.size(), digestLine) != 0)
+    return ignore("was made for another request");
+  if (!readEntryFile(dir, key + ".o", object, problem) ||
+      !readEntryFile(dir, key + ".manifest", manifest, problem))
+    return ignore("is not used (" +
+                  (problem.empty() ? std::string("incomplete") : problem) +
+                  ")");
+  if (keyFile.compare(request.size() + digestLine.size(), 64,
+                      entryDigest(request, manifest, object)) != 0)
+    return ignore("is corrupt");
+  // Checked before any of its code is loaded.
+  std::string mismatch = manifestMismatch(manifest, function, args);
+  if (!mismatch.empty())
+    return ignore("is not for this request: " + mismatch);
   std::vector<std::pair<std::string, rt::VariantCode>> variants;
   std::string error;
   if (!loadObjectVariants(object, manifest, variants, error) ||
-      variants.empty() || variants[0].first != function) {
-    std::fprintf(
-        stderr,
-        "[tsl] compile cache: entry %s does not load (%s); rebuilding it\n",
-        key.c_str(), error.c_str());
-    return false;
-  }
+      variants.empty() || variants[0].first != function)
+    return ignore("does not load (" + error + ")");
   out = std::move(variants[0].second);
   out.fromCache = true;
   return true;
 }
 
-void JitCompiler::storeCached(const std::string &dir, const std::string &key,
+void JitCompiler::storeCached(int dir, const std::string &dirPath,
+                              const std::string &key,
+                              const std::string &request,
                               const std::string &object,
                               const std::string &manifest) {
-  std::string base = dir + "/" + key;
-  // The checksum goes last: an entry without a matching one is ignored.
-  if (writeFileAtomically(base + ".o", object) &&
-      writeFileAtomically(base + ".manifest", manifest))
-    writeFileAtomically(base + ".sum", hex(fnv1a(key + manifest + object)));
+  // The key file goes last: an entry without a matching one is ignored.
+  int err = writeEntryFile(dir, key + ".o", object);
+  if (!err)
+    err = writeEntryFile(dir, key + ".manifest", manifest);
+  if (!err)
+    err = writeEntryFile(dir, key + ".key",
+                         request + "digest " +
+                             entryDigest(request, manifest, object) + "\n");
+  if (err)
+    warnOnce("write " + dirPath, "cannot write to '" + dirPath + "' (" +
+                                     errnoText(err) +
+                                     "); compiled code is not cached");
 }
 
 } // namespace tsl

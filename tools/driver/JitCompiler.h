@@ -4,8 +4,12 @@
 /// dynamic) and compile it with the CPU backend. Compiled objects are kept
 /// in an on-disk cache ($TSL_CACHE_DIR, default ~/.cache/tsl, `off` to
 /// disable) keyed by the sources, the request, the target and the compiler
-/// version, so a second process compiles nothing; entries whose checksum or
-/// manifest does not match are rebuilt, never loaded.
+/// version, so a second process compiles nothing. The cache directory must
+/// be owned by the current user and writable by no one else (else it is
+/// not used, with one warning); an entry is loaded only if its files are
+/// regular files of that user, it was made for this very request and its
+/// SHA-256 matches — anything else is a miss, never loaded (docs/design.md,
+/// "The compile cache").
 
 #include "frontend/ModuleLoader.h"
 #include "runtime/Variant.h"
@@ -45,16 +49,22 @@ public:
 
 private:
   bool ensureLoaded(std::string &error);
-  /// $TSL_CACHE_DIR (or ~/.cache/tsl); empty when TSL_CACHE_DIR=off.
-  static std::string cacheDirectory();
-  std::string cacheKey(const std::string &function,
-                       const std::vector<rt::CallArg> &args,
-                       const std::set<std::string> &dynamicDims,
-                       bool allDynamic);
-  bool loadCached(const std::string &dir, const std::string &key,
-                  const std::string &function, rt::VariantCode &out);
-  void storeCached(const std::string &dir, const std::string &key,
-                   const std::string &object, const std::string &manifest);
+  /// Opens $TSL_CACHE_DIR (or ~/.cache/tsl), creating it 0700; -1 when the
+  /// cache is off or the directory is refused or cannot be created (one
+  /// warning per directory and process). \p path gets the directory's name.
+  static int openCacheDirectory(std::string &path);
+  /// The text the cache key is the digest of (and that an entry must
+  /// repeat): compiler build, target, sources, function and request.
+  std::string cacheRequest(const std::string &function,
+                           const std::vector<rt::CallArg> &args,
+                           const std::set<std::string> &dynamicDims,
+                           bool allDynamic);
+  bool loadCached(int dir, const std::string &key, const std::string &request,
+                  const std::string &function,
+                  const std::vector<rt::CallArg> &args, rt::VariantCode &out);
+  void storeCached(int dir, const std::string &dirPath, const std::string &key,
+                   const std::string &request, const std::string &object,
+                   const std::string &manifest);
 
   std::string path_;
   std::mutex mutex_;

@@ -1,0 +1,278 @@
+// Code loaded from disk: the compile cache's temporary files never follow a
+// symlink planted at their name, and AOT modules are checked against their
+// digest file before dlopen (a truncated, bit-flipped or digest-less module
+// is TSL_INVALID_ARGUMENT naming the file; a bare name is the file in the
+// current directory). Also SHA-256 against known digests.
+#include "backend/cpu/CpuKernel.h"
+#include "frontend/Elaborator.h"
+#include "runtime/Manifest.h"
+#include "runtime/Sha256.h"
+#include "tools/driver/JitCompiler.h"
+#include "tsl/tsl_c.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sstream>
+#include <unistd.h>
+
+using namespace tsl;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string readAll(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+void writeAll(const std::string &path, const std::string &data) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
+}
+
+/// A fresh directory under the test temp dir.
+std::string freshDir(const std::string &name) {
+  std::string dir = ::testing::TempDir() + "/load_safety_" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return fs::canonical(dir).string();
+}
+
+/// Sets TSL_CACHE_DIR for one scope (the unit tests run with it off).
+struct CacheDirEnv {
+  std::string old;
+  bool had;
+  explicit CacheDirEnv(const std::string &dir) {
+    const char *v = std::getenv("TSL_CACHE_DIR");
+    had = v != nullptr;
+    old = v ? v : "";
+    ::setenv("TSL_CACHE_DIR", dir.c_str(), 1);
+  }
+  ~CacheDirEnv() {
+    if (had)
+      ::setenv("TSL_CACHE_DIR", old.c_str(), 1);
+    else
+      ::unsetenv("TSL_CACHE_DIR");
+  }
+};
+
+std::string writeModel(const std::string &dir) {
+  std::string path = dir + "/model.tsl";
+  writeAll(path, "fn f(x: f32[N]) -> f32[N] { return x * 2.0; }\n");
+  return path;
+}
+
+bool compileF(const std::string &model, rt::VariantCode &out) {
+  JitCompiler jit(model);
+  rt::CallArg x;
+  x.isInt = false;
+  x.dtype = 6; // f32
+  x.shape = {4};
+  std::string error;
+  bool ok = jit.compile("f", {x}, {}, false, out, error);
+  EXPECT_TRUE(ok) << error;
+  return ok;
+}
+
+TEST(Sha256, KnownDigests) {
+  EXPECT_EQ(rt::sha256Hex(""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(rt::sha256Hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(
+      rt::sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+      "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  rt::Sha256 h; // one million 'a', fed in uneven pieces
+  std::string a(1000, 'a');
+  for (int i = 0; i < 1001; ++i)
+    h.update(a.data(), i == 1000 ? 1000 : 999);
+  EXPECT_EQ(h.finishHex(),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+// A symlink planted at the name of an entry's temporary file (what the
+// cache used to open with O_TRUNC, following links) is not followed: its
+// target stays as it was, and the entry is written and loads.
+TEST(CompileCache, PlantedSymlinkAtTemporaryNameIsNotFollowed) {
+  std::string work = freshDir("symlink");
+  std::string model = writeModel(work);
+  // Learn the entry's key from a run in another directory.
+  std::string probeDir = work + "/probe";
+  std::string key;
+  {
+    CacheDirEnv env(probeDir);
+    rt::VariantCode code;
+    ASSERT_TRUE(compileF(model, code));
+    for (const auto &e : fs::directory_iterator(probeDir))
+      if (e.path().extension() == ".o")
+        key = e.path().stem().string();
+  }
+  ASSERT_FALSE(key.empty());
+  std::string cacheDir = work + "/cache";
+  fs::create_directories(cacheDir);
+  fs::permissions(cacheDir, fs::perms::owner_all);
+  std::string victim = work + "/victim";
+  writeAll(victim, "precious");
+  std::string pid = std::to_string(::getpid());
+  for (const char *ext : {".o", ".manifest", ".key", ".sum"})
+    fs::create_symlink(victim, cacheDir + "/" + key + ext + ".tmp" + pid);
+  CacheDirEnv env(cacheDir);
+  rt::VariantCode first, second;
+  ASSERT_TRUE(compileF(model, first));
+  EXPECT_FALSE(first.fromCache);
+  EXPECT_EQ(readAll(victim), "precious");
+  EXPECT_TRUE(fs::is_symlink(cacheDir + "/" + key + ".o.tmp" + pid));
+  for (const char *ext : {".o", ".manifest", ".key"}) {
+    std::string entry = cacheDir + "/" + key + ext;
+    EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(entry))) << entry;
+    EXPECT_EQ(fs::status(entry).permissions() & fs::perms::all,
+              fs::perms::owner_read | fs::perms::owner_write)
+        << entry;
+  }
+  ASSERT_TRUE(compileF(model, second));
+  EXPECT_TRUE(second.fromCache);
+}
+
+// An entry file that is a symlink (to an entry of the same request
+// elsewhere) is not opened: the entry is rebuilt, not loaded through it.
+TEST(CompileCache, EntryFilesAreNotOpenedThroughSymlinks) {
+  std::string work = freshDir("entry_symlink");
+  std::string model = writeModel(work);
+  std::string elsewhere = work + "/elsewhere", cacheDir = work + "/cache";
+  std::string key;
+  {
+    CacheDirEnv env(elsewhere);
+    rt::VariantCode code;
+    ASSERT_TRUE(compileF(model, code));
+    for (const auto &e : fs::directory_iterator(elsewhere))
+      if (e.path().extension() == ".o")
+        key = e.path().stem().string();
+  }
+  fs::create_directories(cacheDir);
+  fs::permissions(cacheDir, fs::perms::owner_all);
+  for (const char *ext : {".o", ".manifest", ".key"})
+    fs::create_symlink(elsewhere + "/" + key + ext, cacheDir + "/" + key + ext);
+  CacheDirEnv env(cacheDir);
+  rt::VariantCode code;
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(compileF(model, code));
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(code.fromCache);
+  EXPECT_NE(err.find("is not used (" + key + ".key: "), std::string::npos)
+      << err;
+  // Rebuilt as regular files in place of the links.
+  EXPECT_TRUE(
+      fs::is_regular_file(fs::symlink_status(cacheDir + "/" + key + ".o")));
+}
+
+/// Builds f ahead of time into \p path (+ its digest file).
+void buildModule(const std::string &path) {
+  SourceManager sm;
+  std::ostringstream sink;
+  DiagnosticEngine diags(sm, sink);
+  ModuleLoader loader(sm, diags);
+  loader.setStdlibDir(std::string(TSL_SOURCE_DIR) + "/stdlib");
+  const LoadedModule *m =
+      loader.loadText("m.tsl", "fn f(x: f32[N]) -> f32[N] { return x * 2.0; }");
+  ASSERT_TRUE(m) << sink.str();
+  ElaborateOptions options;
+  ExampleArg x;
+  x.dtype = DType::F32;
+  x.shape = {4};
+  options.examples.emplace();
+  (*options.examples)["x"] = x;
+  Function fn;
+  ASSERT_TRUE(elaborateFunction(*m, "f", options, diags, fn)) << sink.str();
+  std::string error;
+  ASSERT_TRUE(buildSharedLibrary({fn}, path, error)) << error;
+}
+
+struct AotModule : ::testing::Test {
+  std::string dir, so;
+  tsl_runtime *rt = nullptr;
+  void SetUp() override {
+    dir = freshDir("aot");
+    so = dir + "/f.so";
+    buildModule(so);
+    ASSERT_TRUE(fs::exists(rt::moduleDigestPath(so)));
+    ASSERT_EQ(tsl_runtime_create(nullptr, &rt), TSL_OK);
+  }
+  void TearDown() override { tsl_runtime_destroy(rt); }
+  tsl_status load(const std::string &path) {
+    tsl_module *m = nullptr;
+    return tsl_module_load_aot(rt, path.c_str(), &m);
+  }
+  /// f(ones[4]) through the module at \p path.
+  float callF(const std::string &path) {
+    tsl_module *m = nullptr;
+    tsl_function *f = nullptr;
+    EXPECT_EQ(tsl_module_load_aot(rt, path.c_str(), &m), TSL_OK)
+        << tsl_last_error();
+    EXPECT_EQ(tsl_module_get_function(m, "f", &f), TSL_OK);
+    float x[4] = {1, 1, 1, 1};
+    int64_t shape[1] = {4};
+    tsl_arg arg = {};
+    arg.tensor.data = x;
+    arg.tensor.device.device_type = 1;
+    arg.tensor.ndim = 1;
+    arg.tensor.dtype = {2, 32, 1};
+    arg.tensor.shape = shape;
+    tsl_tensor *out = nullptr;
+    int32_t nout = 0;
+    EXPECT_EQ(tsl_function_call(f, &arg, 1, &out, &nout), TSL_OK)
+        << tsl_last_error();
+    float r = static_cast<float *>(out[0].data)[0];
+    tsl_outputs_free(out, nout);
+    return r;
+  }
+};
+
+TEST_F(AotModule, LoadsWithItsDigest) { EXPECT_EQ(callF(so), 2.0f); }
+
+TEST_F(AotModule, TruncatedModuleIsAnErrorNamingTheFile) {
+  std::string data = readAll(so);
+  writeAll(so, data.substr(0, data.size() / 2));
+  EXPECT_EQ(load(so), TSL_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(tsl_last_error()),
+            "'" + so + "' does not match its digest file '" + so +
+                ".tslsum': the file has " + std::to_string(data.size() / 2) +
+                " bytes, its digest file says " + std::to_string(data.size()) +
+                " (truncated or corrupt)");
+}
+
+TEST_F(AotModule, BitFlipIsAnErrorNamingTheFile) {
+  std::string data = readAll(so);
+  data[data.size() / 3] ^= 0x10;
+  writeAll(so, data);
+  EXPECT_EQ(load(so), TSL_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(tsl_last_error()),
+            "'" + so + "' does not match its digest file '" + so +
+                ".tslsum': its SHA-256 differs from its digest file's "
+                "(corrupt)");
+}
+
+TEST_F(AotModule, MissingDigestIsAnError) {
+  fs::remove(rt::moduleDigestPath(so));
+  EXPECT_EQ(load(so), TSL_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tsl_last_error())
+                .find("'" + so + "' has no digest file '" + so + ".tslsum'"),
+            std::string::npos)
+      << tsl_last_error();
+}
+
+// A bare name is the file in the current directory, not a library of that
+// name on the library path (here the system's libm).
+TEST_F(AotModule, BareNameIsTheFileInTheCurrentDirectory) {
+  fs::rename(so, dir + "/libm.so.6");
+  fs::rename(rt::moduleDigestPath(so), dir + "/libm.so.6.tslsum");
+  fs::path old = fs::current_path();
+  fs::current_path(dir);
+  float r = callF("libm.so.6");
+  fs::current_path(old);
+  EXPECT_EQ(r, 2.0f);
+}
+
+} // namespace
