@@ -86,7 +86,11 @@ tsl_status tsl_module_load_source(tsl_runtime *rt, const char *path,
                                   tsl_module **out);
 /* Loads an ahead-of-time module built by `tslc build` (a shared library):
  * runs with the runtime alone; a call no variant serves is TSL_NO_VARIANT
- * naming the failing guard. */
+ * naming the failing guard. The path is resolved to an absolute one (never
+ * searched on the library path), and the file must match the digest that
+ * `tslc build` wrote beside it (`<path>.tslsum`): a missing, malformed or
+ * mismatching digest is TSL_INVALID_ARGUMENT, before any of its code runs.
+ * The digest detects corruption, not someone who can write both files. */
 tsl_status tsl_module_load_aot(tsl_runtime *rt, const char *path,
                                tsl_module **out);
 tsl_status tsl_module_get_function(tsl_module *module, const char *name,
@@ -94,7 +98,10 @@ tsl_status tsl_module_get_function(tsl_module *module, const char *name,
 
 /* Calls a function. On success *outputs points to *noutputs tensors the
  * runtime allocated (row-major, on the runtime's device); free them with
- * tsl_outputs_free. Tensor arguments must be on the runtime's device.
+ * tsl_outputs_free. Tensor arguments must be on the runtime's device, with
+ * data + byte_offset aligned to the element size and a byte size within
+ * the per-tensor limit (TSL_MAX_TENSOR_BYTES, 16 GiB by default); others
+ * are TSL_INVALID_ARGUMENT naming the argument.
  * Safe to call concurrently from several threads. */
 tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args,
                              int32_t nargs, tsl_tensor **outputs,
