@@ -124,6 +124,11 @@ private:
   llvm::Type *storageType(DType t);
   Value *load(DType t, Value *base, Value *index);
   void store(DType t, Value *base, Value *index, Value *v);
+  /// \p v (computed in computeType(t)) rounded or wrapped to what storing
+  /// it as \p t and loading it back gives: fused values match stored ones.
+  Value *roundToStorage(DType t, Value *v);
+  /// The bfloat16 bits (in an i32) of f32 \p v, rounded to nearest even.
+  Value *bf16Bits(Value *v);
   /// Converts a computed value between element types (cast semantics).
   Value *convert(Value *v, DType from, DType to);
   Value *fconst(DType t, double v) {

@@ -430,19 +430,36 @@ void Codegen::store(DType t, Value *base, Value *index, Value *v) {
   case DType::F16:
     b.CreateStore(b.CreateFPTrunc(v, st), slot);
     return;
-  case DType::BF16: {
-    // Round to nearest even; NaN stays a (quiet) NaN.
-    Value *bits = b.CreateBitCast(v, i32);
-    Value *lsb = b.CreateAnd(b.CreateLShr(bits, 16), b.getInt32(1));
-    Value *rounded = b.CreateLShr(
-        b.CreateAdd(bits, b.CreateAdd(b.getInt32(0x7fff), lsb)), 16);
-    Value *nan = b.CreateOr(b.CreateLShr(bits, 16), b.getInt32(0x40));
-    Value *isNan = b.CreateFCmpUNO(v, v);
-    b.CreateStore(b.CreateTrunc(b.CreateSelect(isNan, nan, rounded), st), slot);
+  case DType::BF16:
+    b.CreateStore(b.CreateTrunc(bf16Bits(v), st), slot);
     return;
-  }
   default:
     b.CreateStore(v, slot);
+  }
+}
+
+Value *Codegen::bf16Bits(Value *v) {
+  // Round to nearest even; NaN stays a (quiet) NaN.
+  Value *bits = b.CreateBitCast(v, i32);
+  Value *lsb = b.CreateAnd(b.CreateLShr(bits, 16), b.getInt32(1));
+  Value *rounded = b.CreateLShr(
+      b.CreateAdd(bits, b.CreateAdd(b.getInt32(0x7fff), lsb)), 16);
+  Value *nan = b.CreateOr(b.CreateLShr(bits, 16), b.getInt32(0x40));
+  Value *isNan = b.CreateFCmpUNO(v, v);
+  return b.CreateSelect(isNan, nan, rounded);
+}
+
+Value *Codegen::roundToStorage(DType t, Value *v) {
+  switch (t) {
+  case DType::I8:
+  case DType::I32:
+    return b.CreateSExt(b.CreateTrunc(v, storageType(t)), i64);
+  case DType::F16:
+    return b.CreateFPExt(b.CreateFPTrunc(v, b.getHalfTy()), b.getFloatTy());
+  case DType::BF16:
+    return b.CreateBitCast(b.CreateShl(bf16Bits(v), 16), b.getFloatTy());
+  default:
+    return v;
   }
 }
 

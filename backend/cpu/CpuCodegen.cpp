@@ -461,13 +461,17 @@ Codegen::valueAt(ValueId v, const std::vector<Value *> &idx,
 Value *Codegen::compute(const Operation &op, const std::vector<Value *> &vals) {
   DType out = fn.type(op.results[0]).dtype;
   DType inType = op.operands.empty() ? out : fn.type(op.operands[0]).dtype;
+  Value *r;
   if (op.code == OpCode::Where)
-    return b.CreateSelect(vals[0], vals[1], vals[2]);
-  if (op.code == OpCode::Cast)
-    return convert(vals[0], inType, out);
-  if (vals.size() == 1)
-    return unary(op.code, inType, vals[0]);
-  return binary(op.code, inType, vals[0], vals[1]);
+    r = b.CreateSelect(vals[0], vals[1], vals[2]);
+  else if (op.code == OpCode::Cast)
+    r = convert(vals[0], inType, out);
+  else if (vals.size() == 1)
+    r = unary(op.code, inType, vals[0]);
+  else
+    r = binary(op.code, inType, vals[0], vals[1]);
+  // A fused consumer sees the value its producer would have stored.
+  return r ? roundToStorage(out, r) : r;
 }
 
 bool Codegen::elementwise(const Operation &op) {
