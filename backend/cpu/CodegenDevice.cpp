@@ -83,6 +83,10 @@ bool Codegen::lowerOnDevice(const Operation &op) {
   for (size_t i = 0; i < op.results.size(); ++i)
     allocateResult(op, i);
   Value *total = product(dims(fn.type(op.results[0])));
+  if (op.code == OpCode::IndexSelect) // every index is checked, too
+    total = b.CreateBinaryIntrinsic(
+        llvm::Intrinsic::smax, total,
+        expr(fn.type(op.operands[1]).dims[0]));
   std::vector<ValueId> used(op.results.begin(), op.results.end());
   for (ValueId o : op.operands)
     leaves(o, used);

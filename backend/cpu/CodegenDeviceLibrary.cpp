@@ -82,6 +82,18 @@ bool Codegen::deviceLibraryOp(const Operation &op) {
     for (size_t i = axis + 1; i < shape.size(); ++i)
       inner = b.CreateMul(inner, shape[i]);
     Value *nidx = expr(fn.type(idx).dims[0]);
+    std::string outOfBounds =
+        "an index is out of bounds for axis " + std::to_string(axis);
+    // Every index is checked, as the library does, even when the result
+    // has no elements (another dim is 0) and the copy below checks none.
+    loops({nidx}, [&](const std::vector<Value *> &j) {
+      Value *v = load(fn.type(idx).dtype, bufs[idx], j[0]);
+      if (fn.type(idx).dtype == DType::Bool)
+        v = b.CreateZExt(v, i64);
+      failMessageIf(
+          b.CreateOr(b.CreateICmpSLT(v, b.getInt64(0)), b.CreateICmpSGE(v, n)),
+          outOfBounds);
+    });
     loops(
         {product(dims(fn.type(op.results[0])))},
         [&](const std::vector<Value *> &o) {
@@ -92,10 +104,10 @@ bool Codegen::deviceLibraryOp(const Operation &op) {
           Value *v = load(fn.type(idx).dtype, bufs[idx], j);
           if (fn.type(idx).dtype == DType::Bool)
             v = b.CreateZExt(v, i64);
+          // Again here: threads of other blocks may not have failed yet.
           failMessageIf(b.CreateOr(b.CreateICmpSLT(v, b.getInt64(0)),
                                    b.CreateICmpSGE(v, n)),
-                        "an index is out of bounds for axis " +
-                            std::to_string(axis));
+                        outOfBounds);
           copyElementRaw(
               t, dst, o[0], bufs[x],
               b.CreateAdd(
