@@ -17,7 +17,8 @@ std::string shapeText(DType t, const std::vector<int64_t> &shape) {
 
 /// " (with N = 3)": the values of the symbols of \p e that are bound.
 /// True when a symbol of \p e has no value yet.
-static bool hasUnbound(SymExpr e, const std::map<std::string, int64_t> &values) {
+static bool hasUnbound(SymExpr e,
+                       const std::map<std::string, int64_t> &values) {
   for (const std::string &s : e.symbols())
     if (!values.count(s))
       return true;

@@ -1,6 +1,6 @@
 #include "runtime/FunctionTable.h"
-#include "support/SizeLimits.h"
 #include "runtime/GpuDevice.h"
+#include "support/SizeLimits.h"
 
 #include <algorithm>
 #include <chrono>

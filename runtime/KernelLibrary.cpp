@@ -2,8 +2,8 @@
 // are written independently of the reference interpreter on purpose: the
 // interpreter is the oracle they are tested against.
 #include "runtime/KernelAbi.h"
-#include "support/SizeLimits.h"
 #include "support/Float16.h"
+#include "support/SizeLimits.h"
 
 #include <algorithm>
 #include <cmath>

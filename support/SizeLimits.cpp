@@ -54,8 +54,8 @@ std::optional<int64_t> tensorBytes(const int64_t *shape, size_t rank,
 }
 
 std::string describeBytes(int64_t bytes) {
-  static const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB",
-                                "EiB"};
+  static const char *units[] = {"bytes", "KiB", "MiB", "GiB",
+                                "TiB",   "PiB", "EiB"};
   std::string out = std::to_string(bytes) + " bytes";
   double v = static_cast<double>(bytes);
   int unit = 0;
@@ -65,16 +65,16 @@ std::string describeBytes(int64_t bytes) {
   }
   if (unit > 0) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, " (%.*f %s)", v == static_cast<int64_t>(v) ? 0 : 1,
-                  v, units[unit]);
+    std::snprintf(buf, sizeof buf, " (%.*f %s)",
+                  v == static_cast<int64_t>(v) ? 0 : 1, v, units[unit]);
     out += buf;
   }
   return out;
 }
 
 std::string tensorTooLargeMessage(int64_t bytes) {
-  return "a tensor of " + describeBytes(bytes) + " is larger than the limit of " +
-         describeBytes(maxTensorBytes()) +
+  return "a tensor of " + describeBytes(bytes) +
+         " is larger than the limit of " + describeBytes(maxTensorBytes()) +
          " per tensor; set TSL_MAX_TENSOR_BYTES to raise it";
 }
 

@@ -84,9 +84,8 @@ bool Codegen::lowerOnDevice(const Operation &op) {
     allocateResult(op, i);
   Value *total = product(dims(fn.type(op.results[0])));
   if (op.code == OpCode::IndexSelect) // every index is checked, too
-    total = b.CreateBinaryIntrinsic(
-        llvm::Intrinsic::smax, total,
-        expr(fn.type(op.operands[1]).dims[0]));
+    total = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, total,
+                                    expr(fn.type(op.operands[1]).dims[0]));
   std::vector<ValueId> used(op.results.begin(), op.results.end());
   for (ValueId o : op.operands)
     leaves(o, used);

@@ -98,10 +98,10 @@ void Codegen::emitMatch() {
                        std::to_string(a.dim) + " is not of the form " +
                        a.expr.str();
     checkOrReturn(
-        b.CreateOr(b.CreateOr(overflow, b.CreateExtractValue(pair, 1)),
-                   b.CreateOr(b.CreateICmpSLT(rest, b.getInt64(0)),
-                              b.CreateICmpNE(b.CreateSRem(rest, c),
-                                             b.getInt64(0)))),
+        b.CreateOr(
+            b.CreateOr(overflow, b.CreateExtractValue(pair, 1)),
+            b.CreateOr(b.CreateICmpSLT(rest, b.getInt64(0)),
+                       b.CreateICmpNE(b.CreateSRem(rest, c), b.getInt64(0)))),
         what);
     bind(unknown[0], b.CreateSDiv(rest, c));
   }
@@ -113,20 +113,20 @@ void Codegen::emitMatch() {
       name = fn.axisNames[a.tensorIndex][a.dim];
     std::string label =
         name.empty() || name == a.expr.str() ? "" : " ('" + name + "')";
-    std::string which = "argument '" + a.param->name + "' dim " +
-                        std::to_string(a.dim) + label;
+    std::string which =
+        "argument '" + a.param->name + "' dim " + std::to_string(a.dim) + label;
     Value *overflow;
     Value *expected = checkedExpr(a.expr, overflow);
-    checkOrReturn(overflow, which + " (" + a.expr.str() +
-                                ") does not fit in 64 bits");
+    checkOrReturn(overflow,
+                  which + " (" + a.expr.str() + ") does not fit in 64 bits");
     checkOrReturn(b.CreateICmpNE(expected, a.size),
                   which + " must be " + a.expr.str());
   }
   for (auto &[p, v] : intArgs) {
     Value *overflow;
     Value *expected = checkedExpr(p->intExpr, overflow);
-    checkOrReturn(overflow, "argument '" + p->name + "' (" +
-                                p->intExpr.str() + ") does not fit in 64 bits");
+    checkOrReturn(overflow, "argument '" + p->name + "' (" + p->intExpr.str() +
+                                ") does not fit in 64 bits");
     checkOrReturn(b.CreateICmpNE(expected, v),
                   "argument '" + p->name + "' must be " + p->intExpr.str());
   }

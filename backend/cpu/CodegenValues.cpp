@@ -159,13 +159,14 @@ Value *Codegen::expr(SymExpr e) {
       return b.getInt64(0);
     return b.CreateLoad(i64, symSlot(e.symbolName()));
   case SymExpr::Kind::Add: {
-    using llvm::Intrinsic::sadd_with_overflow, llvm::Intrinsic::smul_with_overflow;
+    using llvm::Intrinsic::sadd_with_overflow,
+        llvm::Intrinsic::smul_with_overflow;
     Value *sum = b.getInt64(e.addConstant());
     for (size_t i = 0; i < e.operands().size(); ++i)
-      sum = sizeStep(sadd_with_overflow, sum,
-                     sizeStep(smul_with_overflow,
-                              b.getInt64(e.coefficients()[i]),
-                              expr(e.operands()[i])));
+      sum =
+          sizeStep(sadd_with_overflow, sum,
+                   sizeStep(smul_with_overflow, b.getInt64(e.coefficients()[i]),
+                            expr(e.operands()[i])));
     return sum;
   }
   case SymExpr::Kind::Mul: {
@@ -182,9 +183,8 @@ Value *Codegen::expr(SymExpr e) {
     Value *x = expr(e.operands()[0]), *y = expr(e.operands()[1]);
     // A zero divisor was proven impossible or asserted before; INT64_MIN /
     // -1 leaves int64. Neither may reach sdiv (undefined behaviour).
-    Value *minByMinusOne =
-        b.CreateAnd(b.CreateICmpEQ(x, b.getInt64(INT64_MIN)),
-                    b.CreateICmpEQ(y, b.getInt64(-1)));
+    Value *minByMinusOne = b.CreateAnd(b.CreateICmpEQ(x, b.getInt64(INT64_MIN)),
+                                       b.CreateICmpEQ(y, b.getInt64(-1)));
     if (sizeOverflow)
       sizeOverflow = b.CreateOr(sizeOverflow, minByMinusOne);
     y = b.CreateSelect(
@@ -290,8 +290,8 @@ Value *Codegen::allocate(ValueId v, Value *count) {
   // A byte count that leaves int64 becomes -1, which tsl_rt_alloc rejects.
   Value *pair = b.CreateBinaryIntrinsic(llvm::Intrinsic::smul_with_overflow,
                                         count, b.getInt64(elem));
-  Value *bytes = b.CreateSelect(b.CreateExtractValue(pair, 1),
-                                b.getInt64(-1), b.CreateExtractValue(pair, 0));
+  Value *bytes = b.CreateSelect(b.CreateExtractValue(pair, 1), b.getInt64(-1),
+                                b.CreateExtractValue(pair, 0));
   Value *p =
       b.CreateCall(runtime("tsl_rt_alloc", ptr, {ptr, i64}), {ctxArg, bytes});
   failIf(b.CreateIsNull(p), [&] {
@@ -442,8 +442,8 @@ Value *Codegen::bf16Bits(Value *v) {
   // Round to nearest even; NaN stays a (quiet) NaN.
   Value *bits = b.CreateBitCast(v, i32);
   Value *lsb = b.CreateAnd(b.CreateLShr(bits, 16), b.getInt32(1));
-  Value *rounded = b.CreateLShr(
-      b.CreateAdd(bits, b.CreateAdd(b.getInt32(0x7fff), lsb)), 16);
+  Value *rounded =
+      b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(b.getInt32(0x7fff), lsb)), 16);
   Value *nan = b.CreateOr(b.CreateLShr(bits, 16), b.getInt32(0x40));
   Value *isNan = b.CreateFCmpUNO(v, v);
   return b.CreateSelect(isNan, nan, rounded);

@@ -704,8 +704,8 @@ bool readResults(const Function &fn, const std::vector<int64_t> &syms,
         for (ValueId produced : op.results)
           if (produced == r)
             error.loc = op.loc;
-      std::optional<int64_t> bytes = tensorBytes(
-          shape.data(), shape.size(), dtypeSize(fn.type(r).dtype));
+      std::optional<int64_t> bytes =
+          tensorBytes(shape.data(), shape.size(), dtypeSize(fn.type(r).dtype));
       error.message = "result " + fn.type(r).str() + " is too large: " +
                       (bytes ? tensorTooLargeMessage(*bytes)
                              : std::string("its size does not fit in 64 bits"));

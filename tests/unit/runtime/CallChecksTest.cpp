@@ -63,8 +63,7 @@ TEST_F(CallChecks, AShapeWhoseByteSizeLeavesInt64IsRejected) {
         std::vector<int64_t>{int64_t(1) << 32, int64_t(1) << 32},
         std::vector<int64_t>{int64_t(1) << 61, 2}}) {
     EXPECT_EQ(call(shape, data.data()), TSL_INVALID_ARGUMENT);
-    EXPECT_NE(std::strstr(tsl_last_error(), "does not fit in 64 bits"),
-              nullptr)
+    EXPECT_NE(std::strstr(tsl_last_error(), "does not fit in 64 bits"), nullptr)
         << tsl_last_error();
   }
 }
