@@ -333,7 +333,11 @@ tsl_status tsl_function_call_on_stream(tsl_function *fn, const tsl_arg *args,
       // Kernels load whole elements: like DLPack, data + byte_offset must
       // be aligned to the element size (misaligned tensors are rejected,
       // not copied, so a call never copies behind the caller's back).
-      uintptr_t address = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
+      uintptr_t address = 0;
+      if (t.data && __builtin_add_overflow(reinterpret_cast<uintptr_t>(t.data),
+                                           t.byte_offset, &address))
+        return fail(TSL_INVALID_ARGUMENT,
+                    which + " has a byte_offset past the end of memory");
       size_t align = tsl::rt::elementBytes(a.dtype);
       if (t.data && align > 1 && address % align != 0)
         return fail(TSL_INVALID_ARGUMENT,

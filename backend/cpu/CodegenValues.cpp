@@ -131,16 +131,15 @@ void Codegen::checkResultSizes(const Operation &op) {
       key += d.str() + ",";
     if (!unbacked && !sizesChecked.insert(key).second)
       continue;
-    Value *overflow = b.getFalse();
+    // The dims and their product times the element size, every step
+    // checked: the byte size fits in int64 exactly when no step overflows.
+    Value *outer = sizeOverflow;
+    sizeOverflow = b.getFalse();
     Value *bytes = b.getInt64(static_cast<int64_t>(dtypeSize(t.dtype)));
-    for (const SymExpr &d : t.dims) {
-      Value *dimOverflow;
-      Value *v = checkedExpr(d, dimOverflow);
-      sizeOverflow = dimOverflow;
-      bytes = sizeStep(llvm::Intrinsic::smul_with_overflow, bytes, v);
-      overflow = b.CreateOr(overflow, sizeOverflow);
-      sizeOverflow = nullptr;
-    }
+    for (const SymExpr &d : t.dims)
+      bytes = sizeStep(llvm::Intrinsic::smul_with_overflow, bytes, expr(d));
+    Value *overflow = sizeOverflow;
+    sizeOverflow = outer;
     failMessageIf(overflow, "the size of its result " + t.str() +
                                 " does not fit in 64 bits");
   }

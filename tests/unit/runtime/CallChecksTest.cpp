@@ -95,4 +95,30 @@ TEST_F(CallChecks, MisalignedDataIsRejected) {
   EXPECT_EQ(result, (std::vector<float>{10, 12, 14, 16}));
 }
 
+TEST_F(CallChecks, AByteOffsetPastTheEndOfMemoryIsRejected) {
+  alignas(16) float data[4] = {1, 2, 3, 4};
+  EXPECT_EQ(call({1, 4}, data, UINT64_MAX - 3), TSL_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(tsl_last_error(), "past the end of memory"), nullptr)
+      << tsl_last_error();
+}
+
+TEST_F(CallChecks, StridesOfAnOverflowingShapeAreRejected) {
+  std::vector<float> data(4, 1.0f);
+  std::vector<int64_t> shape{int64_t(1) << 40, int64_t(1) << 40};
+  std::vector<int64_t> strides{int64_t(1) << 40, 1};
+  tsl_arg arg{};
+  arg.tensor.data = data.data();
+  arg.tensor.device = {1, 0};
+  arg.tensor.ndim = 2;
+  arg.tensor.dtype = {2, 32, 1};
+  arg.tensor.shape = shape.data();
+  arg.tensor.strides = strides.data();
+  tsl_tensor *outputs = nullptr;
+  int32_t n = 0;
+  EXPECT_EQ(tsl_function_call(fn, &arg, 1, &outputs, &n),
+            TSL_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(tsl_last_error(), "does not fit in 64 bits"), nullptr)
+      << tsl_last_error();
+}
+
 } // namespace
