@@ -4,6 +4,7 @@
 #include "TSLParser.h"
 #include "antlr4-runtime.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tsl {
@@ -25,10 +26,16 @@ public:
   }
 };
 
-std::string describeToken(const antlr4::Token *t) {
+/// The token's bytes as written in \p source, quoted, with bytes outside
+/// printable ASCII as \xNN (the token's own text would re-encode a byte
+/// such as 0xff as the UTF-8 of U+00FF).
+std::string describeToken(const antlr4::Token *t, std::string_view source) {
   if (!t || t->getType() == antlr4::Token::EOF)
     return "end of file";
-  std::string text = t->getText();
+  size_t start = t->getStartIndex(), stop = t->getStopIndex();
+  std::string_view text;
+  if (start <= stop && stop < source.size())
+    text = source.substr(start, stop - start + 1);
   std::string shown;
   for (unsigned char c : text.substr(0, 20)) {
     if (c < 0x20 || c >= 0x7f) {
@@ -89,11 +96,13 @@ public:
       }
     }
     if (msg.rfind("missing", 0) == 0 && !expected.empty())
-      message = "expected " + expected + " before " + describeToken(offending);
+      message = "expected " + expected + " before " +
+                describeToken(offending, sm.text(file));
     else if (!expected.empty())
-      message = "expected " + expected + ", found " + describeToken(offending);
+      message = "expected " + expected + ", found " +
+                describeToken(offending, sm.text(file));
     else
-      message = "unexpected " + describeToken(offending);
+      message = "unexpected " + describeToken(offending, sm.text(file));
     diags.error(range, message);
   }
 
@@ -223,12 +232,27 @@ private:
         if (!signedInt(r->hi, hi))
           return false;
         spec.hi = hi;
+        if (hi < lo) {
+          diags.error(rangeOf(r),
+                      "empty range " + std::to_string(lo) + ".." +
+                          std::to_string(hi) +
+                          ": the upper bound is below the lower bound",
+                      "write the range as " + std::to_string(hi) + ".." +
+                          std::to_string(lo));
+          return failed = true, false;
+        }
       }
     }
     if (ctx->multiple) {
       int64_t m;
       if (!parseInt(ctx->multiple, m))
         return failed = true, false;
+      if (m == 0) {
+        diags.error(rangeOf(ctx->multiple),
+                    "'multiple_of 0' is not a divisibility fact",
+                    "use 'multiple_of 1' or remove it");
+        return failed = true, false;
+      }
       spec.multipleOf = m;
     }
     return true;
@@ -351,6 +375,36 @@ private:
     return !failed;
   }
 
+  /// Sets \p e's depth from its children. Past kMaxExprDepth it reports an
+  /// error at \p where (the first time) and returns false: the caller stops
+  /// growing the tree, so even a failed parse never holds a deep tree.
+  bool setDepth(ast::Expr &e, SourceRange where) {
+    uint32_t d = 0;
+    auto see = [&](const ast::ExprPtr &x) {
+      if (x)
+        d = std::max(d, x->depth);
+    };
+    for (const ast::ExprPtr &o : e.operands)
+      see(o);
+    for (const ast::Arg &a : e.args)
+      see(a.value);
+    for (const ast::SliceItem &si : e.slices) {
+      see(si.start);
+      see(si.stop);
+      see(si.index);
+    }
+    e.depth = d + 1;
+    if (e.depth <= kMaxExprDepth)
+      return true;
+    if (!failed)
+      diags.error(where,
+                  "expression is nested too deeply (more than " +
+                      std::to_string(kMaxExprDepth) + " levels)",
+                  "split the expression with 'let' bindings");
+    failed = true;
+    return false;
+  }
+
   ast::ExprPtr make(ast::Expr::Kind kind, SourceRange range) {
     auto e = std::make_unique<ast::Expr>();
     e->kind = kind;
@@ -371,6 +425,7 @@ private:
       e->ops.push_back(o->getText());
       e->opRanges.push_back(rangeOf(o));
     }
+    setDepth(*e, SourceRange(e->range.begin));
     return e;
   }
 
@@ -387,6 +442,7 @@ private:
       e->ops.push_back("||");
       e->opRanges.push_back(rangeOf(ctx->andExpr(i)));
     }
+    setDepth(*e, SourceRange(e->range.begin));
     return e;
   }
   ast::ExprPtr exprOf(TSLParser::AndExprContext *ctx) {
@@ -399,6 +455,7 @@ private:
       e->ops.push_back("&&");
       e->opRanges.push_back(rangeOf(ctx->cmpExpr(i)));
     }
+    setDepth(*e, SourceRange(e->range.begin));
     return e;
   }
   ast::ExprPtr exprOf(TSLParser::CmpExprContext *ctx) {
@@ -423,6 +480,7 @@ private:
       e->opRanges.push_back(rangeOf(o));
     }
     e->operands.push_back(std::move(inner));
+    setDepth(*e, SourceRange(e->range.begin));
     return e;
   }
   ast::ExprPtr exprOf(TSLParser::PostfixExprContext *ctx) {
@@ -472,6 +530,8 @@ private:
         }
         cur = std::move(e);
       }
+      if (!setDepth(*cur, rangeOf(p)))
+        break; // stop growing: `x[0][0]...` must not build a deep tree
     }
     return cur;
   }
@@ -514,6 +574,7 @@ private:
       auto e = make(tuple ? ast::Expr::Kind::Tuple : ast::Expr::Kind::Paren, r);
       for (auto *x : p->expr())
         e->operands.push_back(expr(x));
+      setDepth(*e, SourceRange(r.begin));
       return e;
     }
     auto *l = dynamic_cast<TSLParser::ListExprContext *>(ctx);
@@ -521,13 +582,14 @@ private:
     if (l)
       for (auto *x : l->expr())
         e->operands.push_back(expr(x));
+    setDepth(*e, SourceRange(r.begin));
     return e;
   }
 };
 
 } // namespace
 
-std::unique_ptr<ast::Module> parseSource(const SourceManager &sm, uint32_t file,
+std::unique_ptr<ast::Module> parseSource(SourceManager &sm, uint32_t file,
                                          DiagnosticEngine &diags) {
   std::string_view text = sm.text(file);
   unsigned errorsBefore = diags.errorCount();
@@ -552,9 +614,22 @@ std::unique_ptr<ast::Module> parseSource(const SourceManager &sm, uint32_t file,
                tokens[j + 1]->getStartIndex() == tokens[j]->getStopIndex() + 1)
           ++j;
         range.end = sm.locAt(file, tokens[j]->getStopIndex() + 1);
+        unsigned char first = static_cast<unsigned char>(
+            text[std::min<size_t>(t->getStartIndex(), text.size() - 1)]);
+        bool binary = first < 0x20 || first >= 0x7f;
+        if (binary) {
+          // Not text (binary data, non-ASCII, a file that is not source):
+          // diagnostics show nothing of it past this byte, and report no
+          // more of its bytes.
+          sm.hideTextFrom(file, t->getStopIndex() + 1);
+          range.end = sm.locAt(file, t->getStopIndex() + 1);
+          diags.error(range, "unexpected character " + describeToken(t, text),
+                      "TSL source is ASCII outside comments and strings");
+          return nullptr;
+        }
         diags.error(
             range,
-            "unexpected character " + describeToken(t) +
+            "unexpected character " + describeToken(t, text) +
                 (j > i ? " (and " + std::to_string(j - i) + " more)" : ""));
         i = j;
         lexOk = false;
