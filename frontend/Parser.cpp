@@ -154,7 +154,107 @@ public:
   }
 
   bool build(TSLParser::ModuleContext *ctx, ast::Module &m) {
-    for (auto *item : ctx->item()) {
+    for (auto *it : ctx->item())
+      if (!item(it, m))
+        return false;
+    return !failed;
+  }
+
+  /// Builds the module item by item, and a function statement by statement,
+  /// straight from the token stream: each piece's parse tree is freed once
+  /// its AST is built, so the parse tree never holds more than one top-level
+  /// statement (a 120,000-line function would otherwise keep ~2 KB of parse
+  /// tree per line alive at once). The parser must bail on the first syntax
+  /// error (BailErrorStrategy, which throws ParseCancellationException):
+  /// the caller then reparses the whole file to report it. Returns false
+  /// after an AST error (already reported) or at a syntax error found
+  /// outside the parser (\p syntaxError set).
+  bool buildIncremental(TSLParser &parser, ast::Module &m, bool &syntaxError) {
+    syntaxError = false;
+    antlr4::TokenStream &ts = *parser.getTokenStream();
+    const size_t fnType = literalType(parser, "'fn'");
+    while (ts.LA(1) != antlr4::Token::EOF) {
+      if (ts.LA(1) == fnType) {
+        ast::FnDecl f;
+        if (!fnIncremental(parser, f, syntaxError))
+          return false;
+        m.fns.push_back(std::move(f));
+      } else if (!item(parser.item(), m)) {
+        return false;
+      }
+      parser.getTreeTracker().reset();
+    }
+    return !failed;
+  }
+
+private:
+  static size_t literalType(TSLParser &parser, const std::string &literal) {
+    const antlr4::dfa::Vocabulary &v = parser.getVocabulary();
+    for (size_t t = 1; t <= v.getMaxTokenType(); ++t)
+      if (v.getLiteralName(t) == literal)
+        return t;
+    return antlr4::Token::INVALID_TYPE;
+  }
+
+  /// `fn NAME (PARAMS) -> RESULTS { STMT* }` with one parse tree per
+  /// parameter list, result list and statement.
+  bool fnIncremental(TSLParser &parser, ast::FnDecl &f, bool &syntaxError) {
+    antlr4::TokenStream &ts = *parser.getTokenStream();
+    auto expect = [&](const char *literal) -> antlr4::Token * {
+      if (ts.LA(1) != literalType(parser, literal)) {
+        syntaxError = true;
+        return nullptr;
+      }
+      antlr4::Token *t = ts.LT(1);
+      ts.consume();
+      return t;
+    };
+    antlr4::Token *fnTok = expect("'fn'");
+    if (!fnTok)
+      return false;
+    if (ts.LA(1) != TSLParser::IDENT)
+      return syntaxError = true, false;
+    antlr4::Token *name = ts.LT(1);
+    ts.consume();
+    f.name = name->getText();
+    f.nameRange = rangeOf(name);
+    if (!expect("'('"))
+      return false;
+    if (ts.LA(1) != literalType(parser, "')'") &&
+        !params(parser.paramList(), f))
+      return false;
+    if (!expect("')'"))
+      return false;
+    if (ts.LA(1) == literalType(parser, "'->'")) {
+      ts.consume();
+      if (!results(parser.resultTypes(), f))
+        return false;
+    }
+    parser.getTreeTracker().reset();
+    antlr4::Token *open = expect("'{'");
+    if (!open)
+      return false;
+    const size_t closeType = literalType(parser, "'}'");
+    f.body.stmts.reserve(64);
+    while (ts.LA(1) != closeType && ts.LA(1) != antlr4::Token::EOF) {
+      ast::Stmt st;
+      if (!stmt(parser.stmt(), st))
+        return false;
+      f.body.stmts.push_back(std::move(st));
+      parser.getTreeTracker().reset();
+    }
+    antlr4::Token *close = expect("'}'");
+    if (!close)
+      return false;
+    f.body.stmts.shrink_to_fit();
+    SourceRange end = rangeOf(close);
+    f.body.range = SourceRange(rangeOf(open).begin, end.end);
+    f.range = SourceRange(rangeOf(fnTok).begin, end.end);
+    return !failed;
+  }
+
+  bool item(TSLParser::ItemContext *item, ast::Module &m) {
+    {
       if (auto *imp = item->importDecl()) {
         ast::ImportDecl d;
         d.range = rangeOf(imp);
@@ -188,7 +288,6 @@ public:
     return !failed;
   }
 
-private:
   const SourceManager &sm;
   uint32_t file;
   DiagnosticEngine &diags;
@@ -299,7 +398,15 @@ private:
     f.name = ctx->IDENT()->getText();
     f.nameRange = rangeOf(ctx->IDENT());
     f.range = rangeOf(ctx);
-    if (auto *pl = ctx->paramList()) {
+    if (auto *pl = ctx->paramList(); pl && !params(pl, f))
+      return false;
+    if (auto *r = ctx->resultTypes(); r && !results(r, f))
+      return false;
+    return block(ctx->block(), f.body);
+  }
+
+  bool params(TSLParser::ParamListContext *pl, ast::FnDecl &f) {
+    {
       for (auto *p : pl->param()) {
         ast::Param param;
         param.name = p->IDENT()->getText();
@@ -311,7 +418,11 @@ private:
         f.params.push_back(std::move(param));
       }
     }
-    if (auto *r = ctx->resultTypes()) {
+    return !failed;
+  }
+
+  bool results(TSLParser::ResultTypesContext *r, ast::FnDecl &f) {
+    {
       f.hasResult = true;
       f.tupleResult = r->getStart()->getText() == "(";
       for (auto *t : r->typeExpr()) {
@@ -321,13 +432,22 @@ private:
         f.results.push_back(std::move(te));
       }
     }
-    return block(ctx->block(), f.body);
+    return !failed;
   }
 
   bool block(TSLParser::BlockContext *ctx, ast::Block &b) {
     b.range = rangeOf(ctx);
     for (auto *s : ctx->stmt()) {
       ast::Stmt st;
+      if (!stmt(s, st))
+        return false;
+      b.stmts.push_back(std::move(st));
+    }
+    return !failed;
+  }
+
+  bool stmt(TSLParser::StmtContext *s, ast::Stmt &st) {
+    {
       st.range = rangeOf(s);
       if (auto *let = dynamic_cast<TSLParser::LetStmtContext *>(s)) {
         st.kind = ast::Stmt::Kind::Let;
@@ -370,7 +490,6 @@ private:
         st.kind = ast::Stmt::Kind::ExprStmt;
         st.value = expr(es->expr());
       }
-      b.stmts.push_back(std::move(st));
     }
     return !failed;
   }
@@ -665,9 +784,11 @@ std::unique_ptr<ast::Module> parseSource(SourceManager &sm, uint32_t file,
     }
     if (!lexOk)
       return nullptr;
-    // Parse the tokens already lexed: fast SLL prediction first, full LL
-    // with error reporting only when SLL fails (the standard two-stage
-    // ANTLR strategy; SLL never accepts invalid input).
+    // Parse the tokens already lexed: fast SLL prediction first, one item
+    // (and one statement of a function) at a time, building the AST as it
+    // goes; full LL with error reporting over the whole file only when SLL
+    // fails (the standard two-stage ANTLR strategy; SLL never accepts
+    // invalid input).
     antlr4::ListTokenSource source(std::move(tokens));
     antlr4::CommonTokenStream stream(&source);
     TSLParser parser(&stream);
@@ -675,27 +796,37 @@ std::unique_ptr<ast::Module> parseSource(SourceManager &sm, uint32_t file,
     parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
     parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
         antlr4::atn::PredictionMode::SLL);
-    SyntaxErrorListener listener(sm, file, diags);
-    TSLParser::ModuleContext *tree = nullptr;
-    try {
-      tree = parser.module();
-    } catch (const antlr4::ParseCancellationException &) {
-      tree = nullptr;
-    }
-    if (!tree) {
-      stream.seek(0);
-      parser.reset();
-      parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
-      parser.addErrorListener(&listener);
-      parser.getInterpreter<antlr4::atn::ParserATNSimulator>()
-          ->setPredictionMode(antlr4::atn::PredictionMode::LL);
-      tree = parser.module();
-    }
-    if (listener.failed)
-      return nullptr;
     auto module = std::make_unique<ast::Module>();
     module->path = sm.name(file);
     module->file = file;
+    bool syntaxError = false;
+    {
+      AstBuilder builder(sm, file, diags);
+      bool built = false;
+      try {
+        built = builder.buildIncremental(parser, *module, syntaxError);
+      } catch (const antlr4::ParseCancellationException &) {
+        syntaxError = true;
+      }
+      if (built)
+        return module;
+      if (!syntaxError || diags.errorCount() != errorsBefore)
+        return nullptr; // the builder reported an error (report no more)
+    }
+    module = std::make_unique<ast::Module>();
+    module->path = sm.name(file);
+    module->file = file;
+    parser.getTreeTracker().reset();
+    stream.seek(0);
+    parser.reset();
+    SyntaxErrorListener listener(sm, file, diags);
+    parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
+    parser.addErrorListener(&listener);
+    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+        antlr4::atn::PredictionMode::LL);
+    TSLParser::ModuleContext *tree = parser.module();
+    if (listener.failed)
+      return nullptr;
     AstBuilder builder(sm, file, diags);
     if (!builder.build(tree, *module))
       return nullptr;
