@@ -1,8 +1,9 @@
 #pragma once
 /// \file The TSL abstract syntax tree. Every node carries its source range.
 /// Binary operators of one precedence level are one n-ary node and prefix
-/// operators one run, so tree depth is bounded by bracket nesting (which the
-/// parser limits) and no walk can overflow the stack.
+/// operators one run; the parser also bounds the depth of every expression
+/// tree (kMaxExprDepth, postfix chains such as `x[0][0]...` included), so no
+/// recursive walk of the AST can overflow the stack.
 
 #include "shapes/ShapeEnv.h"
 #include "support/SourceManager.h"
@@ -51,6 +52,9 @@ struct Expr {
   };
   Kind kind;
   SourceRange range;
+  /// 1 for a leaf, else 1 + the deepest operand, argument or slice bound
+  /// (at most kMaxExprDepth; set by the parser).
+  uint32_t depth = 1;
   int64_t intValue = 0;
   double floatValue = 0;
   bool boolValue = false;

@@ -42,7 +42,7 @@ struct EntryBinder {
     const ast::DimDecl *decl;
     specOf(name, inlineSpec, kind, spec, decl);
     if (decl && decl->value) {
-      if (!el.evalDimExpr(*decl->value, frame, out, nullptr))
+      if (!el.evalDimDecl(*decl, frame, range, out))
         return false;
       if (example && out.isConst() && out.constValue() != *example)
         return el.errorWithNotes(range,

@@ -1,6 +1,7 @@
 // Expressions: names, operators, literals, member access and indexing.
 #include "frontend/ElaboratorImpl.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tsl {
@@ -24,7 +25,7 @@ bool Elaborator::lookupName(const std::string &name, SourceRange range,
   if (decl != frame.module->dims.end()) {
     if (decl->second->value) {
       SymExpr v;
-      if (!evalDimExpr(*decl->second->value, frame, v, nullptr))
+      if (!evalDimDecl(*decl->second, frame, range, v))
         return false;
       out = SemValue::ofInt(v, range);
       return true;
@@ -250,10 +251,11 @@ bool Elaborator::binary(const std::string &op, SemValue a, SemValue b,
   };
   if (op == "&&" || op == "||") {
     if (a.kind == K::Cond && b.kind == K::Cond) {
+      uint32_t inner = std::max(a.nest, b.nest);
       out = SemValue::ofCond(op == "&&" ? SymCond::conj(a.c, b.c)
                                         : SymCond::disj(a.c, b.c),
                              range);
-      return true;
+      return setNest(out, inner, range);
     }
     if (tensors && (a.kind == K::Tensor || a.kind == K::Cond) &&
         (b.kind == K::Tensor || b.kind == K::Cond))
@@ -354,8 +356,9 @@ bool Elaborator::unaryOp(const std::string &op, SemValue a, SourceRange range,
     }
   }
   if (a.kind == K::Cond) {
+    uint32_t inner = a.nest;
     out = SemValue::ofCond(SymCond::negate(a.c), range);
-    return true;
+    return setNest(out, inner, range);
   }
   if (a.kind == K::Tensor) {
     ValueId r;
@@ -442,6 +445,9 @@ bool Elaborator::indexTensor(const ast::Expr &e, const SemValue &base,
 
 bool Elaborator::eval(const ast::Expr &e, Frame &frame, SemValue &out) {
   using K = ast::Expr::Kind;
+  DepthScope depth(*this, e.range);
+  if (!depth.ok())
+    return false;
   switch (e.kind) {
   case K::IntLit:
     out = SemValue::ofInt(e.intValue, e.range);
@@ -469,13 +475,17 @@ bool Elaborator::eval(const ast::Expr &e, Frame &frame, SemValue &out) {
     SemValue v;
     v.kind = e.kind == K::Tuple ? SemValue::Kind::Tuple : SemValue::Kind::List;
     v.range = e.range;
+    uint32_t inner = 0;
     for (const auto &x : e.operands) {
       SemValue el;
       if (!eval(*x, frame, el))
         return false;
-      v.elems.push_back(el);
+      inner = std::max(inner, el.nest);
+      v.elems.push_back(std::move(el));
     }
-    out = v;
+    if (!setNest(v, inner, e.range))
+      return false;
+    out = std::move(v);
     return true;
   }
   case K::Chain: {

@@ -198,11 +198,57 @@ bool Elaborator::requireCond(const SymCond &cond, SourceRange range,
 }
 
 // ---------------------------------------------------------------------------
+// Recursion bounds.
+
+Elaborator::DepthScope::DepthScope(Elaborator &el, SourceRange range)
+    : el_(el), ok_(++el.evalDepth <= kMaxEvalDepth) {
+  if (!ok_)
+    el.error(range,
+             "expression is nested too deeply (more than " +
+                 std::to_string(kMaxEvalDepth) +
+                 " levels, counting inlined calls)",
+             "split the expression with 'let' bindings");
+}
+
+bool Elaborator::setNest(SemValue &v, uint32_t inner, SourceRange range) {
+  v.nest = inner + 1;
+  if (v.nest <= kMaxValueNesting)
+    return true;
+  return error(range,
+               std::string(kindName(v.kind)) + " is nested too deeply (more " +
+                   "than " + std::to_string(kMaxValueNesting) + " levels)",
+               "build the value in fewer steps");
+}
+
+bool Elaborator::evalDimDecl(const ast::DimDecl &decl, Frame &frame,
+                             SourceRange use, SymExpr &out) {
+  for (size_t i = 0; i < dimStack.size(); ++i) {
+    if (dimStack[i] != &decl)
+      continue;
+    std::string cycle;
+    for (size_t j = i; j < dimStack.size(); ++j)
+      cycle += dimStack[j]->name + " -> ";
+    cycle += decl.name;
+    return errorWithNotes(
+        use,
+        "dim '" + decl.name + "' is defined in terms of itself (" + cycle + ")",
+        {{decl.range, "'" + decl.name + "' is declared here"}});
+  }
+  dimStack.push_back(&decl);
+  bool ok = evalDimExpr(*decl.value, frame, out, nullptr);
+  dimStack.pop_back();
+  return ok;
+}
+
+// ---------------------------------------------------------------------------
 // Dim expressions in types.
 
 bool Elaborator::evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
                              std::vector<std::string> *unbound) {
   using K = ast::Expr::Kind;
+  DepthScope depth(*this, e.range);
+  if (!depth.ok())
+    return false;
   switch (e.kind) {
   case K::IntLit:
     out = e.intValue;
@@ -226,9 +272,8 @@ bool Elaborator::evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
       }
     }
     auto decl = frame.module->dims.find(e.text);
-    if (decl != frame.module->dims.end() && decl->second->value) {
-      return evalDimExpr(*decl->second->value, frame, out, nullptr);
-    }
+    if (decl != frame.module->dims.end() && decl->second->value)
+      return evalDimDecl(*decl->second, frame, e.range, out);
     if (unbound) {
       if (std::find(unbound->begin(), unbound->end(), e.text) == unbound->end())
         unbound->push_back(e.text);
@@ -502,6 +547,9 @@ bool Elaborator::decide(const SymCond &cond, const ast::Expr &source,
 
 bool Elaborator::execBlock(const ast::Block &block, Frame &frame,
                            bool &returned, SemValue &result) {
+  DepthScope depth(*this, block.range);
+  if (!depth.ok())
+    return false;
   frame.scopes.emplace_back();
   for (size_t i = 0; i < block.stmts.size(); ++i) {
     const ast::Stmt &st = block.stmts[i];

@@ -38,6 +38,11 @@ struct SemValue {
   const LoadedModule *module = nullptr; // Module, Fn
   const ast::FnDecl *fn = nullptr;
   SourceRange range;
+  /// How deeply tuples/lists (Tuple, List) or `&&`/`||`/`!` (Cond) are nested
+  /// in this value (0 for a leaf). Values are built from earlier values
+  /// (`let c = c0 && c0;` repeated), so the bound is checked as they grow:
+  /// copying, printing and negating them recurse.
+  uint32_t nest = 0;
 
   static SemValue ofTensor(ValueId v, SourceRange r) {
     SemValue s;
@@ -70,6 +75,14 @@ struct SemValue {
 };
 
 const char *kindName(SemValue::Kind k);
+
+/// The deepest nesting of eval, evalDimExpr and execBlock accepted, counted
+/// across inlined calls (an AST is at most kMaxExprDepth deep, but calls nest
+/// up to 64 bodies). Deeper elaboration is an error instead of a stack
+/// overflow.
+constexpr unsigned kMaxEvalDepth = 1000;
+/// The deepest nesting of tuples, lists or condition operators in a value.
+constexpr unsigned kMaxValueNesting = 256;
 
 /// One inlined function body being elaborated.
 struct Frame {
@@ -188,6 +201,33 @@ public:
   bool generic;
   std::vector<const ast::FnDecl *> callStack;
   size_t inlinedCalls = 0;
+
+  // --- recursion bounds ---
+  /// Current nesting of eval, evalDimExpr and execBlock (see kMaxEvalDepth).
+  unsigned evalDepth = 0;
+  /// Counts one level of nesting for its lifetime; ok() is false (after an
+  /// error at the range) past kMaxEvalDepth.
+  class DepthScope {
+  public:
+    DepthScope(Elaborator &el, SourceRange range);
+    ~DepthScope() { --el_.evalDepth; }
+    DepthScope(const DepthScope &) = delete;
+    DepthScope &operator=(const DepthScope &) = delete;
+    bool ok() const { return ok_; }
+
+  private:
+    Elaborator &el_;
+    bool ok_;
+  };
+  /// Sets \p v.nest to 1 + \p inner; past kMaxValueNesting reports an error
+  /// at \p range and returns false.
+  bool setNest(SemValue &v, uint32_t inner, SourceRange range);
+  /// Module-level dims with a value being evaluated (cycle detection).
+  std::vector<const ast::DimDecl *> dimStack;
+  /// Evaluates `dim NAME = EXPR;` in \p frame; a dim defined in terms of
+  /// itself is an error naming the cycle.
+  bool evalDimDecl(const ast::DimDecl &decl, Frame &frame, SourceRange use,
+                   SymExpr &out);
 };
 
 /// "a op b = exact value" when \p a and \p b are constants and op is + - *

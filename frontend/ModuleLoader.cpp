@@ -25,7 +25,16 @@ static std::string canonical(const std::string &path) {
   return ec ? path : p.string();
 }
 
+/// The directory holding \p file ("." for a bare name or a buffer name
+/// such as "<repl>").
+static std::string dirOf(const std::string &file) {
+  fs::path dir = fs::path(file).parent_path();
+  return dir.empty() ? "." : dir.string();
+}
+
 const LoadedModule *ModuleLoader::load(const std::string &path) {
+  if (rootDir_.empty())
+    rootDir_ = dirOf(path);
   std::string error;
   uint32_t file = sm_.findFile(path);
   if (!file)
@@ -39,6 +48,8 @@ const LoadedModule *ModuleLoader::load(const std::string &path) {
 
 const LoadedModule *ModuleLoader::loadText(const std::string &name,
                                            std::string text) {
+  if (rootDir_.empty())
+    rootDir_ = dirOf(name);
   uint32_t file = sm_.addBuffer(name, std::move(text));
   return loadFile(file, SourceRange());
 }
@@ -81,8 +92,16 @@ const LoadedModule *ModuleLoader::loadFile(uint32_t file,
   auto module = std::make_unique<LoadedModule>();
   module->path = sm_.name(file);
   module->ast = parseSource(sm_, file, diags_);
-  if (!module->ast)
+  if (!module->ast) {
+    if (importedFrom.isValid()) {
+      Diagnostic d;
+      d.severity = Severity::Note;
+      d.range = importedFrom;
+      d.message = "the module with the error is imported here";
+      diags_.report(std::move(d));
+    }
     return nullptr;
+  }
   if (!indexNames(*module))
     return nullptr;
   loading_.push_back(key);
@@ -107,6 +126,74 @@ const LoadedModule *ModuleLoader::loadFile(uint32_t file,
   LoadedModule *raw = module.get();
   modules_[key] = std::move(module);
   return raw;
+}
+
+/// Whether \p path lies under \p dir (both absolute and normal).
+static bool isUnder(const std::string &path, std::string dir) {
+  if (dir.empty())
+    return false;
+  if (dir.back() != '/')
+    dir += '/';
+  return path.compare(0, dir.size(), dir) == 0;
+}
+
+bool ModuleLoader::importAllowed(const LoadedModule &from,
+                                 const ast::ImportDecl &imp,
+                                 const std::string &path) {
+  std::string what = "cannot import '" + imp.path + "': ";
+  auto isTsl = [](const fs::path &p) { return p.extension() == ".tsl"; };
+  if (!isTsl(imp.path)) {
+    diags_.error(imp.range, what + "only .tsl files can be imported",
+                 "import a TSL module (a file whose name ends in .tsl)");
+    return false;
+  }
+  std::vector<std::string> roots = {dirOf(from.path), rootDir_, stdlibDir_};
+  roots.insert(roots.end(), importDirs_.begin(), importDirs_.end());
+  std::error_code ec;
+  auto lexical = [&](const std::string &p) {
+    fs::path abs = fs::absolute(p, ec);
+    return (ec ? fs::path(p) : abs).lexically_normal().string();
+  };
+  // First by name alone (no file system access: no way to probe for files
+  // outside), then by real path (a symbolic link must not lead outside).
+  std::string target = lexical(path);
+  bool allowed = false;
+  for (const std::string &root : roots)
+    allowed = allowed || (!root.empty() && isUnder(target, lexical(root)));
+  bool viaLink = false;
+  if (allowed) {
+    fs::path real = fs::canonical(path, ec);
+    if (!ec) { // a missing file is reported when it is read
+      allowed = false;
+      for (const std::string &root : roots) {
+        std::error_code rootEc;
+        fs::path realRoot = fs::canonical(root.empty() ? "." : root, rootEc);
+        allowed = allowed || (!root.empty() && !rootEc &&
+                              isUnder(real.string(), realRoot.string()));
+      }
+      allowed = allowed && isTsl(real);
+      viaLink = !allowed;
+    }
+  }
+  if (allowed)
+    return true;
+  Diagnostic d;
+  d.range = imp.range;
+  d.message = what + (viaLink ? "it is a link to a file outside the "
+                                "directories imports may read"
+                              : "it is outside the directories imports may "
+                                "read");
+  d.notes.push_back({SourceRange(), "imports may read .tsl files under the "
+                                    "importing file's directory, the "
+                                    "standard library and directories given "
+                                    "with -I"});
+  d.fix = viaLink ? "if this import is intended, add -I DIR for the "
+                    "directory the link points into"
+                  : "if this import is intended, add -I " +
+                        fs::path(target).parent_path().string() +
+                        " to the command line";
+  diags_.report(std::move(d));
+  return false;
 }
 
 const LoadedModule *ModuleLoader::resolveImport(const LoadedModule &from,
@@ -134,6 +221,8 @@ const LoadedModule *ModuleLoader::resolveImport(const LoadedModule &from,
   } else {
     fs::path base = fs::path(from.path).parent_path();
     path = (base / imp.path).string();
+    if (!importAllowed(from, imp, path))
+      return nullptr;
   }
   std::string key = canonical(path);
   for (size_t i = 0; i < loading_.size(); ++i) {

@@ -1,8 +1,13 @@
 #pragma once
 /// \file Loading a .tsl file and everything it imports: the standard
-/// library (`import nn;` reads stdlib/nn.tsl) and relative files
-/// (`import "x.tsl" as m;`), with cycle detection and module-level checks
-/// (duplicate names, unknown imports).
+/// library (`import nn;` reads stdlib/nn.tsl) and files
+/// (`import "x.tsl" as m;`, relative to the importing file), with cycle
+/// detection and module-level checks (duplicate names, unknown imports).
+///
+/// Sources may be untrusted, so a file import must name a `.tsl` file whose
+/// real path (symlinks resolved) lies under the importing file's directory,
+/// the directory of the file the compilation started from, the standard
+/// library, or a directory added with addImportDir (`tslc -I DIR`).
 
 #include "frontend/Ast.h"
 #include "support/Diagnostics.h"
@@ -32,6 +37,8 @@ public:
   /// else the stdlib folder of the source tree this binary was built from.
   void setStdlibDir(std::string dir) { stdlibDir_ = std::move(dir); }
   const std::string &stdlibDir() const { return stdlibDir_; }
+  /// Allows file imports from under \p dir (`tslc -I DIR`).
+  void addImportDir(std::string dir) { importDirs_.push_back(std::move(dir)); }
 
   /// Loads a file and its imports. Returns null after diagnostics.
   const LoadedModule *load(const std::string &path);
@@ -43,10 +50,16 @@ private:
   const LoadedModule *resolveImport(const LoadedModule &from,
                                     const ast::ImportDecl &imp);
   bool indexNames(LoadedModule &m);
+  /// Checks that a file import may read \p path (see the file comment);
+  /// reports the error at the import otherwise.
+  bool importAllowed(const LoadedModule &from, const ast::ImportDecl &imp,
+                     const std::string &path);
 
   SourceManager &sm_;
   DiagnosticEngine &diags_;
   std::string stdlibDir_;
+  std::vector<std::string> importDirs_;
+  std::string rootDir_; // the directory of the first file loaded
   std::map<std::string, std::unique_ptr<LoadedModule>> modules_;
   std::vector<std::string> loading_; // the import chain, for cycle reports
 };

@@ -4,6 +4,7 @@
 #include "TSLParser.h"
 #include "antlr4-runtime.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tsl {
@@ -25,10 +26,16 @@ public:
   }
 };
 
-std::string describeToken(const antlr4::Token *t) {
+/// The token's bytes as written in \p source, quoted, with bytes outside
+/// printable ASCII as \xNN (the token's own text would re-encode a byte
+/// such as 0xff as the UTF-8 of U+00FF).
+std::string describeToken(const antlr4::Token *t, std::string_view source) {
   if (!t || t->getType() == antlr4::Token::EOF)
     return "end of file";
-  std::string text = t->getText();
+  size_t start = t->getStartIndex(), stop = t->getStopIndex();
+  std::string_view text;
+  if (start <= stop && stop < source.size())
+    text = source.substr(start, stop - start + 1);
   std::string shown;
   for (unsigned char c : text.substr(0, 20)) {
     if (c < 0x20 || c >= 0x7f) {
@@ -89,11 +96,13 @@ public:
       }
     }
     if (msg.rfind("missing", 0) == 0 && !expected.empty())
-      message = "expected " + expected + " before " + describeToken(offending);
+      message = "expected " + expected + " before " +
+                describeToken(offending, sm.text(file));
     else if (!expected.empty())
-      message = "expected " + expected + ", found " + describeToken(offending);
+      message = "expected " + expected + ", found " +
+                describeToken(offending, sm.text(file));
     else
-      message = "unexpected " + describeToken(offending);
+      message = "unexpected " + describeToken(offending, sm.text(file));
     diags.error(range, message);
   }
 
@@ -145,7 +154,107 @@ public:
   }
 
   bool build(TSLParser::ModuleContext *ctx, ast::Module &m) {
-    for (auto *item : ctx->item()) {
+    for (auto *it : ctx->item())
+      if (!item(it, m))
+        return false;
+    return !failed;
+  }
+
+  /// Builds the module item by item, and a function statement by statement,
+  /// straight from the token stream: each piece's parse tree is freed once
+  /// its AST is built, so the parse tree never holds more than one top-level
+  /// statement (a 120,000-line function would otherwise keep ~2 KB of parse
+  /// tree per line alive at once). The parser must bail on the first syntax
+  /// error (BailErrorStrategy, which throws ParseCancellationException):
+  /// the caller then reparses the whole file to report it. Returns false
+  /// after an AST error (already reported) or at a syntax error found
+  /// outside the parser (\p syntaxError set).
+  bool buildIncremental(TSLParser &parser, ast::Module &m, bool &syntaxError) {
+    syntaxError = false;
+    antlr4::TokenStream &ts = *parser.getTokenStream();
+    const size_t fnType = literalType(parser, "'fn'");
+    while (ts.LA(1) != antlr4::Token::EOF) {
+      if (ts.LA(1) == fnType) {
+        ast::FnDecl f;
+        if (!fnIncremental(parser, f, syntaxError))
+          return false;
+        m.fns.push_back(std::move(f));
+      } else if (!item(parser.item(), m)) {
+        return false;
+      }
+      parser.getTreeTracker().reset();
+    }
+    return !failed;
+  }
+
+private:
+  static size_t literalType(TSLParser &parser, const std::string &literal) {
+    const antlr4::dfa::Vocabulary &v = parser.getVocabulary();
+    for (size_t t = 1; t <= v.getMaxTokenType(); ++t)
+      if (v.getLiteralName(t) == literal)
+        return t;
+    return antlr4::Token::INVALID_TYPE;
+  }
+
+  /// `fn NAME (PARAMS) -> RESULTS { STMT* }` with one parse tree per
+  /// parameter list, result list and statement.
+  bool fnIncremental(TSLParser &parser, ast::FnDecl &f, bool &syntaxError) {
+    antlr4::TokenStream &ts = *parser.getTokenStream();
+    auto expect = [&](const char *literal) -> antlr4::Token * {
+      if (ts.LA(1) != literalType(parser, literal)) {
+        syntaxError = true;
+        return nullptr;
+      }
+      antlr4::Token *t = ts.LT(1);
+      ts.consume();
+      return t;
+    };
+    antlr4::Token *fnTok = expect("'fn'");
+    if (!fnTok)
+      return false;
+    if (ts.LA(1) != TSLParser::IDENT)
+      return syntaxError = true, false;
+    antlr4::Token *name = ts.LT(1);
+    ts.consume();
+    f.name = name->getText();
+    f.nameRange = rangeOf(name);
+    if (!expect("'('"))
+      return false;
+    if (ts.LA(1) != literalType(parser, "')'") &&
+        !params(parser.paramList(), f))
+      return false;
+    if (!expect("')'"))
+      return false;
+    if (ts.LA(1) == literalType(parser, "'->'")) {
+      ts.consume();
+      if (!results(parser.resultTypes(), f))
+        return false;
+    }
+    parser.getTreeTracker().reset();
+    antlr4::Token *open = expect("'{'");
+    if (!open)
+      return false;
+    const size_t closeType = literalType(parser, "'}'");
+    f.body.stmts.reserve(64);
+    while (ts.LA(1) != closeType && ts.LA(1) != antlr4::Token::EOF) {
+      ast::Stmt st;
+      if (!stmt(parser.stmt(), st))
+        return false;
+      f.body.stmts.push_back(std::move(st));
+      parser.getTreeTracker().reset();
+    }
+    antlr4::Token *close = expect("'}'");
+    if (!close)
+      return false;
+    f.body.stmts.shrink_to_fit();
+    SourceRange end = rangeOf(close);
+    f.body.range = SourceRange(rangeOf(open).begin, end.end);
+    f.range = SourceRange(rangeOf(fnTok).begin, end.end);
+    return !failed;
+  }
+
+  bool item(TSLParser::ItemContext *item, ast::Module &m) {
+    {
       if (auto *imp = item->importDecl()) {
         ast::ImportDecl d;
         d.range = rangeOf(imp);
@@ -179,7 +288,6 @@ public:
     return !failed;
   }
 
-private:
   const SourceManager &sm;
   uint32_t file;
   DiagnosticEngine &diags;
@@ -223,12 +331,27 @@ private:
         if (!signedInt(r->hi, hi))
           return false;
         spec.hi = hi;
+        if (hi < lo) {
+          diags.error(rangeOf(r),
+                      "empty range " + std::to_string(lo) + ".." +
+                          std::to_string(hi) +
+                          ": the upper bound is below the lower bound",
+                      "write the range as " + std::to_string(hi) + ".." +
+                          std::to_string(lo));
+          return failed = true, false;
+        }
       }
     }
     if (ctx->multiple) {
       int64_t m;
       if (!parseInt(ctx->multiple, m))
         return failed = true, false;
+      if (m == 0) {
+        diags.error(rangeOf(ctx->multiple),
+                    "'multiple_of 0' is not a divisibility fact",
+                    "use 'multiple_of 1' or remove it");
+        return failed = true, false;
+      }
       spec.multipleOf = m;
     }
     return true;
@@ -275,7 +398,15 @@ private:
     f.name = ctx->IDENT()->getText();
     f.nameRange = rangeOf(ctx->IDENT());
     f.range = rangeOf(ctx);
-    if (auto *pl = ctx->paramList()) {
+    if (auto *pl = ctx->paramList(); pl && !params(pl, f))
+      return false;
+    if (auto *r = ctx->resultTypes(); r && !results(r, f))
+      return false;
+    return block(ctx->block(), f.body);
+  }
+
+  bool params(TSLParser::ParamListContext *pl, ast::FnDecl &f) {
+    {
       for (auto *p : pl->param()) {
         ast::Param param;
         param.name = p->IDENT()->getText();
@@ -287,7 +418,11 @@ private:
         f.params.push_back(std::move(param));
       }
     }
-    if (auto *r = ctx->resultTypes()) {
+    return !failed;
+  }
+
+  bool results(TSLParser::ResultTypesContext *r, ast::FnDecl &f) {
+    {
       f.hasResult = true;
       f.tupleResult = r->getStart()->getText() == "(";
       for (auto *t : r->typeExpr()) {
@@ -297,13 +432,22 @@ private:
         f.results.push_back(std::move(te));
       }
     }
-    return block(ctx->block(), f.body);
+    return !failed;
   }
 
   bool block(TSLParser::BlockContext *ctx, ast::Block &b) {
     b.range = rangeOf(ctx);
     for (auto *s : ctx->stmt()) {
       ast::Stmt st;
+      if (!stmt(s, st))
+        return false;
+      b.stmts.push_back(std::move(st));
+    }
+    return !failed;
+  }
+
+  bool stmt(TSLParser::StmtContext *s, ast::Stmt &st) {
+    {
       st.range = rangeOf(s);
       if (auto *let = dynamic_cast<TSLParser::LetStmtContext *>(s)) {
         st.kind = ast::Stmt::Kind::Let;
@@ -346,9 +490,38 @@ private:
         st.kind = ast::Stmt::Kind::ExprStmt;
         st.value = expr(es->expr());
       }
-      b.stmts.push_back(std::move(st));
     }
     return !failed;
+  }
+
+  /// Sets \p e's depth from its children. Past kMaxExprDepth it reports an
+  /// error at \p where (the first time) and returns false: the caller stops
+  /// growing the tree, so even a failed parse never holds a deep tree.
+  bool setDepth(ast::Expr &e, SourceRange where) {
+    uint32_t d = 0;
+    auto see = [&](const ast::ExprPtr &x) {
+      if (x)
+        d = std::max(d, x->depth);
+    };
+    for (const ast::ExprPtr &o : e.operands)
+      see(o);
+    for (const ast::Arg &a : e.args)
+      see(a.value);
+    for (const ast::SliceItem &si : e.slices) {
+      see(si.start);
+      see(si.stop);
+      see(si.index);
+    }
+    e.depth = d + 1;
+    if (e.depth <= kMaxExprDepth)
+      return true;
+    if (!failed)
+      diags.error(where,
+                  "expression is nested too deeply (more than " +
+                      std::to_string(kMaxExprDepth) + " levels)",
+                  "split the expression with 'let' bindings");
+    failed = true;
+    return false;
   }
 
   ast::ExprPtr make(ast::Expr::Kind kind, SourceRange range) {
@@ -371,6 +544,7 @@ private:
       e->ops.push_back(o->getText());
       e->opRanges.push_back(rangeOf(o));
     }
+    setDepth(*e, SourceRange(e->range.begin));
     return e;
   }
 
@@ -387,6 +561,7 @@ private:
       e->ops.push_back("||");
       e->opRanges.push_back(rangeOf(ctx->andExpr(i)));
     }
+    setDepth(*e, SourceRange(e->range.begin));
     return e;
   }
   ast::ExprPtr exprOf(TSLParser::AndExprContext *ctx) {
@@ -399,6 +574,7 @@ private:
       e->ops.push_back("&&");
       e->opRanges.push_back(rangeOf(ctx->cmpExpr(i)));
     }
+    setDepth(*e, SourceRange(e->range.begin));
     return e;
   }
   ast::ExprPtr exprOf(TSLParser::CmpExprContext *ctx) {
@@ -423,6 +599,7 @@ private:
       e->opRanges.push_back(rangeOf(o));
     }
     e->operands.push_back(std::move(inner));
+    setDepth(*e, SourceRange(e->range.begin));
     return e;
   }
   ast::ExprPtr exprOf(TSLParser::PostfixExprContext *ctx) {
@@ -472,6 +649,8 @@ private:
         }
         cur = std::move(e);
       }
+      if (!setDepth(*cur, rangeOf(p)))
+        break; // stop growing: `x[0][0]...` must not build a deep tree
     }
     return cur;
   }
@@ -514,6 +693,7 @@ private:
       auto e = make(tuple ? ast::Expr::Kind::Tuple : ast::Expr::Kind::Paren, r);
       for (auto *x : p->expr())
         e->operands.push_back(expr(x));
+      setDepth(*e, SourceRange(r.begin));
       return e;
     }
     auto *l = dynamic_cast<TSLParser::ListExprContext *>(ctx);
@@ -521,13 +701,14 @@ private:
     if (l)
       for (auto *x : l->expr())
         e->operands.push_back(expr(x));
+    setDepth(*e, SourceRange(r.begin));
     return e;
   }
 };
 
 } // namespace
 
-std::unique_ptr<ast::Module> parseSource(const SourceManager &sm, uint32_t file,
+std::unique_ptr<ast::Module> parseSource(SourceManager &sm, uint32_t file,
                                          DiagnosticEngine &diags) {
   std::string_view text = sm.text(file);
   unsigned errorsBefore = diags.errorCount();
@@ -552,9 +733,22 @@ std::unique_ptr<ast::Module> parseSource(const SourceManager &sm, uint32_t file,
                tokens[j + 1]->getStartIndex() == tokens[j]->getStopIndex() + 1)
           ++j;
         range.end = sm.locAt(file, tokens[j]->getStopIndex() + 1);
+        unsigned char first = static_cast<unsigned char>(
+            text[std::min<size_t>(t->getStartIndex(), text.size() - 1)]);
+        bool binary = first < 0x20 || first >= 0x7f;
+        if (binary) {
+          // Not text (binary data, non-ASCII, a file that is not source):
+          // diagnostics show nothing of it past this byte, and report no
+          // more of its bytes.
+          sm.hideTextFrom(file, t->getStopIndex() + 1);
+          range.end = sm.locAt(file, t->getStopIndex() + 1);
+          diags.error(range, "unexpected character " + describeToken(t, text),
+                      "TSL source is ASCII outside comments and strings");
+          return nullptr;
+        }
         diags.error(
             range,
-            "unexpected character " + describeToken(t) +
+            "unexpected character " + describeToken(t, text) +
                 (j > i ? " (and " + std::to_string(j - i) + " more)" : ""));
         i = j;
         lexOk = false;
@@ -590,9 +784,11 @@ std::unique_ptr<ast::Module> parseSource(const SourceManager &sm, uint32_t file,
     }
     if (!lexOk)
       return nullptr;
-    // Parse the tokens already lexed: fast SLL prediction first, full LL
-    // with error reporting only when SLL fails (the standard two-stage
-    // ANTLR strategy; SLL never accepts invalid input).
+    // Parse the tokens already lexed: fast SLL prediction first, one item
+    // (and one statement of a function) at a time, building the AST as it
+    // goes; full LL with error reporting over the whole file only when SLL
+    // fails (the standard two-stage ANTLR strategy; SLL never accepts
+    // invalid input).
     antlr4::ListTokenSource source(std::move(tokens));
     antlr4::CommonTokenStream stream(&source);
     TSLParser parser(&stream);
@@ -600,27 +796,37 @@ std::unique_ptr<ast::Module> parseSource(const SourceManager &sm, uint32_t file,
     parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
     parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
         antlr4::atn::PredictionMode::SLL);
-    SyntaxErrorListener listener(sm, file, diags);
-    TSLParser::ModuleContext *tree = nullptr;
-    try {
-      tree = parser.module();
-    } catch (const antlr4::ParseCancellationException &) {
-      tree = nullptr;
-    }
-    if (!tree) {
-      stream.seek(0);
-      parser.reset();
-      parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
-      parser.addErrorListener(&listener);
-      parser.getInterpreter<antlr4::atn::ParserATNSimulator>()
-          ->setPredictionMode(antlr4::atn::PredictionMode::LL);
-      tree = parser.module();
-    }
-    if (listener.failed)
-      return nullptr;
     auto module = std::make_unique<ast::Module>();
     module->path = sm.name(file);
     module->file = file;
+    bool syntaxError = false;
+    {
+      AstBuilder builder(sm, file, diags);
+      bool built = false;
+      try {
+        built = builder.buildIncremental(parser, *module, syntaxError);
+      } catch (const antlr4::ParseCancellationException &) {
+        syntaxError = true;
+      }
+      if (built)
+        return module;
+      if (!syntaxError || diags.errorCount() != errorsBefore)
+        return nullptr; // the builder reported an error (report no more)
+    }
+    module = std::make_unique<ast::Module>();
+    module->path = sm.name(file);
+    module->file = file;
+    parser.getTreeTracker().reset();
+    stream.seek(0);
+    parser.reset();
+    SyntaxErrorListener listener(sm, file, diags);
+    parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
+    parser.addErrorListener(&listener);
+    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+        antlr4::atn::PredictionMode::LL);
+    TSLParser::ModuleContext *tree = parser.module();
+    if (listener.failed)
+      return nullptr;
     AstBuilder builder(sm, file, diags);
     if (!builder.build(tree, *module))
       return nullptr;

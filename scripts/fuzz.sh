@@ -20,7 +20,7 @@ cmake --build "$build" -j "${TSL_JOBS:-2}" --target tsl_frontend_fuzzer >/dev/nu
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp "$root"/tests/fuzz/corpus/* "$work/"
-flags=(-max_len=8192 -timeout=20 -rss_limit_mb=4096 -print_final_stats=1)
+flags=(-max_len=65536 -timeout=20 -rss_limit_mb=4096 -print_final_stats=1)
 if [ "${1:-}" = "--smoke" ]; then
   shift
   runs=${TSL_FUZZ_RUNS:-20000}

@@ -1,9 +1,12 @@
 #include "support/SourceManager.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace tsl {
 
@@ -11,6 +14,8 @@ struct SourceManager::File {
   std::string name;
   std::string text;
   std::vector<uint32_t> lineStarts;
+  /// lineText() shows nothing at or past this offset (hideTextFrom).
+  size_t shownEnd = SIZE_MAX;
 };
 
 SourceManager::SourceManager() = default;
@@ -29,27 +34,80 @@ uint32_t SourceManager::addBuffer(std::string name, std::string contents) {
 }
 
 uint32_t SourceManager::addFile(const std::string &path, std::string &error) {
+  // open + fstat on the descriptor (no race between the check and the read);
+  // O_NONBLOCK so opening a FIFO without a writer returns at once.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENOENT || err == ENOTDIR)
+      error = "no such file: '" + path + "'";
+    else
+      error = "cannot read '" + path + "': " + std::strerror(err);
+    return 0;
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    error = "no such file: '" + path + "'";
+  if (::fstat(fd, &st) != 0) {
+    error = "cannot read '" + path + "': " + std::strerror(errno);
     return 0;
   }
   if (S_ISDIR(st.st_mode)) {
     error = "'" + path + "' is a directory, not a file";
     return 0;
   }
-  if (st.st_size > (1 << 30)) {
-    error = "'" + path + "' is larger than 1 GiB";
+  if (!S_ISREG(st.st_mode)) {
+    error = "'" + path +
+            "' is not a regular file (a device, FIFO or socket cannot be a "
+            "source file)";
     return 0;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = "cannot read '" + path + "'";
+  std::string tooLarge = "'" + path + "' is larger than the " +
+                         std::to_string(kMaxFileBytes >> 20) +
+                         " MiB limit for source files";
+  if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
+    error = tooLarge;
     return 0;
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return addBuffer(path, buffer.str());
+  std::string text;
+  text.resize(static_cast<size_t>(st.st_size));
+  size_t size = 0;
+  for (;;) {
+    if (size == text.size()) {
+      // The file grew since fstat (or st_size was 0): read on, bounded.
+      if (size > kMaxFileBytes) {
+        error = tooLarge;
+        return 0;
+      }
+      text.resize(
+          std::min(kMaxFileBytes + 1, std::max<size_t>(4096, 2 * size)));
+    }
+    ssize_t n = ::read(fd, text.data() + size, text.size() - size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      error = "cannot read '" + path + "': " + std::strerror(errno);
+      return 0;
+    }
+    if (n == 0)
+      break;
+    size += static_cast<size_t>(n);
+  }
+  if (size > kMaxFileBytes) {
+    error = tooLarge;
+    return 0;
+  }
+  text.resize(size);
+  return addBuffer(path, std::move(text));
+}
+
+void SourceManager::hideTextFrom(uint32_t file, size_t offset) {
+  if (file == 0 || file > files_.size())
+    return;
+  File &f = *files_[file - 1];
+  f.shownEnd = std::min<size_t>(f.shownEnd, offset);
 }
 
 uint32_t SourceManager::findFile(const std::string &name) const {
@@ -97,6 +155,7 @@ std::string_view SourceManager::lineText(SourceLoc loc) const {
   size_t end = f->text.find('\n', start);
   if (end == std::string::npos)
     end = f->text.size();
+  end = std::max<size_t>(start, std::min(end, f->shownEnd));
   std::string_view line(f->text.data() + start, end - start);
   if (!line.empty() && line.back() == '\r')
     line.remove_suffix(1);

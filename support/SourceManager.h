@@ -47,9 +47,21 @@ public:
   /// Adds a buffer under a display name and returns its file id (>= 1).
   uint32_t addBuffer(std::string name, std::string contents);
 
-  /// Reads a file from disk. Returns 0 and sets \p error when it cannot be
-  /// read (missing, a directory, unreadable).
+  /// The largest source file addFile reads (64 MiB).
+  static constexpr size_t kMaxFileBytes = size_t(64) << 20;
+
+  /// Reads a regular file from disk. Returns 0 and sets \p error (lower case,
+  /// naming the path) when it cannot be read: missing, unreadable, a
+  /// directory, not a regular file (a device such as /dev/zero, a FIFO or a
+  /// socket: the file is opened non-blocking so a FIFO cannot hang), or
+  /// larger than kMaxFileBytes (checked while reading, not only from st_size).
   uint32_t addFile(const std::string &path, std::string &error);
+
+  /// Hides the text of \p file from \p offset on: lineText() stops there.
+  /// Set on a file that failed to lex as TSL (binary data, a file that is
+  /// not source), so diagnostics never echo its content past the first bad
+  /// token.
+  void hideTextFrom(uint32_t file, size_t offset);
 
   /// How many files are loaded (ids are 1..fileCount()).
   uint32_t fileCount() const { return static_cast<uint32_t>(files_.size()); }

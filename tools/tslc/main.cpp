@@ -58,6 +58,9 @@ VALUE: an integer (int parameters), a .npy file, or TYPE[:INIT[:SEED]] such as
 f32[4,8] or i64[10]:arange (INIT: rand randn zeros ones arange; default randn, seed 0).
 
 options:
+  -I DIR        file imports may also read .tsl files under DIR (by default only
+                under the importing file's directory, the input file's directory
+                and the standard library)
   --json        diagnostics (and guards) as JSON, one object per line
   --help        this text
   --version     the compiler version
@@ -66,6 +69,7 @@ options:
 struct Options {
   std::string command;
   std::vector<std::string> files;
+  std::vector<std::string> importDirs; ///< -I DIR
   std::string fn;
   std::vector<std::string> args;
   std::string emit;
@@ -117,6 +121,10 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
         return false;
     } else if (value("--arg", v)) {
       o.args.push_back(v);
+    } else if (a.size() > 2 && a.rfind("-I", 0) == 0) {
+      o.importDirs.push_back(a.substr(2));
+    } else if (value("-I", v)) {
+      o.importDirs.push_back(v);
     } else if (!error.empty()) {
       return false;
     } else if (!a.empty() && a[0] == '-') {
@@ -127,6 +135,12 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
     }
   }
   return error.empty();
+}
+
+/// Applies the options that affect loading (-I).
+void configure(ModuleLoader &loader, const Options &o) {
+  for (const std::string &dir : o.importDirs)
+    loader.addImportDir(dir);
 }
 
 int usageError(const std::string &message) {
@@ -141,6 +155,7 @@ int cmdCheck(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   bool ok = true;
   for (const std::string &f : o.files) {
     ModuleLoader loader(sm, diags);
+    configure(loader, o);
     const LoadedModule *m = loader.load(f);
     if (!m) {
       ok = false;
@@ -271,6 +286,7 @@ bool compileSelected(const Options &o, bool withData, SourceManager &sm,
   if (!parseArgs(o, withData, args))
     return false;
   ModuleLoader loader(sm, diags);
+  configure(loader, o);
   if (compileForArgs(loader, o.files[0], o.fn, args, diags, fn, o.allDynamic))
     return true;
   diags.finish();
@@ -501,6 +517,7 @@ int cmdEmit(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
     return usageError("not supported: --target " + o.target +
                       " (available: host, nvptx)");
   ModuleLoader loader(sm, diags);
+  configure(loader, o);
   const LoadedModule *m = loader.load(o.files[0]);
   if (!m) {
     diags.finish();

@@ -8,6 +8,14 @@ using namespace tsl;
 
 namespace {
 
+std::string repeat(const std::string &s, size_t n) {
+  std::string out;
+  out.reserve(s.size() * n);
+  for (size_t i = 0; i < n; ++i)
+    out += s;
+  return out;
+}
+
 struct Parsed {
   std::unique_ptr<ast::Module> module;
   std::string errors;
@@ -72,7 +80,35 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"fn f() { let s = \"abc; }", "unterminated string"},
         BadInput{"/* open", "unterminated /* comment"},
         BadInput{"fn f( { }", "t.tsl:1:7: error:"},
-        BadInput{"dim X = 99999999999999999999999;", "too large"}));
+        BadInput{"dim X = 99999999999999999999999;", "too large"},
+        // Postfix chains are not brackets: the expression depth bounds them.
+        BadInput{"fn f() { return x" + repeat("[0]", 100000) + "; }",
+                 "expression is nested too deeply (more than 256 levels)"},
+        BadInput{"fn f() { return x" + repeat(".T", 100000) + "; }",
+                 "t.tsl:1:528: error: expression is nested too deeply"},
+        BadInput{"fn f() { return x" + repeat("(0)", 100000) + "; }",
+                 "nested too deeply"},
+        BadInput{"dim K: dynamic, multiple_of 0;", "t.tsl:1:29: error: "
+                                                   "'multiple_of 0'"},
+        BadInput{"dim S: dynamic in 10..2;", "t.tsl:1:19: error: empty range"},
+        BadInput{std::string("fn f() { return x \xff; }"),
+                 "unexpected character '\\xff'"}));
+
+TEST(Parser, BinaryInputIsNotEchoed) {
+  Parsed p = parse(std::string("fn f() \x01 secret\n", 18));
+  EXPECT_EQ(p.module, nullptr);
+  EXPECT_NE(p.errors.find("t.tsl:1:8: error: unexpected character '\\x01'"),
+            std::string::npos)
+      << p.errors;
+  EXPECT_EQ(p.errors.find("secret"), std::string::npos) << p.errors;
+}
+
+TEST(Parser, ExpressionDepthIsRecorded) {
+  Parsed p = parse("fn f(x: f32[N]) -> f32[N] { return x" + repeat("[:]", 255) +
+                   "; }");
+  ASSERT_NE(p.module, nullptr) << p.errors;
+  EXPECT_EQ(p.module->fns[0].body.stmts[0].value->depth, kMaxExprDepth);
+}
 
 TEST(Parser, LongFlatInputsParseQuickly) {
   std::string sum = "fn f(x: f32[N]) -> f32[N] { return x";
