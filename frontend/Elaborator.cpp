@@ -156,9 +156,10 @@ bool Elaborator::checkSize(SymExpr e, SourceRange range,
     std::string text = sourceText(range);
     if (text.size() > 80 || text.find('\n') != std::string::npos)
       text.clear();
-    return error(range, "size " + (text.empty() ? "" : "'" + text + "' ") +
-                            "does not fit in 64 bits" +
-                            (detail.empty() ? "" : " (" + detail + ")"),
+    return error(range,
+                 "size " + (text.empty() ? "" : "'" + text + "' ") +
+                     "does not fit in 64 bits" +
+                     (detail.empty() ? "" : " (" + detail + ")"),
                  "sizes are exact signed 64-bit integers; make it smaller");
   }
   if (e.depth() > 64 || e.operands().size() > 1000)
