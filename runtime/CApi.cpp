@@ -1,6 +1,7 @@
 // The C ABI of tsl_c.h over FunctionTable.
 #include "runtime/Manifest.h"
 #include "runtime/Runtime.h"
+#include "support/FileRead.h"
 
 #include <dlfcn.h>
 
@@ -46,36 +47,39 @@ tsl_dtype dlpackOf(int32_t dtype) {
   return table[dtype];
 }
 
+/// The largest AOT module file read (a module holds code, not weights).
+constexpr size_t kMaxModuleBytes = size_t(1) << 30;
+
 /// Reads the whole regular file \p path; false with \p error otherwise.
+/// O_NONBLOCK: a FIFO at the path cannot hang the open.
 bool readRegularFile(const std::string &path, std::string &out,
                      std::string &error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     error = std::strerror(errno);
     return false;
   }
   struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (!ok) {
     error = "not a regular file";
-    return false;
-  }
-  out.resize(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < out.size()) {
-    ssize_t n = ::read(fd, out.data() + done, out.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
+  } else {
+    switch (tsl::readUpTo(fd, kMaxModuleBytes, out,
+                          static_cast<size_t>(st.st_size))) {
+    case tsl::FileReadStatus::Ok:
       break;
-    done += static_cast<size_t>(n);
+    case tsl::FileReadStatus::TooLarge:
+      error = "larger than " + std::to_string(kMaxModuleBytes >> 20) + " MiB";
+      ok = false;
+      break;
+    case tsl::FileReadStatus::Failed:
+      error = std::strerror(errno);
+      ok = false;
+      break;
+    }
   }
   ::close(fd);
-  if (done != out.size()) {
-    error = "short read";
-    return false;
-  }
-  return true;
+  return ok;
 }
 
 } // namespace

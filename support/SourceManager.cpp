@@ -1,4 +1,5 @@
 #include "support/SourceManager.h"
+#include "support/FileRead.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -72,34 +73,16 @@ uint32_t SourceManager::addFile(const std::string &path, std::string &error) {
     return 0;
   }
   std::string text;
-  text.resize(static_cast<size_t>(st.st_size));
-  size_t size = 0;
-  for (;;) {
-    if (size == text.size()) {
-      // The file grew since fstat (or st_size was 0): read on, bounded.
-      if (size > kMaxFileBytes) {
-        error = tooLarge;
-        return 0;
-      }
-      text.resize(
-          std::min(kMaxFileBytes + 1, std::max<size_t>(4096, 2 * size)));
-    }
-    ssize_t n = ::read(fd, text.data() + size, text.size() - size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      error = "cannot read '" + path + "': " + std::strerror(errno);
-      return 0;
-    }
-    if (n == 0)
-      break;
-    size += static_cast<size_t>(n);
-  }
-  if (size > kMaxFileBytes) {
+  switch (readUpTo(fd, kMaxFileBytes, text, static_cast<size_t>(st.st_size))) {
+  case FileReadStatus::Ok:
+    break;
+  case FileReadStatus::TooLarge: // it grew since fstat
     error = tooLarge;
     return 0;
+  case FileReadStatus::Failed:
+    error = "cannot read '" + path + "': " + std::strerror(errno);
+    return 0;
   }
-  text.resize(size);
   return addBuffer(path, std::move(text));
 }
 

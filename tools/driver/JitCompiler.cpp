@@ -1,4 +1,5 @@
 #include "tools/driver/JitCompiler.h"
+#include "support/FileRead.h"
 
 #include "backend/cpu/CpuKernel.h"
 #include "backend/nvptx/GpuKernel.h"
@@ -188,6 +189,9 @@ std::string unsafeDirectoryReason(const struct stat &st) {
   return "";
 }
 
+/// The largest cache entry file read (objects of one function's variant).
+constexpr size_t kMaxEntryBytes = size_t(1) << 30;
+
 /// Opens the entry file \p name of the cache directory \p dir for reading
 /// without following symlinks; it must be a regular file of the current
 /// user that no one else can write. False (and \p problem set) if it
@@ -211,19 +215,13 @@ bool readEntryFile(int dir, const std::string &name, std::string &out,
   }
   out.clear();
   if (ok) {
-    out.resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (done < out.size()) {
-      ssize_t n = ::read(fd, out.data() + done, out.size() - done);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        break;
-      done += static_cast<size_t>(n);
-    }
-    ok = done == out.size();
+    FileReadStatus read =
+        readUpTo(fd, kMaxEntryBytes, out, static_cast<size_t>(st.st_size));
+    ok = read == FileReadStatus::Ok;
     if (!ok)
-      problem = name + ": short read";
+      problem = name + (read == FileReadStatus::TooLarge
+                            ? ": larger than a cache entry can be"
+                            : ": " + errnoText(errno));
   }
   ::close(fd);
   return ok;

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace tsl;
@@ -273,6 +274,32 @@ TEST_F(AotModule, BareNameIsTheFileInTheCurrentDirectory) {
   float r = callF("libm.so.6");
   fs::current_path(old);
   EXPECT_EQ(r, 2.0f);
+}
+
+} // namespace
+
+namespace {
+
+// A FIFO where the module (or its digest file) should be: an error, never a
+// hang in open(2).
+TEST(AotModuleFifo, IsAnErrorNotAHang) {
+  std::string dir =
+      ::testing::TempDir() + "/aot_fifo_" + std::to_string(::getpid());
+  fs::create_directories(dir);
+  std::string so = dir + "/f.so";
+  fs::remove(so);
+  fs::remove(so + ".tslsum");
+  ASSERT_EQ(::mkfifo(so.c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo((so + ".tslsum").c_str(), 0600), 0);
+  tsl_runtime *rt = nullptr;
+  ASSERT_EQ(tsl_runtime_create(nullptr, &rt), TSL_OK);
+  tsl_module *m = nullptr;
+  EXPECT_EQ(tsl_module_load_aot(rt, so.c_str(), &m), TSL_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tsl_last_error()).find("not a regular file"),
+            std::string::npos)
+      << tsl_last_error();
+  tsl_runtime_destroy(rt);
+  fs::remove_all(dir);
 }
 
 } // namespace
