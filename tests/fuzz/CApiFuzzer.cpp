@@ -129,8 +129,8 @@ void randomTensor(Reader &in, tsl_device device, tsl_tensor &t,
   uint64_t elem = elementBytes(t.dtype), bytes = elem;
   bool overflow = false;
   for (int64_t d : shape)
-    overflow |= d < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(d),
-                                                &bytes);
+    overflow |= d < 0 ||
+                __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes);
   t.byte_offset = 0;
   uint8_t o = in.byte();
   if (o >= 224)
@@ -143,7 +143,8 @@ void randomTensor(Reader &in, tsl_device device, tsl_tensor &t,
     bytes = elem;
     overflow = false;
     for (int64_t d : shape)
-      overflow |= __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes);
+      overflow |=
+          __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes);
     if (overflow || bytes + t.byte_offset > kMaxBytes)
       shape[0] = 0; // an empty tensor of the same rank
   }
@@ -185,8 +186,8 @@ void callOnce(Reader &in, Runtime &r) {
   uint8_t nulls = in.byte();
   tsl_tensor *outputs = nullptr;
   int32_t noutputs = 0;
-  tsl_status s = tsl_function_call(fn, nulls == 1 ? nullptr : args.data(), nargs,
-                                   nulls == 2 ? nullptr : &outputs,
+  tsl_status s = tsl_function_call(fn, nulls == 1 ? nullptr : args.data(),
+                                   nargs, nulls == 2 ? nullptr : &outputs,
                                    nulls == 3 ? nullptr : &noutputs);
   if (s == TSL_OK) {
     if (nulls >= 1 && nulls <= 3) {
@@ -211,17 +212,20 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   buffer = static_cast<uint8_t *>(std::aligned_alloc(64, kMaxBytes));
   std::memset(buffer, 0, kMaxBytes);
   std::string dir = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
-  std::string path = dir + "/tsl_capi_fuzz_" + std::to_string(getpid()) + ".tsl";
+  std::string path =
+      dir + "/tsl_capi_fuzz_" + std::to_string(getpid()) + ".tsl";
   std::ofstream(path) << kSource;
   for (int d = 0; d < 2; ++d) {
     tsl_runtime_options options{};
-    options.device = d == 0 ? tsl_device{1, 0}
-                            : tsl_device{TSL_DEVICE_GPU_EMULATOR, 0};
+    options.device =
+        d == 0 ? tsl_device{1, 0} : tsl_device{TSL_DEVICE_GPU_EMULATOR, 0};
     tsl_module *module = nullptr;
     if (tsl_runtime_create(&options, &runtimes[d].rt) != TSL_OK ||
         tsl_runtime_enable_jit(runtimes[d].rt) != TSL_OK ||
-        tsl_module_load_source(runtimes[d].rt, path.c_str(), &module) != TSL_OK) {
-      std::fprintf(stderr, "capi fuzzer: set-up failed: %s\n", tsl_last_error());
+        tsl_module_load_source(runtimes[d].rt, path.c_str(), &module) !=
+            TSL_OK) {
+      std::fprintf(stderr, "capi fuzzer: set-up failed: %s\n",
+                   tsl_last_error());
       std::abort();
     }
     for (int i = 0; i < kNumFns; ++i)

@@ -31,7 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   std::string reprinted = tsl::printModule(again);
   if (reprinted != printed) {
-    std::fprintf(stderr, "print -> parse -> print changed the text:\n%s\n---\n%s\n",
+    std::fprintf(stderr,
+                 "print -> parse -> print changed the text:\n%s\n---\n%s\n",
                  printed.c_str(), reprinted.c_str());
     __builtin_trap();
   }
