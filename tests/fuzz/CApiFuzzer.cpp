@@ -55,6 +55,7 @@ struct Runtime {
 Runtime runtimes[2];
 uint8_t *buffer = nullptr;
 bool wide = false;
+bool verbose = false; ///< TSL_FUZZ_VERBOSE=1: print every call's status
 
 /// Reads the input front to back; zeros once it runs out.
 struct Reader {
@@ -189,6 +190,9 @@ void callOnce(Reader &in, Runtime &r) {
   tsl_status s = tsl_function_call(fn, nulls == 1 ? nullptr : args.data(),
                                    nargs, nulls == 2 ? nullptr : &outputs,
                                    nulls == 3 ? nullptr : &noutputs);
+  if (verbose)
+    std::fprintf(stderr, "call %d: status %d %s\n", f, s,
+                 s == TSL_OK ? "" : tsl_last_error());
   if (s == TSL_OK) {
     if (nulls >= 1 && nulls <= 3) {
       std::fprintf(stderr, "a call with a null pointer succeeded\n");
@@ -208,6 +212,8 @@ void callOnce(Reader &in, Runtime &r) {
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   const char *w = std::getenv("TSL_FUZZ_WIDE");
   wide = w && std::strcmp(w, "1") == 0;
+  const char *v = std::getenv("TSL_FUZZ_VERBOSE");
+  verbose = v && std::strcmp(v, "1") == 0;
   // The data of every call: zeros, 64-byte aligned.
   buffer = static_cast<uint8_t *>(std::aligned_alloc(64, kMaxBytes));
   std::memset(buffer, 0, kMaxBytes);
