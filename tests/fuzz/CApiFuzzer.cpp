@@ -136,7 +136,8 @@ void randomTensor(Reader &in, tsl_device device, tsl_tensor &t,
   t.byte_offset = 0;
   uint8_t o = in.byte();
   if (o >= 224)
-    t.byte_offset = wide ? edgeValue(in) + (o & 7) : (o & 7) * elem;
+    t.byte_offset =
+        wide ? static_cast<uint64_t>(edgeValue(in)) + (o & 7) : (o & 7) * elem;
   if (!wide) {
     // TODO(overflow fix): widen once sizes are checked.
     for (int64_t &d : shape)
