@@ -44,6 +44,7 @@
 #include <functional>
 #include <gtest/gtest.h>
 #include <random>
+#include <set>
 #include <sstream>
 
 using namespace tsl;
@@ -585,6 +586,7 @@ struct Stats {
   int64_t pairs = 0, ran = 0, rejected = 0, failed = 0, programs = 0;
   int64_t mismatches = 0, known = 0;
   std::map<std::string, int64_t> byFamily;
+  std::map<OpCode, int64_t> ops; ///< programs each op of the table is in
 };
 
 struct Reporter {
@@ -648,6 +650,11 @@ void runProgram(const Program &p, int64_t index, int64_t shapes,
   }
   ++report.stats.programs;
   ++report.stats.byFamily[p.family];
+  std::set<OpCode> used;
+  for (const Operation &op : fn.ops)
+    used.insert(op.code);
+  for (OpCode code : used)
+    ++report.stats.ops[code];
   std::vector<std::pair<const char *, RunFn>> backends = {
       {"cpu",
        [&](auto &args, auto &out, auto &e) { return cpu->run(args, out, e); }},
@@ -754,6 +761,8 @@ TEST(Differential, RandomProgramsAtManyShapes) {
               static_cast<long long>(stats.programs));
   for (const auto &[family, n] : stats.byFamily)
     std::printf(" %s %lld", family.c_str(), static_cast<long long>(n));
+  std::printf("; %zu of the %zu ops of the table", stats.ops.size(),
+              allOps().size());
   std::printf("; %lld ran, %lld rejected by guards, %lld failed at run time "
               "in every backend; %lld known GPU index_select cases skipped; "
               "%.1f s)\n",
@@ -763,6 +772,10 @@ TEST(Differential, RandomProgramsAtManyShapes) {
               static_cast<long long>(stats.known), seconds);
   EXPECT_EQ(stats.mismatches, 0);
   EXPECT_GE(stats.pairs, pairs);
+  // Every op of the table is in some program (at the CI count or more).
+  if (pairs >= 10000)
+    for (const OpInfo &op : allOps())
+      EXPECT_GT(stats.ops[op.code], 0) << "no program used " << op.name;
   // Most pairs must run: the sizes are not all rejected.
   EXPECT_GT(stats.ran * 2, stats.pairs);
 }
