@@ -19,7 +19,15 @@
 //   sym_scalar full arange reduce_sum reduce_mean reduce_max reduce_min
 //   argmax matmul reshape permute expand concat slice pad conv2d max_pool2d
 //   nonzero masked_select unique item index_select topk assert
-// Not covered: none of the table's ops is left out. Limits, by design:
+// Not covered: none of the table's ops is left out (the test fails if one
+// is missing from the programs at the CI count). Left out, as known
+// mismatches (reported, see the comments where they are excluded):
+//   - a cast to f16/bf16 fused into its consumer does not round in the
+//     backends (the interpreter rounds): such casts are only generated
+//     where their result is stored;
+//   - the GPU kernels' index_select with no result elements (M = 0) does
+//     not check its indices.
+// Limits, by design:
 //   - ops whose result is discontinuous in their operands (comparisons,
 //     casts to integers, f16/bf16 rounding, argmax, topk, unique, nonzero,
 //     masked_select's mask, where's condition) only see "exact" operands
@@ -29,8 +37,8 @@
 //   - transcendental arguments are bounded (exp(tanh(x) * 3), sin(tanh(x) *
 //     3), log(|x| + 0.5)) so ulp differences are not amplified past the
 //     tolerance;
-//   - integer programs keep values small (no overflow: int wrap-around is
-//     not something the interpreter models), and i8 casts are clamped.
+//   - integer programs keep values small (no overflow), and i8 casts are
+//     clamped: wrap-around is not what these programs test.
 #include "backend/cpu/CpuKernel.h"
 #include "backend/nvptx/GpuKernel.h"
 #include "frontend/Elaborator.h"
