@@ -1,17 +1,20 @@
 // libFuzzer target for the C API (runtime/include/tsl/tsl_c.h): the input
 // bytes choose a function, the arity, and per argument int or tensor,
 // device, rank, element type, shape, strides, byte offset and null
-// pointers; the call runs on a CPU runtime and on the GPU emulator. The
-// functions are compiled once (LLVMFuzzerInitialize) with dynamic dims, so
-// calls that fit run compiled code and calls that do not are rejected
-// (or try a compile the elaborator refuses). Acceptable outcomes: a status
-// with a message, or outputs that are then freed. Data pointers are valid
-// for the sizes passed.
+// pointers; the call runs on a CPU runtime or on the GPU emulator. The
+// module is loaded once (LLVMFuzzerInitialize) and its dims and ints are
+// dynamic, so each function compiles one variant per runtime on its first
+// fitting call; later calls that fit run compiled code, and calls that do
+// not are rejected (or try a compile the elaborator refuses). Acceptable
+// outcomes: a status with a message, or outputs that are then freed. Data
+// pointers are valid for the sizes passed.
 //
-// The shapes are bounded (dims <= 2^20, total bytes <= kMaxBytes, offsets
-// aligned to the element size) because sizes past that reach known bugs
-// being fixed: element count x element size wrapping in allocation (e.g.
-// {1, 2^62}), misaligned byte_offset accepted, shape overflow in SymExpr.
+// The shapes are bounded (dims <= 2^20, product of the dims <= 2^40, total
+// bytes <= kMaxBytes, offsets aligned to the element size) because sizes
+// past that reach known bugs being fixed: element count x element size
+// wrapping (e.g. {1, 2^62}; FunctionTable::call's element count, CApi's
+// stride check), byte_offset unchecked (misaligned or absurd), shape
+// overflow in SymExpr. Inputs: tests/fuzz/known-bugs/.
 // TODO(overflow fix): widen once sizes are checked. TSL_FUZZ_WIDE=1 in the
 // environment lifts the bounds now (absurd and overflowing sizes, any
 // offset: such calls must be rejected without touching the data).
