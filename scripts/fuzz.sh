@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer target for the frontend with clang-19 (ASan + UBSan)
-# in build-fuzz/ and runs it.
-#   scripts/fuzz.sh --smoke          fixed-count run used by the test suite
+# Builds the libFuzzer targets with clang-19 (ASan + UBSan) in build-fuzz/
+# and runs one: the frontend (default), the C API or the IR text parser.
+#   scripts/fuzz.sh --smoke          fixed-count runs of all three, used by the
+#                                    test suite (TSL_FUZZ_RUNS, TSL_FUZZ_CAPI_RUNS,
+#                                    TSL_FUZZ_IR_RUNS)
 #   scripts/fuzz.sh [LIBFUZZER FLAGS] open-ended run, e.g. -max_total_time=600
+#   TSL_FUZZ_TARGET=capi|ir scripts/fuzz.sh ...   another target
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build-fuzz"
@@ -16,17 +19,30 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTSL_FUZZ=ON \
     -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 >/dev/null
 fi
-cmake --build "$build" -j "${TSL_JOBS:-2}" --target tsl_frontend_fuzzer >/dev/null
+cmake --build "$build" -j "${TSL_JOBS:-2}" --target tsl_frontend_fuzzer tsl_capi_fuzzer \
+  tsl_ir_fuzzer >/dev/null
+# target name -> binary and seed corpus
+binary() { case $1 in frontend) echo tsl_frontend_fuzzer ;; *) echo "tsl_$1_fuzzer" ;; esac; }
+corpus() { case $1 in frontend) echo corpus ;; *) echo "corpus-$1" ;; esac; }
+target=${TSL_FUZZ_TARGET:-frontend}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cp "$root"/tests/fuzz/corpus/* "$work/"
+mkdir "$work/frontend" "$work/capi" "$work/ir"
+for t in frontend capi ir; do cp "$root/tests/fuzz/$(corpus $t)"/* "$work/$t/"; done
+export TSL_CACHE_DIR=${TSL_CACHE_DIR:-off}
 flags=(-max_len=65536 -timeout=20 -rss_limit_mb=4096 -print_final_stats=1)
 if [ "${1:-}" = "--smoke" ]; then
   shift
-  runs=${TSL_FUZZ_RUNS:-20000}
-  start=$(date +%s)
-  "$build/bin/tsl_frontend_fuzzer" "${flags[@]}" -runs="$runs" -seed=1 "$work" 2>&1 | tail -15
-  echo "fuzz: $runs inputs in $(( $(date +%s) - start )) s without a crash"
+  for t in frontend capi ir; do
+    case $t in
+      frontend) runs=${TSL_FUZZ_RUNS:-20000} ;;
+      capi) runs=${TSL_FUZZ_CAPI_RUNS:-20000} ;;
+      ir) runs=${TSL_FUZZ_IR_RUNS:-100000} ;;
+    esac
+    start=$(date +%s)
+    "$build/bin/$(binary $t)" "${flags[@]}" -runs="$runs" -seed=1 "$work/$t" 2>&1 | tail -15
+    echo "fuzz: $t: $runs inputs in $(( $(date +%s) - start )) s without a crash"
+  done
 else
-  exec "$build/bin/tsl_frontend_fuzzer" "${flags[@]}" "$@" "$work"
+  exec "$build/bin/$(binary "$target")" "${flags[@]}" "$@" "$work/$target"
 fi

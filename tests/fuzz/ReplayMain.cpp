@@ -7,8 +7,13 @@
 #include <string>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+// Targets that set up state once define it (as libFuzzer calls it).
+extern "C" __attribute__((weak)) int LLVMFuzzerInitialize(int *argc,
+                                                          char ***argv);
 
 int main(int argc, char **argv) {
+  if (LLVMFuzzerInitialize)
+    LLVMFuzzerInitialize(&argc, &argv);
   int count = 0;
   for (int i = 1; i < argc; ++i) {
     std::ifstream in(argv[i], std::ios::binary);
