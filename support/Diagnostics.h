@@ -55,6 +55,14 @@ public:
   /// Prints "N errors were not shown" if the limit was hit.
   void finish();
 
+  /// Forgets every diagnostic and count (not the settings): an engine that
+  /// outlives one compilation (the JIT's, per module) starts each one
+  /// afresh, so the error limit and memory are per compilation.
+  void reset() {
+    errors_ = warnings_ = suppressed_ = 0;
+    all_.clear();
+  }
+
   const SourceManager &sources() const { return sm_; }
 
   /// Renders one diagnostic as text (without sending it anywhere).

@@ -9,15 +9,13 @@
 // outcomes: a status with a message, or outputs that are then freed. Data
 // pointers are valid for the sizes passed.
 //
-// The shapes are bounded (dims <= 2^20, product of the dims <= 2^40, total
-// bytes <= kMaxBytes, offsets aligned to the element size) because sizes
-// past that reach known bugs being fixed: element count x element size
-// wrapping (e.g. {1, 2^62}; FunctionTable::call's element count, CApi's
-// stride check), byte_offset unchecked (misaligned or absurd), shape
-// overflow in SymExpr. Inputs: tests/fuzz/known-bugs/.
-// TODO(overflow fix): widen once sizes are checked. TSL_FUZZ_WIDE=1 in the
-// environment lifts the bounds now (absurd and overflowing sizes, any
-// offset: such calls must be rejected without touching the data).
+// Shapes are unbounded (edge values up to INT64_MAX and INT64_MIN, products
+// that overflow), and offsets small (aligned or not) or wrapping the
+// address space. The per-tensor limit is set to the data buffer's size
+// (TSL_MAX_TENSOR_BYTES), so every tensor the runtime accepts lies inside
+// the buffer: a call must reject the rest (overflowing, too large,
+// misaligned, wrapping) without touching the data, and ASan checks that
+// accepted ones stay inside it.
 #include "tsl/tsl_c.h"
 
 #include <cstddef>
@@ -34,7 +32,8 @@ namespace {
 
 /// Bytes the data buffer holds: every call's data fits in it.
 constexpr uint64_t kMaxBytes = uint64_t(1) << 20;
-constexpr int64_t kMaxDim = int64_t(1) << 20;
+/// Bytes past kMaxBytes, for small byte offsets.
+constexpr uint64_t kSlackBytes = 64;
 
 const char *kSource =
     "dim N: dynamic;\ndim M: dynamic;\n"
@@ -58,7 +57,6 @@ struct Runtime {
 };
 Runtime runtimes[2];
 uint8_t *buffer = nullptr;
-bool wide = false;
 bool verbose = false; ///< TSL_FUZZ_VERBOSE=1: print every call's status
 
 /// Reads the input front to back; zeros once it runs out.
@@ -110,8 +108,6 @@ tsl_dtype randomDtype(Reader &in) {
   return d;
 }
 
-uint64_t elementBytes(tsl_dtype d) { return d.bits >= 8 ? d.bits / 8 : 1; }
-
 /// One tensor argument; \p shape and \p strides own its arrays.
 void randomTensor(Reader &in, tsl_device device, tsl_tensor &t,
                   std::vector<int64_t> &shape, std::vector<int64_t> &strides) {
@@ -131,40 +127,12 @@ void randomTensor(Reader &in, tsl_device device, tsl_tensor &t,
     uint8_t s = in.byte();
     d = s < 200 ? s % 9 : (s < 230 ? s : edgeValue(in));
   }
-  uint64_t elem = elementBytes(t.dtype), bytes = elem;
-  bool overflow = false;
-  for (int64_t d : shape)
-    overflow |= d < 0 ||
-                __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes);
   t.byte_offset = 0;
   uint8_t o = in.byte();
-  if (o >= 224)
-    t.byte_offset =
-        wide ? static_cast<uint64_t>(edgeValue(in)) + (o & 7) : (o & 7) * elem;
-  if (!wide) {
-    // TODO(overflow fix): widen once sizes are checked.
-    for (int64_t &d : shape)
-      if (d < 0 || d > kMaxDim)
-        d = d < 0 ? 0 : kMaxDim;
-    // The product of the non-zero dims too: the stride check multiplies
-    // them even when another dim is 0 (overflows, reported).
-    auto product = [&shape] {
-      uint64_t p = 1;
-      for (int64_t d : shape)
-        if (__builtin_mul_overflow(p, static_cast<uint64_t>(d > 1 ? d : 1), &p))
-          return UINT64_MAX;
-      return p;
-    };
-    for (size_t i = shape.size(); i-- > 1 && product() > (uint64_t(1) << 40);)
-      shape[i] = 1;
-    bytes = elem;
-    overflow = false;
-    for (int64_t d : shape)
-      overflow |=
-          __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes);
-    if (overflow || bytes + t.byte_offset > kMaxBytes)
-      shape[0] = 0; // an empty tensor of the same rank
-  }
+  if (o >= 248) // wraps the address space: rejected
+    t.byte_offset = UINT64_MAX - (o & 7) * 8;
+  else if (o >= 224) // inside the buffer's slack; misaligned ones rejected
+    t.byte_offset = o % kSlackBytes;
   t.shape = flags % 32 == 1 ? nullptr : shape.data();
   t.strides = nullptr;
   if (flags % 8 == 2 && ndim > 0) {
@@ -218,12 +186,6 @@ void callOnce(Reader &in, Runtime &r) {
     tsl_outputs_free(outputs, noutputs);
   } else if (s == TSL_COMPILE_ERROR) {
     ++r.compileErrors;
-  } else if (tsl_last_error()[0] == 0 && s == TSL_INVALID_ARGUMENT &&
-             r.compileErrors >= 50) {
-    // Known, reported: the JIT's diagnostic engine lives as long as the
-    // module and stops printing after 50 errors, so from the 51st compile
-    // error on a call fails with TSL_INVALID_ARGUMENT and an empty message
-    // (tools/driver/JitCompiler.cpp). Not a trap until that is fixed.
   } else if (tsl_last_error()[0] == 0) {
     std::fprintf(stderr, "status %d without a message\n", s);
     __builtin_trap();
@@ -235,13 +197,14 @@ void callOnce(Reader &in, Runtime &r) {
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  const char *w = std::getenv("TSL_FUZZ_WIDE");
-  wide = w && std::strcmp(w, "1") == 0;
+  // Accepted tensors fit in the buffer (read once, before any call).
+  setenv("TSL_MAX_TENSOR_BYTES", std::to_string(kMaxBytes).c_str(), 1);
   const char *v = std::getenv("TSL_FUZZ_VERBOSE");
   verbose = v && std::strcmp(v, "1") == 0;
   // The data of every call: zeros, 64-byte aligned.
-  buffer = static_cast<uint8_t *>(std::aligned_alloc(64, kMaxBytes));
-  std::memset(buffer, 0, kMaxBytes);
+  buffer =
+      static_cast<uint8_t *>(std::aligned_alloc(64, kMaxBytes + kSlackBytes));
+  std::memset(buffer, 0, kMaxBytes + kSlackBytes);
   std::string dir = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
   std::string path =
       dir + "/tsl_capi_fuzz_" + std::to_string(getpid()) + ".tsl";

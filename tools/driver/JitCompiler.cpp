@@ -98,6 +98,7 @@ bool JitCompiler::compile(const std::string &function,
   options.forceDynamic = dynamicDims;
   options.allDynamic = allDynamic;
   diagnosticText_.str("");
+  diags_.reset(); // the 51st failed compile of a module still has a message
   Function fn;
   if (!elaborateFunction(*module_, function, options, diags_, fn)) {
     error = diagnosticText_.str();

@@ -20,13 +20,10 @@
 //   argmax matmul reshape permute expand concat slice pad conv2d max_pool2d
 //   nonzero masked_select unique item index_select topk assert
 // Not covered: none of the table's ops is left out (the test fails if one
-// is missing from the programs at the CI count). Left out, as known
-// mismatches (reported, see the comments where they are excluded):
-//   - a cast to f16/bf16 fused into its consumer does not round in the
-//     backends (the interpreter rounds): such casts are only generated
-//     where their result is stored;
-//   - the GPU kernels' index_select with no result elements (M = 0) does
-//     not check its indices.
+// is missing from the programs at the CI count). No case is left out: the
+// two mismatches this test found (casts to f16/bf16 fused into their
+// consumer did not round; the GPU index_select with no result elements
+// checked no index) are fixed and generated again.
 // Limits, by design:
 //   - ops whose result is discontinuous in their operands (comparisons,
 //     casts to integers, f16/bf16 rounding, argmax, topk, unique, nonzero,
@@ -191,11 +188,9 @@ private:
     case 20:
       return "cast(cast(" + a + ", f64) * 0.5, f32)";
     default: {
-      // Not f16/bf16 here: a cast to f16/bf16 fused into its consumer does
-      // not round in the backends (the interpreter rounds): a known
-      // mismatch, reported; casts to them are tested where stored.
-      static const char *types[] = {"i32", "i64", "bool"};
-      return "cast(cast(" + B(depth - 1) + ", " + types[pick(3)] + "), f32)";
+      // Fused casts round (f16, bf16) or wrap (i32) as stored values do.
+      static const char *types[] = {"i32", "i64", "bool", "f16", "bf16"};
+      return "cast(cast(" + B(depth - 1) + ", " + types[pick(5)] + "), f32)";
     }
     }
   }
@@ -339,7 +334,7 @@ private:
                 {"x1", false, DType::F32, {{1}}},
                 {"x2", false, DType::F32, {{0}, {-1, 1}}},
                 {"idx", false, DType::I64, {{2}}, Param::Data::Index, 0},
-                {"k", true}};
+                {"k", true, DType::I64, {}}};
     std::string e = F(1 + static_cast<int>(pick(3)));
     std::string b = B(1 + static_cast<int>(pick(2)));
     return finish(p,
@@ -431,7 +426,7 @@ private:
     p.params = {{"a", false, DType::I32, {{0}, {1}}, Param::Data::SmallInt},
                 {"c", false, DType::I32, {{1}}, Param::Data::SmallInt},
                 {"d", false, DType::I32, {{0}, {-1, 1}}, Param::Data::SmallInt},
-                {"k", true}};
+                {"k", true, DType::I64, {}}};
     return finish(
         p, "fn f(a: i32[N, M], c: i32[M], d: i32[N, 1], k: int dynamic)",
         "  let e = " + I(1 + static_cast<int>(pick(2))) + " + a * 0;\n",
@@ -448,7 +443,7 @@ private:
     p.params = {{"x", false, DType::F32, {{0}, {1}, {2}, {3}}},
                 {"w", false, DType::F32, {{4}, {1}, {-1, kh}, {-1, kw}}},
                 {"bias", false, DType::F32, {{4}}},
-                {"k", true}};
+                {"k", true, DType::I64, {}}};
     std::string stride = std::to_string(1 + pick(2)),
                 pad = std::to_string(pick(2));
     std::string conv = "conv2d(x, w" +
@@ -592,7 +587,7 @@ using RunFn = std::function<bool(const std::vector<ArgValue> &,
 
 struct Stats {
   int64_t pairs = 0, ran = 0, rejected = 0, failed = 0, programs = 0;
-  int64_t mismatches = 0, known = 0;
+  int64_t mismatches = 0;
   std::map<std::string, int64_t> byFamily;
   std::map<OpCode, int64_t> ops; ///< programs each op of the table is in
 };
@@ -717,16 +712,6 @@ void runProgram(const Program &p, int64_t index, int64_t shapes,
       RunError gotError;
       bool gotOk = run(args, got, gotError);
       std::string why;
-      // Known, reported: the GPU kernels' index_select checks the bounds
-      // of an index per result element, so with no result elements (M = 0)
-      // an out-of-range index passes where the interpreter and the CPU
-      // fail. Excluded until the backend is fixed.
-      if (gotOk && !ok && std::string(name) == "gpu-emulator" &&
-          p.family == "float" && dims[1] == 0 &&
-          wantError.message.rfind("index_select:", 0) == 0) {
-        ++report.stats.known;
-        continue;
-      }
       if (gotOk != ok)
         report.mismatch(p, index, dims, k, perturb,
                         std::string(name) + (gotOk ? " succeeds" : " fails") +
@@ -772,18 +757,17 @@ TEST(Differential, RandomProgramsAtManyShapes) {
   std::printf("; %zu of the %zu ops of the table", stats.ops.size(),
               allOps().size());
   std::printf("; %lld ran, %lld rejected by guards, %lld failed at run time "
-              "in every backend; %lld known GPU index_select cases skipped; "
-              "%.1f s)\n",
+              "in every backend; %.1f s)\n",
               static_cast<long long>(stats.ran),
               static_cast<long long>(stats.rejected),
-              static_cast<long long>(stats.failed),
-              static_cast<long long>(stats.known), seconds);
+              static_cast<long long>(stats.failed), seconds);
   EXPECT_EQ(stats.mismatches, 0);
   EXPECT_GE(stats.pairs, pairs);
   // Every op of the table is in some program (at the CI count or more).
-  if (pairs >= 10000)
+  if (pairs >= 10000) {
     for (const OpInfo &op : allOps())
       EXPECT_GT(stats.ops[op.code], 0) << "no program used " << op.name;
+  }
   // Most pairs must run: the sizes are not all rejected.
   EXPECT_GT(stats.ran * 2, stats.pairs);
 }
