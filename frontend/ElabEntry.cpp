@@ -2,6 +2,7 @@
 // arguments or generically; plus the module-level check.
 #include "frontend/ElaboratorImpl.h"
 #include "ir/Passes.h"
+#include "support/DeepStack.h"
 
 #include <algorithm>
 
@@ -477,16 +478,22 @@ bool elaborateFunction(const LoadedModule &module, const std::string &fnName,
     diags.report(std::move(d));
     return false;
   }
-  Elaborator el(diags, !options.examples.has_value());
-  el.probe = options.probe;
-  el.forceDynamic = options.forceDynamic;
-  el.allDynamic = options.allDynamic;
-  return el.elaborateEntry(module, *it->second,
-                           options.examples ? &*options.examples : nullptr,
-                           out);
+  bool ok = false;
+  runOnDeepStack([&] {
+    Elaborator el(diags, !options.examples.has_value());
+    el.probe = options.probe;
+    el.forceDynamic = options.forceDynamic;
+    el.allDynamic = options.allDynamic;
+    ok =
+        el.elaborateEntry(module, *it->second,
+                          options.examples ? &*options.examples : nullptr, out);
+  });
+  return ok;
 }
 
-bool checkModule(const LoadedModule &module, DiagnosticEngine &diags) {
+/// checkModule's work, on the deep stack.
+static bool checkFunctions(const LoadedModule &module,
+                           DiagnosticEngine &diags) {
   bool ok = true;
   for (const ast::FnDecl &decl : module.ast->fns) {
     // Explore each combination of undecidable `if`s (bounded).
@@ -508,6 +515,12 @@ bool checkModule(const LoadedModule &module, DiagnosticEngine &diags) {
       path.back() = false;
     }
   }
+  return ok;
+}
+
+bool checkModule(const LoadedModule &module, DiagnosticEngine &diags) {
+  bool ok = true;
+  runOnDeepStack([&] { ok = checkFunctions(module, diags); });
   return ok;
 }
 

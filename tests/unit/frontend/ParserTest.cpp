@@ -95,7 +95,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "unexpected character '\\xff'"}));
 
 TEST(Parser, BinaryInputIsNotEchoed) {
-  Parsed p = parse(std::string("fn f() \x01 secret\n", 18));
+  Parsed p = parse(std::string("fn f() \x01 secret\n"));
   EXPECT_EQ(p.module, nullptr);
   EXPECT_NE(p.errors.find("t.tsl:1:8: error: unexpected character '\\x01'"),
             std::string::npos)
