@@ -70,10 +70,21 @@ private:
   void failIf(Value *failed, const std::function<void()> &record);
   void failOpIf(Value *failed);
   void failMessageIf(Value *failed, const std::string &message);
+  /// The index of the op being lowered as the runtime reports it: a
+  /// constant, or inside a shared kernel its caller's base plus the offset.
+  Value *opIndexValue();
+  /// A private constant string, one global per distinct text (kernels
+  /// that differ only in which global holds a message stay identical).
+  Value *messageText(const std::string &message);
+  std::map<std::string, llvm::Constant *> messages;
 
   // --- buffers and symbols ----------------------------------------------
+  /// The slot of \p v's buffer pointer: in the function's buffer array
+  /// (indexed by value), or inside a kernel function in its own argument
+  /// array (indexed by first use, see lowerKernel).
   Value *bufferSlot(ValueId v) {
-    return b.CreateConstGEP1_64(ptr, buffersArg, v);
+    return b.CreateConstGEP1_64(ptr, buffersArg,
+                                kernelSlots ? kernelSlot(v) : v);
   }
   Value *loadBuffer(ValueId v) { return b.CreateLoad(ptr, bufferSlot(v)); }
   Value *symSlot(const std::string &name);
@@ -243,11 +254,32 @@ private:
                               const std::vector<ValueId> &used);
   void leaveFunction(EmissionState saved);
 
-  /// Lowers ops [begin, end) into their own function `i32 tsl_ops_<begin>(
-  /// buffers, syms, ctx)` (the kernel ABI) and calls it
+  /// Lowers one kernel (op \p begin, or the row group [begin, end)) into
+  /// its own function `i32 tsl_k<N>(ptr slots, ptr syms, ptr ctx, i32 op)`
+  /// and calls it. `slots` holds the buffer pointers the kernel reads and
+  /// makes, numbered by first use, and `op` is the index of op \p begin
+  /// (failures report op + offset), so a kernel does not depend on where in
+  /// the function it sits: structurally identical kernels (every layer of a
+  /// stack) have the same LLVM text and share one function
   /// (LoweringOptions::outlineOpsAbove).
-  bool lowerOutlined(size_t begin, size_t end);
+  bool lowerKernel(size_t begin, size_t end, bool rowGroup);
+  /// The values whose buffers ops [begin, end) read.
+  std::vector<ValueId> valuesRead(size_t begin, size_t end) const;
+  /// \p f, or an earlier kernel with the same LLVM text (\p f is erased).
+  llvm::Function *shareKernel(llvm::Function *f);
   bool outlining = false;
+  /// While a kernel function is emitted: its slot of each value.
+  std::map<ValueId, unsigned> *kernelSlots = nullptr;
+  unsigned kernelSlot(ValueId v) {
+    return kernelSlots->emplace(v, kernelSlots->size()).first->second;
+  }
+  /// While a kernel function is emitted: its op argument and first op.
+  Value *kernelOp = nullptr;
+  int32_t kernelFirstOp = 0;
+  /// The kernels emitted so far, by their LLVM text.
+  std::map<std::string, llvm::Function *> kernelsByText;
+  /// The argument array of kernel calls (fn.values.size() pointers).
+  Value *kernelArgs = nullptr;
 
   // --- device mode (CodegenDevice.cpp) -----------------------------------
   // Each op becomes a device function of `deviceModule` whose outermost

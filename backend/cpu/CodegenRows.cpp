@@ -92,8 +92,8 @@ void Codegen::planRowGroups() {
       ++j;
     }
     // (Not in GPU variants, where a row's scratch would be shared by
-    // threads, nor when ops are outlined one by one.)
-    if (!options.device && !outlining && reductions > 0 && count >= 2) {
+    // threads.)
+    if (!options.device && reductions > 0 && count >= 2) {
       rowGroups[i] = {i, j, lead};
       i = j;
     } else {

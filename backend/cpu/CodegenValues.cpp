@@ -60,10 +60,23 @@ void Codegen::failIf(Value *failed, const std::function<void()> &record) {
   b.SetInsertPoint(ok);
 }
 
+Value *Codegen::opIndexValue() {
+  if (!kernelOp)
+    return b.getInt32(opIndex);
+  return b.CreateAdd(kernelOp, b.getInt32(opIndex - kernelFirstOp));
+}
+
+Value *Codegen::messageText(const std::string &message) {
+  llvm::Constant *&text = messages[message];
+  if (!text)
+    text = b.CreateGlobalStringPtr(message, "tsl.message");
+  return text;
+}
+
 void Codegen::failOpIf(Value *failed) {
   failIf(failed, [&] {
     b.CreateCall(runtime("tsl_rt_fail", b.getVoidTy(), {ptr, i32}),
-                 {ctxArg, b.getInt32(opIndex)});
+                 {ctxArg, opIndexValue()});
   });
 }
 
@@ -76,11 +89,10 @@ void Codegen::failMessageIf(Value *failed, const std::string &message) {
     return;
   }
   failIf(failed, [&] {
-    Value *text = b.CreateGlobalStringPtr(message);
     b.CreateCall(runtime("tsl_rt_error", b.getVoidTy(), {ptr, ptr}),
-                 {ctxArg, text});
+                 {ctxArg, messageText(message)});
     b.CreateCall(runtime("tsl_rt_fail", b.getVoidTy(), {ptr, i32}),
-                 {ctxArg, b.getInt32(opIndex)});
+                 {ctxArg, opIndexValue()});
   });
 }
 
@@ -295,7 +307,7 @@ Value *Codegen::allocate(ValueId v, Value *count) {
       b.CreateCall(runtime("tsl_rt_alloc", ptr, {ptr, i64}), {ctxArg, bytes});
   failIf(b.CreateIsNull(p), [&] {
     b.CreateCall(runtime("tsl_rt_fail", b.getVoidTy(), {ptr, i32}),
-                 {ctxArg, b.getInt32(opIndex)});
+                 {ctxArg, opIndexValue()});
   });
   b.CreateStore(p, bufferSlot(v));
   bufs[v] = p;

@@ -3,6 +3,7 @@
 // the symbol values, so one kernel serves every size its guards admit.
 // This file: the driver loop, elementwise fusion, reductions and matmul.
 #include "backend/cpu/Codegen.h"
+#include "runtime/Sha256.h"
 
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
@@ -40,37 +41,35 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
   for (size_t i = 0; i < fn.ops.size(); ++i) {
     opIndex = static_cast<int32_t>(i);
     const Operation &op = fn.ops[i];
+    bool ok;
     if (rowGroups[i].end > i) {
-      for (size_t k = i; k < rowGroups[i].end; ++k) {
-        opIndex = static_cast<int32_t>(k);
-        checkResultSizes(fn.ops[k]);
+      size_t end = rowGroups[i].end;
+      if (outlining) {
+        ok = lowerKernel(i, end, true);
+      } else {
+        for (size_t k = i; k < end; ++k) {
+          opIndex = static_cast<int32_t>(k);
+          checkResultSizes(fn.ops[k]);
+        }
+        opIndex = static_cast<int32_t>(i);
+        ok = lowerRowGroup(rowGroups[i]);
       }
-      opIndex = static_cast<int32_t>(i);
-      if (!lowerRowGroup(rowGroups[i])) {
-        err = error.empty() ? "not supported" : error;
-        return nullptr;
-      }
-      i = rowGroups[i].end - 1;
-      continue;
-    }
-    if (!outlining)
-      checkResultSizes(op); // outlined runs check inside
-    if (computedElsewhere(op))
-      continue; // computed inside its consumer (loop or GEMM)
-    if (outlining) {
-      // The next run of up to 64 lowered ops, as one function.
-      size_t end = i, count = 0;
-      for (; end < fn.ops.size() && count < 64; ++end)
-        if (!computedElsewhere(fn.ops[end]))
-          ++count;
-      if (!lowerOutlined(i, end)) {
+      if (!ok) {
         err = error.empty() ? "not supported" : error;
         return nullptr;
       }
       i = end - 1;
       continue;
     }
-    if (!(options.device ? lowerOnDevice(op) : lowerOp(op))) {
+    if (!outlining || computedElsewhere(op))
+      checkResultSizes(op); // a kernel checks its own
+    if (computedElsewhere(op))
+      continue; // computed inside its consumer (loop or GEMM)
+    if (outlining)
+      ok = lowerKernel(i, i + 1, false);
+    else
+      ok = options.device ? lowerOnDevice(op) : lowerOp(op);
+    if (!ok) {
       err = error.empty() ? "not supported" : error;
       return nullptr;
     }
@@ -100,7 +99,9 @@ Codegen::enterFunction(llvm::Function *f, const std::vector<ValueId> &used) {
   sizesChecked.clear();
   buffersArg = f->getArg(0);
   symsArg = f->getArg(1);
-  ctxArg = f->arg_size() == 3 ? f->getArg(2) : nullptr;
+  ctxArg = f->arg_size() >= 3 && f->getArg(2)->getType()->isPointerTy()
+               ? f->getArg(2)
+               : nullptr; // device functions have no context
   b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
   std::fill(bufs.begin(), bufs.end(), nullptr);
   for (ValueId v : used)
@@ -119,15 +120,7 @@ void Codegen::leaveFunction(EmissionState saved) {
   b.SetInsertPoint(saved.block);
 }
 
-bool Codegen::lowerOutlined(size_t begin, size_t end) {
-  auto *type = llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false);
-  auto *f = llvm::Function::Create(type, llvm::Function::InternalLinkage,
-                                   "tsl_ops_" + std::to_string(begin), *mod);
-  f->addFnAttr(llvm::Attribute::NoInline);
-  for (unsigned a = 0; a < 3; ++a)
-    f->addParamAttr(a, llvm::Attribute::NoAlias);
-  // What the ops read from earlier ones, from the buffer array (every
-  // buffer is stored there); values made inside are not there yet.
+std::vector<ValueId> Codegen::valuesRead(size_t begin, size_t end) const {
   std::vector<ValueId> used;
   for (size_t i = begin; i < end; ++i)
     for (ValueId o : fn.ops[i].operands) {
@@ -137,31 +130,82 @@ bool Codegen::lowerOutlined(size_t begin, size_t end) {
         used.insert(used.end(), producer[o]->operands.begin(),
                     producer[o]->operands.end());
     }
-  EmissionState outer = enterFunction(f, used);
-  bool ok = true;
-  for (size_t i = begin; i < end && ok; ++i) {
-    const Operation &op = fn.ops[i];
-    opIndex = static_cast<int32_t>(i);
-    checkResultSizes(op);
-    if (computedElsewhere(op))
-      continue;
-    ok = lowerOp(op);
-    for (ValueId r : freeAfter[i])
-      if (ok && bufs[r])
-        freeBuffer(bufs[r]);
+  return used;
+}
+
+llvm::Function *Codegen::shareKernel(llvm::Function *f) {
+  // The text names no value of the function (slots are numbered by first
+  // use, the op index is an argument), so equal text is equal code.
+  f->setName("tsl_kernel_candidate");
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  f->print(os);
+  auto [it, fresh] = kernelsByText.emplace(os.str(), f);
+  if (!fresh) {
+    f->eraseFromParent();
+    return it->second;
   }
+  // Named by its code: the same kernel has the same name in every function
+  // and variant, so a cached object of it serves them all.
+  f->setName(kKernelFunctionPrefix + rt::sha256Hex(it->first).substr(0, 32));
+  f->setLinkage(llvm::GlobalValue::LinkOnceODRLinkage);
+  f->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  return f;
+}
+
+bool Codegen::lowerKernel(size_t begin, size_t end, bool rowGroup) {
+  auto *type = llvm::FunctionType::get(i32, {ptr, ptr, ptr, i32}, false);
+  auto *f = llvm::Function::Create(type, llvm::Function::InternalLinkage,
+                                   "tsl_kernel_candidate", *mod);
+  // Kept apart so that each distinct kernel is optimized once, however
+  // many times it is called.
+  f->addFnAttr(llvm::Attribute::NoInline);
+  for (unsigned a = 0; a < 3; ++a)
+    f->addParamAttr(a, llvm::Attribute::NoAlias);
+  std::map<ValueId, unsigned> slots;
+  kernelSlots = &slots;
+  EmissionState outer = enterFunction(f, valuesRead(begin, end));
+  kernelOp = f->getArg(3);
+  kernelFirstOp = static_cast<int32_t>(begin);
+  for (size_t k = begin; k < end; ++k) {
+    opIndex = static_cast<int32_t>(k);
+    checkResultSizes(fn.ops[k]);
+  }
+  opIndex = static_cast<int32_t>(begin);
+  bool ok = rowGroup ? lowerRowGroup(rowGroups[begin]) : lowerOp(fn.ops[begin]);
   if (ok)
     b.CreateRet(b.getInt32(0));
   leaveFunction(std::move(outer));
-  if (!ok)
+  kernelSlots = nullptr;
+  kernelOp = nullptr;
+  if (!ok) {
+    f->eraseFromParent();
     return false;
-  Value *status = b.CreateCall(f, {buffersArg, symsArg, ctxArg});
+  }
+  f = shareKernel(f);
+  if (!kernelArgs) {
+    llvm::IRBuilder<> entry(&kernel->getEntryBlock(),
+                            kernel->getEntryBlock().begin());
+    kernelArgs = entry.CreateAlloca(
+        llvm::ArrayType::get(ptr, std::max<size_t>(fn.values.size(), 1)));
+  }
+  auto slotOf = [&](unsigned s) {
+    return b.CreateConstGEP1_64(ptr, kernelArgs, s);
+  };
+  for (auto [v, s] : slots)
+    if (bufs[v])
+      b.CreateStore(bufs[v], slotOf(s));
+  Value *status = b.CreateCall(f, {kernelArgs, symsArg, ctxArg,
+                                   b.getInt32(static_cast<int32_t>(begin))});
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {}); // already recorded
-  // The ops allocated (or aliased) their results into the buffer array.
-  for (size_t i = begin; i < end; ++i)
-    if (!computedElsewhere(fn.ops[i]))
-      for (ValueId r : fn.ops[i].results)
-        bufs[r] = loadBuffer(r);
+  // The kernel allocated (or aliased) its results into its slots.
+  for (size_t k = begin; k < end; ++k)
+    if (!computedElsewhere(fn.ops[k]))
+      for (ValueId r : fn.ops[k].results)
+        if (auto it = slots.find(r); it != slots.end() && !bufs[r]) {
+          bufs[r] = b.CreateLoad(ptr, slotOf(it->second));
+          b.CreateStore(bufs[r], bufferSlot(r));
+        }
   return true;
 }
 

@@ -29,6 +29,11 @@ inline constexpr const char *kMatchName = "tsl_match";
 /// order, after the kernel ran (unbacked sizes included).
 inline constexpr const char *kShapesName = "tsl_result_shapes";
 
+/// Name prefix of the kernel functions of a lowered module (one per op or
+/// row group, see LoweringOptions::outlineOpsAbove); the rest of the name is
+/// a digest of the kernel's code, so equal kernels have equal names.
+inline constexpr const char *kKernelFunctionPrefix = "tsl_k_";
+
 /// How a function is lowered.
 struct LoweringOptions {
   /// Ahead of time: runtime functions are called through the exported
@@ -37,8 +42,9 @@ struct LoweringOptions {
   /// GPU variant: the host function launches a device kernel per op (see
   /// lowerFunctionWithDevice); off for CPU code.
   bool device = false;
-  /// Functions with more ops than this are lowered in runs of ops, each its
-  /// own (non-inlined) LLVM function the kernel calls (kOutlineOpsAbove).
+  /// Functions with more ops than this are lowered one kernel (op or row
+  /// group) per LLVM function, structurally identical kernels sharing one
+  /// (kOutlineOpsAbove); fewer: as one function.
   size_t outlineOpsAbove = kOutlineOpsAbove;
   /// Prefix of the three entry points ("": the default names above;
   /// "f_v0": f_v0_kernel, f_v0_match, f_v0_shapes).

@@ -6,6 +6,8 @@
 
 #include "backend/cpu/CpuCodegen.h"
 #include "backend/cpu/HostJit.h"
+#include "backend/cpu/HostTarget.h"
+#include "backend/cpu/ObjectCompiler.h"
 #include "runtime/KernelAbi.h"
 #include "runtime/Manifest.h"
 #include "runtime/Variant.h"
@@ -42,94 +44,7 @@ namespace tsl {
 
 namespace {
 
-void initializeLLVM() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    // The vector math the optimizer may call (see optimize()).
-    llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1");
-  });
-}
-
-std::string errorText(llvm::Error err) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << err;
-  return os.str();
-}
-
-/// Runs the O3 pipeline for the host CPU (vectorization included).
-void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = true;
-  tuning.SLPVectorization = true;
-  llvm::PassBuilder pb(&tm, tuning);
-  // Vectorized exp/log/sin/cos/... from glibc's libmvec.
-  llvm::TargetLibraryInfoImpl tlii(tm.getTargetTriple());
-  tlii.addVectorizableFunctionsFromVecLib(
-      llvm::TargetLibraryInfoImpl::LIBMVEC_X86, tm.getTargetTriple());
-  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm =
-      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  mpm.run(m, mam);
-}
-
 using KernelFn = int32_t (*)(void **, int64_t *, tsl_rt_context *);
-
-/// The host, or the CPU named by $TSL_TARGET_CPU (for example x86-64-v3 or
-/// skylake-avx512; its own features, not the host's).
-llvm::Expected<llvm::orc::JITTargetMachineBuilder> targetMachineBuilder() {
-  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!jtmb)
-    return jtmb;
-  if (const char *cpu = std::getenv("TSL_TARGET_CPU"); cpu && *cpu) {
-    jtmb->setCPU(cpu);
-    jtmb->getFeatures() = llvm::SubtargetFeatures();
-  }
-  return jtmb;
-}
-
-/// A target machine for the selected CPU (position-independent for AOT).
-std::unique_ptr<llvm::TargetMachine> targetMachine(bool pic,
-                                                   std::string &error) {
-  auto jtmb = targetMachineBuilder();
-  if (!jtmb) {
-    error = errorText(jtmb.takeError());
-    return nullptr;
-  }
-  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  if (pic)
-    jtmb->setRelocationModel(llvm::Reloc::PIC_);
-  auto tm = jtmb->createTargetMachine();
-  if (!tm) {
-    error = errorText(tm.takeError());
-    return nullptr;
-  }
-  return std::move(*tm);
-}
-
-/// Sets the module's target, tags its functions with the CPU and features,
-/// and optimizes it.
-void prepareAndOptimize(llvm::Module &m, llvm::TargetMachine &tm) {
-  m.setDataLayout(tm.createDataLayout());
-  m.setTargetTriple(tm.getTargetTriple().str());
-  for (llvm::Function &f : m)
-    if (!f.isDeclaration()) {
-      f.addFnAttr("target-cpu", tm.getTargetCPU());
-      f.addFnAttr("target-features", tm.getTargetFeatureString());
-    }
-  optimize(m, tm);
-}
 
 } // namespace
 
@@ -196,24 +111,14 @@ struct CpuKernel::Impl {
 CpuKernel::CpuKernel() : impl_(std::make_unique<Impl>()) {}
 CpuKernel::~CpuKernel() = default;
 
+namespace {
+
+/// A new ORC session for the host whose runtime symbols (KernelAbi.h,
+/// libm) resolve to this process's definitions.
 std::unique_ptr<llvm::orc::LLJIT>
-createHostJit(std::unique_ptr<llvm::Module> m,
-              std::unique_ptr<llvm::LLVMContext> ctx, std::string &error) {
-  initializeLLVM();
-  auto jtmb = targetMachineBuilder();
-  if (!jtmb) {
-    error = "cannot target the host CPU: " + errorText(jtmb.takeError());
-    return nullptr;
-  }
-  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  auto tm = jtmb->createTargetMachine();
-  if (!tm) {
-    error = errorText(tm.takeError());
-    return nullptr;
-  }
-  prepareAndOptimize(*m, **tm);
+newHostSession(llvm::orc::JITTargetMachineBuilder jtmb, std::string &error) {
   auto jit = llvm::orc::LLJITBuilder()
-                 .setJITTargetMachineBuilder(std::move(*jtmb))
+                 .setJITTargetMachineBuilder(std::move(jtmb))
                  .create();
   if (!jit) {
     error = errorText(jit.takeError());
@@ -263,12 +168,58 @@ createHostJit(std::unique_ptr<llvm::Module> m,
     return nullptr;
   }
   lib.addGenerator(std::move(*generator));
-  if (auto err = (*jit)->addIRModule(
+  return std::move(*jit);
+}
+
+} // namespace
+
+std::unique_ptr<llvm::orc::LLJIT>
+createHostJit(std::unique_ptr<llvm::Module> m,
+              std::unique_ptr<llvm::LLVMContext> ctx, std::string &error) {
+  initializeLLVM();
+  auto jtmb = targetMachineBuilder();
+  if (!jtmb) {
+    error = "cannot target the host CPU: " + errorText(jtmb.takeError());
+    return nullptr;
+  }
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto tm = jtmb->createTargetMachine();
+  if (!tm) {
+    error = errorText(tm.takeError());
+    return nullptr;
+  }
+  prepareAndOptimize(*m, **tm);
+  std::unique_ptr<llvm::orc::LLJIT> jit =
+      newHostSession(std::move(*jtmb), error);
+  if (!jit)
+    return nullptr;
+  if (auto err = jit->addIRModule(
           llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx)))) {
     error = errorText(std::move(err));
     return nullptr;
   }
-  return std::move(*jit);
+  return jit;
+}
+
+/// Loads \p objects into a new host session.
+std::unique_ptr<llvm::orc::LLJIT>
+loadHostObjects(const std::vector<std::string> &objects, std::string &error) {
+  auto jtmb = targetMachineBuilder();
+  if (!jtmb) {
+    error = "cannot target the host CPU: " + errorText(jtmb.takeError());
+    return nullptr;
+  }
+  std::unique_ptr<llvm::orc::LLJIT> jit =
+      newHostSession(std::move(*jtmb), error);
+  if (!jit)
+    return nullptr;
+  for (const std::string &object : objects)
+    if (auto err = jit->addObjectFile(
+            llvm::MemoryBuffer::getMemBufferCopy(object, "tsl-kernel"))) {
+      error = errorText(std::move(err));
+      return nullptr;
+    }
+  return jit;
 }
 
 std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
@@ -283,8 +234,10 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
       lowerFunction(fn, *ctx, checks, error, options);
   if (!m)
     return nullptr;
-  std::unique_ptr<llvm::orc::LLJIT> session =
-      createHostJit(std::move(m), std::move(ctx), error);
+  std::vector<std::string> objects;
+  if (!compileToObjects(std::move(m), false, nullptr, objects, error))
+    return nullptr;
+  std::unique_ptr<llvm::orc::LLJIT> session = loadHostObjects(objects, error);
   if (!session)
     return nullptr;
   rt::VariantCode entry;
@@ -380,8 +333,9 @@ bool CpuKernel::compileVariant(const Function &fn, rt::VariantCode &out,
   return true;
 }
 
-bool compileObject(const std::vector<Function> &fns, std::string &object,
-                   std::string &manifestText, std::string &error) {
+bool compileObject(const std::vector<Function> &fns,
+                   std::vector<std::string> &objects, std::string &manifestText,
+                   std::string &error, KernelObjectCache *cache) {
   initializeLLVM();
   llvm::LLVMContext ctx;
   auto combined = std::make_unique<llvm::Module>("tsl_aot", ctx);
@@ -429,54 +383,42 @@ bool compileObject(const std::vector<Function> &fns, std::string &object,
   new llvm::GlobalVariable(*combined, data->getType(), true,
                            llvm::GlobalValue::ExternalLinkage, data,
                            "tsl_manifest");
-  std::unique_ptr<llvm::TargetMachine> machine = targetMachine(true, error);
-  if (!machine)
-    return false;
-  auto *tm = &machine;
-  prepareAndOptimize(*combined, *machine);
-  llvm::SmallString<0> buffer;
-  {
-    llvm::raw_svector_ostream os(buffer);
-    llvm::legacy::PassManager pm;
-    if ((*tm)->addPassesToEmitFile(pm, os, nullptr,
-                                   llvm::CodeGenFileType::ObjectFile)) {
-      error = "the host target cannot emit object files";
-      return false;
-    }
-    pm.run(*combined);
-  }
-  object.assign(buffer.begin(), buffer.end());
-  return true;
+  return compileToObjects(std::move(combined), true, cache, objects, error);
 }
 
 bool buildSharedLibrary(const std::vector<Function> &fns,
                         const std::string &outPath, std::string &error) {
-  std::string object, manifest;
-  if (!compileObject(fns, object, manifest, error))
+  std::vector<std::string> objects;
+  std::string manifest;
+  if (!compileObject(fns, objects, manifest, error))
     return false;
   // A stale digest must not outlive the module it was for.
   std::remove(rt::moduleDigestPath(outPath).c_str());
-  std::string objectPath = outPath + ".o";
-  {
-    std::FILE *f = std::fopen(objectPath.c_str(), "wb");
-    if (!f ||
-        std::fwrite(object.data(), 1, object.size(), f) != object.size()) {
-      if (f)
-        std::fclose(f);
-      error = "cannot write '" + objectPath + "'";
+  std::vector<std::string> objectPaths;
+  auto removeObjects = [&] {
+    for (const std::string &path : objectPaths)
+      std::remove(path.c_str());
+  };
+  for (size_t i = 0; i < objects.size(); ++i) {
+    objectPaths.push_back(outPath + "." + std::to_string(i) + ".o");
+    std::FILE *f = std::fopen(objectPaths.back().c_str(), "wb");
+    bool written = f && std::fwrite(objects[i].data(), 1, objects[i].size(),
+                                    f) == objects[i].size();
+    if (f)
+      written &= std::fclose(f) == 0;
+    if (!written) {
+      error = "cannot write '" + objectPaths.back() + "'";
+      removeObjects();
       return false;
     }
-    std::fclose(f);
   }
   // Link a shared library with the system C compiler driver.
   const char *cc = std::getenv("CC");
-  std::vector<std::string> argv = {cc && *cc ? cc : "cc",
-                                   "-shared",
-                                   "-o",
-                                   outPath,
-                                   objectPath,
-                                   "-lm",
-                                   "-lmvec"};
+  std::vector<std::string> argv = {cc && *cc ? cc : "cc", "-shared", "-o",
+                                   outPath};
+  argv.insert(argv.end(), objectPaths.begin(), objectPaths.end());
+  argv.push_back("-lm");
+  argv.push_back("-lmvec");
   std::vector<char *> args;
   for (std::string &a : argv)
     args.push_back(a.data());
@@ -489,7 +431,7 @@ bool buildSharedLibrary(const std::vector<Function> &fns,
   int status = 0;
   bool linked = pid > 0 && waitpid(pid, &status, 0) >= 0 && WIFEXITED(status) &&
                 WEXITSTATUS(status) == 0;
-  std::remove(objectPath.c_str());
+  removeObjects();
   if (!linked) {
     error = "linking '" + outPath + "' with '" + argv[0] + "' failed";
     return false;
@@ -553,7 +495,7 @@ bool compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
 }
 
 bool loadObjectVariants(
-    const std::string &object, const std::string &manifestText,
+    const std::vector<std::string> &objects, const std::string &manifestText,
     std::vector<std::pair<std::string, rt::VariantCode>> &out,
     std::string &error) {
   initializeLLVM();
@@ -574,12 +516,12 @@ bool loadObjectVariants(
     return false;
   }
   lib.addGenerator(std::move(*generator));
-  auto buffer =
-      llvm::MemoryBuffer::getMemBufferCopy(object, "tsl-cached-object");
-  if (auto err = (*jit)->addObjectFile(std::move(buffer))) {
-    error = errorText(std::move(err));
-    return false;
-  }
+  for (const std::string &object : objects)
+    if (auto err = (*jit)->addObjectFile(
+            llvm::MemoryBuffer::getMemBufferCopy(object, "tsl-object"))) {
+      error = errorText(std::move(err));
+      return false;
+    }
   auto table = (*jit)->lookup("tsl_rt_table");
   if (!table) {
     error = errorText(table.takeError());

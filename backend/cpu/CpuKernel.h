@@ -19,9 +19,33 @@ struct Dispatcher;
 struct VariantCode;
 } // namespace rt
 
-/// Functions with more ops than this are compiled one run of ops per LLVM
-/// function (LLVM's optimizer is superlinear on one huge function).
-inline constexpr size_t kOutlineOpsAbove = 256;
+/// Functions with more ops than this are compiled one kernel (op or row
+/// group) per LLVM function, each distinct kernel once: LLVM's optimizer is
+/// superlinear on one big function, and the layers of a stack share their
+/// kernels. 0: always (measured: even a single encoder layer compiles in
+/// half the time, and runs as fast).
+inline constexpr size_t kOutlineOpsAbove = 0;
+
+/// Where the objects of single kernels are kept between compiles, so that
+/// an edit recompiles only the kernels it changed. Keys are hex digests of
+/// a kernel's code; implementations add what else the object depends on
+/// (the compiler build, the target) and must be safe to call from one
+/// thread at a time.
+class KernelObjectCache {
+public:
+  virtual ~KernelObjectCache() = default;
+  /// The object stored under \p key; false when there is none (or it is
+  /// unusable).
+  virtual bool load(const std::string &key, std::string &object) = 0;
+  /// Stores \p object under \p key; failures are the cache's to report.
+  virtual void store(const std::string &key, const std::string &object) = 0;
+};
+
+/// Several object files as one string (for caches that keep one entry per
+/// compile), and back. unpackObjects is false on malformed input.
+std::string packObjects(const std::vector<std::string> &objects);
+bool unpackObjects(const std::string &packed,
+                   std::vector<std::string> &objects);
 
 /// Lowers \p fn to LLVM IR text (for `tslc emit --emit=llvm`). Returns
 /// false with \p error when an op is not supported by the backend.
@@ -41,14 +65,17 @@ bool buildSharedLibrary(const std::vector<Function> &fns,
 /// target triple, the host CPU and its features (cache keys).
 std::string hostTargetId();
 
-/// Compiles \p fns ahead of time into a relocatable object (in memory) and
-/// the manifest describing its variants (the on-disk compile cache).
-bool compileObject(const std::vector<Function> &fns, std::string &object,
-                   std::string &manifest, std::string &error);
-/// Loads an object made by compileObject into a JIT session and returns its
+/// Compiles \p fns ahead of time into relocatable objects (in memory, one
+/// per distinct kernel and one for the rest) and the manifest describing
+/// their variants (the on-disk compile cache). Kernels found in \p cache
+/// (may be null) are not compiled again; new ones are stored there.
+bool compileObject(const std::vector<Function> &fns,
+                   std::vector<std::string> &objects, std::string &manifest,
+                   std::string &error, KernelObjectCache *cache = nullptr);
+/// Loads objects made by compileObject into a JIT session and returns their
 /// variants by function name. Fails (never crashes) on a bad manifest.
 bool loadObjectVariants(
-    const std::string &object, const std::string &manifest,
+    const std::vector<std::string> &objects, const std::string &manifest,
     std::vector<std::pair<std::string, rt::VariantCode>> &out,
     std::string &error);
 

@@ -21,6 +21,13 @@
 
 namespace tsl {
 
+namespace {
+/// The per-kernel object cache in the cache directory \p dir (kept open by
+/// the caller while the cache is used).
+std::unique_ptr<KernelObjectCache> directoryKernelCache(int dir,
+                                                        std::string dirPath);
+} // namespace
+
 JitCompiler::JitCompiler(std::string path)
     : path_(std::move(path)), diags_(sm_, diagnosticText_),
       loader_(sm_, diags_) {}
@@ -124,15 +131,20 @@ bool JitCompiler::compile(const std::string &function,
     ::close(dir);
     return true;
   }
-  std::string object, manifest;
-  if (!compileObject({fn}, object, manifest, error)) {
+  // A miss still takes every kernel compiled before (by any function or
+  // an earlier version of this source) from the per-kernel cache.
+  std::vector<std::string> objects;
+  std::string manifest;
+  bool compiled = compileObject({fn}, objects, manifest, error,
+                                directoryKernelCache(dir, dirPath).get());
+  if (!compiled) {
     ::close(dir);
     return false;
   }
-  storeCached(dir, dirPath, key, request, object, manifest);
+  storeCached(dir, dirPath, key, request, packObjects(objects), manifest);
   ::close(dir);
   std::vector<std::pair<std::string, rt::VariantCode>> variants;
-  if (!loadObjectVariants(object, manifest, variants, error) ||
+  if (!loadObjectVariants(objects, manifest, variants, error) ||
       variants.empty())
     return false;
   out = std::move(variants[0].second);
@@ -267,6 +279,59 @@ int writeEntryFile(int dir, const std::string &name, const std::string &data) {
   return err;
 }
 
+/// Kernel objects as files `k<digest>.kernel` of the cache directory, each
+/// ending in the digest of what it was made for and of its bytes (a file
+/// that was cut short, altered or copied from another key is a miss).
+class DirectoryKernelCache : public KernelObjectCache {
+public:
+  DirectoryKernelCache(int dir, std::string dirPath)
+      : dir_(dir), dirPath_(std::move(dirPath)) {}
+
+  bool load(const std::string &key, std::string &object) override {
+    std::string data, problem;
+    if (!readEntryFile(dir_, fileName(key), data, problem) ||
+        data.size() < kDigestChars)
+      return false;
+    object = data.substr(0, data.size() - kDigestChars);
+    if (data.compare(object.size(), kDigestChars, digest(key, object)) != 0) {
+      std::fprintf(stderr,
+                   "[tsl] compile cache: kernel %s is corrupt; rebuilding it\n",
+                   fileName(key).c_str());
+      return false;
+    }
+    return true;
+  }
+
+  void store(const std::string &key, const std::string &object) override {
+    if (int err =
+            writeEntryFile(dir_, fileName(key), object + digest(key, object)))
+      warnOnce("write " + dirPath_, "cannot write to '" + dirPath_ + "' (" +
+                                        errnoText(err) +
+                                        "); compiled code is not cached");
+  }
+
+private:
+  static constexpr size_t kDigestChars = 64;
+  /// What an object depends on besides its code: the compiler and target.
+  static std::string context(const std::string &key) {
+    return "tsl kernel 1\ncompiler " + compilerBuildId() + "\ntarget " +
+           hostTargetId() + "\nkernel " + key + "\n";
+  }
+  static std::string fileName(const std::string &key) {
+    return "k" + rt::sha256Hex(context(key)).substr(0, 32) + ".kernel";
+  }
+  static std::string digest(const std::string &key, const std::string &object) {
+    return rt::sha256Hex(context(key) + object);
+  }
+  int dir_;
+  std::string dirPath_;
+};
+
+std::unique_ptr<KernelObjectCache> directoryKernelCache(int dir,
+                                                        std::string dirPath) {
+  return std::make_unique<DirectoryKernelCache>(dir, std::move(dirPath));
+}
+
 /// The digest an entry's key file records: of the request, the manifest
 /// and the object, each preceded by its length.
 std::string entryDigest(const std::string &request, const std::string &manifest,
@@ -392,7 +457,7 @@ std::string JitCompiler::cacheRequest(const std::string &function,
     sources.update(name);
     sources.update(text);
   }
-  std::string text = "tsl 0.1.0 cache 2\ncompiler " + compilerBuildId() +
+  std::string text = "tsl 0.1.0 cache 3\ncompiler " + compilerBuildId() +
                      "\ntarget " + hostTargetId() + "\nsources " +
                      sources.finishHex() + "\nfunction " + function + "\n";
   for (const rt::CallArg &a : args) {
@@ -442,9 +507,12 @@ bool JitCompiler::loadCached(int dir, const std::string &key,
   std::string mismatch = manifestMismatch(manifest, function, args);
   if (!mismatch.empty())
     return ignore("is not for this request: " + mismatch);
+  std::vector<std::string> objects;
+  if (!unpackObjects(object, objects))
+    return ignore("is corrupt");
   std::vector<std::pair<std::string, rt::VariantCode>> variants;
   std::string error;
-  if (!loadObjectVariants(object, manifest, variants, error) ||
+  if (!loadObjectVariants(objects, manifest, variants, error) ||
       variants.empty() || variants[0].first != function)
     return ignore("does not load (" + error + ")");
   out = std::move(variants[0].second);

@@ -1,0 +1,97 @@
+// The host target machine and the optimization pipeline (HostTarget.h).
+#include "backend/cpu/HostTarget.h"
+
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/DynamicLibrary.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
+
+#include <cstdlib>
+#include <mutex>
+
+namespace tsl {
+
+void initializeLLVM() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    // The vector math the optimizer may call (see optimize()).
+    llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1");
+  });
+}
+
+std::string errorText(llvm::Error err) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << err;
+  return os.str();
+}
+
+void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder pb(&tm, tuning);
+  // Vectorized exp/log/sin/cos/... from glibc's libmvec.
+  llvm::TargetLibraryInfoImpl tlii(tm.getTargetTriple());
+  tlii.addVectorizableFunctionsFromVecLib(
+      llvm::TargetLibraryInfoImpl::LIBMVEC_X86, tm.getTargetTriple());
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm =
+      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(m, mam);
+}
+
+llvm::Expected<llvm::orc::JITTargetMachineBuilder> targetMachineBuilder() {
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!jtmb)
+    return jtmb;
+  if (const char *cpu = std::getenv("TSL_TARGET_CPU"); cpu && *cpu) {
+    jtmb->setCPU(cpu);
+    jtmb->getFeatures() = llvm::SubtargetFeatures();
+  }
+  return jtmb;
+}
+
+std::unique_ptr<llvm::TargetMachine> targetMachine(bool pic,
+                                                   std::string &error) {
+  auto jtmb = targetMachineBuilder();
+  if (!jtmb) {
+    error = errorText(jtmb.takeError());
+    return nullptr;
+  }
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  if (pic)
+    jtmb->setRelocationModel(llvm::Reloc::PIC_);
+  auto tm = jtmb->createTargetMachine();
+  if (!tm) {
+    error = errorText(tm.takeError());
+    return nullptr;
+  }
+  return std::move(*tm);
+}
+
+void prepareAndOptimize(llvm::Module &m, llvm::TargetMachine &tm) {
+  m.setDataLayout(tm.createDataLayout());
+  m.setTargetTriple(tm.getTargetTriple().str());
+  for (llvm::Function &f : m)
+    if (!f.isDeclaration()) {
+      f.addFnAttr("target-cpu", tm.getTargetCPU());
+      f.addFnAttr("target-features", tm.getTargetFeatureString());
+    }
+  optimize(m, tm);
+}
+
+} // namespace tsl

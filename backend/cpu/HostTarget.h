@@ -1,0 +1,39 @@
+#pragma once
+/// \file Private to backend/cpu (it includes LLVM): the host target machine
+/// and the optimization pipeline every CPU compile path shares.
+
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <memory>
+#include <string>
+
+namespace tsl {
+
+/// Registers the native target once per process (thread-safe) and loads
+/// libmvec, whose vector math the optimizer may call.
+void initializeLLVM();
+
+/// The text of \p err (consumed).
+std::string errorText(llvm::Error err);
+
+/// Runs the O3 pipeline for the module's target (vectorization included).
+void optimize(llvm::Module &m, llvm::TargetMachine &tm);
+
+/// The host, or the CPU named by $TSL_TARGET_CPU (for example x86-64-v3 or
+/// skylake-avx512; its own features, not the host's).
+llvm::Expected<llvm::orc::JITTargetMachineBuilder> targetMachineBuilder();
+
+/// A target machine for the selected CPU (position-independent when \p pic,
+/// for shared libraries). Null with \p error when LLVM cannot target it.
+/// A target machine is not shared between threads.
+std::unique_ptr<llvm::TargetMachine> targetMachine(bool pic,
+                                                   std::string &error);
+
+/// Sets the module's target, tags its functions with the CPU and features,
+/// and optimizes it.
+void prepareAndOptimize(llvm::Module &m, llvm::TargetMachine &tm);
+
+} // namespace tsl

@@ -1,0 +1,242 @@
+// Compiling a lowered module one kernel at a time (ObjectCompiler.h).
+#include "backend/cpu/ObjectCompiler.h"
+#include "backend/cpu/HostTarget.h"
+#include "runtime/FunctionTable.h"
+#include "runtime/Sha256.h"
+
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <sched.h>
+#include <thread>
+
+namespace tsl {
+
+namespace {
+
+/// One object to make: its module as bitcode (which moves it to a worker's
+/// own context) and its cache key.
+struct Unit {
+  std::string bitcode;
+  std::string key;
+  std::string object;
+  std::string error;
+  bool cached = false;
+};
+
+std::string bitcodeOf(const llvm::Module &m) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::WriteBitcodeToFile(m, os);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+/// Drops declarations nothing in \p m uses, so that a kernel's unit (and
+/// its cache key) holds only what the kernel needs.
+void dropUnused(llvm::Module &m) {
+  for (llvm::Function &f : llvm::make_early_inc_range(m))
+    if (f.isDeclaration() && f.use_empty())
+      f.eraseFromParent();
+  for (llvm::GlobalVariable &g : llvm::make_early_inc_range(m.globals()))
+    if ((g.isDeclaration() || g.hasLocalLinkage()) && g.use_empty())
+      g.eraseFromParent();
+}
+
+/// The unit of kernel \p f: a copy of \p m with only \p f and the constants
+/// it reads defined; \p f is exported (hidden) for the rest to call.
+std::unique_ptr<llvm::Module> kernelUnit(const llvm::Module &m,
+                                         const llvm::Function &f) {
+  llvm::ValueToValueMapTy map;
+  std::unique_ptr<llvm::Module> unit =
+      llvm::CloneModule(m, map, [&](const llvm::GlobalValue *g) {
+        if (g == &f)
+          return true;
+        auto *var = llvm::dyn_cast<llvm::GlobalVariable>(g);
+        return var && var->hasLocalLinkage(); // messages it may report
+      });
+  llvm::Function *copy = unit->getFunction(f.getName());
+  copy->setLinkage(llvm::GlobalValue::ExternalLinkage);
+  copy->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  dropUnused(*unit);
+  return unit;
+}
+
+bool compileUnit(Unit &u, bool pic) {
+  llvm::LLVMContext ctx;
+  auto m =
+      llvm::parseBitcodeFile(llvm::MemoryBufferRef(u.bitcode, "tsl-unit"), ctx);
+  if (!m) {
+    u.error = "internal error: " + errorText(m.takeError());
+    return false;
+  }
+  std::unique_ptr<llvm::TargetMachine> tm = targetMachine(pic, u.error);
+  if (!tm)
+    return false;
+  prepareAndOptimize(**m, *tm);
+  llvm::SmallString<0> buffer;
+  {
+    llvm::raw_svector_ostream os(buffer);
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr,
+                                llvm::CodeGenFileType::ObjectFile)) {
+      u.error = "the host target cannot emit object files";
+      return false;
+    }
+    pm.run(**m);
+  }
+  u.object.assign(buffer.begin(), buffer.end());
+  return true;
+}
+
+/// Compiles the units not taken from the cache on up to \p threads threads
+/// (this one included); returns how many threads ran.
+unsigned compileAll(std::vector<Unit> &units, bool pic, unsigned threads) {
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < units.size(); ++i)
+    if (!units[i].cached)
+      todo.push_back(i);
+  threads = static_cast<unsigned>(
+      std::max<size_t>(1, std::min<size_t>(threads, todo.size())));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < todo.size();)
+      compileUnit(units[todo[i]], pic);
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t)
+    pool.emplace_back(work);
+  work();
+  for (std::thread &t : pool)
+    t.join();
+  return threads;
+}
+
+} // namespace
+
+unsigned compileThreads() {
+  if (const char *env = std::getenv("TSL_COMPILE_THREADS"); env && *env) {
+    char *end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    if (*end == 0 && n > 0)
+      return static_cast<unsigned>(std::min<long>(n, 1024));
+  }
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return static_cast<unsigned>(CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+bool compileToObjects(std::unique_ptr<llvm::Module> m, bool pic,
+                      KernelObjectCache *cache,
+                      std::vector<std::string> &objects, std::string &error,
+                      ObjectCompileStats *stats) {
+  auto start = std::chrono::steady_clock::now();
+  initializeLLVM();
+  std::vector<llvm::Function *> kernels;
+  ObjectCompileStats s;
+  for (llvm::Function &f : *m)
+    if (!f.isDeclaration() && f.getName().starts_with(kKernelFunctionPrefix)) {
+      kernels.push_back(&f);
+      s.kernelCalls += f.getNumUses();
+    }
+  std::vector<Unit> units(kernels.size() + 1);
+  for (size_t k = 0; k < kernels.size(); ++k)
+    units[k + 1].bitcode = bitcodeOf(*kernelUnit(*m, *kernels[k]));
+  // The rest calls the kernels, now defined in their own units.
+  for (llvm::Function *f : kernels) {
+    f->deleteBody();
+    f->setLinkage(llvm::GlobalValue::ExternalLinkage);
+    f->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  }
+  units[0].bitcode = bitcodeOf(*m);
+  m.reset();
+  std::string flavour = pic ? "pic\n" : "static\n";
+  for (Unit &u : units) {
+    u.key = rt::sha256Hex(flavour + u.bitcode);
+    u.cached = cache && cache->load(u.key, u.object);
+    s.fromCache += u.cached;
+  }
+  s.threads = compileAll(units, pic, compileThreads());
+  objects.clear();
+  for (Unit &u : units) {
+    if (!u.error.empty()) {
+      error = u.error;
+      return false;
+    }
+    if (cache && !u.cached)
+      cache->store(u.key, u.object);
+    objects.push_back(std::move(u.object));
+  }
+  s.kernels = kernels.size();
+  s.units = units.size();
+  s.milliseconds = std::chrono::duration<double, std::milli>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  if (stats)
+    *stats = s;
+  if (rt::LogFlags::fromEnvironment().perf)
+    std::fprintf(stderr,
+                 "[tsl] perf: %zu kernel calls, %zu distinct kernels; %zu of "
+                 "%zu objects from the cache; compiled on %u threads in %.1f "
+                 "ms\n",
+                 s.kernelCalls, s.kernels, s.fromCache, s.units, s.threads,
+                 s.milliseconds);
+  return true;
+}
+
+std::string packObjects(const std::vector<std::string> &objects) {
+  std::string out = "tsl objects " + std::to_string(objects.size()) + "\n";
+  for (const std::string &o : objects)
+    out += std::to_string(o.size()) + "\n";
+  for (const std::string &o : objects)
+    out += o;
+  return out;
+}
+
+bool unpackObjects(const std::string &packed,
+                   std::vector<std::string> &objects) {
+  objects.clear();
+  size_t pos = 0;
+  auto number = [&](size_t &n) {
+    size_t end = packed.find('\n', pos);
+    if (end == std::string::npos || end == pos || end - pos > 19)
+      return false;
+    n = 0;
+    for (size_t i = pos; i < end; ++i) {
+      if (packed[i] < '0' || packed[i] > '9')
+        return false;
+      n = n * 10 + static_cast<size_t>(packed[i] - '0');
+    }
+    pos = end + 1;
+    return true;
+  };
+  const std::string magic = "tsl objects ";
+  if (packed.compare(0, magic.size(), magic) != 0)
+    return false;
+  pos = magic.size();
+  size_t count = 0;
+  if (!number(count) || count > packed.size())
+    return false;
+  std::vector<size_t> sizes(count);
+  for (size_t &n : sizes)
+    if (!number(n))
+      return false;
+  for (size_t n : sizes) {
+    if (n > packed.size() - pos)
+      return false;
+    objects.push_back(packed.substr(pos, n));
+    pos += n;
+  }
+  return pos == packed.size();
+}
+
+} // namespace tsl
