@@ -130,7 +130,7 @@ bool loadInput(const Options &o, bool needIr, SourceManager &sm,
                DiagnosticEngine &diags, ModuleLoader &loader, EmitInput &in) {
   if (isIrFile(o.files[0])) {
     if (!o.args.empty()) {
-      usageError("--arg does not apply to a .tslir file (its IR is already "
+      usageError("emit takes no --arg for a .tslir file (its IR is already "
                  "a variant)");
       return false;
     }

@@ -143,8 +143,8 @@ static bool selectFromIr(const Options &o, bool withData, SourceManager &sm,
     return false;
   }
   if (!withData && !o.args.empty()) {
-    usageError("--arg does not apply here to a .tslir file (its IR is "
-               "already a variant)");
+    usageError(o.command + " takes no --arg for a .tslir file (its IR is "
+                           "already a variant)");
     return false;
   }
   if (!parseArgs(o, withData, args))

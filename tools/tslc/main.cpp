@@ -190,6 +190,24 @@ int cmdRunCalls(const Options &o) {
   return 0;
 }
 
+/// Prints the latency statistics of `tslc bench` (\p ms: each call's time,
+/// at least one) and the throughput over \p totalSeconds.
+void printLatency(const std::vector<double> &ms, double totalSeconds) {
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  auto pct = [&](double p) {
+    return sorted[std::min(sorted.size() - 1,
+                           static_cast<size_t>(p * sorted.size()))];
+  };
+  double mean = 0;
+  for (double v : ms)
+    mean += v / ms.size();
+  std::printf("[tsl] Latency: min = %.4f ms, mean = %.4f ms, median = %.4f ms, "
+              "p90 = %.4f ms, p99 = %.4f ms (%zu calls)\n",
+              sorted.front(), mean, pct(0.5), pct(0.9), pct(0.99), ms.size());
+  std::printf("[tsl] Throughput: %.1f qps\n", ms.size() / totalSeconds);
+}
+
 /// `tslc bench`: compile through the runtime (the first call), warm up,
 /// then time calls; prints latency statistics the way trtexec does.
 int cmdBench(const Options &o) {
@@ -280,21 +298,9 @@ int cmdBench(const Options &o) {
   double total =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  std::vector<double> sorted = ms;
-  std::sort(sorted.begin(), sorted.end());
-  auto pct = [&](double p) {
-    return sorted[std::min(sorted.size() - 1,
-                           static_cast<size_t>(p * sorted.size()))];
-  };
-  double mean = 0;
-  for (double v : ms)
-    mean += v / ms.size();
   std::printf("[tsl] first call (compile + run): %.2f ms, variants: %zu\n",
               compileMs, table.numVariants());
-  std::printf("[tsl] Latency: min = %.4f ms, mean = %.4f ms, median = %.4f ms, "
-              "p90 = %.4f ms, p99 = %.4f ms (%zu calls)\n",
-              sorted.front(), mean, pct(0.5), pct(0.9), pct(0.99), ms.size());
-  std::printf("[tsl] Throughput: %.1f qps\n", ms.size() / total);
+  printLatency(ms, total);
   for (void *p : onDevice)
     options.device->release(p);
   return 0;
