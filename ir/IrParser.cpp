@@ -1,5 +1,6 @@
 #include "ir/IrText.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -26,23 +27,32 @@ public:
     }
   }
 
-  std::string error;
+  std::string error;      ///< the first failure's message (empty: none)
+  size_t errorOffset = 0; ///< where it is, a byte offset into the text
+  size_t errorLength = 0; ///< how many bytes it spans (0: a position)
 
 private:
   const std::string &text;
   size_t pos = 0;
+  /// Where the last name, integer, string or balanced text began.
+  size_t tokenStart = 0;
   std::unordered_map<std::string, ValueId> names;
 
-  unsigned line() const {
-    unsigned l = 1;
-    for (size_t i = 0; i < pos && i < text.size(); ++i)
-      l += text[i] == '\n';
-    return l;
-  }
-  bool fail(const std::string &msg) {
-    if (error.empty())
-      error = "line " + std::to_string(line()) + ": " + msg;
+  /// Records the first failure, at the current position.
+  bool fail(const std::string &msg) { return failAt(pos, 0, msg); }
+  /// Records the first failure, spanning [at, at + length).
+  bool failAt(size_t at, size_t length, const std::string &msg) {
+    if (error.empty()) {
+      error = msg;
+      errorOffset = std::min(at, text.size());
+      errorLength = std::min(length, text.size() - errorOffset);
+    }
     return false;
+  }
+  /// Fails spanning the last token (see tokenStart), which must end at the
+  /// current position.
+  bool failToken(const std::string &msg) {
+    return failAt(tokenStart, pos - tokenStart, msg);
   }
   void skipSpace() {
     while (pos < text.size()) {
@@ -81,7 +91,7 @@ private:
   }
   bool ident(std::string &out) {
     skipSpace();
-    size_t start = pos;
+    size_t start = tokenStart = pos;
     while (pos < text.size() &&
            (std::isalnum(static_cast<unsigned char>(text[pos])) ||
             text[pos] == '_'))
@@ -93,7 +103,7 @@ private:
   }
   bool integer(int64_t &out) {
     skipSpace();
-    size_t start = pos;
+    size_t start = tokenStart = pos;
     if (pos < text.size() && text[pos] == '-')
       ++pos;
     while (pos < text.size() &&
@@ -101,17 +111,18 @@ private:
       ++pos;
     std::string s = text.substr(start, pos - start);
     if (s.empty() || s == "-")
-      return fail("expected an integer");
+      return failAt(start, 0, "expected an integer");
     errno = 0;
     out = std::strtoll(s.c_str(), nullptr, 10);
     if (errno == ERANGE)
-      return fail("integer out of range");
+      return failToken("integer out of range");
     return true;
   }
   bool string(std::string &out) {
     skipSpace();
     if (pos >= text.size() || text[pos] != '"')
       return fail("expected a string");
+    tokenStart = pos;
     ++pos;
     out.clear();
     while (pos < text.size() && text[pos] != '"') {
@@ -124,14 +135,14 @@ private:
       ++pos;
     }
     if (pos >= text.size())
-      return fail("unterminated string");
+      return failAt(tokenStart, 1, "unterminated string");
     ++pos;
     return true;
   }
   /// Text up to a top-level stop character (not consumed).
   std::string balanced(const char *stops) {
     skipSpace();
-    size_t start = pos;
+    size_t start = tokenStart = pos;
     int depth = 0;
     while (pos < text.size()) {
       char c = text[pos];
@@ -156,7 +167,8 @@ private:
   bool expr(SymExpr &out, const char *stops) {
     std::string s = balanced(stops), err;
     if (!parseSymExpr(s, out, err))
-      return fail("bad size expression '" + s + "': " + err);
+      return failAt(tokenStart, s.size(),
+                    "bad size expression '" + s + "': " + err);
     return true;
   }
   bool type(TensorType &out) {
@@ -165,7 +177,7 @@ private:
       return false;
     auto dt = parseDType(name);
     if (!dt)
-      return fail("unknown element type '" + name + "'");
+      return failToken("unknown element type '" + name + "'");
     out.dtype = *dt;
     out.dims.clear();
     if (!expect("["))
@@ -191,7 +203,8 @@ private:
       return false;
     auto it = names.find(n);
     if (it == names.end())
-      return fail("use of undefined value %" + n);
+      return failAt(tokenStart - 1, n.size() + 1,
+                    "use of undefined value %" + n);
     out = it->second;
     return true;
   }
@@ -220,18 +233,18 @@ private:
       return true;
     }
     if (s.empty())
-      return fail("expected a number");
+      return failAt(tokenStart, 0, "expected a number");
     char *end = nullptr;
     if (s.find_first_of(".eE") == std::string::npos) {
       errno = 0;
       long long v = std::strtoll(s.c_str(), &end, 10);
       if (*end || errno == ERANGE)
-        return fail("bad integer '" + s + "'");
+        return failAt(tokenStart, s.size(), "bad integer '" + s + "'");
       out = Number::ofInt(v);
     } else {
       double v = std::strtod(s.c_str(), &end);
       if (*end)
-        return fail("bad number '" + s + "'");
+        return failAt(tokenStart, s.size(), "bad number '" + s + "'");
       out = Number::ofFloat(v);
     }
     return true;
@@ -265,7 +278,7 @@ private:
         return false;
       auto dt = parseDType(n);
       if (!dt)
-        return fail("unknown element type '" + n + "'");
+        return failToken("unknown element type '" + n + "'");
       out = *dt;
     } else if (kind == "expr") {
       SymExpr e;
@@ -304,7 +317,8 @@ private:
       std::string s = balanced(",}"), err;
       SymCond c;
       if (!parseSymCond(s, c, err))
-        return fail("bad condition '" + s + "': " + err);
+        return failAt(tokenStart, s.size(),
+                      "bad condition '" + s + "': " + err);
       out = c;
     } else if (kind == "str") {
       std::string s;
@@ -333,11 +347,12 @@ private:
     else if (kind == "auto")
       s.kind = DimKind::Auto;
     else
-      return fail("unknown dim kind '" + kind + "'");
+      return failToken("unknown dim kind '" + kind + "'");
     while (!atLineEnd()) {
       std::string key;
       if (!ident(key))
         return false;
+      size_t keyStart = tokenStart;
       if (key == "int") {
         s.isInt = true;
         continue;
@@ -365,7 +380,8 @@ private:
       else if (key == "multiple_of")
         s.multipleOf = v;
       else
-        return fail("unknown symbol property '" + key + "'");
+        return failAt(keyStart, key.size(),
+                      "unknown symbol property '" + key + "'");
     }
     fn.symbols.push_back(s);
     return true;
@@ -392,9 +408,10 @@ private:
     std::string opName;
     if (!ident(opName))
       return false;
+    size_t opStart = tokenStart;
     auto code = lookupOp(opName);
     if (!code)
-      return fail("unknown op '" + opName + "'");
+      return failToken("unknown op '" + opName + "'");
     op.code = *code;
     const OpInfo &info = opInfo(*code);
     if (!expect("("))
@@ -421,7 +438,8 @@ private:
           if (s.name == name)
             spec = &s;
         if (!spec)
-          return fail("op '" + opName + "' has no attribute '" + name + "'");
+          return failAt(tokenStart, name.size(),
+                        "op '" + opName + "' has no attribute '" + name + "'");
         Attr value;
         if (!attrValue(spec->kind, value))
           return false;
@@ -433,8 +451,9 @@ private:
       }
     }
     if (resultNames.size() != static_cast<size_t>(info.numResults))
-      return fail("op '" + opName + "' has " + std::to_string(info.numResults) +
-                  " results");
+      return failAt(opStart, opName.size(),
+                    "op '" + opName + "' has " +
+                        std::to_string(info.numResults) + " results");
     if (!resultNames.empty()) {
       if (!expect(":"))
         return false;
@@ -445,7 +464,8 @@ private:
         if (!type(t))
           return false;
         if (names.count(resultNames[i]))
-          return fail("value %" + resultNames[i] + " is defined twice");
+          return failAt(opStart, opName.size(),
+                        "value %" + resultNames[i] + " is defined twice");
         ValueId v = fn.addValue(t);
         names[resultNames[i]] = v;
         op.results.push_back(v);
@@ -466,10 +486,14 @@ private:
         Param p;
         if (accept("%")) {
           TensorType t;
-          if (!ident(p.name) || !expect(":") || !type(t))
+          if (!ident(p.name))
+            return false;
+          size_t nameStart = tokenStart;
+          if (!expect(":") || !type(t))
             return false;
           if (names.count(p.name))
-            return fail("parameter %" + p.name + " is defined twice");
+            return failAt(nameStart - 1, p.name.size() + 1,
+                          "parameter %" + p.name + " is defined twice");
           p.value = fn.addValue(t, p.name);
           names[p.name] = p.value;
         } else {
@@ -504,7 +528,7 @@ private:
       return false;
     for (;;) {
       if (accept("}"))
-        return fail("missing return");
+        return failAt(pos - 1, 1, "missing return");
       if (accept("symbol")) {
         if (!symbolLine(fn))
           return false;
@@ -515,7 +539,9 @@ private:
           return false;
         continue;
       }
-      if (accept("return")) {
+      if (peek("return")) {
+        size_t returnStart = pos;
+        pos += 6;
         skipSpace();
         while (peek("%")) {
           ValueId v;
@@ -526,14 +552,16 @@ private:
             break;
         }
         if (fn.results.size() != resultTypes.size())
-          return fail("return gives " + std::to_string(fn.results.size()) +
-                      " values but the signature declares " +
-                      std::to_string(resultTypes.size()));
+          return failAt(returnStart, 6,
+                        "return gives " + std::to_string(fn.results.size()) +
+                            " values but the signature declares " +
+                            std::to_string(resultTypes.size()));
         for (size_t i = 0; i < resultTypes.size(); ++i)
           if (!(fn.type(fn.results[i]) == resultTypes[i]))
-            return fail("returned value " + std::to_string(i) + " has type " +
-                        fn.type(fn.results[i]).str() + ", the signature says " +
-                        resultTypes[i].str());
+            return failAt(returnStart, 6,
+                          "returned value " + std::to_string(i) + " has type " +
+                              fn.type(fn.results[i]).str() +
+                              ", the signature says " + resultTypes[i].str());
         return expect("}");
       }
       std::vector<std::string> results;
@@ -555,11 +583,29 @@ private:
 
 } // namespace
 
-bool parseModule(const std::string &text, Module &out, std::string &error) {
+bool parseModule(const std::string &text, Module &out, IrParseError &error) {
   IrParser p(text);
   if (p.parse(out))
     return true;
-  error = p.error;
+  error.message = p.error;
+  error.offset = p.errorOffset;
+  error.length = p.errorLength;
+  error.line = 1;
+  size_t lineStart = 0;
+  for (size_t i = 0; i < p.errorOffset; ++i)
+    if (text[i] == '\n') {
+      ++error.line;
+      lineStart = i + 1;
+    }
+  error.col = static_cast<unsigned>(p.errorOffset - lineStart + 1);
+  return false;
+}
+
+bool parseModule(const std::string &text, Module &out, std::string &error) {
+  IrParseError located;
+  if (parseModule(text, out, located))
+    return true;
+  error = "line " + std::to_string(located.line) + ": " + located.message;
   return false;
 }
 

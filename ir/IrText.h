@@ -4,6 +4,7 @@
 
 #include "ir/Function.h"
 
+#include <cstddef>
 #include <string>
 
 namespace tsl {
@@ -13,8 +14,24 @@ std::string printFunction(const Function &fn);
 /// Prints every function of a module, separated by blank lines.
 std::string printModule(const Module &module);
 
-/// Parses the textual IR. Returns false with \p error ("line L: ...") on
-/// malformed text; never crashes on any input.
+/// Where and why IR text failed to parse.
+struct IrParseError {
+  std::string message; ///< lower case, no location ("unknown op 'nope'")
+  size_t offset = 0;   ///< byte offset of the error in the text
+  size_t length = 0;   ///< bytes the offending token spans (0: a position)
+  unsigned line = 0;   ///< 1-based line of `offset`
+  unsigned col = 0;    ///< 1-based column of `offset` (bytes)
+};
+
+/// Parses the textual IR (any number of functions) and appends them to
+/// \p out. Returns false on malformed text with the first error and its
+/// location in \p error (an error at the end of the text has offset
+/// text.size()); \p out then holds the functions parsed before the bad one.
+/// Never crashes on any input. The functions are not verified
+/// (verifyFunction).
+bool parseModule(const std::string &text, Module &out, IrParseError &error);
+
+/// parseModule with the error as one string, "line L: message".
 bool parseModule(const std::string &text, Module &out, std::string &error);
 
 } // namespace tsl

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Soak run of the random differential test (tests/unit/backend/
+# Soak run of the random differential test (tests/unit/driver/
 # DifferentialTest.cpp): interpreter vs CPU vs CPU outlined vs GPU emulator,
 # native guard matcher vs the interpreter's binding, over many random
 # program x shape pairs. CI runs 10,000; this runs a million by default.
@@ -14,6 +14,6 @@ echo "soak: $pairs pairs, seed $seed (rerun with: scripts/soak.sh $pairs $seed)"
 start=$(date +%s)
 status=0
 TSL_CACHE_DIR=off TSL_DIFF_PAIRS=$pairs TSL_DIFF_SEED=$seed \
-  "$build/bin/tsl_unit_tests" --gtest_filter=Differential.RandomProgramsAtManyShapes || status=$?
+  "$build/bin/tsl_unit_driver" --gtest_filter=Differential.RandomProgramsAtManyShapes || status=$?
 echo "soak: $(( $(date +%s) - start )) s, exit status $status"
 exit "$status"

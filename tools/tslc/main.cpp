@@ -1,15 +1,12 @@
 // tslc: the TSL compiler driver. Exit status: 0 on success, 1 on any error
 // (bad input, bad arguments, failed run-time checks).
+#include "tools/tslc/Tslc.h"
+
 #include "backend/cpu/CpuKernel.h"
 #include "backend/nvptx/GpuKernel.h"
-#include "frontend/AstPrinter.h"
-#include "frontend/Parser.h"
-#include "ir/IrText.h"
 #include "ir/TensorIO.h"
-#include "ir/Verifier.h"
 #include "runtime/FunctionTable.h"
 #include "runtime/GpuDevice.h"
-#include "tools/driver/Driver.h"
 #include "tools/driver/JitCompiler.h"
 
 #include <algorithm>
@@ -28,6 +25,10 @@ namespace {
 
 const char *kUsage = R"(usage: tslc <command> [options]
 
+FILE is TSL source (.tsl) or IR text (.tslir, as emit --emit=ir prints it); check,
+run, emit, build and guards take either (IR text is already a variant: --arg gives
+only the values to run it on).
+
 commands:
   check FILE...                     parse and check every function (exit 0 when clean)
   run FILE --fn NAME --arg NAME=VALUE... [--backend B] [-o OUT.npy]
@@ -35,19 +36,21 @@ commands:
                                     cpu (default), interp (the reference interpreter), cuda
                                     (the first NVIDIA GPU) or gpu-emulator (the GPU kernels
                                     run on the CPU, threads simulated: a test device)
-  run FILE --fn NAME --calls CALLS [--stats]
+  run FILE.tsl --fn NAME --calls CALLS [--stats]
                                     one call per line of CALLS (NAME=VALUE...) through the
                                     runtime's variant table; --stats prints compiles as JSON
-  emit FILE --emit=ast|ir|llvm|asm|ptx [--fn NAME] [--arg NAME=VALUE...]
-                                    print the AST, or the IR (symbolic without --arg);
-                                    ptx (or --target nvptx --emit=asm): the GPU kernels for
-                                    --arch sm_90 (default) or sm_80, -o to write a file
+  emit FILE --emit=STAGE[,STAGE...] [--fn NAME] [--arg NAME=VALUE...] [-o OUT]
+                                    print stages in pipeline order (a "==== STAGE ===="
+                                    line before each when several): ast, ir (symbolic
+                                    without --arg), llvm, asm (the host's), ptx (or
+                                    --target nvptx --emit=asm: the GPU kernels for --arch
+                                    sm_90, the default, or sm_80); -o writes a file
   build FILE --fn NAME --arg NAME=TYPE... -o OUT.so [--all-dynamic]
                                     compile ahead of time into a shared library the runtime
                                     loads without a compiler (tsl_module_load_aot);
                                     --target nvptx [--arch sm_80|sm_90] -o OUT.ptx: the GPU
                                     kernels as PTX
-  bench FILE --fn NAME --arg NAME=VALUE... [--backend cpu|cuda|gpu-emulator]
+  bench FILE.tsl --fn NAME --arg NAME=VALUE... [--backend cpu|cuda|gpu-emulator]
                                     compile, warm up, then latency min/mean/median/p90/p99
                                     (GPU: arguments copied to the device once; each call
                                     ends synchronized)
@@ -66,94 +69,16 @@ options:
   --version     the compiler version
 )";
 
-struct Options {
-  std::string command;
-  std::vector<std::string> files;
-  std::vector<std::string> importDirs; ///< -I DIR
-  std::string fn;
-  std::vector<std::string> args;
-  std::string emit;
-  std::string output;
-  std::string backend = "cpu";
-  std::string target; ///< "" (the host) or "nvptx"
-  std::string arch = "sm_90";
-  std::string calls;
-  bool json = false;
-  bool stats = false;
-  bool allDynamic = false;
-};
-
-bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
-  if (argc < 2) {
-    error = "missing command";
-    return false;
-  }
-  o.command = argv[1];
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const std::string &flag, std::string &out) {
-      if (a.rfind(flag + "=", 0) == 0) {
-        out = a.substr(flag.size() + 1);
-        return true;
-      }
-      if (a == flag) {
-        if (i + 1 >= argc) {
-          error = flag + " needs a value";
-          return false;
-        }
-        out = argv[++i];
-        return true;
-      }
-      return false;
-    };
-    std::string v;
-    if (a == "--json")
-      o.json = true;
-    else if (a == "--stats")
-      o.stats = true;
-    else if (a == "--all-dynamic")
-      o.allDynamic = true;
-    else if (value("--fn", o.fn) || value("--emit", o.emit) ||
-             value("-o", o.output) || value("--backend", o.backend) ||
-             value("--calls", o.calls) || value("--target", o.target) ||
-             value("--arch", o.arch)) {
-      if (!error.empty())
-        return false;
-    } else if (value("--arg", v)) {
-      o.args.push_back(v);
-    } else if (a.size() > 2 && a.rfind("-I", 0) == 0) {
-      o.importDirs.push_back(a.substr(2));
-    } else if (value("-I", v)) {
-      o.importDirs.push_back(v);
-    } else if (!error.empty()) {
-      return false;
-    } else if (!a.empty() && a[0] == '-') {
-      error = "unknown option '" + a + "'";
-      return false;
-    } else {
-      o.files.push_back(a);
-    }
-  }
-  return error.empty();
-}
-
-/// Applies the options that affect loading (-I).
-void configure(ModuleLoader &loader, const Options &o) {
-  for (const std::string &dir : o.importDirs)
-    loader.addImportDir(dir);
-}
-
-int usageError(const std::string &message) {
-  std::cerr << "tslc: error: " << message
-            << "\n(run 'tslc --help' for usage)\n";
-  return 1;
-}
-
 int cmdCheck(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (o.files.empty())
     return usageError("check needs at least one file");
   bool ok = true;
   for (const std::string &f : o.files) {
+    if (isIrFile(f)) {
+      Module module;
+      ok &= loadIrFile(f, sm, diags, module);
+      continue;
+    }
     ModuleLoader loader(sm, diags);
     configure(loader, o);
     const LoadedModule *m = loader.load(f);
@@ -165,19 +90,6 @@ int cmdCheck(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   }
   diags.finish();
   return ok && !diags.hasErrors() ? 0 : 1;
-}
-
-bool parseArgs(const Options &o, bool withData, std::vector<ArgSpec> &out) {
-  for (const std::string &a : o.args) {
-    ArgSpec spec;
-    std::string error;
-    if (!parseArgSpec(a, withData, spec, error)) {
-      usageError(error);
-      return false;
-    }
-    out.push_back(std::move(spec));
-  }
-  return true;
 }
 
 /// The runtime's arguments for the parameters \p names, in order, each from
@@ -278,19 +190,22 @@ int cmdRunCalls(const Options &o) {
   return 0;
 }
 
-/// Parses the `--arg` flags and compiles `--fn` of the one input file for
-/// them; reports the failure (usage error or diagnostics) and returns false.
-bool compileSelected(const Options &o, bool withData, SourceManager &sm,
-                     DiagnosticEngine &diags, std::vector<ArgSpec> &args,
-                     Function &fn) {
-  if (!parseArgs(o, withData, args))
-    return false;
-  ModuleLoader loader(sm, diags);
-  configure(loader, o);
-  if (compileForArgs(loader, o.files[0], o.fn, args, diags, fn, o.allDynamic))
-    return true;
-  diags.finish();
-  return false;
+/// Prints the latency statistics of `tslc bench` (\p ms: each call's time,
+/// at least one) and the throughput over \p totalSeconds.
+void printLatency(const std::vector<double> &ms, double totalSeconds) {
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  auto pct = [&](double p) {
+    return sorted[std::min(sorted.size() - 1,
+                           static_cast<size_t>(p * sorted.size()))];
+  };
+  double mean = 0;
+  for (double v : ms)
+    mean += v / ms.size();
+  std::printf("[tsl] Latency: min = %.4f ms, mean = %.4f ms, median = %.4f ms, "
+              "p90 = %.4f ms, p99 = %.4f ms (%zu calls)\n",
+              sorted.front(), mean, pct(0.5), pct(0.9), pct(0.99), ms.size());
+  std::printf("[tsl] Throughput: %.1f qps\n", ms.size() / totalSeconds);
 }
 
 /// `tslc bench`: compile through the runtime (the first call), warm up,
@@ -298,6 +213,9 @@ bool compileSelected(const Options &o, bool withData, SourceManager &sm,
 int cmdBench(const Options &o) {
   if (o.files.size() != 1 || o.fn.empty())
     return usageError("bench needs exactly one file and --fn NAME");
+  if (isIrFile(o.files[0]))
+    return usageError("bench needs a .tsl file (the runtime compiles variants "
+                      "from source)");
   std::vector<ArgSpec> specs;
   if (!parseArgs(o, true, specs))
     return 1;
@@ -380,21 +298,9 @@ int cmdBench(const Options &o) {
   double total =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  std::vector<double> sorted = ms;
-  std::sort(sorted.begin(), sorted.end());
-  auto pct = [&](double p) {
-    return sorted[std::min(sorted.size() - 1,
-                           static_cast<size_t>(p * sorted.size()))];
-  };
-  double mean = 0;
-  for (double v : ms)
-    mean += v / ms.size();
   std::printf("[tsl] first call (compile + run): %.2f ms, variants: %zu\n",
               compileMs, table.numVariants());
-  std::printf("[tsl] Latency: min = %.4f ms, mean = %.4f ms, median = %.4f ms, "
-              "p90 = %.4f ms, p99 = %.4f ms (%zu calls)\n",
-              sorted.front(), mean, pct(0.5), pct(0.9), pct(0.99), ms.size());
-  std::printf("[tsl] Throughput: %.1f qps\n", ms.size() / total);
+  printLatency(ms, total);
   for (void *p : onDevice)
     options.device->release(p);
   return 0;
@@ -439,6 +345,9 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (!o.calls.empty()) {
     if (o.files.size() != 1 || o.fn.empty())
       return usageError("run --calls needs exactly one file and --fn NAME");
+    if (isIrFile(o.files[0]))
+      return usageError("run --calls needs a .tsl file (the runtime compiles "
+                        "variants from source)");
     return cmdRunCalls(o);
   }
   if (o.files.size() != 1)
@@ -500,89 +409,6 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
     return 0;
   }
   std::cout << formatResults(outputs);
-  return 0;
-}
-
-int cmdEmit(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
-  if (o.files.size() != 1)
-    return usageError("emit needs exactly one file");
-  bool ptx = o.emit == "ptx" || (o.target == "nvptx" && o.emit == "asm");
-  if (o.emit != "ast" && o.emit != "ir" && o.emit != "llvm" &&
-      o.emit != "asm" && !ptx)
-    return usageError(o.emit.empty()
-                          ? "emit needs --emit=ast, ir, llvm, asm or ptx"
-                          : "not supported: --emit=" + o.emit +
-                                " (available: ast, ir, llvm, asm, ptx)");
-  if (!o.target.empty() && o.target != "host" && o.target != "nvptx")
-    return usageError("not supported: --target " + o.target +
-                      " (available: host, nvptx)");
-  ModuleLoader loader(sm, diags);
-  configure(loader, o);
-  const LoadedModule *m = loader.load(o.files[0]);
-  if (!m) {
-    diags.finish();
-    return 1;
-  }
-  if (o.emit == "ast") {
-    std::cout << printAst(*m->ast, sm);
-    return 0;
-  }
-  std::vector<std::string> names;
-  if (!o.fn.empty())
-    names.push_back(o.fn);
-  else
-    for (const ast::FnDecl &f : m->ast->fns)
-      names.push_back(f.name);
-  std::vector<ArgSpec> args;
-  if (!parseArgs(o, false, args))
-    return 1;
-  Module module;
-  for (const std::string &name : names) {
-    Function fn;
-    bool ok;
-    if (!o.args.empty()) {
-      ok = compileForArgs(loader, o.files[0], name, args, diags, fn);
-    } else {
-      ok = elaborateFunction(*m, name, ElaborateOptions{}, diags, fn);
-    }
-    if (!ok) {
-      diags.finish();
-      return 1;
-    }
-    module.functions.push_back(std::move(fn));
-  }
-  if (ptx) {
-    std::string text;
-    for (const Function &f : module.functions) {
-      std::string one, error;
-      if (!lowerToPtx(f, o.arch, one, error)) {
-        std::cerr << "tslc: error: " << error << "\n";
-        return 1;
-      }
-      text += one;
-    }
-    if (o.output.empty()) {
-      std::cout << text;
-    } else if (!(std::ofstream(o.output, std::ios::binary) << text)) {
-      std::cerr << "tslc: error: cannot write '" << o.output << "'\n";
-      return 1;
-    }
-    return 0;
-  }
-  if (o.emit == "llvm" || o.emit == "asm") {
-    for (const Function &f : module.functions) {
-      std::string text, error;
-      bool ok = o.emit == "llvm" ? lowerToLLVMText(f, text, error)
-                                 : lowerToAssembly(f, text, error);
-      if (!ok) {
-        std::cerr << "tslc: error: " << error << "\n";
-        return 1;
-      }
-      std::cout << text;
-    }
-    return 0;
-  }
-  std::cout << printModule(module);
   return 0;
 }
 

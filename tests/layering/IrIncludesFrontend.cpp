@@ -1,0 +1,2 @@
+// Must not compile: the IR layer sees nothing of the frontend.
+#include "frontend/Ast.h"

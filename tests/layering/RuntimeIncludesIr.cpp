@@ -1,0 +1,2 @@
+// Must not compile: the runtime has no compiler inside.
+#include "ir/Function.h"
