@@ -6,16 +6,18 @@ the table (Python standard library only; the peer runs in the venv).
       [--layers "1 2 4 8 12 24"] [--alt-layers "12"] [--torch-layers ...]
       [--rounds 3] [--round-budget 40] [--budget 840]
 
-Order of work, each step only while the estimate of its cost fits in what
-is left of --budget seconds (what does not fit is printed as skipped):
- 1. the numerics check (always);
- 2. one cold TSL compile of every case (always);
- 3. torch.compile of the headline case (12 layers), then TSL warm (a cache
-    filled by one run, then a second run), then torch.compile of the other
-    cases by layer count, then TSL's cold rounds 2.. (none after a compile
-    slower than --round-budget s).
-Each step's estimate is what the same kind of step measured so far
-(torch.compile scaled by layers)."""
+Order of work: the numerics check, then steps in this order, each only
+while the estimate of its cost fits in what is left of --budget seconds
+(what does not fit is printed as skipped):
+ 1. one cold TSL compile of each case with at most 12 layers (the headline),
+    by layer count, then the two-kind cases;
+ 2. torch.compile of the 12-layer case;
+ 3. one cold TSL compile of the larger cases;
+ 4. TSL warm of every case (a cache filled by one run, then a second run);
+ 5. torch.compile of the other cases, by layer count;
+ 6. TSL's cold rounds 2.. (none after a compile slower than --round-budget s).
+Estimates come from what was measured: a TSL compile scales with the square
+of the layer count (as today's does), torch.compile linearly."""
 import argparse
 import os
 import re
@@ -62,6 +64,7 @@ class Bench:
         self.tsl = {}    # case -> {'cold': [s...], 'wall', 'cpu', 'fill', 'warm', 'kernels'}
         self.torch = {}  # case -> the peer's key: value lines
         self.skipped = []
+        self.layers = {}  # case -> layer count
 
     def fits(self, what, estimate):
         left = self.deadline - time.monotonic()
@@ -138,13 +141,24 @@ class Bench:
               f'{float(kv["compile_cpu_s"]):.2f} s CPU), {kv["graphs"]} graphs, '
               f'{kv["graph_breaks"]} graph breaks, {kv["kernels"]} kernels', flush=True)
 
+    def tsl_estimate(self, name, n):
+        """One cold TSL compile: the case's own, else the largest smaller one's
+        scaled by the square of the layer count."""
+        if name in self.tsl:
+            return 1.2 * max(self.tsl[name]['cold']) + 1
+        smaller = [(m, min(r['cold'])) for m, r in ((self.layers[k], r) for k, r in self.tsl.items())
+                   if m <= n]
+        if not smaller:
+            return 0.0
+        m, t = max(smaller)
+        return t * (n / m) ** 2 + 1
+
     def torch_estimate(self, n):
         """A torch.compile process for n layers, from the nearest measured."""
         if not self.torch:
             return 0.0
-        layers = {name: int(re.search(r'\d+', name).group()) for name in self.torch}
-        near = min(layers, key=lambda k: abs(layers[k] - n))
-        return self.torch[near]['process_s'] * max(1.0, n / layers[near])
+        near = min(self.torch, key=lambda k: abs(self.layers[k] - n))
+        return self.torch[near]['process_s'] * max(1.0, n / self.layers[near])
 
     def check(self):
         print(f'--- numerics (2 layers, FFN 3072 and 2048, B=2 S=5)', flush=True)
@@ -164,6 +178,37 @@ class Bench:
         return r.returncode == 0
 
 
+def run_plan(b, cases, torch_layers):
+    """The budgeted steps of the module docstring, in order."""
+    for name, n, _ in cases:
+        b.layers[name] = n
+    small = sorted((c for c in cases if c[1] <= HEADLINE), key=lambda c: (c[2] != 'uniform', c[1]))
+    large = sorted((c for c in cases if c[1] > HEADLINE), key=lambda c: (c[2] != 'uniform', c[1]))
+    torch_cases = [c for c in cases if c[1] in torch_layers]
+    headline = [c for c in torch_cases if c[1] == HEADLINE and c[2] == 'uniform']
+    for c in small:
+        if b.fits(f'TSL cold {c[0]}', b.tsl_estimate(c[0], c[1])):
+            b.tsl_cold(*c)
+    for c in headline:
+        if b.fits(f'torch.compile {c[0]}', b.torch_estimate(c[1])):
+            b.torch_case(*c)
+    for c in large:
+        if b.fits(f'TSL cold {c[0]}', b.tsl_estimate(c[0], c[1])):
+            b.tsl_cold(*c)
+    for c in cases:
+        if c[0] in b.tsl and b.fits(f'TSL warm {c[0]}', 1.3 * min(b.tsl[c[0]]['cold']) + 1):
+            b.tsl_warm(*c)
+    for c in sorted(torch_cases, key=lambda c: (c[1], c[2] != 'uniform')):
+        if c[0] not in b.torch and b.fits(f'torch.compile {c[0]}', b.torch_estimate(c[1])):
+            b.torch_case(*c)
+    for c in cases:
+        colds = b.tsl.get(c[0], {}).get('cold', [])
+        while colds and len(colds) < b.a.rounds and max(colds) <= b.a.round_budget:
+            if not b.fits(f'TSL cold round {len(colds) + 1} of {c[0]}', b.tsl_estimate(c[0], c[1])):
+                break
+            b.tsl_cold(*c)
+
+
 def table(b, cases):
     print('--- compile time (s; ratio = torch cold / TSL cold, > 1 means TSL compiles faster; '
           '(CPU): CPU seconds, steadier than wall time on shared cores)')
@@ -171,10 +216,13 @@ def table(b, cases):
           f'{"kernels":>7} {"torch cold":>10} {"(CPU)":>6} {"graphs":>6} {"t.kernels":>9} '
           f'{"ratio":>5} {"(CPU)":>5}')
     for name, n, kind in cases:
+        kinds = len(set(ffn_list(n, kind)))
+        if name not in b.tsl:
+            print(f'{name:<11} {n:>6} {kinds:>5} {"skipped":>8}')
+            continue
         r = b.tsl[name]
         cold = min(r['cold'])
         warm = f'{r["warm"]:.3f}' if 'warm' in r else '-'
-        kinds = len(set(ffn_list(n, kind)))
         line = (f'{name:<11} {n:>6} {kinds:>5} {cold:>8.2f} {len(r["cold"]):>6} {r["cpu"]:>6.2f} '
                 f'{warm:>6} {r["kernels"]:>7}')
         t = b.torch.get(name)
@@ -225,27 +273,8 @@ def main():
         print(f'call shape: x=f32[{a.batch},{a.seq},768] (B and S dynamic on both sides); '
               f'budget {a.budget:.0f} s')
         ok = b.check()
-        print('--- cold TSL compiles (wall times are noisy: the cores are shared)', flush=True)
-        for name, n, kind in cases:
-            b.tsl_cold(name, n, kind)
-        print('--- torch.compile, TSL warm, more TSL rounds (while the budget lasts)', flush=True)
-        torch_cases = [c for c in cases if c[1] in torch_layers]
-        torch_cases.sort(key=lambda c: (c[1] != HEADLINE, c[2] != 'uniform', c[1]))
-        for c in [c for c in torch_cases if c[1] == HEADLINE and c[2] == 'uniform']:
-            if b.fits(f'torch.compile {c[0]}', b.torch_estimate(c[1])):
-                b.torch_case(*c)
-        for c in cases:
-            if b.fits(f'TSL warm {c[0]}', 1.3 * min(b.tsl[c[0]]['cold']) + 1):
-                b.tsl_warm(*c)
-        for c in torch_cases:
-            if c[0] not in b.torch and b.fits(f'torch.compile {c[0]}', b.torch_estimate(c[1])):
-                b.torch_case(*c)
-        for c in cases:
-            colds = b.tsl[c[0]]['cold']
-            while len(colds) < a.rounds and max(colds) <= a.round_budget:
-                if not b.fits(f'TSL cold round {len(colds) + 1} of {c[0]}', 1.2 * max(colds) + 1):
-                    break
-                b.tsl_cold(*c)
+        print('--- measurements (wall times are noisy: the cores are shared)', flush=True)
+        run_plan(b, cases, torch_layers)
         skipped_torch = sorted({n for _, n, _ in cases} - torch_layers)
         if skipped_torch:
             b.skipped.append(f'torch.compile for {skipped_torch} layers (not in --torch-layers)')
