@@ -17,7 +17,8 @@ while the estimate of its cost fits in what is left of --budget seconds
  5. torch.compile of the other cases, by layer count;
  6. TSL's cold rounds 2.. (none after a compile slower than --round-budget s).
 Estimates come from what was measured: a TSL compile scales with the square
-of the layer count (as today's does), torch.compile linearly."""
+of the layer count (as today's does), torch.compile as a fixed cost plus a
+cost per layer."""
 import argparse
 import os
 import re
@@ -57,6 +58,8 @@ def timed(cmd, env, log):
 
 
 class Bench:
+    """The measurements so far, the budget, and one method per kind of step."""
+
     def __init__(self, a):
         self.a = a
         self.tmp = tempfile.mkdtemp(prefix='tsl-compile-time-')
@@ -99,8 +102,8 @@ class Bench:
         return float(m.group(2)) / 1e3, wall, cpu, text
 
     def tsl_cold(self, name, n, kind):
-        s, wall, cpu, text = self.tsl_once(name, n, kind, 'off', f'cold{len(self.tsl.get(name, {}).get("cold", [])) + 1}')
         r = self.tsl.setdefault(name, {'cold': []})
+        s, wall, cpu, text = self.tsl_once(name, n, kind, 'off', f'cold{len(r["cold"]) + 1}')
         if not r['cold'] or s < min(r['cold']):
             r['wall'], r['cpu'] = wall, cpu
         r['cold'].append(s)
@@ -154,11 +157,16 @@ class Bench:
         return t * (n / m) ** 2 + 1
 
     def torch_estimate(self, n):
-        """A torch.compile process for n layers, from the nearest measured."""
-        if not self.torch:
+        """A torch.compile process for n layers: the line through the smallest
+        and the largest measured case (a fixed cost plus a cost per layer),
+        or, with one measured, that one scaled by layers (never below it)."""
+        points = sorted((self.layers[k], v['process_s']) for k, v in self.torch.items())
+        if not points:
             return 0.0
-        near = min(self.torch, key=lambda k: abs(self.layers[k] - n))
-        return self.torch[near]['process_s'] * max(1.0, n / self.layers[near])
+        (n0, t0), (n1, t1) = points[0], points[-1]
+        if n1 == n0:
+            return t0 * max(1.0, n / n0)
+        return max(t0, t0 + (t1 - t0) / (n1 - n0) * (n - n0))
 
     def check(self):
         print(f'--- numerics (2 layers, FFN 3072 and 2048, B=2 S=5)', flush=True)
