@@ -33,17 +33,19 @@
 #                       compile_threads); default 1, as TSL compiles on one
 #                       thread today. HOOK: TSL gets it as TSL_COMPILE_THREADS,
 #                       which tslc does not read yet.
-#   TSL_BENCH_BUDGET    seconds (default 840): after the numerics check and
-#                       one cold TSL compile per case, torch.compile (12 layers
-#                       first), TSL warm, the other torch cases and TSL's
-#                       rounds 2-3 run while their estimated cost fits; what
-#                       does not fit is printed as skipped.
+#   TSL_BENCH_BUDGET    seconds after the numerics check (default 810, for
+#                       about 15 minutes in all): one cold TSL compile per
+#                       case up to 12 layers, torch.compile at 12 layers, the
+#                       larger TSL cases, TSL warm, the other torch cases and
+#                       TSL's rounds 2-3 run in that order while their
+#                       estimated cost fits; what does not fit is printed as
+#                       skipped (compile_time_run.py says how it estimates).
 #   TSL_BENCH_LAYERS ("1 2 4 8 12 24"), TSL_BENCH_ALT_LAYERS ("12"),
 #   TSL_BENCH_TORCH_LAYERS (default: every case), TSL_BENCH_ROUNDS (3).
 set -euo pipefail
 source "$(dirname "$0")/venv.sh"
 args=(--tslc "$root/build/bin/tslc" --python "$venv/bin/python"
-  --threads "${TSL_BENCH_THREADS:-1}" --budget "${TSL_BENCH_BUDGET:-840}"
+  --threads "${TSL_BENCH_THREADS:-1}" --budget "${TSL_BENCH_BUDGET:-810}"
   --layers "${TSL_BENCH_LAYERS-1 2 4 8 12 24}" --alt-layers "${TSL_BENCH_ALT_LAYERS-12}"
   --rounds "${TSL_BENCH_ROUNDS:-3}")
 [ -n "${TSL_BENCH_TORCH_LAYERS+x}" ] && args+=(--torch-layers "$TSL_BENCH_TORCH_LAYERS")
