@@ -15,8 +15,8 @@
 # compile cache, so it could not give the warm figure the same way.
 # Cold: TSL_CACHE_DIR=off, best of 3 rounds (1 when a compile takes more than
 # 40 s). Warm: a fresh cache directory filled by one run, then the second
-# run's load time. Distinct kernels: not reported by tslc yet ("n/a"; the
-# HOOK in compile_time_run.py reads a perf line "N distinct kernels").
+# run's load time. Distinct kernels: from tslc's TSL_LOGS=perf line.
+
 # Peer (bench/compile_time_peer.py, PyTorch from .venv-bench): the same ops
 # as an nn.Module (weights static, B and S dynamic), a fresh process per
 # case with TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 and an empty inductor cache;
@@ -29,10 +29,10 @@
 # threads > 1 the compile workers' CPU is not counted).
 #
 # Settings (environment):
-#   TSL_BENCH_THREADS   threads for torch (set_num_threads, inductor
-#                       compile_threads); default 1, as TSL compiles on one
-#                       thread today. HOOK: TSL gets it as TSL_COMPILE_THREADS,
-#                       which tslc does not read yet.
+#   TSL_BENCH_THREADS   compile threads on both sides: torch's set_num_threads
+#                       and inductor compile_threads, TSL's TSL_COMPILE_THREADS
+#                       (default 1; run again with the core count for "all
+#                       threads").
 #   TSL_BENCH_BUDGET    seconds after the numerics check (default 810, for
 #                       about 15 minutes in all): one cold TSL compile per
 #                       case up to 12 layers, torch.compile at 12 layers, the

@@ -35,9 +35,8 @@ import compile_time_gen as gen  # noqa: E402
 
 HEADLINE = 12
 PERF = re.compile(r'perf: (compiled|loaded from the compile cache) encoder variant 0 in ([0-9.]+) ms')
-# HOOK (distinct kernels): tslc does not report them yet. When a perf line
-# says "N distinct kernels" (e.g. "[tsl] perf: encoder: 9 distinct kernels
-# of 130"), the table shows N; until then "n/a".
+# Distinct kernels, from tslc's perf line "[tsl] perf: N kernel calls, D
+# distinct kernels; ..." (backend/cpu/ObjectCompiler.cpp).
 KERNELS = re.compile(r'(\d+) distinct kernels')
 
 
@@ -92,7 +91,7 @@ class Bench:
         """One tslc process: (perf seconds, wall s, CPU s, log text)."""
         src, calls = self.files(name, n, kind)
         env = dict(os.environ, TSL_CACHE_DIR=cache, TSL_LOGS='perf',
-                   TSL_COMPILE_THREADS=str(self.a.threads))  # HOOK: not read by tslc yet
+                   TSL_COMPILE_THREADS=str(self.a.threads))
         log = os.path.join(self.tmp, f'{name}.{tag}.log')
         code, wall, cpu = timed([self.a.tslc, 'run', src, '--fn', 'encoder', '--calls', calls,
                                  '--stats'], env, log)
@@ -278,9 +277,8 @@ def main():
         model = re.search(r'Model name:\s*(.*)', model)
         print(f'cpu: {model.group(1) if model else "?"} ({os.cpu_count()} cores; load average '
               f'{" ".join(open("/proc/loadavg").read().split()[:3])})')
-        print(f'threads: {a.threads} for torch (set_num_threads, inductor compile_threads); '
-              f'TSL compiles on one thread today (TSL_COMPILE_THREADS={a.threads} is passed '
-              f'for when it reads it)')
+        print(f'threads: {a.threads} on both sides (torch: set_num_threads and inductor '
+              f'compile_threads; TSL: TSL_COMPILE_THREADS={a.threads})')
         print(f'call shape: x=f32[{a.batch},{a.seq},768] (B and S dynamic on both sides); '
               f'budget {a.budget:.0f} s')
         ok = b.check()
