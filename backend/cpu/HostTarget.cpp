@@ -30,7 +30,7 @@ std::string errorText(llvm::Error err) {
   return os.str();
 }
 
-void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
+void optimize(llvm::Module &m, llvm::TargetMachine &tm, OptEffort effort) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -49,8 +49,9 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm =
-      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(
+      effort == OptEffort::Full ? llvm::OptimizationLevel::O3
+                                : llvm::OptimizationLevel::O1);
   mpm.run(m, mam);
 }
 
@@ -65,14 +66,16 @@ llvm::Expected<llvm::orc::JITTargetMachineBuilder> targetMachineBuilder() {
   return jtmb;
 }
 
-std::unique_ptr<llvm::TargetMachine> targetMachine(bool pic,
-                                                   std::string &error) {
+std::unique_ptr<llvm::TargetMachine> targetMachine(bool pic, std::string &error,
+                                                   OptEffort effort) {
   auto jtmb = targetMachineBuilder();
   if (!jtmb) {
     error = errorText(jtmb.takeError());
     return nullptr;
   }
-  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  jtmb->setCodeGenOptLevel(effort == OptEffort::Full
+                               ? llvm::CodeGenOptLevel::Aggressive
+                               : llvm::CodeGenOptLevel::Less);
   if (pic)
     jtmb->setRelocationModel(llvm::Reloc::PIC_);
   auto tm = jtmb->createTargetMachine();
@@ -83,7 +86,8 @@ std::unique_ptr<llvm::TargetMachine> targetMachine(bool pic,
   return std::move(*tm);
 }
 
-void prepareAndOptimize(llvm::Module &m, llvm::TargetMachine &tm) {
+void prepareAndOptimize(llvm::Module &m, llvm::TargetMachine &tm,
+                        OptEffort effort) {
   m.setDataLayout(tm.createDataLayout());
   m.setTargetTriple(tm.getTargetTriple().str());
   for (llvm::Function &f : m)
@@ -91,7 +95,7 @@ void prepareAndOptimize(llvm::Module &m, llvm::TargetMachine &tm) {
       f.addFnAttr("target-cpu", tm.getTargetCPU());
       f.addFnAttr("target-features", tm.getTargetFeatureString());
     }
-  optimize(m, tm);
+  optimize(m, tm, effort);
 }
 
 } // namespace tsl

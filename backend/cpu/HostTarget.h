@@ -19,8 +19,13 @@ void initializeLLVM();
 /// The text of \p err (consumed).
 std::string errorText(llvm::Error err);
 
-/// Runs the O3 pipeline for the module's target (vectorization included).
-void optimize(llvm::Module &m, llvm::TargetMachine &tm);
+/// How hard a module is optimized: O3 with vectorization (kernels,
+/// matchers), or O1 for code that only sequences calls to kernels.
+enum class OptEffort { Full, Light };
+
+/// Runs the O3 (Full) or O1 (Light) pipeline for the module's target.
+void optimize(llvm::Module &m, llvm::TargetMachine &tm,
+              OptEffort effort = OptEffort::Full);
 
 /// The host, or the CPU named by $TSL_TARGET_CPU (for example x86-64-v3 or
 /// skylake-avx512; its own features, not the host's).
@@ -29,11 +34,12 @@ llvm::Expected<llvm::orc::JITTargetMachineBuilder> targetMachineBuilder();
 /// A target machine for the selected CPU (position-independent when \p pic,
 /// for shared libraries). Null with \p error when LLVM cannot target it.
 /// A target machine is not shared between threads.
-std::unique_ptr<llvm::TargetMachine> targetMachine(bool pic,
-                                                   std::string &error);
+std::unique_ptr<llvm::TargetMachine>
+targetMachine(bool pic, std::string &error, OptEffort effort = OptEffort::Full);
 
 /// Sets the module's target, tags its functions with the CPU and features,
 /// and optimizes it.
-void prepareAndOptimize(llvm::Module &m, llvm::TargetMachine &tm);
+void prepareAndOptimize(llvm::Module &m, llvm::TargetMachine &tm,
+                        OptEffort effort = OptEffort::Full);
 
 } // namespace tsl

@@ -6,6 +6,7 @@
 
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/IR/Instructions.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sched.h>
+#include <set>
 #include <thread>
 
 namespace tsl {
@@ -31,6 +33,7 @@ struct Unit {
   std::string object;
   std::string error;
   bool cached = false;
+  OptEffort effort = OptEffort::Full;
 };
 
 std::string bitcodeOf(const llvm::Module &m) {
@@ -51,23 +54,36 @@ void dropUnused(llvm::Module &m) {
       g.eraseFromParent();
 }
 
-/// The unit of kernel \p f: a copy of \p m with only \p f and the constants
-/// it reads defined; \p f is exported (hidden) for the rest to call.
-std::unique_ptr<llvm::Module> kernelUnit(const llvm::Module &m,
-                                         const llvm::Function &f) {
+/// A copy of \p m with only \p functions and the constants they read
+/// defined; the functions are exported (hidden) for the other units.
+std::unique_ptr<llvm::Module>
+unitOf(const llvm::Module &m,
+       const std::set<const llvm::Function *> &functions) {
   llvm::ValueToValueMapTy map;
   std::unique_ptr<llvm::Module> unit =
       llvm::CloneModule(m, map, [&](const llvm::GlobalValue *g) {
-        if (g == &f)
-          return true;
+        if (auto *f = llvm::dyn_cast<llvm::Function>(g))
+          return functions.count(f) > 0;
         auto *var = llvm::dyn_cast<llvm::GlobalVariable>(g);
-        return var && var->hasLocalLinkage(); // messages it may report
+        return var && var->hasLocalLinkage(); // messages they may report
       });
-  llvm::Function *copy = unit->getFunction(f.getName());
-  copy->setLinkage(llvm::GlobalValue::ExternalLinkage);
-  copy->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  for (const llvm::Function *f : functions) {
+    llvm::Function *copy = unit->getFunction(f->getName());
+    copy->setLinkage(llvm::GlobalValue::ExternalLinkage);
+    if (f->getName().starts_with(kKernelFunctionPrefix))
+      copy->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  }
   dropUnused(*unit);
   return unit;
+}
+
+/// Makes \p f a declaration of what another unit defines.
+void declareOnly(llvm::Function &f) {
+  bool kernel = f.getName().starts_with(kKernelFunctionPrefix);
+  f.deleteBody();
+  f.setLinkage(llvm::GlobalValue::ExternalLinkage);
+  if (kernel)
+    f.setVisibility(llvm::GlobalValue::HiddenVisibility);
 }
 
 bool compileUnit(Unit &u, bool pic) {
@@ -78,10 +94,11 @@ bool compileUnit(Unit &u, bool pic) {
     u.error = "internal error: " + errorText(m.takeError());
     return false;
   }
-  std::unique_ptr<llvm::TargetMachine> tm = targetMachine(pic, u.error);
+  std::unique_ptr<llvm::TargetMachine> tm =
+      targetMachine(pic, u.error, u.effort);
   if (!tm)
     return false;
-  prepareAndOptimize(**m, *tm);
+  prepareAndOptimize(**m, *tm, u.effort);
   llvm::SmallString<0> buffer;
   {
     llvm::raw_svector_ostream os(buffer);
@@ -148,20 +165,35 @@ bool compileToObjects(std::unique_ptr<llvm::Module> m, bool pic,
       kernels.push_back(&f);
       s.kernelCalls += f.getNumUses();
     }
-  std::vector<Unit> units(kernels.size() + 1);
+  // The functions that call kernels (each variant's entry point) only
+  // sequence calls and free buffers: they grow with the number of layers,
+  // so they get the light pipeline, apart from the matchers and
+  // dispatchers, which stay fully optimized (every call runs them).
+  std::set<const llvm::Function *> entries;
+  for (llvm::Function *k : kernels)
+    for (llvm::User *user : k->users())
+      if (auto *call = llvm::dyn_cast<llvm::CallInst>(user))
+        entries.insert(call->getFunction());
+  std::vector<Unit> units(kernels.size() + 2);
+  units[1].effort = OptEffort::Light;
+  if (!entries.empty())
+    units[1].bitcode = bitcodeOf(*unitOf(*m, entries));
   for (size_t k = 0; k < kernels.size(); ++k)
-    units[k + 1].bitcode = bitcodeOf(*kernelUnit(*m, *kernels[k]));
-  // The rest calls the kernels, now defined in their own units.
-  for (llvm::Function *f : kernels) {
-    f->deleteBody();
-    f->setLinkage(llvm::GlobalValue::ExternalLinkage);
-    f->setVisibility(llvm::GlobalValue::HiddenVisibility);
-  }
+    units[k + 2].bitcode = bitcodeOf(*unitOf(*m, {kernels[k]}));
+  // The rest calls what the other units now define.
+  for (llvm::Function *f : kernels)
+    declareOnly(*f);
+  for (const llvm::Function *f : entries)
+    declareOnly(*const_cast<llvm::Function *>(f));
   units[0].bitcode = bitcodeOf(*m);
   m.reset();
+  if (entries.empty())
+    units.erase(units.begin() + 1);
   std::string flavour = pic ? "pic\n" : "static\n";
   for (Unit &u : units) {
-    u.key = rt::sha256Hex(flavour + u.bitcode);
+    u.key = rt::sha256Hex(flavour +
+                          (u.effort == OptEffort::Full ? "full\n" : "light\n") +
+                          u.bitcode);
     u.cached = cache && cache->load(u.key, u.object);
     s.fromCache += u.cached;
   }
