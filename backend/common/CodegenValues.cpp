@@ -1,6 +1,6 @@
 // Lowering helpers: sizes from symbols, loop nests, element loads, stores,
 // conversions and the arithmetic of elementwise ops.
-#include "backend/cpu/Codegen.h"
+#include "backend/common/Codegen.h"
 #include "runtime/KernelAbi.h"
 
 namespace tsl::cpu {

@@ -3,7 +3,7 @@
 // (per row for topk; one thread for unique's sorted selection). Same
 // semantics as the library: NaN orders above everything, ties keep the
 // earlier index, bounds and ranges are checked.
-#include "backend/cpu/Codegen.h"
+#include "backend/common/Codegen.h"
 
 namespace tsl::cpu {
 

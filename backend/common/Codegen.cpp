@@ -2,7 +2,7 @@
 // library kernel of runtime/KernelAbi.h); sizes are computed at run time from
 // the symbol values, so one kernel serves every size its guards admit.
 // This file: the driver loop, elementwise fusion, reductions and matmul.
-#include "backend/cpu/Codegen.h"
+#include "backend/common/Codegen.h"
 
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>

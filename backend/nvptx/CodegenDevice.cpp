@@ -4,7 +4,7 @@
 // allocates the op's results in device memory and launches it. Ops whose
 // CPU lowering has loops that depend on each other (accumulate, then
 // finish) get single-loop forms here with one thread per result element.
-#include "backend/cpu/Codegen.h"
+#include "backend/common/Codegen.h"
 
 namespace tsl::cpu {
 

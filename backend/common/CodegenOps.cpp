@@ -1,6 +1,6 @@
 // Lowering of layout ops, library-kernel calls, the argument matcher
 // (tsl_match) and the result-shape function (tsl_result_shapes).
-#include "backend/cpu/Codegen.h"
+#include "backend/common/Codegen.h"
 
 namespace tsl::cpu {
 

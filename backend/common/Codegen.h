@@ -4,7 +4,7 @@
 /// (sizes, loops, element values) and CodegenOps.cpp (layout and library
 /// ops, the argument matcher and the result-shape function).
 
-#include "backend/cpu/CpuCodegen.h"
+#include "backend/common/Lowering.h"
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>

@@ -3,7 +3,7 @@
 // passes over the whole tensor (max, exp, sum, divide), each streaming it
 // through the caches; per row, the passes re-read a row that is still in L1,
 // and `exp(x - m)` lives in a row-sized scratch buffer.
-#include "backend/cpu/Codegen.h"
+#include "backend/common/Codegen.h"
 
 namespace tsl::cpu {
 
