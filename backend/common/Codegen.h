@@ -4,6 +4,7 @@
 /// (sizes, loops, element values) and CodegenOps.cpp (layout and library
 /// ops, the argument matcher and the result-shape function).
 
+#include "backend/common/KernelPlan.h"
 #include "backend/common/Lowering.h"
 
 #include <llvm/IR/IRBuilder.h>
@@ -138,22 +139,18 @@ private:
   Value *unary(OpCode code, DType t, Value *x);
   Value *binary(OpCode code, DType t, Value *x, Value *y);
 
-  // --- ops ----------------------------------------------------------------
-  // --- fusion -------------------------------------------------------------
-  // An elementwise result used exactly once, by an elementwise op or a
-  // reduction that iterates the same shape, is not stored: its consumer
-  // recomputes it at each index (constants and sizes always fuse). So
-  // `relu(x*1.5+0.5)*2.0` is one loop that reads x once and writes once.
-  std::vector<const Operation *> producer;
-  std::vector<bool> inlined;
-  /// Permutes read by an f32 matmul as B^T instead of being copied.
-  std::vector<bool> transposedOperand;
-  /// Depth of the fused expression tree computing each value.
-  std::vector<unsigned> fusedDepth;
-  static constexpr unsigned kMaxFusedDepth = 32;
-  /// For each op, the intermediates to free after it (their last use).
-  std::vector<std::vector<ValueId>> freeAfter;
-  void planFrees();
+  // --- the kernel plan (KernelPlan.h) ------------------------------------
+  /// What the lowering follows: fused trees, GEMM operands read as B^T,
+  /// frees, row groups, outlined runs (computed by makePlan at the start).
+  KernelPlan plan;
+  /// The plan's tables under the names the lowering loops use.
+  std::vector<const Operation *> &producer = plan.producer;
+  std::vector<bool> &transposedOperand = plan.transposedOperand;
+  std::vector<std::vector<ValueId>> &freeAfter = plan.freeAfter;
+  std::vector<RowGroup> &rowGroups = plan.rowGroups;
+  /// Plans the function for the target (planKernels) and sets `outlining`
+  /// from the plan.
+  void makePlan();
   /// Reduction over the last axis only, accumulating in a register.
   bool reduceLastAxis(const Operation &op, const std::vector<Value *> &inShape,
                       Value *dst);
@@ -162,10 +159,6 @@ private:
   Value *fastExp(Value *x);
   Value *fastErf(Value *x);
   void freeBuffer(Value *p);
-
-  static bool isElementwise(OpCode c);
-
-  void planFusion();
 
   /// Strides of \p t broadcast to \p shape (0 on size-1 axes).
   std::vector<Value *>
@@ -224,8 +217,7 @@ private:
   /// True when \p op is not lowered on its own: its result is computed
   /// inside its consumer (a fused loop, or a GEMM reading B^T).
   bool computedElsewhere(const Operation &op) const {
-    return !op.results.empty() &&
-           (inlined[op.results[0]] || transposedOperand[op.results[0]]);
+    return plan.computedElsewhere(op);
   }
 
   /// The emission state of the function being built, saved while a nested
@@ -304,22 +296,15 @@ private:
   // the rows, each op in turn per row: a row's values stay in L1, and
   // intermediates used only inside the run live in per-row scratch instead
   // of full tensors.
-  struct RowGroup {
-    size_t begin = 0, end = 0; ///< ops [begin, end)
-    std::vector<SymExpr> lead; ///< the row dims L
-  };
-  /// Row group starting at each op (end == begin when none); linear time.
-  std::vector<RowGroup> rowGroups;
-  /// The last op reading each value (through fused trees), or -1.
-  std::vector<int> lastReader;
-  void planRowGroups();
   bool lowerRowGroup(const RowGroup &g);
   /// Set while lowering a row group: tensors [*L, n] are seen as one row
   /// [1, ..., 1, n] (dims()), and results are already allocated.
   std::vector<SymExpr> rowLead;
   bool rowShaped(const TensorType &t) const;
   /// Values a fused tree rooted at \p v reads from memory.
-  void leaves(ValueId v, std::vector<ValueId> &out) const;
+  void leaves(ValueId v, std::vector<ValueId> &out) const {
+    plan.leaves(v, out);
+  }
 };
 
 } // namespace tsl::cpu

@@ -2,7 +2,7 @@
 /// \file Private to backend/cpu: lowering one IR Function to an LLVM module
 /// whose function `tsl_kernel` implements the kernel ABI.
 
-#include "backend/cpu/CpuKernel.h"
+#include "backend/common/KernelPlan.h"
 #include "ir/Function.h"
 
 #include <memory>

@@ -3,6 +3,7 @@
 /// optimized (O3, host CPU features) and loaded with ORC LLJIT. The kernel
 /// follows the ABI of runtime/KernelAbi.h.
 
+#include "backend/common/KernelPlan.h"
 #include "ir/Interpreter.h"
 #include "runtime/KernelAbi.h"
 
@@ -18,10 +19,6 @@ namespace rt {
 struct Dispatcher;
 struct VariantCode;
 } // namespace rt
-
-/// Functions with more ops than this are compiled one run of ops per LLVM
-/// function (LLVM's optimizer is superlinear on one huge function).
-inline constexpr size_t kOutlineOpsAbove = 256;
 
 /// Lowers \p fn to LLVM IR text (for `tslc emit --emit=llvm`). Returns
 /// false with \p error when an op is not supported by the backend.
@@ -90,7 +87,8 @@ class CpuKernel {
 public:
   ~CpuKernel();
   /// Compiles \p fn. Returns null with \p error on failure. Functions
-  /// with more than \p outlineOpsAbove ops get one LLVM function per op.
+  /// with more than \p outlineOpsAbove ops are lowered in runs of up to
+  /// kOutlineRunOps ops, each its own LLVM function (0: every function).
   static std::unique_ptr<CpuKernel>
   compile(const Function &fn, std::string &error,
           size_t outlineOpsAbove = kOutlineOpsAbove);
