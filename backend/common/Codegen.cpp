@@ -8,7 +8,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 namespace tsl {
-namespace cpu {
+namespace backend {
 
 std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
   for (size_t i = 0; i < fn.symbols.size(); ++i)
@@ -164,8 +164,8 @@ bool Codegen::lowerOutlined(size_t begin, size_t end) {
 }
 
 bool Codegen::unsupported(const std::string &what) {
-  error = std::string("not supported on the ") +
-          (options.device ? "cuda" : "cpu") + " backend: " + what;
+  error = std::string("not supported on the ") + target.name() +
+          " backend: " + what;
   return false;
 }
 
@@ -237,8 +237,8 @@ bool Codegen::lowerOp(const Operation &op) {
     return library(op);
   case OpCode::Item: {
     ValueId x = op.operands[0];
-    Value *v = load(fn.type(x).dtype, options.device ? readToHost(x) : bufs[x],
-                    b.getInt64(0));
+    Value *v =
+        load(fn.type(x).dtype, target.readToHost(*this, x), b.getInt64(0));
     if (fn.type(x).dtype == DType::Bool)
       v = b.CreateZExt(v, i64);
     SymExpr sym = op.exprAttr("sym");
@@ -261,18 +261,15 @@ bool Codegen::lowerOp(const Operation &op) {
 }
 
 void Codegen::makePlan() {
-  TargetCaps caps;
-  caps.transposedGemmOperand = !options.device; // device matmuls read B
-  caps.rowGroups = !options.device; // a row's scratch would be shared
-  caps.outlining = !options.device;
-  caps.launchesKernels = options.device;
+  TargetCaps caps = target.caps();
   caps.outlineOpsAbove = options.outlineOpsAbove;
   plan = planKernels(fn, caps);
   outlining = plan.outlining;
 }
 
 void Codegen::freeBuffer(Value *p) {
-  b.CreateCall(runtime("tsl_rt_free", b.getVoidTy(), {ptr, ptr}), {ctxArg, p});
+  b.CreateCall(runtime(target.runtime().free, b.getVoidTy(), {ptr, ptr}),
+               {ctxArg, p});
 }
 
 /// Strides of \p t broadcast to \p shape (0 on size-1 axes).
@@ -453,7 +450,7 @@ bool Codegen::reduce(const Operation &op) {
     return reduceLastAxis(op, inShape, dst);
   // Accumulate in the compute type (f32 for f16/bf16, i64 for ints).
   llvm::Type *acc = computeType(t);
-  Value *accBuf = b.CreateCall(runtime("tsl_rt_alloc", ptr, {ptr, i64}),
+  Value *accBuf = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
                                {ctxArg, b.CreateMul(n, b.getInt64(8))});
   failOpIf(b.CreateIsNull(accBuf));
   bool fl = isFloat(t);
@@ -602,7 +599,7 @@ bool Codegen::matmul(const Operation &op) {
   llvm::Type *acc = computeType(t);
   bool fl = isFloat(t);
   Value *mn = b.CreateMul(M, N);
-  Value *accBuf = b.CreateCall(runtime("tsl_rt_alloc", ptr, {ptr, i64}),
+  Value *accBuf = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
                                {ctxArg, b.CreateMul(mn, b.getInt64(8))});
   failOpIf(b.CreateIsNull(accBuf));
   std::vector<Value *> outStrides = contiguousStrides(batch);
@@ -639,31 +636,19 @@ bool Codegen::matmul(const Operation &op) {
   return true;
 }
 
-} // namespace cpu
+} // namespace backend
 
 std::unique_ptr<llvm::Module>
-lowerFunctionWithDevice(const Function &fn, llvm::LLVMContext &ctx,
-                        std::vector<std::string> &checks, std::string &error,
-                        std::unique_ptr<llvm::Module> &deviceModule,
-                        int32_t &numKernels) {
-  LoweringOptions options;
-  options.device = true;
-  cpu::Codegen cg(fn, ctx, options);
+lowerForTarget(const Function &fn, llvm::LLVMContext &ctx, const Target &target,
+               std::vector<std::string> &checks, std::string &error,
+               const LoweringOptions &options, DeviceKernels *kernels) {
+  backend::Codegen cg(fn, ctx, target, options);
   std::unique_ptr<llvm::Module> m = cg.run(error);
   checks = cg.checks;
-  deviceModule = std::move(cg.deviceModule);
-  numKernels = cg.numKernels;
-  return m;
-}
-
-std::unique_ptr<llvm::Module> lowerFunction(const Function &fn,
-                                            llvm::LLVMContext &ctx,
-                                            std::vector<std::string> &checks,
-                                            std::string &error,
-                                            const LoweringOptions &options) {
-  cpu::Codegen cg(fn, ctx, options);
-  std::unique_ptr<llvm::Module> m = cg.run(error);
-  checks = cg.checks;
+  if (kernels) {
+    kernels->module = std::move(cg.deviceModule);
+    kernels->count = cg.numKernels;
+  }
   return m;
 }
 

@@ -1,11 +1,16 @@
 #pragma once
-/// \file Private to backend/cpu: the state of lowering one IR Function to
-/// LLVM IR, shared by CpuCodegen.cpp (ops and fusion), CodegenValues.cpp
-/// (sizes, loops, element values) and CodegenOps.cpp (layout and library
-/// ops, the argument matcher and the result-shape function).
+/// \file Private to the backend libraries (it includes LLVM): the state of
+/// lowering one IR Function to LLVM IR for a Target, shared by Codegen.cpp
+/// (the driver loop, elementwise ops and fusion, reductions, matmul),
+/// CodegenValues.cpp (sizes, loops, element values), CodegenOps.cpp (layout
+/// and library ops, the argument matcher and the result-shape function),
+/// CodegenRows.cpp (row groups) and the device lowering of backend/nvptx
+/// (CodegenDevice.cpp, CodegenDeviceLibrary.cpp), which NvptxTarget's hooks
+/// call.
 
 #include "backend/common/KernelPlan.h"
 #include "backend/common/Lowering.h"
+#include "backend/common/Target.h"
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
@@ -17,30 +22,69 @@
 #include <map>
 #include <set>
 
-namespace tsl::cpu {
+namespace tsl::backend {
 
 using llvm::Value;
 
 class Codegen {
 public:
-  Codegen(const Function &fn, llvm::LLVMContext &ctx,
+  /// Lowers \p fn for \p target (both must outlive the Codegen); the
+  /// module lives in \p ctx.
+  Codegen(const Function &fn, llvm::LLVMContext &ctx, const Target &target,
           LoweringOptions options = {})
       : fn(fn), ctx(ctx), mod(std::make_unique<llvm::Module>("tsl", ctx)),
-        b(ctx), options(std::move(options)) {}
+        b(ctx), target(target), options(std::move(options), target) {}
 
+  /// One description per check of the matcher, in code order (run()).
   std::vector<std::string> checks;
 
+  /// Lowers the function into a module with the three entry points
+  /// (LoweringOptions' names). Null with \p err when an op is not
+  /// supported on the target, or (internal error) the IR does not verify.
+  /// Call once.
   std::unique_ptr<llvm::Module> run(std::string &err);
-  /// GPU variants: the device kernels run() launched, and their number.
+  /// Targets that launch kernels (TargetCaps::launchesKernels): the device
+  /// kernels run() launched, and their number.
   std::unique_ptr<llvm::Module> deviceModule;
   int32_t numKernels = 0;
 
+  // --- for the targets' hooks (Target.h) ----------------------------------
+  /// Lowers \p op with the common lowering (loop nests, library calls) at
+  /// the builder's position. False with the error set when unsupported.
+  bool lowerOp(const Operation &op);
+  /// Sequential loops over \p extents (the body may nest more loops).
+  void serialLoops(const std::vector<Value *> &extents, const LoopBody &body);
+  /// The buffer of \p v in the function being emitted (null before it is
+  /// allocated).
+  Value *buffer(ValueId v) const { return bufs[v]; }
+  /// True while a device kernel's body is emitted (not host code).
+  bool inKernel() const { return inDevice; }
+  // Defined in backend/nvptx (CodegenDevice.cpp), called by NvptxTarget:
+  /// Host code for \p op: its results in device memory, its kernel(s) and
+  /// launch(es).
+  bool launchOnDevice(const Operation &op);
+  /// Copies element 0 of \p v to the host (item()).
+  Value *readToHost(ValueId v);
+  /// for (i = thread; i < prod(extents); i += threads) body(unflatten(i)).
+  void gridStrideLoops(const std::vector<Value *> &extents,
+                       const LoopBody &body);
+
 private:
+  /// LoweringOptions plus what run() reads from the target.
+  struct Options : LoweringOptions {
+    Options(LoweringOptions o, const Target &t)
+        : LoweringOptions(std::move(o)), device(t.caps().launchesKernels) {}
+    /// Each op is lowered by the target (lowerOnDevice: a kernel and its
+    /// launch), host buffers are device memory, and nothing is outlined.
+    bool device;
+  };
+
   const Function &fn;
   llvm::LLVMContext &ctx;
   std::unique_ptr<llvm::Module> mod;
   llvm::IRBuilder<> b;
-  LoweringOptions options;
+  const Target &target;
+  Options options;
   llvm::Function *kernel = nullptr;
   Value *buffersArg = nullptr, *symsArg = nullptr, *ctxArg = nullptr;
   llvm::Type *i8 = nullptr, *i32 = nullptr, *i64 = nullptr, *ptr = nullptr;
@@ -110,7 +154,9 @@ private:
   Value *allocate(ValueId v, Value *count);
   Value *allocateResult(const Operation &op, size_t i = 0);
 
-  /// for (idx...) over \p extents, calling \p body with the indices.
+  /// for (idx...) over \p extents, calling \p body with the indices: an
+  /// op's outermost loop nest through Target::parallelLoop, nested ones
+  /// sequential.
   void loops(const std::vector<Value *> &extents,
              const std::function<void(const std::vector<Value *> &)> &body);
   void loopLevel(const std::vector<Value *> &extents, size_t level,
@@ -212,8 +258,6 @@ private:
 
   bool library(const Operation &op);
 
-  bool lowerOp(const Operation &op);
-
   /// True when \p op is not lowered on its own: its result is computed
   /// inside its consumer (a fused loop, or a GEMM reading B^T).
   bool computedElsewhere(const Operation &op) const {
@@ -241,20 +285,25 @@ private:
   bool lowerOutlined(size_t begin, size_t end);
   bool outlining = false;
 
-  // --- device mode (CodegenDevice.cpp) -----------------------------------
-  // Each op becomes a device function of `deviceModule` whose outermost
-  // loops are grid-stride loops over a flat index; the host function
-  // allocates its results in device memory and launches it.
+  // --- device kernels (backend/nvptx: CodegenDevice*.cpp) -----------------
+  // On a target that launches kernels each op becomes a device function of
+  // `deviceModule` whose outermost loops are grid-stride loops over a flat
+  // index; the host function allocates its results in device memory and
+  // launches it.
   bool inDevice = false; ///< emitting a device function
   /// Results were allocated already (by the host of a device kernel, or by
   /// a row group before its row loop): allocateResult returns them.
   bool preallocated = false;
   Value *deviceThread = nullptr, *deviceThreads = nullptr;
+  /// Loops open around the builder's position (0: the next loop nest is an
+  /// op's outermost, which Target::parallelLoop emits).
   int loopNesting = 0;
   /// Messages of the device function's failures (1-based in the status).
   std::vector<std::string> deviceMessages;
   int64_t deviceMessage = 0;
-  bool lowerOnDevice(const Operation &op);
+  /// Lowers \p op through the target (run() calls it on targets that
+  /// launch kernels).
+  bool lowerOnDevice(const Operation &op) { return target.lowerOp(*this, op); }
   /// Emits device function `tsl_dev_<k>` with \p body (\p used: the values
   /// whose buffers it touches); returns k, or -1 when the body failed.
   int32_t emitDeviceKernel(const std::vector<ValueId> &used,
@@ -276,10 +325,6 @@ private:
   Value *orderLess(DType t, Value *u, Value *v);
   void copyElementRaw(DType t, Value *dst, Value *to, Value *src, Value *from);
   bool lowerDeviceOp(const Operation &op);
-  /// for (i = thread; i < prod(extents); i += threads) body(unflatten(i)).
-  void gridStrideLoops(
-      const std::vector<Value *> &extents,
-      const std::function<void(const std::vector<Value *> &)> &body);
   /// An alloca in the current function's entry block (not in a loop).
   Value *entryAlloca(llvm::Type *t);
   /// One thread per result element (no shared accumulators).
@@ -287,8 +332,6 @@ private:
   bool deviceMatmul(const Operation &op);
   /// One loop: padding or the input element (the CPU fills, then copies).
   bool devicePad(const Operation &op);
-  /// Copies element 0 of \p v to the host (item()).
-  Value *readToHost(ValueId v);
 
   // --- row fusion (CodegenRows.cpp) -------------------------------------
   // A run of ops over the same rows [*L, n] (elementwise ops and last-axis
@@ -307,4 +350,4 @@ private:
   }
 };
 
-} // namespace tsl::cpu
+} // namespace tsl::backend

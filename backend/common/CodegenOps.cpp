@@ -2,7 +2,7 @@
 // (tsl_match) and the result-shape function (tsl_result_shapes).
 #include "backend/common/Codegen.h"
 
-namespace tsl::cpu {
+namespace tsl::backend {
 
 // --- argument matching and result shapes ------------------------------
 /// Sets up a new function `name(ptr, ptr, ptr?)` and points the builder
@@ -391,7 +391,7 @@ bool Codegen::library(const Operation &op) {
   }
 }
 
-} // namespace tsl::cpu
+} // namespace tsl::backend
 
 namespace tsl {
 

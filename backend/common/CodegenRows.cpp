@@ -5,7 +5,7 @@
 // and `exp(x - m)` lives in a row-sized scratch buffer.
 #include "backend/common/Codegen.h"
 
-namespace tsl::cpu {
+namespace tsl::backend {
 
 bool Codegen::rowShaped(const TensorType &t) const {
   if (rowLead.empty() || t.rank() != rowLead.size() + 1)
@@ -70,4 +70,4 @@ bool Codegen::lowerRowGroup(const RowGroup &g) {
   return ok;
 }
 
-} // namespace tsl::cpu
+} // namespace tsl::backend

@@ -3,7 +3,7 @@
 #include "backend/common/Codegen.h"
 #include "runtime/KernelAbi.h"
 
-namespace tsl::cpu {
+namespace tsl::backend {
 
 // --- runtime calls ---------------------------------------------------
 llvm::FunctionCallee Codegen::runtime(const char *name, llvm::Type *ret,
@@ -17,12 +17,6 @@ llvm::FunctionCallee Codegen::runtime(const char *name, llvm::Type *ret,
         b.CreateLoad(ptr, b.CreateConstGEP2_64(tableType, table, 0, slot));
     return llvm::FunctionCallee(llvm::FunctionType::get(ret, args, false),
                                 entry);
-  }
-  if (options.device) { // host code of a GPU variant: device memory
-    if (std::string(name) == "tsl_rt_alloc")
-      name = "tsl_rt_dev_alloc";
-    else if (std::string(name) == "tsl_rt_free")
-      name = "tsl_rt_dev_free";
   }
   llvm::FunctionCallee callee =
       mod->getOrInsertFunction(name, llvm::FunctionType::get(ret, args, false));
@@ -62,7 +56,7 @@ void Codegen::failIf(Value *failed, const std::function<void()> &record) {
 
 void Codegen::failOpIf(Value *failed) {
   failIf(failed, [&] {
-    b.CreateCall(runtime("tsl_rt_fail", b.getVoidTy(), {ptr, i32}),
+    b.CreateCall(runtime(target.runtime().fail, b.getVoidTy(), {ptr, i32}),
                  {ctxArg, b.getInt32(opIndex)});
   });
 }
@@ -77,9 +71,9 @@ void Codegen::failMessageIf(Value *failed, const std::string &message) {
   }
   failIf(failed, [&] {
     Value *text = b.CreateGlobalStringPtr(message);
-    b.CreateCall(runtime("tsl_rt_error", b.getVoidTy(), {ptr, ptr}),
+    b.CreateCall(runtime(target.runtime().error, b.getVoidTy(), {ptr, ptr}),
                  {ctxArg, text});
-    b.CreateCall(runtime("tsl_rt_fail", b.getVoidTy(), {ptr, i32}),
+    b.CreateCall(runtime(target.runtime().fail, b.getVoidTy(), {ptr, i32}),
                  {ctxArg, b.getInt32(opIndex)});
   });
 }
@@ -291,10 +285,10 @@ Value *Codegen::allocate(ValueId v, Value *count) {
                                         count, b.getInt64(elem));
   Value *bytes = b.CreateSelect(b.CreateExtractValue(pair, 1), b.getInt64(-1),
                                 b.CreateExtractValue(pair, 0));
-  Value *p =
-      b.CreateCall(runtime("tsl_rt_alloc", ptr, {ptr, i64}), {ctxArg, bytes});
+  Value *p = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
+                          {ctxArg, bytes});
   failIf(b.CreateIsNull(p), [&] {
-    b.CreateCall(runtime("tsl_rt_fail", b.getVoidTy(), {ptr, i32}),
+    b.CreateCall(runtime(target.runtime().fail, b.getVoidTy(), {ptr, i32}),
                  {ctxArg, b.getInt32(opIndex)});
   });
   b.CreateStore(p, bufferSlot(v));
@@ -313,10 +307,14 @@ Value *Codegen::allocateResult(const Operation &op, size_t i) {
 void Codegen::loops(
     const std::vector<Value *> &extents,
     const std::function<void(const std::vector<Value *> &)> &body) {
-  if (inDevice && loopNesting == 0) {
-    gridStrideLoops(extents, body);
-    return;
-  }
+  if (loopNesting == 0)
+    target.parallelLoop(*this, extents, body);
+  else
+    serialLoops(extents, body);
+}
+
+void Codegen::serialLoops(const std::vector<Value *> &extents,
+                          const LoopBody &body) {
   std::vector<Value *> idx;
   ++loopNesting;
   loopLevel(extents, 0, idx, body);
@@ -703,4 +701,4 @@ Value *Codegen::fastErf(Value *x) {
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, r);
 }
 
-} // namespace tsl::cpu
+} // namespace tsl::backend

@@ -1,6 +1,8 @@
 #pragma once
-/// \file Private to backend/cpu: lowering one IR Function to an LLVM module
-/// whose function `tsl_kernel` implements the kernel ABI.
+/// \file For the backend libraries: lowering one IR Function for a Target
+/// to an LLVM module whose function `tsl_kernel` implements the kernel ABI
+/// (runtime/KernelAbi.h), and the native dispatcher over variants. No LLVM
+/// headers (LLVM types are declared, not defined, here).
 
 #include "backend/common/KernelPlan.h"
 #include "ir/Function.h"
@@ -16,6 +18,8 @@ class Module;
 } // namespace llvm
 
 namespace tsl {
+
+class Target;
 
 /// Names of the functions in the generated module.
 inline constexpr const char *kKernelName = "tsl_kernel";
@@ -34,11 +38,9 @@ struct LoweringOptions {
   /// Ahead of time: runtime functions are called through the exported
   /// `tsl_rt_table` that the loading runtime fills (KernelAbi.h).
   bool aot = false;
-  /// GPU variant: the host function launches a device kernel per op (see
-  /// lowerFunctionWithDevice); off for CPU code.
-  bool device = false;
   /// Functions with more ops than this are lowered in runs of ops, each its
-  /// own (non-inlined) LLVM function the kernel calls (kOutlineOpsAbove).
+  /// own (non-inlined) LLVM function the kernel calls (kOutlineOpsAbove),
+  /// where the target outlines at all (TargetCaps::outlining).
   size_t outlineOpsAbove = kOutlineOpsAbove;
   /// Prefix of the three entry points ("": the default names above;
   /// "f_v0": f_v0_kernel, f_v0_match, f_v0_shapes).
@@ -54,24 +56,24 @@ struct LoweringOptions {
   }
 };
 
-/// Lowers \p fn; \p checks receives one description per check of
-/// tsl_match, in code order.
-std::unique_ptr<llvm::Module>
-lowerFunction(const Function &fn, llvm::LLVMContext &ctx,
-              std::vector<std::string> &checks, std::string &error,
-              const LoweringOptions &options = {});
+/// The device kernels of a target that launches kernels
+/// (TargetCaps::launchesKernels): `tsl_dev_<k>(ptr buffers, ptr syms, i64
+/// thread, i64 threads)` for k = 0 .. count - 1, in \p module.
+struct DeviceKernels {
+  std::unique_ptr<llvm::Module> module;
+  int32_t count = 0;
+};
 
-/// Lowers \p fn for a GPU: the returned host module has the usual entry
-/// points, with buffers in device memory and each op's loop nest launched
-/// as device kernel `tsl_dev_<k>(ptr buffers, ptr syms, i64 thread, i64
-/// threads)` of \p deviceModule (k = 0 .. \p numKernels - 1; grid-stride
-/// loops, so any number of threads computes the whole op). Ops the device
-/// path lacks fail with "not supported on the cuda backend: ...".
+/// Lowers \p fn for \p target into a module with the entry points named by
+/// \p options; \p checks receives one description per check of tsl_match,
+/// in code order, and \p kernels (when given) the device kernels the host
+/// code launches. Null with \p error when an op is not supported on the
+/// target ("not supported on the <name> backend: ...").
 std::unique_ptr<llvm::Module>
-lowerFunctionWithDevice(const Function &fn, llvm::LLVMContext &ctx,
-                        std::vector<std::string> &checks, std::string &error,
-                        std::unique_ptr<llvm::Module> &deviceModule,
-                        int32_t &numKernels);
+lowerForTarget(const Function &fn, llvm::LLVMContext &ctx, const Target &target,
+               std::vector<std::string> &checks, std::string &error,
+               const LoweringOptions &options = {},
+               DeviceKernels *kernels = nullptr);
 
 /// One variant as a dispatcher sees it: its signature (rt::DispatchFn) and
 /// its matcher (a function of the module, or an address).

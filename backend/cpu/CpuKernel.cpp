@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "backend/common/Lowering.h"
+#include "backend/cpu/CpuTarget.h"
 #include "backend/cpu/HostJit.h"
 #include "runtime/KernelAbi.h"
 #include "runtime/Manifest.h"

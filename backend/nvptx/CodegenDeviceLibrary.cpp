@@ -5,7 +5,7 @@
 // earlier index, bounds and ranges are checked.
 #include "backend/common/Codegen.h"
 
-namespace tsl::cpu {
+namespace tsl::backend {
 
 Value *Codegen::orderLess(DType t, Value *u, Value *v) {
   if (!isFloat(t)) {
@@ -348,4 +348,4 @@ bool Codegen::deviceUnique(const Operation &op) {
   return true;
 }
 
-} // namespace tsl::cpu
+} // namespace tsl::backend
