@@ -353,19 +353,30 @@ public:
                        : std::string(" outline=no");
     out += std::string(" kernels=") + (c.launchesKernels ? "yes" : "no");
     out += "\n";
-    size_t run = 0;
+    size_t run = 0, groupEnd = 0;
+    std::vector<ValueId> groupFrees; // freed after the row loop
     for (size_t i = 0; i < fn.ops.size(); ++i) {
       if (run < plan.outlinedRuns.size() && plan.outlinedRuns[run].begin == i) {
         out += "  outlined run " + range(plan.outlinedRuns[run]) + "\n";
         ++run;
       }
       const RowGroup &g = plan.rowGroups[i];
-      if (g.end > g.begin)
+      if (g.end > g.begin) {
         out += "  row group " + range(g) + " over rows " + dimList(g.lead) +
                (g.scratch.empty() ? "" : ", scratch " + list(g.scratch)) + "\n";
+        groupEnd = g.end;
+      }
       out += "  " + opLine(i) + "\n";
-      if (!plan.freeAfter[i].empty())
-        out += "    free " + list(plan.freeAfter[i]) + "\n";
+      const std::vector<ValueId> &frees = plan.freeAfter[i];
+      if (i < groupEnd) { // the lowering frees them after the row loop
+        groupFrees.insert(groupFrees.end(), frees.begin(), frees.end());
+        if (i + 1 == groupEnd && !groupFrees.empty()) {
+          out += "    free after the row loop " + list(groupFrees) + "\n";
+          groupFrees.clear();
+        }
+      } else if (!frees.empty()) {
+        out += "    free " + list(frees) + "\n";
+      }
     }
     return out;
   }
@@ -432,6 +443,8 @@ private:
     if (!op.results.empty())
       out += list(op.results) + " = ";
     out += opInfo(op.code).name;
+    if (op.code == OpCode::Assert)
+      return out + " " + op.condAttr("cond").str();
     if (op.results.empty())
       return out;
     ValueId r = op.results[0];

@@ -109,13 +109,15 @@ bool isReductionOp(OpCode c);
 /// plan (the lowering reports ops a target cannot lower).
 KernelPlan planKernels(const Function &fn, const TargetCaps &caps);
 
-/// The plan as stable text, one line per op with value names as the IR
-/// printer writes them: for each op whether it is fused into a consumer,
-/// read as B^T, or lowered, with the expression its loop computes, then the
-/// buffers freed after it; row groups and outlined runs before their first
-/// op. For example (relu(x * 1.5 + 0.5) * 2.0):
+/// The plan as stable text: a header with the capabilities planned for,
+/// then one line per op with value names as the IR printer writes them,
+/// saying whether the op is fused into a consumer (which ops), read as B^T
+/// by a GEMM, or lowered (with the expression its loop computes and the
+/// fused depth), followed by the buffers freed after it (after the row
+/// loop, for ops of a row group); row groups (rows and scratch values) and
+/// outlined runs are announced before their first op. For example:
 ///
-///     plan @ew (transposed-gemm-operand row-groups outline-above=256)
+///     plan @ew gemm-bt=yes row-groups=yes outline-above=256 kernels=no
 ///       op 0 %0 = constant: fused into op 6
 ///       ...
 ///       op 6 %6 = mul: loop mul(relu(add(mul(%x, 1.5), 0.5)), 2.0), depth 4

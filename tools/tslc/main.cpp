@@ -1,7 +1,9 @@
 // tslc: the TSL compiler driver. Exit status: 0 on success, 1 on any error
 // (bad input, bad arguments, failed run-time checks).
 #include "backend/cpu/CpuKernel.h"
+#include "backend/cpu/CpuTarget.h"
 #include "backend/nvptx/GpuKernel.h"
+#include "backend/nvptx/NvptxTarget.h"
 #include "frontend/AstPrinter.h"
 #include "frontend/Parser.h"
 #include "ir/IrText.h"
@@ -38,8 +40,10 @@ commands:
   run FILE --fn NAME --calls CALLS [--stats]
                                     one call per line of CALLS (NAME=VALUE...) through the
                                     runtime's variant table; --stats prints compiles as JSON
-  emit FILE --emit=ast|ir|llvm|asm|ptx [--fn NAME] [--arg NAME=VALUE...]
+  emit FILE --emit=ast|ir|plan|llvm|asm|ptx [--fn NAME] [--arg NAME=VALUE...]
                                     print the AST, or the IR (symbolic without --arg);
+                                    plan: the kernel plan (fusion, frees, row groups),
+                                    for the GPU with --target nvptx;
                                     ptx (or --target nvptx --emit=asm): the GPU kernels for
                                     --arch sm_90 (default) or sm_80, -o to write a file
   build FILE --fn NAME --arg NAME=TYPE... -o OUT.so [--all-dynamic]
@@ -507,12 +511,12 @@ int cmdEmit(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (o.files.size() != 1)
     return usageError("emit needs exactly one file");
   bool ptx = o.emit == "ptx" || (o.target == "nvptx" && o.emit == "asm");
-  if (o.emit != "ast" && o.emit != "ir" && o.emit != "llvm" &&
-      o.emit != "asm" && !ptx)
+  if (o.emit != "ast" && o.emit != "ir" && o.emit != "plan" &&
+      o.emit != "llvm" && o.emit != "asm" && !ptx)
     return usageError(o.emit.empty()
-                          ? "emit needs --emit=ast, ir, llvm, asm or ptx"
+                          ? "emit needs --emit=ast, ir, plan, llvm, asm or ptx"
                           : "not supported: --emit=" + o.emit +
-                                " (available: ast, ir, llvm, asm, ptx)");
+                                " (available: ast, ir, plan, llvm, asm, ptx)");
   if (!o.target.empty() && o.target != "host" && o.target != "nvptx")
     return usageError("not supported: --target " + o.target +
                       " (available: host, nvptx)");
@@ -550,6 +554,12 @@ int cmdEmit(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
       return 1;
     }
     module.functions.push_back(std::move(fn));
+  }
+  if (o.emit == "plan") { // the kernel plan for the host, or --target nvptx
+    const Target &target = o.target == "nvptx" ? nvptxTarget() : cpuTarget();
+    for (const Function &f : module.functions)
+      std::cout << printKernelPlan(f, planKernels(f, target.caps()));
+    return 0;
   }
   if (ptx) {
     std::string text;
