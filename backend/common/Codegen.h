@@ -319,6 +319,17 @@ private:
   // CodegenDeviceLibrary.cpp: the CPU's library kernels as device code.
   /// conv2d, max_pool2d, index_select, topk, argmax (one kernel each).
   bool deviceLibraryOp(const Operation &op);
+  /// argmax: one thread per result element; the first maximum, a NaN once
+  /// seen.
+  bool deviceArgmax(const Operation &op);
+  /// index_select: every index checked (also with no result elements),
+  /// then one thread per result element.
+  bool deviceIndexSelect(const Operation &op);
+  /// conv2d (f64 accumulation, like the library) and max_pool2d: one thread
+  /// per result element over its window.
+  bool deviceWindow(const Operation &op);
+  /// topk: one thread per row picking k times (O(k n), no scratch).
+  bool deviceTopk(const Operation &op);
   /// unique: a counting launch, then a filling one.
   bool deviceUnique(const Operation &op);
   /// u < v in the library's total order (NaN above everything).
