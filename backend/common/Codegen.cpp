@@ -1,7 +1,10 @@
 // IR -> LLVM IR. Each op becomes a loop nest over its result (or a call to a
 // library kernel of runtime/KernelAbi.h); sizes are computed at run time from
 // the symbol values, so one kernel serves every size its guards admit.
-// This file: the driver loop, elementwise fusion, reductions and matmul.
+// What is fused, freed, row-grouped or outlined comes from the kernel plan
+// (KernelPlan.h); what differs between targets from the Target's hooks.
+// This file: the driver loop, elementwise loops (recomputing fused trees),
+// reductions and matmul.
 #include "backend/common/Codegen.h"
 
 #include <llvm/IR/Verifier.h>

@@ -103,7 +103,31 @@ private:
   /// Returns `code` from the current helper when \p bad holds.
   void checkOrReturn(Value *bad, const std::string &description);
 
+  /// `i32 tsl_match(sizes, ints, syms)` (Lowering.h: kMatchName).
   void emitMatch();
+  /// One tensor axis of the arguments: its flat position in `sizes`.
+  struct MatchAxis {
+    const Param *param;
+    size_t tensorIndex;
+    size_t dim;
+    SymExpr expr;
+    Value *size; ///< loaded from `sizes`
+  };
+  /// The matcher's view of the arguments and the symbols bound so far.
+  struct MatchArgs {
+    std::vector<MatchAxis> axes;
+    std::vector<std::pair<const Param *, Value *>> ints;
+    std::set<std::string> bound;
+  };
+  /// Stores \p v as symbol \p name unless bound already (or unknown).
+  void bindMatched(MatchArgs &m, const std::string &name, Value *v);
+  /// Binds derived dims (2*N, N + 1) by solving each linear form for its
+  /// one unknown, checking the size is of that form.
+  void matchDerivedDims(MatchArgs &m);
+  /// Checks every axis and int argument against its expression.
+  void matchArguments(const MatchArgs &m);
+  /// Checks declared ranges, signs and divisibility of the bound symbols.
+  void matchSymbolRanges(const MatchArgs &m);
 
   void emitShapes();
 

@@ -45,6 +45,8 @@ struct LoweringOptions {
   /// Prefix of the three entry points ("": the default names above;
   /// "f_v0": f_v0_kernel, f_v0_match, f_v0_shapes).
   std::string prefix;
+  /// The entry points' names: kKernelName, kMatchName and kShapesName
+  /// without a prefix, else the prefix and `_kernel`, `_match`, `_shapes`.
   std::string kernelName() const {
     return prefix.empty() ? kKernelName : prefix + "_kernel";
   }
