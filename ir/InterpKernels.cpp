@@ -87,6 +87,174 @@ int64_t floorDivInt(int64_t a, int64_t b) {
   return q;
 }
 
+/// x op y for integers (wrapping like the compiled code); false for an op
+/// without an integer form. Division by zero is the caller's to check.
+bool intBinary(OpCode code, int64_t x, int64_t y, int64_t &r) {
+  uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+  switch (code) {
+  case OpCode::Add:
+    r = static_cast<int64_t>(ux + uy);
+    break;
+  case OpCode::Sub:
+    r = static_cast<int64_t>(ux - uy);
+    break;
+  case OpCode::Mul:
+    r = static_cast<int64_t>(ux * uy);
+    break;
+  case OpCode::Div: // (the caller checks for zero)
+    r = floorDivInt(x, y);
+    break;
+  case OpCode::Maximum:
+    r = std::max(x, y);
+    break;
+  case OpCode::Minimum:
+    r = std::min(x, y);
+    break;
+  case OpCode::Lt:
+    r = x < y;
+    break;
+  case OpCode::Le:
+    r = x <= y;
+    break;
+  case OpCode::Gt:
+    r = x > y;
+    break;
+  case OpCode::Ge:
+    r = x >= y;
+    break;
+  case OpCode::Eq:
+    r = x == y;
+    break;
+  case OpCode::Ne:
+    r = x != y;
+    break;
+  case OpCode::And:
+    r = x && y;
+    break;
+  case OpCode::Or:
+    r = x || y;
+    break;
+  default:
+    return false;
+  }
+  return true;
+}
+
+/// x op y for floats (comparisons give 0 or 1); false for an op without a
+/// float form.
+bool floatBinary(OpCode code, double x, double y, double &r) {
+  switch (code) {
+  case OpCode::Add:
+    r = x + y;
+    break;
+  case OpCode::Sub:
+    r = x - y;
+    break;
+  case OpCode::Mul:
+    r = x * y;
+    break;
+  case OpCode::Div:
+    r = x / y;
+    break;
+  case OpCode::Pow:
+    r = std::pow(x, y);
+    break;
+  case OpCode::Maximum:
+    r = (std::isnan(x) || std::isnan(y)) ? NAN : std::max(x, y);
+    break;
+  case OpCode::Minimum:
+    r = (std::isnan(x) || std::isnan(y)) ? NAN : std::min(x, y);
+    break;
+  case OpCode::Lt:
+    r = x < y;
+    break;
+  case OpCode::Le:
+    r = x <= y;
+    break;
+  case OpCode::Gt:
+    r = x > y;
+    break;
+  case OpCode::Ge:
+    r = x >= y;
+    break;
+  case OpCode::Eq:
+    r = x == y;
+    break;
+  case OpCode::Ne:
+    r = x != y;
+    break;
+  default:
+    return false;
+  }
+  return true;
+}
+
+/// op x for integers; false for an op without an integer form.
+bool intUnary(OpCode code, int64_t x, int64_t &r) {
+  switch (code) {
+  case OpCode::Neg:
+    r = static_cast<int64_t>(0 - static_cast<uint64_t>(x));
+    break;
+  case OpCode::Not:
+    r = !x;
+    break;
+  case OpCode::Abs:
+    r = x < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(x)) : x;
+    break;
+  case OpCode::Relu:
+    r = std::max<int64_t>(x, 0);
+    break;
+  default:
+    return false;
+  }
+  return true;
+}
+
+/// op x for floats; false for an op without a float form.
+bool floatUnary(OpCode code, double x, double &r) {
+  switch (code) {
+  case OpCode::Neg:
+    r = -x;
+    break;
+  case OpCode::Exp:
+    r = std::exp(x);
+    break;
+  case OpCode::Log:
+    r = std::log(x);
+    break;
+  case OpCode::Sqrt:
+    r = std::sqrt(x);
+    break;
+  case OpCode::Rsqrt:
+    r = 1.0 / std::sqrt(x);
+    break;
+  case OpCode::Tanh:
+    r = std::tanh(x);
+    break;
+  case OpCode::Sigmoid:
+    r = 1.0 / (1.0 + std::exp(-x));
+    break;
+  case OpCode::Relu:
+    r = std::isnan(x) ? x : std::max(x, 0.0);
+    break;
+  case OpCode::Gelu:
+    r = gelu(x);
+    break;
+  case OpCode::Abs:
+    r = std::fabs(x);
+    break;
+  case OpCode::Sin:
+    r = std::sin(x);
+    break;
+  case OpCode::Cos:
+    r = std::cos(x);
+    break;
+  default:
+    return false;
+  }
+  return true;
+}
+
 bool elementwise(KernelContext &ctx) {
   std::vector<int64_t> shape = broadcastShape(ctx.in);
   if (!checkBroadcast(ctx, shape) || !ctx.allocate(0, shape))
@@ -114,126 +282,26 @@ bool elementwise(KernelContext &ctx) {
       const Tensor &b = *ctx.in[1];
       size_t ib = static_cast<size_t>(it.offsets[1]);
       if (intMath) {
-        int64_t x = a.getI(ia), y = b.getI(ib);
-        uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
-        switch (code) {
-        case OpCode::Add:
-          out.setI(i, static_cast<int64_t>(ux + uy));
-          break;
-        case OpCode::Sub:
-          out.setI(i, static_cast<int64_t>(ux - uy));
-          break;
-        case OpCode::Mul:
-          out.setI(i, static_cast<int64_t>(ux * uy));
-          break;
-        case OpCode::Div:
-          if (y == 0)
-            return ctx.fail("integer division by zero");
-          out.setI(i, floorDivInt(x, y));
-          break;
-        case OpCode::Maximum:
-          out.setI(i, std::max(x, y));
-          break;
-        case OpCode::Minimum:
-          out.setI(i, std::min(x, y));
-          break;
-        case OpCode::Lt:
-          out.setI(i, x < y);
-          break;
-        case OpCode::Le:
-          out.setI(i, x <= y);
-          break;
-        case OpCode::Gt:
-          out.setI(i, x > y);
-          break;
-        case OpCode::Ge:
-          out.setI(i, x >= y);
-          break;
-        case OpCode::Eq:
-          out.setI(i, x == y);
-          break;
-        case OpCode::Ne:
-          out.setI(i, x != y);
-          break;
-        case OpCode::And:
-          out.setI(i, x && y);
-          break;
-        case OpCode::Or:
-          out.setI(i, x || y);
-          break;
-        default:
+        int64_t x = a.getI(ia), y = b.getI(ib), r = 0;
+        if (code == OpCode::Div && y == 0)
+          return ctx.fail("integer division by zero");
+        if (!intBinary(code, x, y, r))
           return ctx.fail("unsupported integer op");
-        }
+        out.setI(i, r);
       } else {
-        double x = a.getF(ia), y = b.getF(ib);
         double r = 0;
-        switch (code) {
-        case OpCode::Add:
-          r = x + y;
-          break;
-        case OpCode::Sub:
-          r = x - y;
-          break;
-        case OpCode::Mul:
-          r = x * y;
-          break;
-        case OpCode::Div:
-          r = x / y;
-          break;
-        case OpCode::Pow:
-          r = std::pow(x, y);
-          break;
-        case OpCode::Maximum:
-          r = (std::isnan(x) || std::isnan(y)) ? NAN : std::max(x, y);
-          break;
-        case OpCode::Minimum:
-          r = (std::isnan(x) || std::isnan(y)) ? NAN : std::min(x, y);
-          break;
-        case OpCode::Lt:
-          r = x < y;
-          break;
-        case OpCode::Le:
-          r = x <= y;
-          break;
-        case OpCode::Gt:
-          r = x > y;
-          break;
-        case OpCode::Ge:
-          r = x >= y;
-          break;
-        case OpCode::Eq:
-          r = x == y;
-          break;
-        case OpCode::Ne:
-          r = x != y;
-          break;
-        default:
+        if (!floatBinary(code, a.getF(ia), b.getF(ib), r))
           return ctx.fail("unsupported float op");
-        }
         out.setF(i, r);
       }
       continue;
     }
     // Unary.
     if (intMath && code != OpCode::Cast) {
-      int64_t x = a.getI(ia);
-      switch (code) {
-      case OpCode::Neg:
-        out.setI(i, static_cast<int64_t>(0 - static_cast<uint64_t>(x)));
-        break;
-      case OpCode::Not:
-        out.setI(i, !x);
-        break;
-      case OpCode::Abs:
-        out.setI(i, x < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(x))
-                          : x);
-        break;
-      case OpCode::Relu:
-        out.setI(i, std::max<int64_t>(x, 0));
-        break;
-      default:
+      int64_t r = 0;
+      if (!intUnary(code, a.getI(ia), r))
         return ctx.fail("unsupported integer op");
-      }
+      out.setI(i, r);
       continue;
     }
     if (code == OpCode::Cast) {
@@ -243,47 +311,9 @@ bool elementwise(KernelContext &ctx) {
         out.setI(i, a.getI(ia));
       continue;
     }
-    double x = a.getF(ia), r = 0;
-    switch (code) {
-    case OpCode::Neg:
-      r = -x;
-      break;
-    case OpCode::Exp:
-      r = std::exp(x);
-      break;
-    case OpCode::Log:
-      r = std::log(x);
-      break;
-    case OpCode::Sqrt:
-      r = std::sqrt(x);
-      break;
-    case OpCode::Rsqrt:
-      r = 1.0 / std::sqrt(x);
-      break;
-    case OpCode::Tanh:
-      r = std::tanh(x);
-      break;
-    case OpCode::Sigmoid:
-      r = 1.0 / (1.0 + std::exp(-x));
-      break;
-    case OpCode::Relu:
-      r = std::isnan(x) ? x : std::max(x, 0.0);
-      break;
-    case OpCode::Gelu:
-      r = gelu(x);
-      break;
-    case OpCode::Abs:
-      r = std::fabs(x);
-      break;
-    case OpCode::Sin:
-      r = std::sin(x);
-      break;
-    case OpCode::Cos:
-      r = std::cos(x);
-      break;
-    default:
+    double r = 0;
+    if (!floatUnary(code, a.getF(ia), r))
       return ctx.fail("unsupported op");
-    }
     out.setF(i, r);
   }
   return true;

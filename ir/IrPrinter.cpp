@@ -83,7 +83,7 @@ std::string printLoc(const Location &loc) {
 
 } // namespace
 
-std::string printFunction(const Function &fn) {
+std::vector<std::string> valueNames(const Function &fn) {
   std::vector<std::string> names(fn.values.size());
   unsigned next = 0;
   for (size_t i = 0; i < fn.values.size(); ++i)
@@ -95,6 +95,11 @@ std::string printFunction(const Function &fn) {
     for (ValueId r : op.results)
       if (fn.values[r].name.empty())
         names[r] = "%" + std::to_string(next++);
+  return names;
+}
+
+std::string printFunction(const Function &fn) {
+  std::vector<std::string> names = valueNames(fn);
 
   std::string out = "func @" + fn.name + "(";
   for (size_t i = 0; i < fn.params.size(); ++i) {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace tsl {
 
@@ -13,6 +14,10 @@ namespace tsl {
 std::string printFunction(const Function &fn);
 /// Prints every function of a module, separated by blank lines.
 std::string printModule(const Module &module);
+/// The name printFunction gives each value of \p fn, indexed by ValueId:
+/// `%` and the parameter's name, else `%0`, `%1`, ... numbering op results
+/// in definition order.
+std::vector<std::string> valueNames(const Function &fn);
 
 /// Where and why IR text failed to parse.
 struct IrParseError {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "backend/cpu/CpuCodegen.h"
+#include "backend/cpu/CpuTarget.h"
 #include "backend/cpu/HostJit.h"
 #include "backend/cpu/HostTarget.h"
 #include "backend/cpu/ObjectCompiler.h"

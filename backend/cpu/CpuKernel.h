@@ -3,6 +3,7 @@
 /// optimized (O3, host CPU features) and loaded with ORC LLJIT. The kernel
 /// follows the ABI of runtime/KernelAbi.h.
 
+#include "backend/common/KernelPlan.h"
 #include "ir/Interpreter.h"
 #include "runtime/KernelAbi.h"
 
@@ -18,13 +19,6 @@ namespace rt {
 struct Dispatcher;
 struct VariantCode;
 } // namespace rt
-
-/// Functions with more ops than this are compiled one kernel (op or row
-/// group) per LLVM function, each distinct kernel once: LLVM's optimizer is
-/// superlinear on one big function, and the layers of a stack share their
-/// kernels. 0: always (measured: even a single encoder layer compiles in
-/// half the time, and runs as fast).
-inline constexpr size_t kOutlineOpsAbove = 0;
 
 /// Where the objects of single kernels are kept between compiles, so that
 /// an edit recompiles only the kernels it changed. Keys are hex digests of
@@ -117,7 +111,8 @@ class CpuKernel {
 public:
   ~CpuKernel();
   /// Compiles \p fn. Returns null with \p error on failure. Functions
-  /// with more than \p outlineOpsAbove ops get one LLVM function per op.
+  /// with more than \p outlineOpsAbove ops are lowered one kernel per LLVM
+  /// function (0: every function; SIZE_MAX: the whole function as one).
   static std::unique_ptr<CpuKernel>
   compile(const Function &fn, std::string &error,
           size_t outlineOpsAbove = kOutlineOpsAbove);

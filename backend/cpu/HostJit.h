@@ -1,6 +1,9 @@
 #pragma once
-/// \file Private to the backends (it includes LLVM): JIT-compiling a
-/// lowered host module into this process.
+/// \file JIT-compiling a lowered host module into this process (defined in
+/// CpuKernel.cpp). A public header of tsl_backend_cpu for the other backend
+/// libraries (backend/nvptx runs GPU variants' host code and the emulated
+/// kernels with it); it includes LLVM's ORC headers, so nothing outside
+/// backend/ includes it.
 
 #include "runtime/Variant.h"
 

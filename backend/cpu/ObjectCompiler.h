@@ -3,7 +3,7 @@
 /// module to object code one kernel at a time, on every core, reusing the
 /// objects of kernels compiled before.
 
-#include "backend/cpu/CpuCodegen.h"
+#include "backend/common/Lowering.h"
 #include "backend/cpu/CpuKernel.h"
 
 #include <llvm/IR/Module.h>

@@ -2,7 +2,7 @@
 // kernels through LLVM's NVPTX target (or the host, under the emulator).
 #include "backend/nvptx/GpuKernel.h"
 
-#include "backend/cpu/CpuCodegen.h"
+#include "backend/nvptx/NvptxTarget.h"
 #include "backend/cpu/CpuKernel.h"
 #include "backend/cpu/HostJit.h"
 #include "runtime/GpuDevice.h"

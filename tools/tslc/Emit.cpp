@@ -2,8 +2,11 @@
 // in pipeline order, from a table of stages.
 #include "tools/tslc/Tslc.h"
 
+#include "backend/common/KernelPlan.h"
 #include "backend/cpu/CpuKernel.h"
+#include "backend/cpu/CpuTarget.h"
 #include "backend/nvptx/GpuKernel.h"
+#include "backend/nvptx/NvptxTarget.h"
 #include "frontend/AstPrinter.h"
 #include "ir/IrText.h"
 
@@ -58,6 +61,15 @@ bool eachFunction(const EmitInput &in, std::string &out, std::string &error,
   return true;
 }
 
+/// The kernel plan for the host, or the GPU's with `--target nvptx`.
+bool emitPlan(const EmitInput &in, std::string &out, std::string &) {
+  const Target &target =
+      in.options.target == "nvptx" ? nvptxTarget() : cpuTarget();
+  for (const Function &f : in.module.functions)
+    out += printKernelPlan(f, planKernels(f, target.caps()));
+  return true;
+}
+
 bool emitLlvm(const EmitInput &in, std::string &out, std::string &error) {
   return eachFunction(in, out, error, lowerToLLVMText);
 }
@@ -78,9 +90,7 @@ bool emitPtx(const EmitInput &in, std::string &out, std::string &error) {
 const Stage kStages[] = {
     {"ast", true, emitAst},
     {"ir", false, emitIr},
-    // plan: the kernel plan (backend/common: fusion groups, schedules,
-    // buffer lifetimes) goes here, between ir and llvm, as
-    // {"plan", false, emitPlan} with emitPlan printing each function's plan.
+    {"plan", false, emitPlan},
     {"llvm", false, emitLlvm},
     {"asm", false, emitAsm},
     {"ptx", false, emitPtx},

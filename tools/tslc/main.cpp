@@ -3,6 +3,7 @@
 #include "tools/tslc/Tslc.h"
 
 #include "backend/cpu/CpuKernel.h"
+#include "backend/cpu/CpuTarget.h"
 #include "backend/nvptx/GpuKernel.h"
 #include "ir/TensorIO.h"
 #include "runtime/FunctionTable.h"
@@ -42,9 +43,11 @@ commands:
   emit FILE --emit=STAGE[,STAGE...] [--fn NAME] [--arg NAME=VALUE...] [-o OUT]
                                     print stages in pipeline order (a "==== STAGE ===="
                                     line before each when several): ast, ir (symbolic
-                                    without --arg), llvm, asm (the host's), ptx (or
-                                    --target nvptx --emit=asm: the GPU kernels for --arch
-                                    sm_90, the default, or sm_80); -o writes a file
+                                    without --arg), plan (the kernel plan: fusion, frees,
+                                    row groups; --target nvptx: the GPU's), llvm, asm
+                                    (the host's), ptx (or --target nvptx --emit=asm: the
+                                    GPU kernels for --arch sm_90, the default, or sm_80);
+                                    -o writes a file
   build FILE --fn NAME --arg NAME=TYPE... -o OUT.so [--all-dynamic]
                                     compile ahead of time into a shared library the runtime
                                     loads without a compiler (tsl_module_load_aot);

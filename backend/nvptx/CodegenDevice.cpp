@@ -4,9 +4,9 @@
 // allocates the op's results in device memory and launches it. Ops whose
 // CPU lowering has loops that depend on each other (accumulate, then
 // finish) get single-loop forms here with one thread per result element.
-#include "backend/cpu/Codegen.h"
+#include "backend/common/Codegen.h"
 
-namespace tsl::cpu {
+namespace tsl::backend {
 
 Value *Codegen::entryAlloca(llvm::Type *t) {
   llvm::IRBuilder<> entry(&kernel->getEntryBlock(),
@@ -14,9 +14,8 @@ Value *Codegen::entryAlloca(llvm::Type *t) {
   return entry.CreateAlloca(t);
 }
 
-void Codegen::gridStrideLoops(
-    const std::vector<Value *> &extents,
-    const std::function<void(const std::vector<Value *> &)> &body) {
+void Codegen::gridStrideLoops(const std::vector<Value *> &extents,
+                              const LoopBody &body) {
   Value *total = product(extents);
   llvm::BasicBlock *pre = b.GetInsertBlock();
   auto *header = llvm::BasicBlock::Create(ctx, "grid", kernel);
@@ -47,7 +46,7 @@ void Codegen::gridStrideLoops(
   b.SetInsertPoint(exit);
 }
 
-bool Codegen::lowerOnDevice(const Operation &op) {
+bool Codegen::launchOnDevice(const Operation &op) {
   switch (op.code) {
   case OpCode::Assert:  // a condition on sizes: the host checks it
   case OpCode::Reshape: // an alias of the operand's buffer
@@ -133,8 +132,9 @@ void Codegen::emitLaunch(int32_t number, Value *total) {
   for (size_t k = 0; k < deviceMessages.size(); ++k)
     failIf(b.CreateICmpEQ(status, b.getInt32(static_cast<int32_t>(k + 2))),
            [&] {
-             b.CreateCall(runtime("tsl_rt_error", b.getVoidTy(), {ptr, ptr}),
-                          {ctxArg, b.CreateGlobalStringPtr(deviceMessages[k])});
+             b.CreateCall(
+                 runtime(target.runtime().error, b.getVoidTy(), {ptr, ptr}),
+                 {ctxArg, b.CreateGlobalStringPtr(deviceMessages[k])});
            });
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
 }
@@ -415,4 +415,4 @@ bool Codegen::devicePad(const Operation &op) {
   return true;
 }
 
-} // namespace tsl::cpu
+} // namespace tsl::backend

@@ -1,15 +1,18 @@
 // IR -> LLVM IR. Each op becomes a loop nest over its result (or a call to a
 // library kernel of runtime/KernelAbi.h); sizes are computed at run time from
 // the symbol values, so one kernel serves every size its guards admit.
-// This file: the driver loop, elementwise fusion, reductions and matmul.
-#include "backend/cpu/Codegen.h"
+// What is fused, freed, row-grouped or outlined comes from the kernel plan
+// (KernelPlan.h); what differs between targets from the Target's hooks.
+// This file: the driver loop, elementwise loops (recomputing fused trees),
+// reductions and matmul.
+#include "backend/common/Codegen.h"
 #include "runtime/Sha256.h"
 
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
 namespace tsl {
-namespace cpu {
+namespace backend {
 
 std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
   for (size_t i = 0; i < fn.symbols.size(); ++i)
@@ -34,10 +37,7 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
       bufs[p.value] = loadBuffer(p.value);
   if (options.device)
     deviceModule = std::make_unique<llvm::Module>("tsl_device", ctx);
-  outlining = !options.device && fn.ops.size() > options.outlineOpsAbove;
-  planFusion();
-  planFrees();
-  planRowGroups();
+  makePlan();
   for (size_t i = 0; i < fn.ops.size(); ++i) {
     opIndex = static_cast<int32_t>(i);
     const Operation &op = fn.ops[i];
@@ -210,8 +210,8 @@ bool Codegen::lowerKernel(size_t begin, size_t end, bool rowGroup) {
 }
 
 bool Codegen::unsupported(const std::string &what) {
-  error = std::string("not supported on the ") +
-          (options.device ? "cuda" : "cpu") + " backend: " + what;
+  error = std::string("not supported on the ") + target.name() +
+          " backend: " + what;
   return false;
 }
 
@@ -283,8 +283,8 @@ bool Codegen::lowerOp(const Operation &op) {
     return library(op);
   case OpCode::Item: {
     ValueId x = op.operands[0];
-    Value *v = load(fn.type(x).dtype, options.device ? readToHost(x) : bufs[x],
-                    b.getInt64(0));
+    Value *v =
+        load(fn.type(x).dtype, target.readToHost(*this, x), b.getInt64(0));
     if (fn.type(x).dtype == DType::Bool)
       v = b.CreateZExt(v, i64);
     SymExpr sym = op.exprAttr("sym");
@@ -306,141 +306,16 @@ bool Codegen::lowerOp(const Operation &op) {
   }
 }
 
-bool Codegen::isElementwise(OpCode c) {
-  switch (c) {
-  case OpCode::Reshape:
-  case OpCode::Permute:
-  case OpCode::Expand:
-  case OpCode::Slice:
-  case OpCode::Pad:
-  case OpCode::Concat:
-  case OpCode::Matmul:
-  case OpCode::Full:
-  case OpCode::Arange:
-  case OpCode::ReduceSum:
-  case OpCode::ReduceMean:
-  case OpCode::ReduceMax:
-  case OpCode::ReduceMin:
-  case OpCode::Argmax:
-  case OpCode::Conv2d:
-  case OpCode::MaxPool2d:
-  case OpCode::Nonzero:
-  case OpCode::MaskedSelect:
-  case OpCode::Unique:
-  case OpCode::Item:
-  case OpCode::IndexSelect:
-  case OpCode::Topk:
-  case OpCode::Assert:
-    return false;
-  default:
-    return true; // arithmetic, comparisons, unary math, where, cast, constants
-  }
-}
-
-void Codegen::planFusion() {
-  std::vector<int> uses(fn.values.size(), 0);
-  producer.assign(fn.values.size(), nullptr);
-  inlined.assign(fn.values.size(), false);
-  fusedDepth.assign(fn.values.size(), 0);
-  for (const Operation &op : fn.ops) {
-    for (ValueId v : op.operands)
-      ++uses[v];
-    for (ValueId r : op.results)
-      producer[r] = &op;
-  }
-  for (ValueId r : fn.results)
-    uses[r] += 2; // results are stored
-  // An f32 matmul whose right operand is a transpose of the last two axes,
-  // used only there, reads the untransposed buffer (GEMM with B^T).
-  transposedOperand.assign(fn.values.size(), false);
-  for (const Operation &op : fn.ops) {
-    if (op.code != OpCode::Matmul || fn.type(op.results[0]).dtype != DType::F32)
-      continue;
-    ValueId v = op.operands[1];
-    const Operation *p = producer[v];
-    if (!p || p->code != OpCode::Permute || uses[v] != 1 ||
-        fn.type(v).rank() < 2)
-      continue;
-    const auto &perm = p->intsAttr("perm");
-    size_t r = perm.size();
-    bool swapLast = perm[r - 1] == static_cast<int64_t>(r - 2) &&
-                    perm[r - 2] == static_cast<int64_t>(r - 1);
-    for (size_t i = 0; i + 2 < r; ++i)
-      swapLast &= perm[i] == static_cast<int64_t>(i);
-    if (swapLast && !options.device) // device matmuls read B as stored
-      transposedOperand[v] = true;
-  }
-  for (const Operation &op : fn.ops) {
-    bool consumerOk = isElementwise(op.code) || op.code == OpCode::ReduceSum ||
-                      op.code == OpCode::ReduceMean ||
-                      op.code == OpCode::ReduceMax ||
-                      op.code == OpCode::ReduceMin;
-    if (!consumerOk || op.code == OpCode::Constant ||
-        op.code == OpCode::SymScalar)
-      continue;
-    const TensorType &loop = isElementwise(op.code) ? fn.type(op.results[0])
-                                                    : fn.type(op.operands[0]);
-    unsigned depth = 0;
-    for (ValueId v : op.operands) {
-      const Operation *p = producer[v];
-      if (!p || !isElementwise(p->code))
-        continue;
-      bool scalar = p->code == OpCode::Constant || p->code == OpCode::SymScalar;
-      // Fused trees stay shallow (kMaxFusedDepth): a 50,000-term sum becomes
-      // a chain of loops instead of one expression that deep.
-      if (scalar || (uses[v] == 1 && fn.type(v).dims == loop.dims &&
-                     fusedDepth[v] < kMaxFusedDepth)) {
-        inlined[v] = true;
-        depth = std::max(depth, fusedDepth[v]);
-      }
-    }
-    for (ValueId r : op.results)
-      fusedDepth[r] = depth + 1;
-  }
-}
-
-void Codegen::planFrees() {
-  size_t n = fn.values.size();
-  std::vector<ValueId> root(n);
-  for (ValueId v = 0; v < n; ++v)
-    root[v] = v;
-  for (const Operation &op : fn.ops)
-    if (op.code == OpCode::Reshape) // aliases its operand's buffer
-      root[op.results[0]] = root[op.operands[0]];
-  std::vector<bool> pinned(n, false);
-  for (const Param &p : fn.params)
-    if (!p.isInt)
-      pinned[root[p.value]] = true;
-  for (ValueId r : fn.results)
-    pinned[root[r]] = true;
-  std::vector<int> last(n, -1);
-  // Uses through fused trees count at the op whose loop reads them.
-  std::function<void(ValueId, int)> use = [&](ValueId v, int at) {
-    if (inlined[v] || transposedOperand[v]) {
-      for (ValueId o : producer[v]->operands)
-        use(o, at);
-      return;
-    }
-    last[root[v]] = std::max(last[root[v]], at);
-  };
-  for (size_t i = 0; i < fn.ops.size(); ++i) {
-    const Operation &op = fn.ops[i];
-    if (computedElsewhere(op))
-      continue;
-    for (ValueId r : op.results)
-      last[root[r]] = std::max(last[root[r]], static_cast<int>(i));
-    for (ValueId v : op.operands)
-      use(v, static_cast<int>(i));
-  }
-  freeAfter.assign(fn.ops.size(), {});
-  for (ValueId v = 0; v < n; ++v)
-    if (root[v] == v && !pinned[v] && !inlined[v] && !transposedOperand[v] &&
-        last[v] >= 0 && producer[v])
-      freeAfter[last[v]].push_back(v);
+void Codegen::makePlan() {
+  TargetCaps caps = target.caps();
+  caps.outlineOpsAbove = options.outlineOpsAbove;
+  plan = planKernels(fn, caps);
+  outlining = plan.outlining;
 }
 
 void Codegen::freeBuffer(Value *p) {
-  b.CreateCall(runtime("tsl_rt_free", b.getVoidTy(), {ptr, ptr}), {ctxArg, p});
+  b.CreateCall(runtime(target.runtime().free, b.getVoidTy(), {ptr, ptr}),
+               {ctxArg, p});
 }
 
 /// Strides of \p t broadcast to \p shape (0 on size-1 axes).
@@ -471,7 +346,7 @@ Codegen::broadcastStrides(const TensorType &t,
 void Codegen::leafStrides(ValueId v, const std::vector<Value *> &shape,
                           const std::vector<SymExpr> &loopDims,
                           std::map<ValueId, std::vector<Value *>> &out) {
-  if (!inlined[v]) {
+  if (!plan.inlined[v]) {
     if (!out.count(v))
       out[v] = broadcastStrides(fn.type(v), shape, &loopDims);
     return;
@@ -484,7 +359,7 @@ void Codegen::leafStrides(ValueId v, const std::vector<Value *> &shape,
 Value *
 Codegen::valueAt(ValueId v, const std::vector<Value *> &idx,
                  const std::map<ValueId, std::vector<Value *>> &strides) {
-  if (!inlined[v])
+  if (!plan.inlined[v])
     return load(fn.type(v).dtype, bufs[v], offset(idx, strides.at(v)));
   const Operation &p = *producer[v];
   DType outType = fn.type(v).dtype;
@@ -621,7 +496,7 @@ bool Codegen::reduce(const Operation &op) {
     return reduceLastAxis(op, inShape, dst);
   // Accumulate in the compute type (f32 for f16/bf16, i64 for ints).
   llvm::Type *acc = computeType(t);
-  Value *accBuf = b.CreateCall(runtime("tsl_rt_alloc", ptr, {ptr, i64}),
+  Value *accBuf = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
                                {ctxArg, b.CreateMul(n, b.getInt64(8))});
   failOpIf(b.CreateIsNull(accBuf));
   bool fl = isFloat(t);
@@ -770,7 +645,7 @@ bool Codegen::matmul(const Operation &op) {
   llvm::Type *acc = computeType(t);
   bool fl = isFloat(t);
   Value *mn = b.CreateMul(M, N);
-  Value *accBuf = b.CreateCall(runtime("tsl_rt_alloc", ptr, {ptr, i64}),
+  Value *accBuf = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
                                {ctxArg, b.CreateMul(mn, b.getInt64(8))});
   failOpIf(b.CreateIsNull(accBuf));
   std::vector<Value *> outStrides = contiguousStrides(batch);
@@ -807,31 +682,19 @@ bool Codegen::matmul(const Operation &op) {
   return true;
 }
 
-} // namespace cpu
+} // namespace backend
 
 std::unique_ptr<llvm::Module>
-lowerFunctionWithDevice(const Function &fn, llvm::LLVMContext &ctx,
-                        std::vector<std::string> &checks, std::string &error,
-                        std::unique_ptr<llvm::Module> &deviceModule,
-                        int32_t &numKernels) {
-  LoweringOptions options;
-  options.device = true;
-  cpu::Codegen cg(fn, ctx, options);
+lowerForTarget(const Function &fn, llvm::LLVMContext &ctx, const Target &target,
+               std::vector<std::string> &checks, std::string &error,
+               const LoweringOptions &options, DeviceKernels *kernels) {
+  backend::Codegen cg(fn, ctx, target, options);
   std::unique_ptr<llvm::Module> m = cg.run(error);
   checks = cg.checks;
-  deviceModule = std::move(cg.deviceModule);
-  numKernels = cg.numKernels;
-  return m;
-}
-
-std::unique_ptr<llvm::Module> lowerFunction(const Function &fn,
-                                            llvm::LLVMContext &ctx,
-                                            std::vector<std::string> &checks,
-                                            std::string &error,
-                                            const LoweringOptions &options) {
-  cpu::Codegen cg(fn, ctx, options);
-  std::unique_ptr<llvm::Module> m = cg.run(error);
-  checks = cg.checks;
+  if (kernels) {
+    kernels->module = std::move(cg.deviceModule);
+    kernels->count = cg.numKernels;
+  }
   return m;
 }
 

@@ -1,8 +1,8 @@
 // Lowering of layout ops, library-kernel calls, the argument matcher
 // (tsl_match) and the result-shape function (tsl_result_shapes).
-#include "backend/cpu/Codegen.h"
+#include "backend/common/Codegen.h"
 
-namespace tsl::cpu {
+namespace tsl::backend {
 
 // --- argument matching and result shapes ------------------------------
 /// Sets up a new function `name(ptr, ptr, ptr?)` and points the builder
@@ -36,49 +36,55 @@ void Codegen::emitMatch() {
   llvm::Function *f = beginHelper(options.matchName().c_str(), i32, 3);
   Value *sizes = f->getArg(0), *ints = f->getArg(1);
   symsArg = f->getArg(2);
-  std::set<std::string> bound;
-  // Each tensor axis: its flat position in `sizes`.
-  struct Axis {
-    const Param *param;
-    size_t tensorIndex;
-    size_t dim;
-    SymExpr expr;
-    Value *size;
-  };
-  std::vector<Axis> axes;
+  MatchArgs m;
   int64_t flat = 0, intIndex = 0;
   size_t tensorIndex = 0;
-  std::vector<std::pair<const Param *, Value *>> intArgs;
   for (const Param &p : fn.params) {
     if (p.isInt) {
-      intArgs.push_back(
+      m.ints.push_back(
           {&p, b.CreateLoad(i64, b.CreateConstGEP1_64(i64, ints, intIndex++))});
       continue;
     }
     const TensorType &t = fn.type(p.value);
     for (size_t d = 0; d < t.rank(); ++d)
-      axes.push_back(
+      m.axes.push_back(
           {&p, tensorIndex, d, t.dims[d],
            b.CreateLoad(i64, b.CreateConstGEP1_64(i64, sizes, flat++))});
     ++tensorIndex;
   }
-  auto bind = [&](const std::string &name, Value *v) {
-    if (symIndex.count(name) && !bound.count(name)) {
-      b.CreateStore(v, symSlot(name));
-      bound.insert(name);
-    }
-  };
-  for (const Axis &a : axes)
+  for (const MatchAxis &a : m.axes)
     if (a.expr.isSymbol())
-      bind(a.expr.symbolName(), a.size);
-  for (auto &[p, v] : intArgs)
+      bindMatched(m, a.expr.symbolName(), a.size);
+  for (auto &[p, v] : m.ints)
     if (p->intExpr.isSymbol())
-      bind(p->intExpr.symbolName(), v);
+      bindMatched(m, p->intExpr.symbolName(), v);
+  matchDerivedDims(m);
+  matchArguments(m);
+  matchSymbolRanges(m);
+  for (const Check &g : fn.guards) {
+    std::string what =
+        "guard " + g.cond.str() + " (" + g.loc.str() + ", " + g.reason + ")";
+    Value *overflow;
+    Value *holds = checkedCond(g.cond, overflow);
+    checkOrReturn(overflow, what + ": a size in it does not fit in 64 bits");
+    checkOrReturn(b.CreateNot(holds), what);
+  }
+  b.CreateRet(b.getInt32(0));
+}
+
+void Codegen::bindMatched(MatchArgs &m, const std::string &name, Value *v) {
+  if (symIndex.count(name) && !m.bound.count(name)) {
+    b.CreateStore(v, symSlot(name));
+    m.bound.insert(name);
+  }
+}
+
+void Codegen::matchDerivedDims(MatchArgs &m) {
   // Derived dims (2*N, N + 1): solve the linear form for its one unknown.
-  for (const Axis &a : axes) {
+  for (const MatchAxis &a : m.axes) {
     std::vector<std::string> unknown;
     for (const std::string &s : a.expr.symbols())
-      if (!bound.count(s))
+      if (!m.bound.count(s))
         unknown.push_back(s);
     if (unknown.size() != 1)
       continue;
@@ -103,9 +109,12 @@ void Codegen::emitMatch() {
             b.CreateOr(b.CreateICmpSLT(rest, b.getInt64(0)),
                        b.CreateICmpNE(b.CreateSRem(rest, c), b.getInt64(0)))),
         what);
-    bind(unknown[0], b.CreateSDiv(rest, c));
+    bindMatched(m, unknown[0], b.CreateSDiv(rest, c));
   }
-  for (const Axis &a : axes) {
+}
+
+void Codegen::matchArguments(const MatchArgs &m) {
+  for (const MatchAxis &a : m.axes) {
     // Name the dim so messages can show the call's value ("with N = 3").
     std::string name;
     if (a.tensorIndex < fn.axisNames.size() &&
@@ -122,7 +131,7 @@ void Codegen::emitMatch() {
     checkOrReturn(b.CreateICmpNE(expected, a.size),
                   which + " must be " + a.expr.str());
   }
-  for (auto &[p, v] : intArgs) {
+  for (auto &[p, v] : m.ints) {
     Value *overflow;
     Value *expected = checkedExpr(p->intExpr, overflow);
     checkOrReturn(overflow, "argument '" + p->name + "' (" + p->intExpr.str() +
@@ -130,10 +139,13 @@ void Codegen::emitMatch() {
     checkOrReturn(b.CreateICmpNE(expected, v),
                   "argument '" + p->name + "' must be " + p->intExpr.str());
   }
+}
+
+void Codegen::matchSymbolRanges(const MatchArgs &m) {
   for (const SymbolInfo &s : fn.symbols) {
-    if (s.kind == DimKind::Unbacked && !bound.count(s.name))
+    if (s.kind == DimKind::Unbacked && !m.bound.count(s.name))
       continue; // produced inside
-    if (!bound.count(s.name))
+    if (!m.bound.count(s.name))
       continue;
     Value *v = b.CreateLoad(i64, symSlot(s.name));
     std::string range =
@@ -156,15 +168,6 @@ void Codegen::emitMatch() {
           "dim " + s.name + " is not a multiple of " +
               std::to_string(s.multipleOf));
   }
-  for (const Check &g : fn.guards) {
-    std::string what =
-        "guard " + g.cond.str() + " (" + g.loc.str() + ", " + g.reason + ")";
-    Value *overflow;
-    Value *holds = checkedCond(g.cond, overflow);
-    checkOrReturn(overflow, what + ": a size in it does not fit in 64 bits");
-    checkOrReturn(b.CreateNot(holds), what);
-  }
-  b.CreateRet(b.getInt32(0));
 }
 
 void Codegen::emitShapes() {
@@ -391,7 +394,7 @@ bool Codegen::library(const Operation &op) {
   }
 }
 
-} // namespace tsl::cpu
+} // namespace tsl::backend
 
 namespace tsl {
 

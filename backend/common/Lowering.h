@@ -1,8 +1,10 @@
 #pragma once
-/// \file Private to backend/cpu: lowering one IR Function to an LLVM module
-/// whose function `tsl_kernel` implements the kernel ABI.
+/// \file For the backend libraries: lowering one IR Function for a Target
+/// to an LLVM module whose function `tsl_kernel` implements the kernel ABI
+/// (runtime/KernelAbi.h), and the native dispatcher over variants. No LLVM
+/// headers (LLVM types are declared, not defined, here).
 
-#include "backend/cpu/CpuKernel.h"
+#include "backend/common/KernelPlan.h"
 #include "ir/Function.h"
 
 #include <memory>
@@ -16,6 +18,8 @@ class Module;
 } // namespace llvm
 
 namespace tsl {
+
+class Target;
 
 /// Names of the functions in the generated module.
 inline constexpr const char *kKernelName = "tsl_kernel";
@@ -39,16 +43,16 @@ struct LoweringOptions {
   /// Ahead of time: runtime functions are called through the exported
   /// `tsl_rt_table` that the loading runtime fills (KernelAbi.h).
   bool aot = false;
-  /// GPU variant: the host function launches a device kernel per op (see
-  /// lowerFunctionWithDevice); off for CPU code.
-  bool device = false;
   /// Functions with more ops than this are lowered one kernel (op or row
   /// group) per LLVM function, structurally identical kernels sharing one
-  /// (kOutlineOpsAbove); fewer: as one function.
+  /// (kOutlineOpsAbove), where the target outlines at all
+  /// (TargetCaps::outlining); fewer: as one function.
   size_t outlineOpsAbove = kOutlineOpsAbove;
   /// Prefix of the three entry points ("": the default names above;
   /// "f_v0": f_v0_kernel, f_v0_match, f_v0_shapes).
   std::string prefix;
+  /// The entry points' names: kKernelName, kMatchName and kShapesName
+  /// without a prefix, else the prefix and `_kernel`, `_match`, `_shapes`.
   std::string kernelName() const {
     return prefix.empty() ? kKernelName : prefix + "_kernel";
   }
@@ -60,24 +64,24 @@ struct LoweringOptions {
   }
 };
 
-/// Lowers \p fn; \p checks receives one description per check of
-/// tsl_match, in code order.
-std::unique_ptr<llvm::Module>
-lowerFunction(const Function &fn, llvm::LLVMContext &ctx,
-              std::vector<std::string> &checks, std::string &error,
-              const LoweringOptions &options = {});
+/// The device kernels of a target that launches kernels
+/// (TargetCaps::launchesKernels): `tsl_dev_<k>(ptr buffers, ptr syms, i64
+/// thread, i64 threads)` for k = 0 .. count - 1, in \p module.
+struct DeviceKernels {
+  std::unique_ptr<llvm::Module> module;
+  int32_t count = 0;
+};
 
-/// Lowers \p fn for a GPU: the returned host module has the usual entry
-/// points, with buffers in device memory and each op's loop nest launched
-/// as device kernel `tsl_dev_<k>(ptr buffers, ptr syms, i64 thread, i64
-/// threads)` of \p deviceModule (k = 0 .. \p numKernels - 1; grid-stride
-/// loops, so any number of threads computes the whole op). Ops the device
-/// path lacks fail with "not supported on the cuda backend: ...".
+/// Lowers \p fn for \p target into a module with the entry points named by
+/// \p options; \p checks receives one description per check of tsl_match,
+/// in code order, and \p kernels (when given) the device kernels the host
+/// code launches. Null with \p error when an op is not supported on the
+/// target ("not supported on the <name> backend: ...").
 std::unique_ptr<llvm::Module>
-lowerFunctionWithDevice(const Function &fn, llvm::LLVMContext &ctx,
-                        std::vector<std::string> &checks, std::string &error,
-                        std::unique_ptr<llvm::Module> &deviceModule,
-                        int32_t &numKernels);
+lowerForTarget(const Function &fn, llvm::LLVMContext &ctx, const Target &target,
+               std::vector<std::string> &checks, std::string &error,
+               const LoweringOptions &options = {},
+               DeviceKernels *kernels = nullptr);
 
 /// One variant as a dispatcher sees it: its signature (rt::DispatchFn) and
 /// its matcher (a function of the module, or an address).

@@ -1,10 +1,16 @@
 #pragma once
-/// \file Private to backend/cpu: the state of lowering one IR Function to
-/// LLVM IR, shared by CpuCodegen.cpp (ops and fusion), CodegenValues.cpp
-/// (sizes, loops, element values) and CodegenOps.cpp (layout and library
-/// ops, the argument matcher and the result-shape function).
+/// \file Private to the backend libraries (it includes LLVM): the state of
+/// lowering one IR Function to LLVM IR for a Target, shared by Codegen.cpp
+/// (the driver loop, elementwise ops and fusion, reductions, matmul),
+/// CodegenValues.cpp (sizes, loops, element values), CodegenOps.cpp (layout
+/// and library ops, the argument matcher and the result-shape function),
+/// CodegenRows.cpp (row groups) and the device lowering of backend/nvptx
+/// (CodegenDevice.cpp, CodegenDeviceLibrary.cpp), which NvptxTarget's hooks
+/// call.
 
-#include "backend/cpu/CpuCodegen.h"
+#include "backend/common/KernelPlan.h"
+#include "backend/common/Lowering.h"
+#include "backend/common/Target.h"
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
@@ -16,30 +22,69 @@
 #include <map>
 #include <set>
 
-namespace tsl::cpu {
+namespace tsl::backend {
 
 using llvm::Value;
 
 class Codegen {
 public:
-  Codegen(const Function &fn, llvm::LLVMContext &ctx,
+  /// Lowers \p fn for \p target (both must outlive the Codegen); the
+  /// module lives in \p ctx.
+  Codegen(const Function &fn, llvm::LLVMContext &ctx, const Target &target,
           LoweringOptions options = {})
       : fn(fn), ctx(ctx), mod(std::make_unique<llvm::Module>("tsl", ctx)),
-        b(ctx), options(std::move(options)) {}
+        b(ctx), target(target), options(std::move(options), target) {}
 
+  /// One description per check of the matcher, in code order (run()).
   std::vector<std::string> checks;
 
+  /// Lowers the function into a module with the three entry points
+  /// (LoweringOptions' names). Null with \p err when an op is not
+  /// supported on the target, or (internal error) the IR does not verify.
+  /// Call once.
   std::unique_ptr<llvm::Module> run(std::string &err);
-  /// GPU variants: the device kernels run() launched, and their number.
+  /// Targets that launch kernels (TargetCaps::launchesKernels): the device
+  /// kernels run() launched, and their number.
   std::unique_ptr<llvm::Module> deviceModule;
   int32_t numKernels = 0;
 
+  // --- for the targets' hooks (Target.h) ----------------------------------
+  /// Lowers \p op with the common lowering (loop nests, library calls) at
+  /// the builder's position. False with the error set when unsupported.
+  bool lowerOp(const Operation &op);
+  /// Sequential loops over \p extents (the body may nest more loops).
+  void serialLoops(const std::vector<Value *> &extents, const LoopBody &body);
+  /// The buffer of \p v in the function being emitted (null before it is
+  /// allocated).
+  Value *buffer(ValueId v) const { return bufs[v]; }
+  /// True while a device kernel's body is emitted (not host code).
+  bool inKernel() const { return inDevice; }
+  // Defined in backend/nvptx (CodegenDevice.cpp), called by NvptxTarget:
+  /// Host code for \p op: its results in device memory, its kernel(s) and
+  /// launch(es).
+  bool launchOnDevice(const Operation &op);
+  /// Copies element 0 of \p v to the host (item()).
+  Value *readToHost(ValueId v);
+  /// for (i = thread; i < prod(extents); i += threads) body(unflatten(i)).
+  void gridStrideLoops(const std::vector<Value *> &extents,
+                       const LoopBody &body);
+
 private:
+  /// LoweringOptions plus what run() reads from the target.
+  struct Options : LoweringOptions {
+    Options(LoweringOptions o, const Target &t)
+        : LoweringOptions(std::move(o)), device(t.caps().launchesKernels) {}
+    /// Each op is lowered by the target (lowerOnDevice: a kernel and its
+    /// launch), host buffers are device memory, and nothing is outlined.
+    bool device;
+  };
+
   const Function &fn;
   llvm::LLVMContext &ctx;
   std::unique_ptr<llvm::Module> mod;
   llvm::IRBuilder<> b;
-  LoweringOptions options;
+  const Target &target;
+  Options options;
   llvm::Function *kernel = nullptr;
   Value *buffersArg = nullptr, *symsArg = nullptr, *ctxArg = nullptr;
   llvm::Type *i8 = nullptr, *i32 = nullptr, *i64 = nullptr, *ptr = nullptr;
@@ -58,7 +103,31 @@ private:
   /// Returns `code` from the current helper when \p bad holds.
   void checkOrReturn(Value *bad, const std::string &description);
 
+  /// `i32 tsl_match(sizes, ints, syms)` (Lowering.h: kMatchName).
   void emitMatch();
+  /// One tensor axis of the arguments: its flat position in `sizes`.
+  struct MatchAxis {
+    const Param *param;
+    size_t tensorIndex;
+    size_t dim;
+    SymExpr expr;
+    Value *size; ///< loaded from `sizes`
+  };
+  /// The matcher's view of the arguments and the symbols bound so far.
+  struct MatchArgs {
+    std::vector<MatchAxis> axes;
+    std::vector<std::pair<const Param *, Value *>> ints;
+    std::set<std::string> bound;
+  };
+  /// Stores \p v as symbol \p name unless bound already (or unknown).
+  void bindMatched(MatchArgs &m, const std::string &name, Value *v);
+  /// Binds derived dims (2*N, N + 1) by solving each linear form for its
+  /// one unknown, checking the size is of that form.
+  void matchDerivedDims(MatchArgs &m);
+  /// Checks every axis and int argument against its expression.
+  void matchArguments(const MatchArgs &m);
+  /// Checks declared ranges, signs and divisibility of the bound symbols.
+  void matchSymbolRanges(const MatchArgs &m);
 
   void emitShapes();
 
@@ -120,7 +189,9 @@ private:
   Value *allocate(ValueId v, Value *count);
   Value *allocateResult(const Operation &op, size_t i = 0);
 
-  /// for (idx...) over \p extents, calling \p body with the indices.
+  /// for (idx...) over \p extents, calling \p body with the indices: an
+  /// op's outermost loop nest through Target::parallelLoop, nested ones
+  /// sequential.
   void loops(const std::vector<Value *> &extents,
              const std::function<void(const std::vector<Value *> &)> &body);
   void loopLevel(const std::vector<Value *> &extents, size_t level,
@@ -149,22 +220,18 @@ private:
   Value *unary(OpCode code, DType t, Value *x);
   Value *binary(OpCode code, DType t, Value *x, Value *y);
 
-  // --- ops ----------------------------------------------------------------
-  // --- fusion -------------------------------------------------------------
-  // An elementwise result used exactly once, by an elementwise op or a
-  // reduction that iterates the same shape, is not stored: its consumer
-  // recomputes it at each index (constants and sizes always fuse). So
-  // `relu(x*1.5+0.5)*2.0` is one loop that reads x once and writes once.
-  std::vector<const Operation *> producer;
-  std::vector<bool> inlined;
-  /// Permutes read by an f32 matmul as B^T instead of being copied.
-  std::vector<bool> transposedOperand;
-  /// Depth of the fused expression tree computing each value.
-  std::vector<unsigned> fusedDepth;
-  static constexpr unsigned kMaxFusedDepth = 32;
-  /// For each op, the intermediates to free after it (their last use).
-  std::vector<std::vector<ValueId>> freeAfter;
-  void planFrees();
+  // --- the kernel plan (KernelPlan.h) ------------------------------------
+  /// What the lowering follows: fused trees, GEMM operands read as B^T,
+  /// frees, row groups, outlined runs (computed by makePlan at the start).
+  KernelPlan plan;
+  /// The plan's tables under the names the lowering loops use.
+  std::vector<const Operation *> &producer = plan.producer;
+  std::vector<bool> &transposedOperand = plan.transposedOperand;
+  std::vector<std::vector<ValueId>> &freeAfter = plan.freeAfter;
+  std::vector<RowGroup> &rowGroups = plan.rowGroups;
+  /// Plans the function for the target (planKernels) and sets `outlining`
+  /// from the plan.
+  void makePlan();
   /// Reduction over the last axis only, accumulating in a register.
   bool reduceLastAxis(const Operation &op, const std::vector<Value *> &inShape,
                       Value *dst);
@@ -173,10 +240,6 @@ private:
   Value *fastExp(Value *x);
   Value *fastErf(Value *x);
   void freeBuffer(Value *p);
-
-  static bool isElementwise(OpCode c);
-
-  void planFusion();
 
   /// Strides of \p t broadcast to \p shape (0 on size-1 axes).
   std::vector<Value *>
@@ -230,13 +293,10 @@ private:
 
   bool library(const Operation &op);
 
-  bool lowerOp(const Operation &op);
-
   /// True when \p op is not lowered on its own: its result is computed
   /// inside its consumer (a fused loop, or a GEMM reading B^T).
   bool computedElsewhere(const Operation &op) const {
-    return !op.results.empty() &&
-           (inlined[op.results[0]] || transposedOperand[op.results[0]]);
+    return plan.computedElsewhere(op);
   }
 
   /// The emission state of the function being built, saved while a nested
@@ -281,20 +341,25 @@ private:
   /// The argument array of kernel calls (fn.values.size() pointers).
   Value *kernelArgs = nullptr;
 
-  // --- device mode (CodegenDevice.cpp) -----------------------------------
-  // Each op becomes a device function of `deviceModule` whose outermost
-  // loops are grid-stride loops over a flat index; the host function
-  // allocates its results in device memory and launches it.
+  // --- device kernels (backend/nvptx: CodegenDevice*.cpp) -----------------
+  // On a target that launches kernels each op becomes a device function of
+  // `deviceModule` whose outermost loops are grid-stride loops over a flat
+  // index; the host function allocates its results in device memory and
+  // launches it.
   bool inDevice = false; ///< emitting a device function
   /// Results were allocated already (by the host of a device kernel, or by
   /// a row group before its row loop): allocateResult returns them.
   bool preallocated = false;
   Value *deviceThread = nullptr, *deviceThreads = nullptr;
+  /// Loops open around the builder's position (0: the next loop nest is an
+  /// op's outermost, which Target::parallelLoop emits).
   int loopNesting = 0;
   /// Messages of the device function's failures (1-based in the status).
   std::vector<std::string> deviceMessages;
   int64_t deviceMessage = 0;
-  bool lowerOnDevice(const Operation &op);
+  /// Lowers \p op through the target (run() calls it on targets that
+  /// launch kernels).
+  bool lowerOnDevice(const Operation &op) { return target.lowerOp(*this, op); }
   /// Emits device function `tsl_dev_<k>` with \p body (\p used: the values
   /// whose buffers it touches); returns k, or -1 when the body failed.
   int32_t emitDeviceKernel(const std::vector<ValueId> &used,
@@ -310,16 +375,23 @@ private:
   // CodegenDeviceLibrary.cpp: the CPU's library kernels as device code.
   /// conv2d, max_pool2d, index_select, topk, argmax (one kernel each).
   bool deviceLibraryOp(const Operation &op);
+  /// argmax: one thread per result element; the first maximum, a NaN once
+  /// seen.
+  bool deviceArgmax(const Operation &op);
+  /// index_select: every index checked (also with no result elements),
+  /// then one thread per result element.
+  bool deviceIndexSelect(const Operation &op);
+  /// conv2d (f64 accumulation, like the library) and max_pool2d: one thread
+  /// per result element over its window.
+  bool deviceWindow(const Operation &op);
+  /// topk: one thread per row picking k times (O(k n), no scratch).
+  bool deviceTopk(const Operation &op);
   /// unique: a counting launch, then a filling one.
   bool deviceUnique(const Operation &op);
   /// u < v in the library's total order (NaN above everything).
   Value *orderLess(DType t, Value *u, Value *v);
   void copyElementRaw(DType t, Value *dst, Value *to, Value *src, Value *from);
   bool lowerDeviceOp(const Operation &op);
-  /// for (i = thread; i < prod(extents); i += threads) body(unflatten(i)).
-  void gridStrideLoops(
-      const std::vector<Value *> &extents,
-      const std::function<void(const std::vector<Value *> &)> &body);
   /// An alloca in the current function's entry block (not in a loop).
   Value *entryAlloca(llvm::Type *t);
   /// One thread per result element (no shared accumulators).
@@ -327,8 +399,6 @@ private:
   bool deviceMatmul(const Operation &op);
   /// One loop: padding or the input element (the CPU fills, then copies).
   bool devicePad(const Operation &op);
-  /// Copies element 0 of \p v to the host (item()).
-  Value *readToHost(ValueId v);
 
   // --- row fusion (CodegenRows.cpp) -------------------------------------
   // A run of ops over the same rows [*L, n] (elementwise ops and last-axis
@@ -336,22 +406,15 @@ private:
   // the rows, each op in turn per row: a row's values stay in L1, and
   // intermediates used only inside the run live in per-row scratch instead
   // of full tensors.
-  struct RowGroup {
-    size_t begin = 0, end = 0; ///< ops [begin, end)
-    std::vector<SymExpr> lead; ///< the row dims L
-  };
-  /// Row group starting at each op (end == begin when none); linear time.
-  std::vector<RowGroup> rowGroups;
-  /// The last op reading each value (through fused trees), or -1.
-  std::vector<int> lastReader;
-  void planRowGroups();
   bool lowerRowGroup(const RowGroup &g);
   /// Set while lowering a row group: tensors [*L, n] are seen as one row
   /// [1, ..., 1, n] (dims()), and results are already allocated.
   std::vector<SymExpr> rowLead;
   bool rowShaped(const TensorType &t) const;
   /// Values a fused tree rooted at \p v reads from memory.
-  void leaves(ValueId v, std::vector<ValueId> &out) const;
+  void leaves(ValueId v, std::vector<ValueId> &out) const {
+    plan.leaves(v, out);
+  }
 };
 
-} // namespace tsl::cpu
+} // namespace tsl::backend

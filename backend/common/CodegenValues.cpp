@@ -1,9 +1,9 @@
 // Lowering helpers: sizes from symbols, loop nests, element loads, stores,
 // conversions and the arithmetic of elementwise ops.
-#include "backend/cpu/Codegen.h"
+#include "backend/common/Codegen.h"
 #include "runtime/KernelAbi.h"
 
-namespace tsl::cpu {
+namespace tsl::backend {
 
 // --- runtime calls ---------------------------------------------------
 llvm::FunctionCallee Codegen::runtime(const char *name, llvm::Type *ret,
@@ -17,12 +17,6 @@ llvm::FunctionCallee Codegen::runtime(const char *name, llvm::Type *ret,
         b.CreateLoad(ptr, b.CreateConstGEP2_64(tableType, table, 0, slot));
     return llvm::FunctionCallee(llvm::FunctionType::get(ret, args, false),
                                 entry);
-  }
-  if (options.device) { // host code of a GPU variant: device memory
-    if (std::string(name) == "tsl_rt_alloc")
-      name = "tsl_rt_dev_alloc";
-    else if (std::string(name) == "tsl_rt_free")
-      name = "tsl_rt_dev_free";
   }
   llvm::FunctionCallee callee =
       mod->getOrInsertFunction(name, llvm::FunctionType::get(ret, args, false));
@@ -75,7 +69,7 @@ Value *Codegen::messageText(const std::string &message) {
 
 void Codegen::failOpIf(Value *failed) {
   failIf(failed, [&] {
-    b.CreateCall(runtime("tsl_rt_fail", b.getVoidTy(), {ptr, i32}),
+    b.CreateCall(runtime(target.runtime().fail, b.getVoidTy(), {ptr, i32}),
                  {ctxArg, opIndexValue()});
   });
 }
@@ -89,9 +83,9 @@ void Codegen::failMessageIf(Value *failed, const std::string &message) {
     return;
   }
   failIf(failed, [&] {
-    b.CreateCall(runtime("tsl_rt_error", b.getVoidTy(), {ptr, ptr}),
+    b.CreateCall(runtime(target.runtime().error, b.getVoidTy(), {ptr, ptr}),
                  {ctxArg, messageText(message)});
-    b.CreateCall(runtime("tsl_rt_fail", b.getVoidTy(), {ptr, i32}),
+    b.CreateCall(runtime(target.runtime().fail, b.getVoidTy(), {ptr, i32}),
                  {ctxArg, opIndexValue()});
   });
 }
@@ -303,10 +297,10 @@ Value *Codegen::allocate(ValueId v, Value *count) {
                                         count, b.getInt64(elem));
   Value *bytes = b.CreateSelect(b.CreateExtractValue(pair, 1), b.getInt64(-1),
                                 b.CreateExtractValue(pair, 0));
-  Value *p =
-      b.CreateCall(runtime("tsl_rt_alloc", ptr, {ptr, i64}), {ctxArg, bytes});
+  Value *p = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
+                          {ctxArg, bytes});
   failIf(b.CreateIsNull(p), [&] {
-    b.CreateCall(runtime("tsl_rt_fail", b.getVoidTy(), {ptr, i32}),
+    b.CreateCall(runtime(target.runtime().fail, b.getVoidTy(), {ptr, i32}),
                  {ctxArg, opIndexValue()});
   });
   b.CreateStore(p, bufferSlot(v));
@@ -325,10 +319,14 @@ Value *Codegen::allocateResult(const Operation &op, size_t i) {
 void Codegen::loops(
     const std::vector<Value *> &extents,
     const std::function<void(const std::vector<Value *> &)> &body) {
-  if (inDevice && loopNesting == 0) {
-    gridStrideLoops(extents, body);
-    return;
-  }
+  if (loopNesting == 0)
+    target.parallelLoop(*this, extents, body);
+  else
+    serialLoops(extents, body);
+}
+
+void Codegen::serialLoops(const std::vector<Value *> &extents,
+                          const LoopBody &body) {
   std::vector<Value *> idx;
   ++loopNesting;
   loopLevel(extents, 0, idx, body);
@@ -715,4 +713,4 @@ Value *Codegen::fastErf(Value *x) {
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, r);
 }
 
-} // namespace tsl::cpu
+} // namespace tsl::backend

@@ -1,0 +1,73 @@
+// Row fusion: a run of elementwise ops and last-axis reductions over the
+// same rows becomes one loop over the rows. Softmax, for example, was four
+// passes over the whole tensor (max, exp, sum, divide), each streaming it
+// through the caches; per row, the passes re-read a row that is still in L1,
+// and `exp(x - m)` lives in a row-sized scratch buffer.
+#include "backend/common/Codegen.h"
+
+namespace tsl::backend {
+
+bool Codegen::rowShaped(const TensorType &t) const {
+  if (rowLead.empty() || t.rank() != rowLead.size() + 1)
+    return false;
+  return std::equal(rowLead.begin(), rowLead.end(), t.dims.begin());
+}
+
+bool Codegen::lowerRowGroup(const RowGroup &g) {
+  std::vector<const Operation *> body;
+  for (size_t i = g.begin; i < g.end; ++i) {
+    const Operation &op = fn.ops[i];
+    if (!computedElsewhere(op))
+      body.push_back(&op);
+  }
+  // Results first: full tensors, or a row of scratch (the plan's).
+  std::map<ValueId, Value *> rowBase; // full buffers, offset per row
+  std::set<ValueId> scratch(g.scratch.begin(), g.scratch.end());
+  for (const Operation *op : body) {
+    opIndex = static_cast<int32_t>(op - fn.ops.data());
+    ValueId v = op->results[0];
+    if (scratch.count(v)) {
+      allocate(v, expr(fn.type(v).dims.back()));
+    } else {
+      rowBase[v] = allocateResult(*op);
+    }
+  }
+  for (const Operation *op : body) {
+    std::vector<ValueId> read;
+    for (ValueId o : op->operands)
+      leaves(o, read);
+    for (ValueId l : read)
+      if (fn.type(l).rank() == g.lead.size() + 1 && !rowBase.count(l) &&
+          !scratch.count(l) &&
+          std::equal(g.lead.begin(), g.lead.end(), fn.type(l).dims.begin()))
+        rowBase[l] = bufs[l];
+  }
+  Value *rows = b.getInt64(1);
+  for (const SymExpr &d : g.lead)
+    rows = b.CreateMul(rows, expr(d));
+  bool ok = true;
+  loops({rows}, [&](const std::vector<Value *> &r) {
+    for (auto &[v, base] : rowBase)
+      bufs[v] = b.CreateGEP(storageType(fn.type(v).dtype), base,
+                            b.CreateMul(r[0], expr(fn.type(v).dims.back())));
+    rowLead = g.lead;
+    preallocated = true;
+    for (const Operation *op : body) {
+      opIndex = static_cast<int32_t>(op - fn.ops.data());
+      if (!(ok = lowerOp(*op)))
+        break;
+    }
+    rowLead.clear();
+    preallocated = false;
+  });
+  for (auto &[v, base] : rowBase)
+    bufs[v] = base;
+  // Intermediates die after the row loop, never inside it.
+  for (size_t i = g.begin; i < g.end; ++i)
+    for (ValueId r : freeAfter[i])
+      if (bufs[r])
+        freeBuffer(bufs[r]);
+  return ok;
+}
+
+} // namespace tsl::backend

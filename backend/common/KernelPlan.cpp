@@ -1,0 +1,454 @@
+// The kernel plan: fusion trees, GEMM operands read as B^T, buffer
+// lifetimes, row groups and outlining, decided on the IR alone.
+#include "backend/common/KernelPlan.h"
+
+#include "ir/IrText.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <set>
+
+namespace tsl {
+
+bool isElementwiseOp(OpCode c) {
+  switch (c) {
+  case OpCode::Reshape:
+  case OpCode::Permute:
+  case OpCode::Expand:
+  case OpCode::Slice:
+  case OpCode::Pad:
+  case OpCode::Concat:
+  case OpCode::Matmul:
+  case OpCode::Full:
+  case OpCode::Arange:
+  case OpCode::ReduceSum:
+  case OpCode::ReduceMean:
+  case OpCode::ReduceMax:
+  case OpCode::ReduceMin:
+  case OpCode::Argmax:
+  case OpCode::Conv2d:
+  case OpCode::MaxPool2d:
+  case OpCode::Nonzero:
+  case OpCode::MaskedSelect:
+  case OpCode::Unique:
+  case OpCode::Item:
+  case OpCode::IndexSelect:
+  case OpCode::Topk:
+  case OpCode::Assert:
+    return false;
+  default:
+    return true; // arithmetic, comparisons, unary math, where, cast, constants
+  }
+}
+
+bool isReductionOp(OpCode c) {
+  return c == OpCode::ReduceSum || c == OpCode::ReduceMean ||
+         c == OpCode::ReduceMax || c == OpCode::ReduceMin;
+}
+
+void KernelPlan::leaves(ValueId v, std::vector<ValueId> &out) const {
+  if (!inlined[v]) {
+    out.push_back(v);
+    return;
+  }
+  for (ValueId o : producer[v]->operands)
+    leaves(o, out);
+}
+
+namespace {
+
+/// The right operands of f32 matmuls that are a transpose of the last two
+/// axes used only there: the GEMM reads the untransposed buffer as B^T.
+void planTransposedOperands(const Function &fn, const std::vector<int> &uses,
+                            KernelPlan &plan) {
+  plan.transposedOperand.assign(fn.values.size(), false);
+  if (!plan.caps.transposedGemmOperand)
+    return;
+  for (const Operation &op : fn.ops) {
+    if (op.code != OpCode::Matmul || fn.type(op.results[0]).dtype != DType::F32)
+      continue;
+    ValueId v = op.operands[1];
+    const Operation *p = plan.producer[v];
+    if (!p || p->code != OpCode::Permute || uses[v] != 1 ||
+        fn.type(v).rank() < 2)
+      continue;
+    const auto &perm = p->intsAttr("perm");
+    size_t r = perm.size();
+    bool swapLast = perm[r - 1] == static_cast<int64_t>(r - 2) &&
+                    perm[r - 2] == static_cast<int64_t>(r - 1);
+    for (size_t i = 0; i + 2 < r; ++i)
+      swapLast &= perm[i] == static_cast<int64_t>(i);
+    if (swapLast)
+      plan.transposedOperand[v] = true;
+  }
+}
+
+/// Fusion: an elementwise result used exactly once, by an elementwise op or
+/// a reduction that iterates the same shape, is not stored: its consumer
+/// recomputes it at each index (constants and sizes always fuse). So
+/// `relu(x*1.5+0.5)*2.0` is one loop that reads x once and writes once.
+void planFusion(const Function &fn, KernelPlan &plan) {
+  std::vector<int> uses(fn.values.size(), 0);
+  plan.producer.assign(fn.values.size(), nullptr);
+  plan.inlined.assign(fn.values.size(), false);
+  plan.fusedDepth.assign(fn.values.size(), 0);
+  for (const Operation &op : fn.ops) {
+    for (ValueId v : op.operands)
+      ++uses[v];
+    for (ValueId r : op.results)
+      plan.producer[r] = &op;
+  }
+  for (ValueId r : fn.results)
+    uses[r] += 2; // results are stored
+  planTransposedOperands(fn, uses, plan);
+  for (const Operation &op : fn.ops) {
+    bool consumerOk = isElementwiseOp(op.code) || isReductionOp(op.code);
+    if (!consumerOk || op.code == OpCode::Constant ||
+        op.code == OpCode::SymScalar)
+      continue;
+    const TensorType &loop = isElementwiseOp(op.code) ? fn.type(op.results[0])
+                                                      : fn.type(op.operands[0]);
+    unsigned depth = 0;
+    for (ValueId v : op.operands) {
+      const Operation *p = plan.producer[v];
+      if (!p || !isElementwiseOp(p->code))
+        continue;
+      bool scalar = p->code == OpCode::Constant || p->code == OpCode::SymScalar;
+      // Fused trees stay shallow (kMaxFusedDepth): a 50,000-term sum becomes
+      // a chain of loops instead of one expression that deep.
+      if (scalar || (uses[v] == 1 && fn.type(v).dims == loop.dims &&
+                     plan.fusedDepth[v] < kMaxFusedDepth)) {
+        plan.inlined[v] = true;
+        depth = std::max(depth, plan.fusedDepth[v]);
+      }
+    }
+    for (ValueId r : op.results)
+      plan.fusedDepth[r] = depth + 1;
+  }
+}
+
+/// Buffer lifetimes: each intermediate is freed after the last op that
+/// reads it (uses through fused trees count at the op whose loop reads
+/// them), so later allocations of the call can take its memory.
+void planFrees(const Function &fn, KernelPlan &plan) {
+  size_t n = fn.values.size();
+  std::vector<ValueId> root(n);
+  for (ValueId v = 0; v < n; ++v)
+    root[v] = v;
+  for (const Operation &op : fn.ops)
+    if (op.code == OpCode::Reshape) // aliases its operand's buffer
+      root[op.results[0]] = root[op.operands[0]];
+  std::vector<bool> pinned(n, false);
+  for (const Param &p : fn.params)
+    if (!p.isInt)
+      pinned[root[p.value]] = true;
+  for (ValueId r : fn.results)
+    pinned[root[r]] = true;
+  std::vector<int> last(n, -1);
+  std::function<void(ValueId, int)> use = [&](ValueId v, int at) {
+    if (plan.inlined[v] || plan.transposedOperand[v]) {
+      for (ValueId o : plan.producer[v]->operands)
+        use(o, at);
+      return;
+    }
+    last[root[v]] = std::max(last[root[v]], at);
+  };
+  for (size_t i = 0; i < fn.ops.size(); ++i) {
+    const Operation &op = fn.ops[i];
+    if (plan.computedElsewhere(op))
+      continue;
+    for (ValueId r : op.results)
+      last[root[r]] = std::max(last[root[r]], static_cast<int>(i));
+    for (ValueId v : op.operands)
+      use(v, static_cast<int>(i));
+  }
+  plan.freeAfter.assign(fn.ops.size(), {});
+  for (ValueId v = 0; v < n; ++v)
+    if (root[v] == v && !pinned[v] && !plan.inlined[v] &&
+        !plan.transposedOperand[v] && last[v] >= 0 && plan.producer[v])
+      plan.freeAfter[last[v]].push_back(v);
+}
+
+bool sameLead(const TensorType &t, const std::vector<SymExpr> &lead) {
+  return t.rank() == lead.size() + 1 &&
+         std::equal(lead.begin(), lead.end(), t.dims.begin());
+}
+
+/// Whether op \p j can join a row group over \p lead; \p reduction tells
+/// whether it is one of the group's reductions.
+bool joinsRowGroup(const Function &fn, const KernelPlan &plan,
+                   const Operation &op, const std::vector<SymExpr> &lead,
+                   bool &reduction) {
+  reduction = false;
+  if (op.results.size() != 1 || !sameLead(fn.type(op.results[0]), lead))
+    return false;
+  if (isReductionOp(op.code)) {
+    const TensorType &in = fn.type(op.operands[0]);
+    const auto &axes = op.intsAttr("axes");
+    // Only what reduceLastAxis lowers: one float row into a register.
+    if (!isFloat(in.dtype) || !sameLead(in, lead) || axes.size() != 1 ||
+        axes[0] != static_cast<int64_t>(in.rank()) - 1)
+      return false;
+    reduction = true;
+  } else if (!isElementwiseOp(op.code) || op.code == OpCode::Constant ||
+             op.code == OpCode::SymScalar) {
+    return false;
+  }
+  // Everything read must be rows too, or the same for every row.
+  std::vector<ValueId> read;
+  for (ValueId o : op.operands)
+    plan.leaves(o, read);
+  for (ValueId l : read)
+    if (!sameLead(fn.type(l), lead) && fn.type(l).rank() > 1)
+      return false;
+  return true;
+}
+
+/// The row group's results read only inside it (RowGroup::scratch).
+void planScratch(const Function &fn, const KernelPlan &plan, RowGroup &g) {
+  std::set<ValueId> results(fn.results.begin(), fn.results.end());
+  for (size_t i = g.begin; i < g.end; ++i) {
+    const Operation &op = fn.ops[i];
+    if (plan.computedElsewhere(op))
+      continue;
+    ValueId v = op.results[0];
+    if (!results.count(v) && plan.lastReader[v] < static_cast<int>(g.end))
+      g.scratch.push_back(v);
+  }
+}
+
+/// Row fusion: a run of ops over the same rows [*L, n] (elementwise ops and
+/// last-axis reductions, as in softmax and layer_norm) becomes one loop
+/// over the rows, each op in turn per row, when it has a reduction and at
+/// least two ops. Linear time.
+void planRowGroups(const Function &fn, KernelPlan &plan) {
+  size_t n = fn.ops.size();
+  plan.rowGroups.assign(n, RowGroup());
+  // The last op that reads each value (through fused trees): a value only
+  // read inside its group can live in per-row scratch.
+  plan.lastReader.assign(fn.values.size(), -1);
+  for (size_t k = 0; k < n; ++k) {
+    if (plan.computedElsewhere(fn.ops[k]))
+      continue;
+    std::vector<ValueId> read;
+    for (ValueId o : fn.ops[k].operands)
+      plan.leaves(o, read);
+    for (ValueId l : read)
+      plan.lastReader[l] = static_cast<int>(k);
+  }
+  // (Not where a row's scratch would be shared by threads.)
+  bool allowed = plan.caps.rowGroups;
+  size_t i = 0;
+  while (i < n) {
+    // The rows are the leading dims of the first op's result.
+    const Operation &first = fn.ops[i];
+    std::vector<SymExpr> lead;
+    if (!plan.computedElsewhere(first) && first.results.size() == 1 &&
+        fn.type(first.results[0]).rank() >= 2) {
+      const TensorType &t = fn.type(first.results[0]);
+      lead.assign(t.dims.begin(), t.dims.end() - 1);
+    }
+    size_t j = i, count = 0, reductions = 0;
+    while (!lead.empty() && j < n && count < kMaxRowGroupOps) {
+      const Operation &op = fn.ops[j];
+      if (plan.computedElsewhere(op)) { // computed inside its consumer
+        ++j;
+        continue;
+      }
+      bool reduction;
+      if (!joinsRowGroup(fn, plan, op, lead, reduction))
+        break;
+      reductions += reduction;
+      ++count;
+      ++j;
+    }
+    if (allowed && reductions > 0 && count >= 2) {
+      RowGroup &g = plan.rowGroups[i];
+      g.begin = i;
+      g.end = j;
+      g.lead = lead;
+      planScratch(fn, plan, g);
+      i = j;
+    } else {
+      ++i;
+    }
+  }
+}
+
+} // namespace
+
+KernelPlan planKernels(const Function &fn, const TargetCaps &caps) {
+  KernelPlan plan;
+  plan.caps = caps;
+  plan.outlining = caps.outlining && fn.ops.size() > caps.outlineOpsAbove;
+  planFusion(fn, plan);
+  planFrees(fn, plan);
+  planRowGroups(fn, plan);
+  return plan;
+}
+
+// --- printing -------------------------------------------------------------
+
+namespace {
+
+/// The shortest decimal text that reads back as \p v (as the IR printer).
+std::string numberText(const Number &n) {
+  if (n.isInt)
+    return std::to_string(n.i);
+  double v = n.f;
+  if (std::isnan(v))
+    return "nan";
+  if (std::isinf(v))
+    return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  for (int prec = 1; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
+    if (std::strtod(buf, nullptr) == v)
+      break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
+class PlanPrinter {
+public:
+  PlanPrinter(const Function &fn, const KernelPlan &plan)
+      : fn(fn), plan(plan), names(valueNames(fn)), consumers(fn.values.size()) {
+    for (size_t i = 0; i < fn.ops.size(); ++i)
+      if (!plan.computedElsewhere(fn.ops[i]))
+        for (ValueId o : fn.ops[i].operands)
+          noteConsumer(o, i);
+  }
+
+  std::string print() const {
+    const TargetCaps &c = plan.caps;
+    std::string out = "plan @" + fn.name;
+    out += std::string(" gemm-bt=") + (c.transposedGemmOperand ? "yes" : "no");
+    out += std::string(" row-groups=") + (c.rowGroups ? "yes" : "no");
+    out += c.outlining ? " outline-above=" + std::to_string(c.outlineOpsAbove)
+                       : std::string(" outline=no");
+    out += std::string(" kernels=") + (c.launchesKernels ? "yes" : "no");
+    out += "\n";
+    size_t groupEnd = 0;
+    std::vector<ValueId> groupFrees; // freed after the row loop
+    for (size_t i = 0; i < fn.ops.size(); ++i) {
+      const RowGroup &g = plan.rowGroups[i];
+      if (g.end > g.begin) {
+        out += "  row group " + range(g) + " over rows " + dimList(g.lead) +
+               (g.scratch.empty() ? "" : ", scratch " + list(g.scratch)) + "\n";
+        groupEnd = g.end;
+      }
+      out += "  " + opLine(i) + "\n";
+      const std::vector<ValueId> &frees = plan.freeAfter[i];
+      if (i < groupEnd) { // the lowering frees them after the row loop
+        groupFrees.insert(groupFrees.end(), frees.begin(), frees.end());
+        if (i + 1 == groupEnd && !groupFrees.empty()) {
+          out += "    free after the row loop " + list(groupFrees) + "\n";
+          groupFrees.clear();
+        }
+      } else if (!frees.empty()) {
+        out += "    free " + list(frees) + "\n";
+      }
+    }
+    return out;
+  }
+
+private:
+  const Function &fn;
+  const KernelPlan &plan;
+  std::vector<std::string> names;
+  /// For each value computed inside a consumer: the ops whose loops do.
+  std::vector<std::vector<size_t>> consumers;
+
+  void noteConsumer(ValueId v, size_t op) {
+    if (!plan.inlined[v])
+      return;
+    if (consumers[v].empty() || consumers[v].back() != op)
+      consumers[v].push_back(op);
+    for (ValueId o : plan.producer[v]->operands)
+      noteConsumer(o, op);
+  }
+
+  template <typename Span> static std::string range(const Span &s) {
+    return "ops " + std::to_string(s.begin) + ".." + std::to_string(s.end - 1);
+  }
+
+  static std::string dimList(const std::vector<SymExpr> &dims) {
+    std::string out = "[";
+    for (size_t i = 0; i < dims.size(); ++i)
+      out += (i ? ", " : "") + dims[i].str();
+    return out + "]";
+  }
+
+  std::string list(const std::vector<ValueId> &values) const {
+    std::string out;
+    for (size_t i = 0; i < values.size(); ++i)
+      out += (i ? ", " : "") + names[values[i]];
+    return out;
+  }
+
+  /// What computes \p v where it is read: its name, a constant, or the
+  /// fused expression.
+  std::string tree(ValueId v) const {
+    if (plan.transposedOperand[v])
+      return names[plan.producer[v]->operands[0]] + "^T";
+    if (!plan.inlined[v])
+      return names[v];
+    const Operation &p = *plan.producer[v];
+    if (p.code == OpCode::Constant)
+      return numberText(p.numAttr("value"));
+    if (p.code == OpCode::SymScalar)
+      return p.exprAttr("expr").str();
+    return expression(p);
+  }
+
+  std::string expression(const Operation &op) const {
+    std::string out = std::string(opInfo(op.code).name) + "(";
+    for (size_t i = 0; i < op.operands.size(); ++i)
+      out += (i ? ", " : "") + tree(op.operands[i]);
+    return out + ")";
+  }
+
+  std::string opLine(size_t i) const {
+    const Operation &op = fn.ops[i];
+    std::string out = "op " + std::to_string(i) + " ";
+    if (!op.results.empty())
+      out += list(op.results) + " = ";
+    out += opInfo(op.code).name;
+    if (op.code == OpCode::Assert)
+      return out + " " + op.condAttr("cond").str();
+    if (op.results.empty())
+      return out;
+    ValueId r = op.results[0];
+    if (plan.inlined[r]) {
+      out += ": fused";
+      for (size_t k = 0; k < consumers[r].size(); ++k)
+        out += (k ? ", op " : " into op ") + std::to_string(consumers[r][k]);
+      return out;
+    }
+    if (plan.transposedOperand[r]) {
+      for (size_t k = i + 1; k < fn.ops.size(); ++k)
+        if (fn.ops[k].code == OpCode::Matmul && fn.ops[k].operands[1] == r)
+          return out + ": read as B^T by op " + std::to_string(k);
+      return out + ": read as B^T";
+    }
+    out += ": " + std::string(isElementwiseOp(op.code) ? "loop " : "") +
+           expression(op);
+    if (plan.fusedDepth[r] > 1)
+      out += ", depth " + std::to_string(plan.fusedDepth[r]);
+    return out;
+  }
+};
+
+} // namespace
+
+std::string printKernelPlan(const Function &fn, const KernelPlan &plan) {
+  return PlanPrinter(fn, plan).print();
+}
+
+} // namespace tsl

@@ -1,0 +1,80 @@
+#pragma once
+/// \file What the common lowering (Codegen) asks of a target: its name, what
+/// the kernel plan may do on it, the runtime functions that allocate, free
+/// and report failures, and hooks for the parts of lowering that differ
+/// between targets (how an op of the host function is lowered, how a value
+/// is read back to the host, how an op's outermost loop nest is emitted).
+/// backend/cpu (CpuTarget.h) and backend/nvptx (NvptxTarget.h) implement
+/// it. No LLVM headers: the hooks take forward-declared LLVM types.
+
+#include "backend/common/KernelPlan.h"
+
+#include <functional>
+#include <vector>
+
+namespace llvm {
+class Value;
+} // namespace llvm
+
+namespace tsl {
+
+namespace backend {
+class Codegen;
+} // namespace backend
+
+/// The runtime functions (runtime/KernelAbi.h) host code calls.
+struct RuntimeEntries {
+  /// `ptr alloc(ctx, i64 bytes)`: null on failure (a negative size, out of
+  /// memory; the runtime recorded why).
+  const char *alloc;
+  /// `void free(ctx, ptr)`: memory from `alloc`.
+  const char *free;
+  /// `void fail(ctx, i32 op)`: records that op failed (its message, if any,
+  /// recorded before by `error`).
+  const char *fail;
+  /// `void error(ctx, ptr message)`: records a failure message.
+  const char *error;
+};
+
+/// Loop bodies get one index per extent (row-major).
+using LoopBody = std::function<void(const std::vector<llvm::Value *> &)>;
+
+/// A code generation target. Implementations are stateless: every hook gets
+/// the Codegen whose state it reads and extends, so one Target object
+/// serves any number of concurrent lowerings.
+class Target {
+public:
+  virtual ~Target() = default;
+
+  /// The backend's name as messages spell it ("cpu", "cuda": "not
+  /// supported on the cuda backend: ...").
+  virtual const char *name() const = 0;
+
+  /// What the kernel plan may do on this target (planKernels).
+  virtual TargetCaps caps() const = 0;
+
+  /// The runtime functions for allocation and failures.
+  virtual RuntimeEntries runtime() const = 0;
+
+  /// Lowers \p op, one op of the function not computed inside another, at
+  /// the builder's position in the host function: the CPU emits its loop
+  /// nest or library call there; a GPU emits a device kernel and its
+  /// launch. False with Codegen's error set when the target cannot lower
+  /// it.
+  virtual bool lowerOp(backend::Codegen &cg, const Operation &op) const = 0;
+
+  /// The host address of element 0 of \p v (item()): its buffer where the
+  /// host can read it, else a host copy made at the builder's position
+  /// (failing like an op when the copy fails).
+  virtual llvm::Value *readToHost(backend::Codegen &cg, ValueId v) const = 0;
+
+  /// Emits the outermost loop nest of an op over \p extents (every index,
+  /// once): sequential loops on the CPU; in a device kernel, one
+  /// grid-stride loop over the flattened extents, shared by the threads.
+  /// Nested loops inside \p body are always sequential (Codegen::loops).
+  virtual void parallelLoop(backend::Codegen &cg,
+                            const std::vector<llvm::Value *> &extents,
+                            const LoopBody &body) const = 0;
+};
+
+} // namespace tsl

@@ -1,0 +1,57 @@
+// The NVPTX target: the hooks that make the common lowering emit host code
+// that launches device kernels (backend/nvptx/CodegenDevice*.cpp).
+#include "backend/nvptx/NvptxTarget.h"
+
+#include "backend/common/Codegen.h"
+
+namespace tsl {
+
+TargetCaps NvptxTarget::caps() const {
+  TargetCaps caps;
+  caps.transposedGemmOperand = false; // device matmuls read B as stored
+  caps.rowGroups = false; // a row's scratch would be shared by threads
+  caps.outlining = false; // each op is its own kernel already
+  caps.launchesKernels = true;
+  return caps;
+}
+
+RuntimeEntries NvptxTarget::runtime() const {
+  return {"tsl_rt_dev_alloc", "tsl_rt_dev_free", "tsl_rt_fail", "tsl_rt_error"};
+}
+
+bool NvptxTarget::lowerOp(backend::Codegen &cg, const Operation &op) const {
+  return cg.launchOnDevice(op);
+}
+
+llvm::Value *NvptxTarget::readToHost(backend::Codegen &cg, ValueId v) const {
+  return cg.readToHost(v);
+}
+
+void NvptxTarget::parallelLoop(backend::Codegen &cg,
+                               const std::vector<llvm::Value *> &extents,
+                               const LoopBody &body) const {
+  if (cg.inKernel())
+    cg.gridStrideLoops(extents, body);
+  else
+    cg.serialLoops(extents, body);
+}
+
+const Target &nvptxTarget() {
+  static const NvptxTarget target;
+  return target;
+}
+
+std::unique_ptr<llvm::Module>
+lowerFunctionWithDevice(const Function &fn, llvm::LLVMContext &ctx,
+                        std::vector<std::string> &checks, std::string &error,
+                        std::unique_ptr<llvm::Module> &deviceModule,
+                        int32_t &numKernels) {
+  DeviceKernels kernels;
+  std::unique_ptr<llvm::Module> m = lowerForTarget(
+      fn, ctx, nvptxTarget(), checks, error, LoweringOptions(), &kernels);
+  deviceModule = std::move(kernels.module);
+  numKernels = kernels.count;
+  return m;
+}
+
+} // namespace tsl
