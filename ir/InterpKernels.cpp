@@ -783,38 +783,13 @@ bool topk(KernelContext &ctx) {
 
 bool runKernel(KernelContext &ctx) {
   const Operation &op = ctx.op;
-  switch (op.code) {
-  case OpCode::Add:
-  case OpCode::Sub:
-  case OpCode::Mul:
-  case OpCode::Div:
-  case OpCode::Pow:
-  case OpCode::Maximum:
-  case OpCode::Minimum:
-  case OpCode::Lt:
-  case OpCode::Le:
-  case OpCode::Gt:
-  case OpCode::Ge:
-  case OpCode::Eq:
-  case OpCode::Ne:
-  case OpCode::And:
-  case OpCode::Or:
-  case OpCode::Neg:
-  case OpCode::Not:
-  case OpCode::Exp:
-  case OpCode::Log:
-  case OpCode::Sqrt:
-  case OpCode::Rsqrt:
-  case OpCode::Tanh:
-  case OpCode::Sigmoid:
-  case OpCode::Relu:
-  case OpCode::Gelu:
-  case OpCode::Abs:
-  case OpCode::Sin:
-  case OpCode::Cos:
-  case OpCode::Where:
-  case OpCode::Cast:
+  if (static_cast<size_t>(op.code) >= kNumOps)
+    return ctx.fail("no kernel");
+  if (isElementwise(op.code))
     return elementwise(ctx);
+  if (isReduction(op.code))
+    return reduce(ctx);
+  switch (op.code) {
   case OpCode::Constant: {
     if (!ctx.allocate(0, {}))
       return false;
@@ -857,12 +832,6 @@ bool runKernel(KernelContext &ctx) {
       ctx.out[0].setI(static_cast<size_t>(i), i);
     return true;
   }
-  case OpCode::ReduceSum:
-  case OpCode::ReduceMean:
-  case OpCode::ReduceMax:
-  case OpCode::ReduceMin:
-  case OpCode::Argmax:
-    return reduce(ctx);
   case OpCode::Matmul:
     return matmul(ctx);
   case OpCode::Reshape:
@@ -898,8 +867,9 @@ bool runKernel(KernelContext &ctx) {
     return topk(ctx);
   case OpCode::Assert:
     return true;
+  default:
+    return ctx.fail("no kernel");
   }
-  return ctx.fail("no kernel");
 }
 
 } // namespace tsl
