@@ -14,6 +14,12 @@ bool ShapeContext::fail(std::string message) {
   return false;
 }
 
+bool ShapeContext::failType(std::string message) {
+  if (error.empty())
+    errorKind = ErrorKind::Type;
+  return fail(std::move(message));
+}
+
 bool ShapeContext::require(const SymCond &cond, const std::string &reason,
                            const std::string &message) {
   size_t before = env.assertions().size();
@@ -128,31 +134,31 @@ namespace shape_rules {
 bool sameDtypes(ShapeContext &ctx, size_t first) {
   for (size_t i = first + 1; i < ctx.operands.size(); ++i)
     if (ctx.operands[i].dtype != ctx.operands[first].dtype)
-      return ctx.fail(std::string("mismatched element types ") +
-                      dtypeName(ctx.operands[first].dtype) + " and " +
-                      dtypeName(ctx.operands[i].dtype) + " in '" +
-                      opInfo(ctx.op.code).name + "'");
+      return ctx.failType(std::string("mismatched element types ") +
+                          dtypeName(ctx.operands[first].dtype) + " and " +
+                          dtypeName(ctx.operands[i].dtype) + " in '" +
+                          opInfo(ctx.op.code).name + "'");
   return true;
 }
 
 bool needFloat(ShapeContext &ctx, const TensorType &t) {
   if (!isFloat(t.dtype))
-    return ctx.fail(std::string("'") + opInfo(ctx.op.code).name +
-                    "' needs a floating-point tensor, got " + t.str());
+    return ctx.failType(std::string("'") + opInfo(ctx.op.code).name +
+                        "' needs a floating-point tensor, got " + t.str());
   return true;
 }
 
 bool needNumeric(ShapeContext &ctx, const TensorType &t) {
   if (t.dtype == DType::Bool)
-    return ctx.fail(std::string("'") + opInfo(ctx.op.code).name +
-                    "' does not apply to bool tensors, got " + t.str());
+    return ctx.failType(std::string("'") + opInfo(ctx.op.code).name +
+                        "' does not apply to bool tensors, got " + t.str());
   return true;
 }
 
 bool needBool(ShapeContext &ctx, const TensorType &t) {
   if (t.dtype != DType::Bool)
-    return ctx.fail(std::string("'") + opInfo(ctx.op.code).name +
-                    "' needs a bool tensor, got " + t.str());
+    return ctx.failType(std::string("'") + opInfo(ctx.op.code).name +
+                        "' needs a bool tensor, got " + t.str());
   return true;
 }
 
@@ -226,7 +232,7 @@ bool elementwiseSelect(ShapeContext &ctx, std::vector<TensorType> &results) {
   if (!needBool(ctx, in[0]))
     return false;
   if (in[1].dtype != in[2].dtype)
-    return ctx.fail(
+    return ctx.failType(
         std::string("where needs both branches of one element type, got ") +
         dtypeName(in[1].dtype) + " and " + dtypeName(in[2].dtype));
   TensorType out;
@@ -373,6 +379,7 @@ bool inferResultTypes(ShapeContext &ctx, std::vector<TensorType> &results) {
   // A rule that read an attribute the op lacks computed from a default.
   if (std::optional<Error> internal = takeInternalError()) {
     ctx.error = internal->message;
+    ctx.errorKind = ErrorKind::Internal;
     return false;
   }
   return ok;

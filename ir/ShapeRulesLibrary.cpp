@@ -73,8 +73,8 @@ bool indexSelect(ShapeContext &ctx, std::vector<TensorType> &results) {
     return ctx.fail("index_select axis " + std::to_string(axis) +
                     " is out of range for " + x.str());
   if (idx.rank() != 1 || !acceptsDType(ctx.op.code, 1, idx.dtype))
-    return ctx.fail("index_select needs a 1-d integer index tensor, got " +
-                    idx.str());
+    return ctx.failType("index_select needs a 1-d integer index tensor, got " +
+                        idx.str());
   TensorType out = x;
   out.dims[axis] = idx.dims[0];
   results.push_back(out);
@@ -139,7 +139,7 @@ bool unique(ShapeContext &ctx, std::vector<TensorType> &results) {
 bool item(ShapeContext &ctx, std::vector<TensorType> &) {
   const TensorType &x = ctx.operands[0];
   if (!acceptsDType(ctx.op.code, 0, x.dtype))
-    return ctx.fail(
+    return ctx.failType(
         "item() gives an int and needs an integer or bool tensor, got " +
         x.str());
   return ctx.require(SymCond::eq(x.numel(), 1), "item of a one-element tensor",

@@ -32,10 +32,6 @@ const char *errorKindName(ErrorKind kind) {
   return "unknown";
 }
 
-std::string Error::str() const {
-  return location.empty() ? message : location + ": " + message;
-}
-
 namespace {
 thread_local std::optional<std::string> pendingInternal;
 } // namespace

@@ -53,17 +53,16 @@ inline constexpr ErrorKind kAllErrorKinds[] = {
 /// The kind's name in lower case ("runtime check", "cache limit").
 const char *errorKindName(ErrorKind kind);
 
-/// A failure: its kind, the message (lower case, no final period; may span
-/// several lines when it holds rendered diagnostics) and where it arose.
+/// A failure: its kind, the message and where it arose.
 struct Error {
   ErrorKind kind = ErrorKind::Internal;
+  /// The complete text shown to the user: lower case, no final period; it
+  /// names the location itself where it has one (rendered diagnostics span
+  /// several lines).
   std::string message;
-  /// `file:line:col` of the source construct that failed; empty when there
-  /// is none or the message already names it.
+  /// `file:line:col` of the source construct that failed, for programs that
+  /// act on it; empty when unknown.
   std::string location;
-
-  /// "location: message", or the message alone without a location.
-  std::string str() const;
 };
 
 /// Records an internal error for the calling thread where it cannot be
