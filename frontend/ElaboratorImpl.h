@@ -200,7 +200,11 @@ public:
                    SemValue &out);
 
   // --- builtins (Builtins.cpp) ---
+  /// Whether \p name is a builtin function (see builtinNames()).
   static bool isBuiltin(const std::string &name);
+  /// Elaborates a call of builtin \p name through its handler; false after
+  /// reporting an error (arguments that do not bind, wrong kinds, the op's
+  /// shape rule).
   bool callBuiltin(const std::string &name, std::vector<CallArg> &args,
                    SourceRange range, SemValue &out);
 

@@ -128,12 +128,17 @@ struct Module {
   const Function *find(const std::string &name) const;
 };
 
-/// Static description of one op (from Ops.def).
+/// One attribute of an op as Ops.def declares it.
 struct AttrSpec {
   std::string name;
+  /// int float num bool dtype expr exprs ints cond str.
   std::string kind;
+  /// May be absent (then its accessor reads the type's default).
   bool optional = false;
 };
+/// Static description of one op (from Ops.def): the operand and result
+/// counts, attributes and documentation the verifier, printer and parser
+/// use. Categories, element types and effects are in OpTraits (OpInfo.h).
 struct OpInfo {
   OpCode code;
   const char *name;
@@ -144,6 +149,7 @@ struct OpInfo {
   const char *doc;
 };
 
+/// The description of \p code (a valid OpCode).
 const OpInfo &opInfo(OpCode code);
 /// Looks an op up by its IR name ("add", "reduce_sum").
 std::optional<OpCode> lookupOp(std::string_view name);
