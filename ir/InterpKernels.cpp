@@ -87,6 +87,175 @@ int64_t floorDivInt(int64_t a, int64_t b) {
   return q;
 }
 
+/// Binary integer math (wrapping): false for division by zero (an error in
+/// \p ctx) or an op without integer math.
+bool binaryInt(KernelContext &ctx, OpCode code, int64_t x, int64_t y,
+               int64_t &r) {
+  uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+  switch (code) {
+  case OpCode::Add:
+    r = static_cast<int64_t>(ux + uy);
+    return true;
+  case OpCode::Sub:
+    r = static_cast<int64_t>(ux - uy);
+    return true;
+  case OpCode::Mul:
+    r = static_cast<int64_t>(ux * uy);
+    return true;
+  case OpCode::Div:
+    if (y == 0)
+      return ctx.fail("integer division by zero");
+    r = floorDivInt(x, y);
+    return true;
+  case OpCode::Maximum:
+    r = std::max(x, y);
+    return true;
+  case OpCode::Minimum:
+    r = std::min(x, y);
+    return true;
+  case OpCode::Lt:
+    r = x < y;
+    return true;
+  case OpCode::Le:
+    r = x <= y;
+    return true;
+  case OpCode::Gt:
+    r = x > y;
+    return true;
+  case OpCode::Ge:
+    r = x >= y;
+    return true;
+  case OpCode::Eq:
+    r = x == y;
+    return true;
+  case OpCode::Ne:
+    r = x != y;
+    return true;
+  case OpCode::And:
+    r = x && y;
+    return true;
+  case OpCode::Or:
+    r = x || y;
+    return true;
+  default:
+    return ctx.fail("unsupported integer op");
+  }
+}
+
+/// Binary float math in double (NaN propagates through max and min):
+/// false for an op without float math.
+bool binaryFloat(OpCode code, double x, double y, double &r) {
+  switch (code) {
+  case OpCode::Add:
+    r = x + y;
+    return true;
+  case OpCode::Sub:
+    r = x - y;
+    return true;
+  case OpCode::Mul:
+    r = x * y;
+    return true;
+  case OpCode::Div:
+    r = x / y;
+    return true;
+  case OpCode::Pow:
+    r = std::pow(x, y);
+    return true;
+  case OpCode::Maximum:
+    r = (std::isnan(x) || std::isnan(y)) ? NAN : std::max(x, y);
+    return true;
+  case OpCode::Minimum:
+    r = (std::isnan(x) || std::isnan(y)) ? NAN : std::min(x, y);
+    return true;
+  case OpCode::Lt:
+    r = x < y;
+    return true;
+  case OpCode::Le:
+    r = x <= y;
+    return true;
+  case OpCode::Gt:
+    r = x > y;
+    return true;
+  case OpCode::Ge:
+    r = x >= y;
+    return true;
+  case OpCode::Eq:
+    r = x == y;
+    return true;
+  case OpCode::Ne:
+    r = x != y;
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Unary integer math (wrapping): false for an op without integer math.
+bool unaryInt(OpCode code, int64_t x, int64_t &r) {
+  switch (code) {
+  case OpCode::Neg:
+    r = static_cast<int64_t>(0 - static_cast<uint64_t>(x));
+    return true;
+  case OpCode::Not:
+    r = !x;
+    return true;
+  case OpCode::Abs:
+    r = x < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(x)) : x;
+    return true;
+  case OpCode::Relu:
+    r = std::max<int64_t>(x, 0);
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Unary float math in double: false for an op without float math.
+bool unaryFloat(OpCode code, double x, double &r) {
+  switch (code) {
+  case OpCode::Neg:
+    r = -x;
+    return true;
+  case OpCode::Exp:
+    r = std::exp(x);
+    return true;
+  case OpCode::Log:
+    r = std::log(x);
+    return true;
+  case OpCode::Sqrt:
+    r = std::sqrt(x);
+    return true;
+  case OpCode::Rsqrt:
+    r = 1.0 / std::sqrt(x);
+    return true;
+  case OpCode::Tanh:
+    r = std::tanh(x);
+    return true;
+  case OpCode::Sigmoid:
+    r = 1.0 / (1.0 + std::exp(-x));
+    return true;
+  case OpCode::Relu:
+    r = std::isnan(x) ? x : std::max(x, 0.0);
+    return true;
+  case OpCode::Gelu:
+    r = gelu(x);
+    return true;
+  case OpCode::Abs:
+    r = std::fabs(x);
+    return true;
+  case OpCode::Sin:
+    r = std::sin(x);
+    return true;
+  case OpCode::Cos:
+    r = std::cos(x);
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Every elementwise op: broadcasts the operands, then computes each element
+/// with the math above (where and cast copy or convert).
 bool elementwise(KernelContext &ctx) {
   std::vector<int64_t> shape = broadcastShape(ctx.in);
   if (!checkBroadcast(ctx, shape) || !ctx.allocate(0, shape))
@@ -114,126 +283,23 @@ bool elementwise(KernelContext &ctx) {
       const Tensor &b = *ctx.in[1];
       size_t ib = static_cast<size_t>(it.offsets[1]);
       if (intMath) {
-        int64_t x = a.getI(ia), y = b.getI(ib);
-        uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
-        switch (code) {
-        case OpCode::Add:
-          out.setI(i, static_cast<int64_t>(ux + uy));
-          break;
-        case OpCode::Sub:
-          out.setI(i, static_cast<int64_t>(ux - uy));
-          break;
-        case OpCode::Mul:
-          out.setI(i, static_cast<int64_t>(ux * uy));
-          break;
-        case OpCode::Div:
-          if (y == 0)
-            return ctx.fail("integer division by zero");
-          out.setI(i, floorDivInt(x, y));
-          break;
-        case OpCode::Maximum:
-          out.setI(i, std::max(x, y));
-          break;
-        case OpCode::Minimum:
-          out.setI(i, std::min(x, y));
-          break;
-        case OpCode::Lt:
-          out.setI(i, x < y);
-          break;
-        case OpCode::Le:
-          out.setI(i, x <= y);
-          break;
-        case OpCode::Gt:
-          out.setI(i, x > y);
-          break;
-        case OpCode::Ge:
-          out.setI(i, x >= y);
-          break;
-        case OpCode::Eq:
-          out.setI(i, x == y);
-          break;
-        case OpCode::Ne:
-          out.setI(i, x != y);
-          break;
-        case OpCode::And:
-          out.setI(i, x && y);
-          break;
-        case OpCode::Or:
-          out.setI(i, x || y);
-          break;
-        default:
-          return ctx.fail("unsupported integer op");
-        }
+        int64_t r;
+        if (!binaryInt(ctx, code, a.getI(ia), b.getI(ib), r))
+          return false;
+        out.setI(i, r);
       } else {
-        double x = a.getF(ia), y = b.getF(ib);
-        double r = 0;
-        switch (code) {
-        case OpCode::Add:
-          r = x + y;
-          break;
-        case OpCode::Sub:
-          r = x - y;
-          break;
-        case OpCode::Mul:
-          r = x * y;
-          break;
-        case OpCode::Div:
-          r = x / y;
-          break;
-        case OpCode::Pow:
-          r = std::pow(x, y);
-          break;
-        case OpCode::Maximum:
-          r = (std::isnan(x) || std::isnan(y)) ? NAN : std::max(x, y);
-          break;
-        case OpCode::Minimum:
-          r = (std::isnan(x) || std::isnan(y)) ? NAN : std::min(x, y);
-          break;
-        case OpCode::Lt:
-          r = x < y;
-          break;
-        case OpCode::Le:
-          r = x <= y;
-          break;
-        case OpCode::Gt:
-          r = x > y;
-          break;
-        case OpCode::Ge:
-          r = x >= y;
-          break;
-        case OpCode::Eq:
-          r = x == y;
-          break;
-        case OpCode::Ne:
-          r = x != y;
-          break;
-        default:
+        double r;
+        if (!binaryFloat(code, a.getF(ia), b.getF(ib), r))
           return ctx.fail("unsupported float op");
-        }
         out.setF(i, r);
       }
       continue;
     }
-    // Unary.
     if (intMath && code != OpCode::Cast) {
-      int64_t x = a.getI(ia);
-      switch (code) {
-      case OpCode::Neg:
-        out.setI(i, static_cast<int64_t>(0 - static_cast<uint64_t>(x)));
-        break;
-      case OpCode::Not:
-        out.setI(i, !x);
-        break;
-      case OpCode::Abs:
-        out.setI(i, x < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(x))
-                          : x);
-        break;
-      case OpCode::Relu:
-        out.setI(i, std::max<int64_t>(x, 0));
-        break;
-      default:
+      int64_t r;
+      if (!unaryInt(code, a.getI(ia), r))
         return ctx.fail("unsupported integer op");
-      }
+      out.setI(i, r);
       continue;
     }
     if (code == OpCode::Cast) {
@@ -243,47 +309,9 @@ bool elementwise(KernelContext &ctx) {
         out.setI(i, a.getI(ia));
       continue;
     }
-    double x = a.getF(ia), r = 0;
-    switch (code) {
-    case OpCode::Neg:
-      r = -x;
-      break;
-    case OpCode::Exp:
-      r = std::exp(x);
-      break;
-    case OpCode::Log:
-      r = std::log(x);
-      break;
-    case OpCode::Sqrt:
-      r = std::sqrt(x);
-      break;
-    case OpCode::Rsqrt:
-      r = 1.0 / std::sqrt(x);
-      break;
-    case OpCode::Tanh:
-      r = std::tanh(x);
-      break;
-    case OpCode::Sigmoid:
-      r = 1.0 / (1.0 + std::exp(-x));
-      break;
-    case OpCode::Relu:
-      r = std::isnan(x) ? x : std::max(x, 0.0);
-      break;
-    case OpCode::Gelu:
-      r = gelu(x);
-      break;
-    case OpCode::Abs:
-      r = std::fabs(x);
-      break;
-    case OpCode::Sin:
-      r = std::sin(x);
-      break;
-    case OpCode::Cos:
-      r = std::cos(x);
-      break;
-    default:
+    double r;
+    if (!unaryFloat(code, a.getF(ia), r))
       return ctx.fail("unsupported op");
-    }
     out.setF(i, r);
   }
   return true;
