@@ -1,536 +1,624 @@
 // Built-in functions: the operations of LANGUAGE.md §5 that are called by
-// name (exp, sum, reshape, conv2d, nonzero, ...).
+// name (exp, sum, reshape, conv2d, nonzero, ...). A table maps each name to
+// its handler; builtins that are exactly one op (Ops.def's Builtin column)
+// share two generic handlers, so adding such an op needs no code here.
 #include "frontend/ElaboratorImpl.h"
 
-#include <set>
+#include <algorithm>
 
 namespace tsl {
 
 namespace {
 
-const std::map<std::string, OpCode> &unaryBuiltins() {
-  static const std::map<std::string, OpCode> m = {
-      {"exp", OpCode::Exp},   {"log", OpCode::Log},
-      {"sqrt", OpCode::Sqrt}, {"rsqrt", OpCode::Rsqrt},
-      {"tanh", OpCode::Tanh}, {"sigmoid", OpCode::Sigmoid},
-      {"relu", OpCode::Relu}, {"gelu", OpCode::Gelu},
-      {"abs", OpCode::Abs},   {"sin", OpCode::Sin},
-      {"cos", OpCode::Cos}};
-  return m;
-}
+/// One call of a builtin: its arguments bound to parameters and the helpers
+/// every handler uses to read them.
+struct BuiltinCall {
+  Elaborator &el;
+  const std::string &name;
+  std::vector<CallArg> &args;
+  SourceRange range;
+  SemValue &out;
+  /// The op of a builtin that is exactly one op (generic handlers).
+  OpCode op = OpCode::Assert;
+  /// The argument bound to each parameter by bind(); null when omitted.
+  std::vector<const SemValue *> a;
 
-const std::set<std::string> &otherBuiltins() {
-  static const std::set<std::string> s = {
-      "pow",          "max",     "min",           "where",  "cast",
-      "sum",          "mean",    "argmax",        "matmul", "reshape",
-      "transpose",    "permute", "expand",        "concat", "pad",
-      "arange",       "zeros",   "ones",          "full",   "conv2d",
-      "max_pool2d",   "nonzero", "masked_select", "unique", "item",
-      "index_select", "topk",    "size",          "numel"};
-  return s;
-}
-
-/// Binds call arguments to a builtin's parameter list. A name ending in '?'
-/// is optional.
-struct Bound {
-  std::vector<const SemValue *> v;
-  const SemValue *operator[](size_t i) const { return v[i]; }
+  /// Binds the arguments to \p params (a name ending in '?' is optional):
+  /// positional first, then by name.
+  bool bind(const std::vector<std::string> &params);
+  bool tensorArg(const SemValue *v, const std::string &what, ValueId &id);
+  bool dtypeArg(const SemValue *v, DType dflt, DType &dt);
+  bool boolArg(const SemValue *v, bool &b);
+  bool numberArg(const SemValue *v, Number &n);
+  /// Sets the result to tensor \p id; true.
+  bool result(ValueId id) {
+    out = SemValue::ofTensor(id, range);
+    return true;
+  }
 };
 
-bool bindArgs(Elaborator &el, const std::string &fn,
-              const std::vector<std::string> &params,
-              const std::vector<CallArg> &args, SourceRange range, Bound &out) {
-  out.v.assign(params.size(), nullptr);
+bool BuiltinCall::bind(const std::vector<std::string> &params) {
+  a.assign(params.size(), nullptr);
   size_t pos = 0;
   auto plain = [](std::string s) {
     if (!s.empty() && s.back() == '?')
       s.pop_back();
     return s;
   };
-  for (const CallArg &a : args) {
-    if (a.name.empty()) {
+  for (const CallArg &arg : args) {
+    if (arg.name.empty()) {
       if (pos >= params.size())
-        return el.error(a.value.range, "'" + fn + "' takes at most " +
-                                           std::to_string(params.size()) +
-                                           " arguments");
-      out.v[pos++] = &a.value;
+        return el.error(arg.value.range, "'" + name + "' takes at most " +
+                                             std::to_string(params.size()) +
+                                             " arguments");
+      a[pos++] = &arg.value;
       continue;
     }
     size_t k = 0;
-    while (k < params.size() && plain(params[k]) != a.name)
+    while (k < params.size() && plain(params[k]) != arg.name)
       ++k;
     if (k == params.size()) {
       std::string names;
       for (auto &p : params)
         names += (names.empty() ? "" : ", ") + plain(p);
-      return el.error(a.nameRange,
-                      "'" + fn + "' has no parameter named '" + a.name + "'",
+      return el.error(arg.nameRange,
+                      "'" + name + "' has no parameter named '" + arg.name +
+                          "'",
                       "its parameters are: " + names);
     }
-    if (out.v[k])
-      return el.error(a.nameRange, "argument '" + a.name + "' is given twice");
-    out.v[k] = &a.value;
+    if (a[k])
+      return el.error(arg.nameRange,
+                      "argument '" + arg.name + "' is given twice");
+    a[k] = &arg.value;
   }
   for (size_t k = 0; k < params.size(); ++k)
-    if (!out.v[k] && params[k].back() != '?')
-      return el.error(range, "'" + fn + "' needs argument '" + params[k] + "'");
+    if (!a[k] && params[k].back() != '?')
+      return el.error(range,
+                      "'" + name + "' needs argument '" + params[k] + "'");
   return true;
+}
+
+bool BuiltinCall::tensorArg(const SemValue *v, const std::string &what,
+                            ValueId &id) {
+  if (!v || v->kind != SemValue::Kind::Tensor)
+    return el.error(v ? v->range : range,
+                    "'" + name + "' needs a tensor for " + what + ", got " +
+                        (v ? kindName(v->kind) : "nothing"));
+  id = v->tensor;
+  return true;
+}
+
+bool BuiltinCall::dtypeArg(const SemValue *v, DType dflt, DType &dt) {
+  if (!v) {
+    dt = dflt;
+    return true;
+  }
+  if (v->kind != SemValue::Kind::DType)
+    return el.error(
+        v->range,
+        "expected an element type (bool i8 i32 i64 f16 bf16 f32 f64), got " +
+            std::string(kindName(v->kind)));
+  dt = v->dtype;
+  return true;
+}
+
+bool BuiltinCall::boolArg(const SemValue *v, bool &b) {
+  if (!v) {
+    b = false;
+    return true;
+  }
+  if (v->kind != SemValue::Kind::Cond || !v->c.isConst())
+    return el.error(v->range, "expected true or false");
+  b = v->c.kind() == SymCond::Kind::True;
+  return true;
+}
+
+bool BuiltinCall::numberArg(const SemValue *v, Number &n) {
+  if (!v) {
+    n = Number::ofInt(0);
+    return true;
+  }
+  if (v->kind == SemValue::Kind::Float) {
+    n = Number::ofFloat(v->f);
+    return true;
+  }
+  if (v->kind == SemValue::Kind::Int && v->i.isConst()) {
+    n = Number::ofInt(v->i.constValue());
+    return true;
+  }
+  if (v->kind == SemValue::Kind::Cond && v->c.isConst()) {
+    n = Number::ofInt(v->c.kind() == SymCond::Kind::True);
+    return true;
+  }
+  return el.error(v->range, "expected a number literal");
+}
+
+// --- handlers, one per builtin (or family of builtins) ---
+
+/// Ops.def builtins of one operand: f(x).
+bool opOfOneTensor(BuiltinCall &c) {
+  ValueId x, r;
+  if (!c.bind({"x"}) || !c.tensorArg(c.a[0], "x", x) ||
+      !c.el.emit1(c.op, {x}, {}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
+/// Ops.def builtins of two operands: f(x, y), scalars converted like the
+/// arithmetic operators.
+bool opOfTwoTensors(BuiltinCall &c) {
+  if (!c.bind({"x", "y"}))
+    return false;
+  return c.el.tensorBinary(c.op, *c.a[0], *c.a[1], c.range, c.out);
+}
+
+bool sizeOrNumel(BuiltinCall &c) {
+  bool isSize = c.name == "size";
+  if (!c.bind(isSize ? std::vector<std::string>{"x", "axis"}
+                     : std::vector<std::string>{"x"}))
+    return false;
+  ValueId x;
+  if (!c.tensorArg(c.a[0], "x", x))
+    return false;
+  const TensorType &t = c.el.fn.type(x);
+  if (!isSize) {
+    c.out = SemValue::ofInt(t.numel(), c.range);
+    return c.el.checkSize(c.out.i, c.range);
+  }
+  int64_t axis;
+  if (!c.el.asConstInt(*c.a[1], "the axis", axis) ||
+      !c.el.normalizeAxis(axis, t.rank(), c.a[1]->range, axis))
+    return false;
+  c.out = SemValue::ofInt(t.dims[axis], c.range);
+  return true;
+}
+
+/// sum, mean, max, min, argmax (x, axis?, keepdim?).
+bool reduction(BuiltinCall &c) {
+  if (!c.bind({"x", "axis?", "keepdim?"}))
+    return false;
+  ValueId x, r;
+  if (!c.tensorArg(c.a[0], "x", x))
+    return false;
+  std::vector<int64_t> axes;
+  if (c.a[1] && !c.el.asConstIntList(*c.a[1], "the axis", axes))
+    return false;
+  size_t rank = c.el.fn.type(x).rank();
+  for (int64_t &ax : axes)
+    if (!c.el.normalizeAxis(ax, rank, c.a[1]->range, ax))
+      return false;
+  bool keep = false;
+  if (!c.boolArg(c.a[2], keep))
+    return false;
+  OpCode code = c.name == "sum"    ? OpCode::ReduceSum
+                : c.name == "mean" ? OpCode::ReduceMean
+                : c.name == "max"  ? OpCode::ReduceMax
+                : c.name == "min"  ? OpCode::ReduceMin
+                                   : OpCode::Argmax;
+  if (code == OpCode::Argmax && axes.size() > 1)
+    return c.el.error(c.a[1]->range, "argmax takes a single axis");
+  if (!c.el.emit1(code, {x}, {{"axes", axes}, {"keepdim", keep}}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
+/// max(a, b) with two tensors (or a tensor and a scalar) is elementwise;
+/// max(x), max(x, axis) and max(x, axis=k) reduce. On ints it is size
+/// min/max.
+bool minOrMax(BuiltinCall &c) {
+  const auto &args = c.args;
+  bool isMax = c.name == "max";
+  if (args.size() == 2 && args[0].value.kind == SemValue::Kind::Int &&
+      args[1].value.kind == SemValue::Kind::Int && args[0].name.empty() &&
+      args[1].name.empty()) {
+    c.out =
+        SemValue::ofInt(isMax ? SymExpr::max(args[0].value.i, args[1].value.i)
+                              : SymExpr::min(args[0].value.i, args[1].value.i),
+                        c.range);
+    return c.el.checkSize(c.out.i, c.range);
+  }
+  bool elementwise = args.size() == 2 && args[1].name.empty() &&
+                     (args[1].value.kind == SemValue::Kind::Tensor ||
+                      args[1].value.kind == SemValue::Kind::Float);
+  if (elementwise)
+    return c.el.tensorBinary(isMax ? OpCode::Maximum : OpCode::Minimum,
+                             args[0].value, args[1].value, c.range, c.out);
+  return reduction(c);
+}
+
+bool where(BuiltinCall &c) {
+  if (!c.bind({"cond", "a", "b"}))
+    return false;
+  ValueId cond;
+  if (!c.tensorArg(c.a[0], "cond", cond))
+    return false;
+  std::optional<DType> like;
+  if (c.a[1]->kind == SemValue::Kind::Tensor)
+    like = c.el.fn.type(c.a[1]->tensor).dtype;
+  else if (c.a[2]->kind == SemValue::Kind::Tensor)
+    like = c.el.fn.type(c.a[2]->tensor).dtype;
+  ValueId x, y, r;
+  if (!c.el.toTensor(*c.a[1], like, c.a[1]->range, x) ||
+      !c.el.toTensor(*c.a[2], like, c.a[2]->range, y) ||
+      !c.el.emit1(OpCode::Where, {cond, x, y}, {}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
+bool cast(BuiltinCall &c) {
+  if (!c.bind({"x", "dtype"}))
+    return false;
+  ValueId x, r;
+  DType dt;
+  if (!c.dtypeArg(c.a[1], DType::F32, dt))
+    return false;
+  if (c.a[0]->kind == SemValue::Kind::Int ||
+      c.a[0]->kind == SemValue::Kind::Float) {
+    // cast(size, f32): a 0-d tensor holding the size's value.
+    if (!c.el.toTensor(*c.a[0], dt, c.a[0]->range, x))
+      return false;
+    return c.result(x);
+  }
+  if (!c.tensorArg(c.a[0], "x", x))
+    return false;
+  if (c.el.fn.type(x).dtype == dt)
+    return c.result(x);
+  if (!c.el.emit1(OpCode::Cast, {x}, {{"dtype", dt}}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
+bool matmul(BuiltinCall &c) {
+  if (!c.bind({"a", "b"}))
+    return false;
+  return c.el.tensorBinary(OpCode::Matmul, *c.a[0], *c.a[1], c.range, c.out);
+}
+
+/// reshape(x, shape) and expand(x, shape).
+bool reshapeOrExpand(BuiltinCall &c) {
+  if (!c.bind({"x", "shape"}))
+    return false;
+  ValueId x, r;
+  std::vector<SymExpr> shape;
+  if (!c.tensorArg(c.a[0], "x", x) ||
+      !c.el.asIntList(*c.a[1], "the shape", shape))
+    return false;
+  for (const SymExpr &d : shape)
+    if (d.isConst() && d.constValue() < -1)
+      return c.el.error(c.a[1]->range,
+                        "sizes must be non-negative (or -1), got " + d.str());
+  if (!c.el.emit1(c.name == "reshape" ? OpCode::Reshape : OpCode::Expand, {x},
+                  {{"shape", shape}}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
+bool transpose(BuiltinCall &c) {
+  if (!c.bind({"x", "dim0", "dim1"}))
+    return false;
+  ValueId x, r;
+  int64_t i, j;
+  if (!c.tensorArg(c.a[0], "x", x) || !c.el.asConstInt(*c.a[1], "dim0", i) ||
+      !c.el.asConstInt(*c.a[2], "dim1", j))
+    return false;
+  size_t rank = c.el.fn.type(x).rank();
+  if (!c.el.normalizeAxis(i, rank, c.a[1]->range, i) ||
+      !c.el.normalizeAxis(j, rank, c.a[2]->range, j))
+    return false;
+  std::vector<int64_t> perm(rank);
+  for (size_t k = 0; k < rank; ++k)
+    perm[k] = static_cast<int64_t>(k);
+  std::swap(perm[i], perm[j]);
+  if (!c.el.emit1(OpCode::Permute, {x}, {{"perm", perm}}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
+bool permute(BuiltinCall &c) {
+  if (!c.bind({"x", "dims"}))
+    return false;
+  ValueId x, r;
+  std::vector<int64_t> perm;
+  if (!c.tensorArg(c.a[0], "x", x) ||
+      !c.el.asConstIntList(*c.a[1], "the axes", perm))
+    return false;
+  size_t rank = c.el.fn.type(x).rank();
+  if (perm.size() != rank)
+    return c.el.error(c.a[1]->range, "permute needs " + std::to_string(rank) +
+                                         " axes, got " +
+                                         std::to_string(perm.size()));
+  for (int64_t &p : perm)
+    if (!c.el.normalizeAxis(p, rank, c.a[1]->range, p))
+      return false;
+  if (!c.el.emit1(OpCode::Permute, {x}, {{"perm", perm}}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
+bool concat(BuiltinCall &c) {
+  if (!c.bind({"tensors", "axis?"}))
+    return false;
+  const SemValue &list = *c.a[0];
+  if (list.kind != SemValue::Kind::List && list.kind != SemValue::Kind::Tuple)
+    return c.el.error(list.range, "concat needs a list of tensors like [a, b]");
+  if (list.elems.empty())
+    return c.el.error(list.range, "concat needs at least one tensor");
+  std::vector<ValueId> ids;
+  for (const SemValue &v : list.elems) {
+    ValueId id;
+    if (!c.tensorArg(&v, "each element", id))
+      return false;
+    ids.push_back(id);
+  }
+  int64_t axis = 0;
+  if (c.a[1] && !c.el.asConstInt(*c.a[1], "the axis", axis))
+    return false;
+  if (!c.el.normalizeAxis(axis, c.el.fn.type(ids[0]).rank(),
+                          c.a[1] ? c.a[1]->range : c.range, axis))
+    return false;
+  ValueId r;
+  if (!c.el.emit1(OpCode::Concat, ids, {{"axis", axis}}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
+bool pad(BuiltinCall &c) {
+  if (!c.bind({"x", "pad", "value?"}))
+    return false;
+  ValueId x, r;
+  std::vector<SymExpr> amounts;
+  Number value;
+  if (!c.tensorArg(c.a[0], "x", x) ||
+      !c.el.asIntList(*c.a[1], "the padding", amounts) ||
+      !c.numberArg(c.a[2], value))
+    return false;
+  size_t rank = c.el.fn.type(x).rank();
+  if (amounts.size() % 2 != 0 || amounts.size() > 2 * rank)
+    return c.el.error(c.a[1]->range,
+                      "pad takes pairs (before, after) for up to " +
+                          std::to_string(rank) +
+                          " axes, last axis first; got " +
+                          std::to_string(amounts.size()) + " values");
+  std::vector<SymExpr> lo(rank, SymExpr(0)), hi(rank, SymExpr(0));
+  for (size_t k = 0; k < amounts.size() / 2; ++k) {
+    lo[rank - 1 - k] = amounts[2 * k];
+    hi[rank - 1 - k] = amounts[2 * k + 1];
+  }
+  if (!c.el.emit1(OpCode::Pad, {x}, {{"lo", lo}, {"hi", hi}, {"value", value}},
+                  c.range, r))
+    return false;
+  return c.result(r);
+}
+
+bool arange(BuiltinCall &c) {
+  if (!c.bind({"n", "dtype?"}))
+    return false;
+  SymExpr n;
+  DType dt;
+  ValueId r;
+  if (!c.el.asInt(*c.a[0], "the length", n) ||
+      !c.dtypeArg(c.a[1], DType::I64, dt) ||
+      !c.el.emit1(OpCode::Arange, {}, {{"n", n}, {"dtype", dt}}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
+/// zeros(shape, dtype?), ones(shape, dtype?), full(shape, value, dtype?).
+bool filled(BuiltinCall &c) {
+  bool isFull = c.name == "full";
+  if (!c.bind(isFull ? std::vector<std::string>{"shape", "value", "dtype?"}
+                     : std::vector<std::string>{"shape", "dtype?"}))
+    return false;
+  std::vector<SymExpr> shape;
+  Number value = Number::ofInt(c.name == "ones" ? 1 : 0);
+  DType dt;
+  if (!c.el.asIntList(*c.a[0], "the shape", shape) ||
+      (isFull && !c.numberArg(c.a[1], value)) ||
+      !c.dtypeArg(c.a[isFull ? 2 : 1], DType::F32, dt))
+    return false;
+  ValueId r;
+  if (!c.el.emit1(OpCode::Full, {},
+                  {{"shape", shape}, {"value", value}, {"dtype", dt}}, c.range,
+                  r))
+    return false;
+  return c.result(r);
+}
+
+/// A (height, width) pair from one value or two; \p dflt when omitted.
+bool pairArg(BuiltinCall &c, const SemValue *v, int64_t dflt,
+             std::vector<int64_t> &out) {
+  out = {dflt, dflt};
+  if (!v)
+    return true;
+  std::vector<int64_t> vals;
+  if (!c.el.asConstIntList(*v, "this argument", vals))
+    return false;
+  if (vals.size() == 1)
+    out = {vals[0], vals[0]};
+  else if (vals.size() == 2)
+    out = vals;
+  else
+    return c.el.error(v->range, "expected one value or two (height, width)");
+  return true;
+}
+
+bool conv2d(BuiltinCall &c) {
+  if (!c.bind({"x", "w", "bias?", "stride?", "padding?"}))
+    return false;
+  ValueId x, w, r;
+  if (!c.tensorArg(c.a[0], "x", x) || !c.tensorArg(c.a[1], "the weights", w))
+    return false;
+  std::vector<ValueId> operands{x, w};
+  if (c.a[2]) {
+    ValueId b;
+    if (!c.tensorArg(c.a[2], "the bias", b))
+      return false;
+    operands.push_back(b);
+  }
+  std::vector<int64_t> stride, padding;
+  if (!pairArg(c, c.a[3], 1, stride) || !pairArg(c, c.a[4], 0, padding))
+    return false;
+  if (!c.el.emit1(OpCode::Conv2d, operands,
+                  {{"stride", stride}, {"padding", padding}}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
+bool maxPool2d(BuiltinCall &c) {
+  if (!c.bind({"x", "kernel", "stride?", "padding?"}))
+    return false;
+  ValueId x, r;
+  if (!c.tensorArg(c.a[0], "x", x))
+    return false;
+  std::vector<int64_t> kernel, stride, padding;
+  if (!pairArg(c, c.a[1], 1, kernel) || !pairArg(c, c.a[2], 0, stride) ||
+      !pairArg(c, c.a[3], 0, padding))
+    return false;
+  if (!c.a[2])
+    stride = kernel;
+  if (!c.el.emit1(
+          OpCode::MaxPool2d, {x},
+          {{"kernel", kernel}, {"stride", stride}, {"padding", padding}},
+          c.range, r))
+    return false;
+  return c.result(r);
+}
+
+bool maskedSelect(BuiltinCall &c) {
+  if (!c.bind({"x", "mask"}))
+    return false;
+  ValueId x, m, r;
+  if (!c.tensorArg(c.a[0], "x", x) || !c.tensorArg(c.a[1], "the mask", m) ||
+      !c.el.emit1(OpCode::MaskedSelect, {x, m}, {}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
+bool item(BuiltinCall &c) {
+  if (!c.bind({"x"}))
+    return false;
+  ValueId x;
+  if (!c.tensorArg(c.a[0], "x", x))
+    return false;
+  SymExpr u = c.el.env.freshUnbacked(INT64_MIN, std::nullopt,
+                                     "the value of item(...)", c.range);
+  // Item ints may be negative: widen the symbol's range.
+  std::vector<ValueId> none;
+  if (!c.el.emit(OpCode::Item, {x}, {{"sym", u}}, c.range, none))
+    return false;
+  c.out = SemValue::ofInt(u, c.range);
+  return true;
+}
+
+bool indexSelect(BuiltinCall &c) {
+  if (!c.bind({"x", "axis", "index"}))
+    return false;
+  ValueId x, idx, r;
+  int64_t axis;
+  if (!c.tensorArg(c.a[0], "x", x) ||
+      !c.el.asConstInt(*c.a[1], "the axis", axis) ||
+      !c.tensorArg(c.a[2], "the index", idx) ||
+      !c.el.normalizeAxis(axis, c.el.fn.type(x).rank(), c.a[1]->range, axis) ||
+      !c.el.emit1(OpCode::IndexSelect, {x, idx}, {{"axis", axis}}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
+bool topk(BuiltinCall &c) {
+  if (!c.bind({"x", "k"}))
+    return false;
+  ValueId x;
+  SymExpr k;
+  std::vector<ValueId> rs;
+  if (!c.tensorArg(c.a[0], "x", x) || !c.el.asInt(*c.a[1], "k", k) ||
+      !c.el.emit(OpCode::Topk, {x}, {{"k", k}}, c.range, rs))
+    return false;
+  c.out = SemValue();
+  c.out.kind = SemValue::Kind::Tuple;
+  c.out.range = c.range;
+  c.out.elems = {SemValue::ofTensor(rs[0], c.range),
+                 SemValue::ofTensor(rs[1], c.range)};
+  return true;
+}
+
+/// How one builtin is elaborated.
+struct Builtin {
+  bool (*handler)(BuiltinCall &);
+  /// For the generic handlers: the op the builtin is.
+  OpCode op = OpCode::Assert;
+};
+
+/// Every builtin by name: the hand-written ones, then one per op of Ops.def
+/// with a Builtin spelling.
+const std::map<std::string, Builtin, std::less<>> &builtinTable() {
+  static const std::map<std::string, Builtin, std::less<>> table = [] {
+    std::map<std::string, Builtin, std::less<>> t = {
+        {"size", {sizeOrNumel}},
+        {"numel", {sizeOrNumel}},
+        {"max", {minOrMax}},
+        {"min", {minOrMax}},
+        {"sum", {reduction}},
+        {"mean", {reduction}},
+        {"argmax", {reduction}},
+        {"where", {where}},
+        {"cast", {cast}},
+        {"matmul", {matmul}},
+        {"reshape", {reshapeOrExpand}},
+        {"expand", {reshapeOrExpand}},
+        {"transpose", {transpose}},
+        {"permute", {permute}},
+        {"concat", {concat}},
+        {"pad", {pad}},
+        {"arange", {arange}},
+        {"zeros", {filled}},
+        {"ones", {filled}},
+        {"full", {filled}},
+        {"conv2d", {conv2d}},
+        {"max_pool2d", {maxPool2d}},
+        {"masked_select", {maskedSelect}},
+        {"item", {item}},
+        {"index_select", {indexSelect}},
+        {"topk", {topk}}};
+    // A spelled op takes only tensors (one or two) and no attributes;
+    // BuiltinNamesTest checks that every spelling is registered.
+    for (const OpTraits &op : kOpTable) {
+      if (op.builtin.empty() || !opInfo(op.code).attrs.empty() ||
+          op.minOperands != op.maxOperands)
+        continue;
+      if (op.maxOperands == 1)
+        t.emplace(std::string(op.builtin), Builtin{opOfOneTensor, op.code});
+      else if (op.maxOperands == 2)
+        t.emplace(std::string(op.builtin), Builtin{opOfTwoTensors, op.code});
+    }
+    return t;
+  }();
+  return table;
 }
 
 } // namespace
 
+const std::vector<std::string> &builtinNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto &[name, builtin] : builtinTable())
+      out.push_back(name);
+    return out;
+  }();
+  return names;
+}
+
 bool Elaborator::isBuiltin(const std::string &name) {
-  return unaryBuiltins().count(name) || otherBuiltins().count(name);
+  return builtinTable().count(name) != 0;
 }
 
 bool Elaborator::callBuiltin(const std::string &name,
                              std::vector<CallArg> &args, SourceRange range,
                              SemValue &out) {
-  Bound a;
-  auto tensorArg = [&](const SemValue *v, const std::string &what,
-                       ValueId &id) {
-    if (!v || v->kind != SemValue::Kind::Tensor)
-      return error(v ? v->range : range,
-                   "'" + name + "' needs a tensor for " + what + ", got " +
-                       (v ? kindName(v->kind) : "nothing"));
-    id = v->tensor;
-    return true;
-  };
-  auto result = [&](ValueId id) {
-    out = SemValue::ofTensor(id, range);
-    return true;
-  };
-  auto dtypeArg = [&](const SemValue *v, DType dflt, DType &dt) {
-    if (!v) {
-      dt = dflt;
-      return true;
-    }
-    if (v->kind != SemValue::Kind::DType)
-      return error(
-          v->range,
-          "expected an element type (bool i8 i32 i64 f16 bf16 f32 f64), got " +
-              std::string(kindName(v->kind)));
-    dt = v->dtype;
-    return true;
-  };
-  auto boolArg = [&](const SemValue *v, bool &b) {
-    if (!v) {
-      b = false;
-      return true;
-    }
-    if (v->kind != SemValue::Kind::Cond || !v->c.isConst())
-      return error(v->range, "expected true or false");
-    b = v->c.kind() == SymCond::Kind::True;
-    return true;
-  };
-  auto numberArg = [&](const SemValue *v, Number &n) {
-    if (!v) {
-      n = Number::ofInt(0);
-      return true;
-    }
-    if (v->kind == SemValue::Kind::Float) {
-      n = Number::ofFloat(v->f);
-      return true;
-    }
-    if (v->kind == SemValue::Kind::Int && v->i.isConst()) {
-      n = Number::ofInt(v->i.constValue());
-      return true;
-    }
-    if (v->kind == SemValue::Kind::Cond && v->c.isConst()) {
-      n = Number::ofInt(v->c.kind() == SymCond::Kind::True);
-      return true;
-    }
-    return error(v->range, "expected a number literal");
-  };
-
-  if (auto u = unaryBuiltins().find(name); u != unaryBuiltins().end()) {
-    ValueId x, r;
-    if (!bindArgs(*this, name, {"x"}, args, range, a) ||
-        !tensorArg(a[0], "x", x) || !emit1(u->second, {x}, {}, range, r))
-      return false;
-    return result(r);
-  }
-  if (name == "size" || name == "numel") {
-    bool isSize = name == "size";
-    if (!bindArgs(*this, name,
-                  isSize ? std::vector<std::string>{"x", "axis"}
-                         : std::vector<std::string>{"x"},
-                  args, range, a))
-      return false;
-    ValueId x;
-    if (!tensorArg(a[0], "x", x))
-      return false;
-    const TensorType &t = fn.type(x);
-    if (!isSize) {
-      out = SemValue::ofInt(t.numel(), range);
-      return checkSize(out.i, range);
-    }
-    int64_t axis;
-    if (!asConstInt(*a[1], "the axis", axis) ||
-        !normalizeAxis(axis, t.rank(), a[1]->range, axis))
-      return false;
-    out = SemValue::ofInt(t.dims[axis], range);
-    return true;
-  }
-  if (name == "max" || name == "min") {
-    // max(a, b) with two tensors (or a tensor and a scalar) is elementwise;
-    // max(x), max(x, axis) and max(x, axis=k) reduce. On ints it is size
-    // min/max.
-    bool elementwise = args.size() == 2 && args[1].name.empty() &&
-                       (args[1].value.kind == SemValue::Kind::Tensor ||
-                        args[1].value.kind == SemValue::Kind::Float);
-    if (args.size() == 2 && args[0].value.kind == SemValue::Kind::Int &&
-        args[1].value.kind == SemValue::Kind::Int && args[0].name.empty() &&
-        args[1].name.empty()) {
-      out = SemValue::ofInt(
-          name == "max" ? SymExpr::max(args[0].value.i, args[1].value.i)
-                        : SymExpr::min(args[0].value.i, args[1].value.i),
-          range);
-      return checkSize(out.i, range);
-    }
-    if (elementwise)
-      return tensorBinary(name == "max" ? OpCode::Maximum : OpCode::Minimum,
-                          args[0].value, args[1].value, range, out);
-  }
-  if (name == "sum" || name == "mean" || name == "max" || name == "min" ||
-      name == "argmax") {
-    if (!bindArgs(*this, name, {"x", "axis?", "keepdim?"}, args, range, a))
-      return false;
-    ValueId x, r;
-    if (!tensorArg(a[0], "x", x))
-      return false;
-    std::vector<int64_t> axes;
-    if (a[1] && !asConstIntList(*a[1], "the axis", axes))
-      return false;
-    size_t rank = fn.type(x).rank();
-    for (int64_t &ax : axes)
-      if (!normalizeAxis(ax, rank, a[1]->range, ax))
-        return false;
-    bool keep;
-    if (!boolArg(a[2], keep))
-      return false;
-    OpCode code = name == "sum"    ? OpCode::ReduceSum
-                  : name == "mean" ? OpCode::ReduceMean
-                  : name == "max"  ? OpCode::ReduceMax
-                  : name == "min"  ? OpCode::ReduceMin
-                                   : OpCode::Argmax;
-    if (code == OpCode::Argmax && axes.size() > 1)
-      return error(a[1]->range, "argmax takes a single axis");
-    if (!emit1(code, {x}, {{"axes", axes}, {"keepdim", keep}}, range, r))
-      return false;
-    return result(r);
-  }
-  if (name == "pow") {
-    if (!bindArgs(*this, name, {"x", "y"}, args, range, a))
-      return false;
-    return tensorBinary(OpCode::Pow, *a[0], *a[1], range, out);
-  }
-  if (name == "where") {
-    if (!bindArgs(*this, name, {"cond", "a", "b"}, args, range, a))
-      return false;
-    ValueId c;
-    if (!tensorArg(a[0], "cond", c))
-      return false;
-    std::optional<DType> like;
-    if (a[1]->kind == SemValue::Kind::Tensor)
-      like = fn.type(a[1]->tensor).dtype;
-    else if (a[2]->kind == SemValue::Kind::Tensor)
-      like = fn.type(a[2]->tensor).dtype;
-    ValueId x, y, r;
-    if (!toTensor(*a[1], like, a[1]->range, x) ||
-        !toTensor(*a[2], like, a[2]->range, y) ||
-        !emit1(OpCode::Where, {c, x, y}, {}, range, r))
-      return false;
-    return result(r);
-  }
-  if (name == "cast") {
-    if (!bindArgs(*this, name, {"x", "dtype"}, args, range, a))
-      return false;
-    ValueId x, r;
-    DType dt;
-    if (!dtypeArg(a[1], DType::F32, dt))
-      return false;
-    if (a[0]->kind == SemValue::Kind::Int ||
-        a[0]->kind == SemValue::Kind::Float) {
-      // cast(size, f32): a 0-d tensor holding the size's value.
-      if (!toTensor(*a[0], dt, a[0]->range, x))
-        return false;
-      return result(x);
-    }
-    if (!tensorArg(a[0], "x", x))
-      return false;
-    if (fn.type(x).dtype == dt)
-      return result(x);
-    if (!emit1(OpCode::Cast, {x}, {{"dtype", dt}}, range, r))
-      return false;
-    return result(r);
-  }
-  if (name == "matmul") {
-    if (!bindArgs(*this, name, {"a", "b"}, args, range, a))
-      return false;
-    return tensorBinary(OpCode::Matmul, *a[0], *a[1], range, out);
-  }
-  if (name == "reshape" || name == "expand") {
-    if (!bindArgs(*this, name, {"x", "shape"}, args, range, a))
-      return false;
-    ValueId x, r;
-    std::vector<SymExpr> shape;
-    if (!tensorArg(a[0], "x", x) || !asIntList(*a[1], "the shape", shape))
-      return false;
-    for (const SymExpr &d : shape)
-      if (d.isConst() && d.constValue() < -1)
-        return error(a[1]->range,
-                     "sizes must be non-negative (or -1), got " + d.str());
-    if (!emit1(name == "reshape" ? OpCode::Reshape : OpCode::Expand, {x},
-               {{"shape", shape}}, range, r))
-      return false;
-    return result(r);
-  }
-  if (name == "transpose") {
-    if (!bindArgs(*this, name, {"x", "dim0", "dim1"}, args, range, a))
-      return false;
-    ValueId x, r;
-    int64_t i, j;
-    if (!tensorArg(a[0], "x", x) || !asConstInt(*a[1], "dim0", i) ||
-        !asConstInt(*a[2], "dim1", j))
-      return false;
-    size_t rank = fn.type(x).rank();
-    if (!normalizeAxis(i, rank, a[1]->range, i) ||
-        !normalizeAxis(j, rank, a[2]->range, j))
-      return false;
-    std::vector<int64_t> perm(rank);
-    for (size_t k = 0; k < rank; ++k)
-      perm[k] = static_cast<int64_t>(k);
-    std::swap(perm[i], perm[j]);
-    if (!emit1(OpCode::Permute, {x}, {{"perm", perm}}, range, r))
-      return false;
-    return result(r);
-  }
-  if (name == "permute") {
-    if (!bindArgs(*this, name, {"x", "dims"}, args, range, a))
-      return false;
-    ValueId x, r;
-    std::vector<int64_t> perm;
-    if (!tensorArg(a[0], "x", x) || !asConstIntList(*a[1], "the axes", perm))
-      return false;
-    size_t rank = fn.type(x).rank();
-    if (perm.size() != rank)
-      return error(a[1]->range, "permute needs " + std::to_string(rank) +
-                                    " axes, got " +
-                                    std::to_string(perm.size()));
-    for (int64_t &p : perm)
-      if (!normalizeAxis(p, rank, a[1]->range, p))
-        return false;
-    if (!emit1(OpCode::Permute, {x}, {{"perm", perm}}, range, r))
-      return false;
-    return result(r);
-  }
-  if (name == "concat") {
-    if (!bindArgs(*this, name, {"tensors", "axis?"}, args, range, a))
-      return false;
-    if (a[0]->kind != SemValue::Kind::List &&
-        a[0]->kind != SemValue::Kind::Tuple)
-      return error(a[0]->range, "concat needs a list of tensors like [a, b]");
-    if (a[0]->elems.empty())
-      return error(a[0]->range, "concat needs at least one tensor");
-    std::vector<ValueId> ids;
-    for (const SemValue &v : a[0]->elems) {
-      ValueId id;
-      if (!tensorArg(&v, "each element", id))
-        return false;
-      ids.push_back(id);
-    }
-    int64_t axis = 0;
-    if (a[1] && !asConstInt(*a[1], "the axis", axis))
-      return false;
-    if (!normalizeAxis(axis, fn.type(ids[0]).rank(), a[1] ? a[1]->range : range,
-                       axis))
-      return false;
-    ValueId r;
-    if (!emit1(OpCode::Concat, ids, {{"axis", axis}}, range, r))
-      return false;
-    return result(r);
-  }
-  if (name == "pad") {
-    if (!bindArgs(*this, name, {"x", "pad", "value?"}, args, range, a))
-      return false;
-    ValueId x, r;
-    std::vector<SymExpr> amounts;
-    Number value;
-    if (!tensorArg(a[0], "x", x) || !asIntList(*a[1], "the padding", amounts) ||
-        !numberArg(a[2], value))
-      return false;
-    size_t rank = fn.type(x).rank();
-    if (amounts.size() % 2 != 0 || amounts.size() > 2 * rank)
-      return error(a[1]->range, "pad takes pairs (before, after) for up to " +
-                                    std::to_string(rank) +
-                                    " axes, last axis first; got " +
-                                    std::to_string(amounts.size()) + " values");
-    std::vector<SymExpr> lo(rank, SymExpr(0)), hi(rank, SymExpr(0));
-    for (size_t k = 0; k < amounts.size() / 2; ++k) {
-      lo[rank - 1 - k] = amounts[2 * k];
-      hi[rank - 1 - k] = amounts[2 * k + 1];
-    }
-    if (!emit1(OpCode::Pad, {x}, {{"lo", lo}, {"hi", hi}, {"value", value}},
-               range, r))
-      return false;
-    return result(r);
-  }
-  if (name == "arange") {
-    if (!bindArgs(*this, name, {"n", "dtype?"}, args, range, a))
-      return false;
-    SymExpr n;
-    DType dt;
-    ValueId r;
-    if (!asInt(*a[0], "the length", n) || !dtypeArg(a[1], DType::I64, dt) ||
-        !emit1(OpCode::Arange, {}, {{"n", n}, {"dtype", dt}}, range, r))
-      return false;
-    return result(r);
-  }
-  if (name == "zeros" || name == "ones" || name == "full") {
-    bool isFull = name == "full";
-    if (!bindArgs(*this, name,
-                  isFull ? std::vector<std::string>{"shape", "value", "dtype?"}
-                         : std::vector<std::string>{"shape", "dtype?"},
-                  args, range, a))
-      return false;
-    std::vector<SymExpr> shape;
-    Number value = Number::ofInt(name == "ones" ? 1 : 0);
-    DType dt;
-    if (!asIntList(*a[0], "the shape", shape) ||
-        (isFull && !numberArg(a[1], value)) ||
-        !dtypeArg(a[isFull ? 2 : 1], DType::F32, dt))
-      return false;
-    ValueId r;
-    if (!emit1(OpCode::Full, {},
-               {{"shape", shape}, {"value", value}, {"dtype", dt}}, range, r))
-      return false;
-    return result(r);
-  }
-  if (name == "conv2d" || name == "max_pool2d") {
-    bool conv = name == "conv2d";
-    if (!bindArgs(*this, name,
-                  conv ? std::vector<std::string>{"x", "w", "bias?", "stride?",
-                                                  "padding?"}
-                       : std::vector<std::string>{"x", "kernel", "stride?",
-                                                  "padding?"},
-                  args, range, a))
-      return false;
-    ValueId x;
-    if (!tensorArg(a[0], "x", x))
-      return false;
-    std::vector<ValueId> operands{x};
-    std::map<std::string, Attr> attrs;
-    auto pair = [&](const SemValue *v, int64_t dflt,
-                    std::vector<int64_t> &out2) {
-      out2 = {dflt, dflt};
-      if (!v)
-        return true;
-      std::vector<int64_t> vals;
-      if (!asConstIntList(*v, "this argument", vals))
-        return false;
-      if (vals.size() == 1)
-        out2 = {vals[0], vals[0]};
-      else if (vals.size() == 2)
-        out2 = vals;
-      else
-        return error(v->range, "expected one value or two (height, width)");
-      return true;
-    };
-    std::vector<int64_t> stride, padding;
-    if (conv) {
-      ValueId w;
-      if (!tensorArg(a[1], "the weights", w))
-        return false;
-      operands.push_back(w);
-      if (a[2]) {
-        ValueId b;
-        if (!tensorArg(a[2], "the bias", b))
-          return false;
-        operands.push_back(b);
-      }
-      if (!pair(a[3], 1, stride) || !pair(a[4], 0, padding))
-        return false;
-    } else {
-      std::vector<int64_t> kernel;
-      if (!pair(a[1], 1, kernel) || !pair(a[2], 0, stride) ||
-          !pair(a[3], 0, padding))
-        return false;
-      if (!a[2])
-        stride = kernel;
-      attrs["kernel"] = kernel;
-    }
-    attrs["stride"] = stride;
-    attrs["padding"] = padding;
-    ValueId r;
-    if (!emit1(conv ? OpCode::Conv2d : OpCode::MaxPool2d, operands, attrs,
-               range, r))
-      return false;
-    return result(r);
-  }
-  if (name == "nonzero" || name == "unique") {
-    if (!bindArgs(*this, name, {"x"}, args, range, a))
-      return false;
-    ValueId x, r;
-    if (!tensorArg(a[0], "x", x) ||
-        !emit1(name == "nonzero" ? OpCode::Nonzero : OpCode::Unique, {x}, {},
-               range, r))
-      return false;
-    return result(r);
-  }
-  if (name == "masked_select") {
-    if (!bindArgs(*this, name, {"x", "mask"}, args, range, a))
-      return false;
-    ValueId x, m, r;
-    if (!tensorArg(a[0], "x", x) || !tensorArg(a[1], "the mask", m) ||
-        !emit1(OpCode::MaskedSelect, {x, m}, {}, range, r))
-      return false;
-    return result(r);
-  }
-  if (name == "item") {
-    if (!bindArgs(*this, name, {"x"}, args, range, a))
-      return false;
-    ValueId x;
-    if (!tensorArg(a[0], "x", x))
-      return false;
-    SymExpr u = env.freshUnbacked(INT64_MIN, std::nullopt,
-                                  "the value of item(...)", range);
-    // Item ints may be negative: widen the symbol's range.
-    std::vector<ValueId> none;
-    if (!emit(OpCode::Item, {x}, {{"sym", u}}, range, none))
-      return false;
-    out = SemValue::ofInt(u, range);
-    return true;
-  }
-  if (name == "index_select") {
-    if (!bindArgs(*this, name, {"x", "axis", "index"}, args, range, a))
-      return false;
-    ValueId x, idx, r;
-    int64_t axis;
-    if (!tensorArg(a[0], "x", x) || !asConstInt(*a[1], "the axis", axis) ||
-        !tensorArg(a[2], "the index", idx) ||
-        !normalizeAxis(axis, fn.type(x).rank(), a[1]->range, axis) ||
-        !emit1(OpCode::IndexSelect, {x, idx}, {{"axis", axis}}, range, r))
-      return false;
-    return result(r);
-  }
-  if (name == "topk") {
-    if (!bindArgs(*this, name, {"x", "k"}, args, range, a))
-      return false;
-    ValueId x;
-    SymExpr k;
-    std::vector<ValueId> rs;
-    if (!tensorArg(a[0], "x", x) || !asInt(*a[1], "k", k) ||
-        !emit(OpCode::Topk, {x}, {{"k", k}}, range, rs))
-      return false;
-    out = SemValue();
-    out.kind = SemValue::Kind::Tuple;
-    out.range = range;
-    out.elems = {SemValue::ofTensor(rs[0], range),
-                 SemValue::ofTensor(rs[1], range)};
-    return true;
-  }
-  return error(range, "not supported: builtin '" + name + "'");
+  auto it = builtinTable().find(name);
+  if (it == builtinTable().end())
+    return error(range, "not supported: builtin '" + name + "'");
+  BuiltinCall call{*this, name, args, range, out, it->second.op, {}};
+  return it->second.handler(call);
 }
 
 } // namespace tsl

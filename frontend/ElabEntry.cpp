@@ -90,20 +90,315 @@ struct EntryBinder {
     out = el.env.addSymbol(info);
     return true;
   }
+
+  /// Binds an `int` parameter: a constant from its example (static, auto) or
+  /// default, or a symbol (dynamic, unbacked, or no example).
+  bool bindIntParam(const ast::Param &p, const ExampleArg *ex);
+  /// Binds a tensor parameter: its type from the signature and the example,
+  /// with a symbol or constant per dim.
+  bool bindTensorParam(const ast::Param &p, const ExampleArg *ex);
+
+private:
+  /// Binds the dims of \p p's type that name dims (plain names, inline
+  /// specs, packs, `?`) into \p type; dims that are expressions are left to
+  /// bindDerived and listed in \p derived with their axis.
+  bool
+  bindTypeDims(const ast::Param &p, const ExampleArg *ex,
+               const std::string &what, size_t rank, size_t fixed,
+               TensorType &type, std::vector<std::string> &axisNames,
+               std::vector<std::pair<const ast::TypeDim *, size_t>> &derived);
+  /// A pack `*B` of \p len axes starting at \p axis (the same symbols where
+  /// the pack appeared before).
+  bool bindPack(const ast::TypeDim &d, const ExampleArg *ex,
+                const std::string &what, size_t axis, size_t len,
+                TensorType &type, std::vector<std::string> &axisNames);
+  /// A dim given by name (or inline with its spec) at \p axis; a name seen
+  /// before must agree with the example.
+  bool bindNamed(const ast::TypeDim &d, const ExampleArg *ex,
+                 const std::string &what, size_t axis, TensorType &type,
+                 std::vector<std::string> &axisNames);
+  /// A dim given by an expression such as `2*N`: solved for its one unknown
+  /// dim (linear), then checked against the example.
+  bool bindDerived(const ast::TypeDim &d, size_t a, const ExampleArg *ex,
+                   const std::string &what, SymExpr &out);
 };
+
+bool EntryBinder::bindIntParam(const ast::Param &p, const ExampleArg *ex) {
+  if (p.type.hasDims)
+    return el.error(p.type.range, "'int' takes no dims",
+                    "use i64[...] for a tensor of integers");
+  if (ex && !ex->isInt)
+    return el.error(p.nameRange,
+                    "parameter '" + p.name + "' is an int; pass an integer");
+  DimKind intKind = p.type.intKind.value_or(DimKind::Auto);
+  bool constantDefault =
+      !examples && (intKind == DimKind::Static || intKind == DimKind::Auto);
+  if (!ex && p.defaultValue && (examples || constantDefault)) {
+    // Without a call, a static int takes its default (like the first call).
+    SemValue def;
+    if (!el.eval(*p.defaultValue, frame, def))
+      return false;
+    if (def.kind != SemValue::Kind::Int)
+      return el.error(p.defaultValue->range,
+                      "the default of an int parameter must be an int");
+    frame.scopes.back()[p.name] = def;
+    return true;
+  }
+  DimKind kind = intKind;
+  if (kind == DimKind::Auto && (el.allDynamic || el.forceDynamic.count(p.name)))
+    kind = DimKind::Dynamic; // automatic dynamic
+  SymExpr value;
+  if (ex && (kind == DimKind::Static || kind == DimKind::Auto)) {
+    value = ex->intValue;
+    if (kind == DimKind::Auto)
+      el.fn.specialized[p.name] = ex->intValue;
+  } else {
+    SymbolInfo info;
+    info.name = p.name;
+    info.kind = kind;
+    info.isInt = true;
+    info.lo = INT64_MIN;
+    if (ex && kind != DimKind::Unbacked)
+      info.hint = ex->intValue;
+    info.origin = p.nameRange;
+    value = el.env.addSymbol(info);
+  }
+  Param param;
+  param.name = p.name;
+  param.isInt = true;
+  param.intExpr = value;
+  el.fn.params.push_back(param);
+  frame.scopes.back()[p.name] = SemValue::ofInt(value, p.nameRange);
+  return true;
+}
+
+bool EntryBinder::bindTensorParam(const ast::Param &p, const ExampleArg *ex) {
+  auto dt = parseDType(p.type.base);
+  if (!dt)
+    return el.error(p.type.baseRange, "unknown type '" + p.type.base + "'",
+                    "types are int or an element type (bool i8 i32 i64 f16 "
+                    "bf16 f32 f64)");
+  if (!ex && p.defaultValue && examples) {
+    SemValue def;
+    if (!el.eval(*p.defaultValue, frame, def))
+      return false;
+    ValueId id;
+    if (def.kind == SemValue::Kind::Tensor)
+      id = def.tensor;
+    else if (!el.toTensor(def, dt, p.defaultValue->range, id))
+      return false;
+    frame.scopes.back()[p.name] = SemValue::ofTensor(id, p.nameRange);
+    return true;
+  }
+  std::string what = "argument '" + p.name + "'";
+  if (ex) {
+    if (ex->isInt)
+      return el.error(p.nameRange, "parameter '" + p.name + "' is a tensor (" +
+                                       el.sourceText(p.type.range) +
+                                       "); pass a TYPE like f32[2,3]");
+    if (ex->dtype != *dt)
+      return el.error(p.type.range, what + " must have element type " +
+                                        p.type.base + ", got " +
+                                        dtypeName(ex->dtype));
+  }
+  size_t packs = 0;
+  for (const ast::TypeDim &d : p.type.dims)
+    packs += d.kind == ast::TypeDim::Kind::Pack;
+  if (packs > 1)
+    return el.error(p.type.range, "a type may contain at most one pack");
+  size_t fixed = p.type.dims.size() - packs;
+  size_t rank = ex ? ex->shape.size() : fixed + (packs ? 2 : 0);
+  if (ex && ((packs == 0 && rank != fixed) || (packs == 1 && rank < fixed)))
+    return el.error(p.type.range, what + " must have rank " +
+                                      (packs ? "at least " : "") +
+                                      std::to_string(fixed) + ", got " +
+                                      std::to_string(rank));
+  TensorType type{*dt, std::vector<SymExpr>(rank)};
+  std::vector<std::string> axisNames(rank);
+  std::vector<std::pair<const ast::TypeDim *, size_t>> derived;
+  if (!bindTypeDims(p, ex, what, rank, fixed, type, axisNames, derived))
+    return false;
+  for (auto &[d, a] : derived)
+    if (!bindDerived(*d, a, ex, what, type.dims[a]))
+      return false;
+  el.fn.axisNames.push_back(axisNames);
+  ValueId id = el.fn.addValue(type, p.name);
+  Param param;
+  param.name = p.name;
+  param.value = id;
+  el.fn.params.push_back(param);
+  frame.scopes.back()[p.name] = SemValue::ofTensor(id, p.nameRange);
+  return true;
+}
+
+bool EntryBinder::bindTypeDims(
+    const ast::Param &p, const ExampleArg *ex, const std::string &what,
+    size_t rank, size_t fixed, TensorType &type,
+    std::vector<std::string> &axisNames,
+    std::vector<std::pair<const ast::TypeDim *, size_t>> &derived) {
+  size_t axis = 0;
+  for (const ast::TypeDim &d : p.type.dims) {
+    switch (d.kind) {
+    case ast::TypeDim::Kind::Pack: {
+      size_t len = rank - fixed;
+      if (!bindPack(d, ex, what, axis, len, type, axisNames))
+        return false;
+      axis += len;
+      break;
+    }
+    case ast::TypeDim::Kind::Unknown: {
+      SymExpr s;
+      axisNames[axis] = "_" + p.name + "_" + std::to_string(axis);
+      std::optional<int64_t> example;
+      if (ex)
+        example = ex->shape[axis];
+      if (!makeDim(axisNames[axis], nullptr, example, d.range, what, s))
+        return false;
+      type.dims[axis++] = s;
+      break;
+    }
+    case ast::TypeDim::Kind::Inline:
+    case ast::TypeDim::Kind::Expr: {
+      bool plain = d.kind == ast::TypeDim::Kind::Inline ||
+                   (d.expr->kind == ast::Expr::Kind::Name &&
+                    !frame.scopes.back().count(d.expr->text));
+      if (!plain) {
+        derived.push_back({&d, axis++});
+        break;
+      }
+      if (!bindNamed(d, ex, what, axis++, type, axisNames))
+        return false;
+      break;
+    }
+    }
+  }
+  return true;
+}
+
+bool EntryBinder::bindPack(const ast::TypeDim &d, const ExampleArg *ex,
+                           const std::string &what, size_t axis, size_t len,
+                           TensorType &type,
+                           std::vector<std::string> &axisNames) {
+  auto it = frame.packs.find(d.name);
+  std::vector<SymExpr> dims;
+  for (size_t k = 0; k < len; ++k) {
+    if (it != frame.packs.end()) {
+      if (it->second.size() != len)
+        return el.error(d.range, what + ": pack '*" + d.name +
+                                     "' has a different length here");
+      dims.push_back(it->second[k]);
+      continue;
+    }
+    SymExpr s;
+    std::optional<int64_t> example;
+    if (ex)
+      example = ex->shape[axis + k];
+    if (!makeDim(d.name + "_" + std::to_string(k), nullptr, example, d.range,
+                 what, s))
+      return false;
+    dims.push_back(s);
+  }
+  if (it == frame.packs.end())
+    frame.packs[d.name] = dims;
+  for (size_t k = 0; k < len; ++k) {
+    type.dims[axis + k] = dims[k];
+    axisNames[axis + k] = d.name + "_" + std::to_string(k);
+  }
+  return true;
+}
+
+bool EntryBinder::bindNamed(const ast::TypeDim &d, const ExampleArg *ex,
+                            const std::string &what, size_t axis,
+                            TensorType &type,
+                            std::vector<std::string> &axisNames) {
+  std::string name =
+      d.kind == ast::TypeDim::Kind::Inline ? d.name : d.expr->text;
+  auto it = frame.dims.find(name);
+  if (it != frame.dims.end()) {
+    // A repeated dim name: the example must agree.
+    std::optional<int64_t> have = el.env.hintValue(it->second);
+    if (it->second.isConst())
+      have = it->second.constValue();
+    if (ex && have && *have != ex->shape[axis])
+      return el.error(d.range, what + ": dim '" + name + "' is " +
+                                   std::to_string(*have) +
+                                   " in an earlier argument but " +
+                                   std::to_string(ex->shape[axis]) + " here");
+    axisNames[axis] = name;
+    type.dims[axis] = it->second;
+    return true;
+  }
+  SymExpr s;
+  std::optional<int64_t> example;
+  if (ex)
+    example = ex->shape[axis];
+  if (!makeDim(name, d.kind == ast::TypeDim::Kind::Inline ? &d.spec : nullptr,
+               example, d.range, what, s))
+    return false;
+  frame.dims[name] = s;
+  axisNames[axis] = name;
+  type.dims[axis] = s;
+  return true;
+}
+
+bool EntryBinder::bindDerived(const ast::TypeDim &d, size_t a,
+                              const ExampleArg *ex, const std::string &what,
+                              SymExpr &out) {
+  std::vector<std::string> unbound;
+  SymExpr expr;
+  if (!el.evalDimExpr(*d.expr, frame, expr, &unbound))
+    return false;
+  if (unbound.size() > 1)
+    return el.error(d.range, "not supported: the size expression '" +
+                                 el.sourceText(d.range) +
+                                 "' has more than one unknown dim");
+  if (unbound.size() == 1) {
+    SymExpr coeff, offset;
+    if (!solveForUnknown(expr, unbound[0], SymExpr(0), coeff, offset))
+      return el.error(d.range, "not supported: cannot solve '" +
+                                   el.sourceText(d.range) + "' for '" +
+                                   unbound[0] + "' (it must be linear)");
+    std::optional<int64_t> solved;
+    if (ex) {
+      int64_t rest =
+          ex->shape[a] - (offset.isConst() ? offset.constValue() : 0);
+      int64_t c = coeff.constValue();
+      if (!offset.isConst() || rest < 0 || rest % c != 0)
+        return el.error(d.range, what + " dim " + std::to_string(a) + " = " +
+                                     std::to_string(ex->shape[a]) +
+                                     " is not of the form " +
+                                     el.sourceText(d.range));
+      solved = rest / c;
+    }
+    SymExpr s;
+    if (!makeDim(unbound[0], nullptr, solved, d.range, what, s))
+      return false;
+    frame.dims[unbound[0]] = s;
+    if (!el.evalDimExpr(*d.expr, frame, expr, nullptr))
+      return false;
+    if (!solved && !s.isConst())
+      el.env.addFact(SymCond::ge(s, 0));
+  }
+  if (ex) {
+    auto v = expr.isConst() ? std::optional<int64_t>(expr.constValue())
+                            : el.env.hintValue(expr);
+    if (v && *v != ex->shape[a])
+      return el.error(d.range, what + " dim " + std::to_string(a) +
+                                   " must be " + el.sourceText(d.range) +
+                                   (el.sourceText(d.range) == std::to_string(*v)
+                                        ? std::string()
+                                        : " = " + std::to_string(*v)) +
+                                   ", got " + std::to_string(ex->shape[a]));
+  }
+  out = expr;
+  return true;
+}
 
 } // namespace
 
-bool Elaborator::elaborateEntry(
-    const LoadedModule &module, const ast::FnDecl &decl,
-    const std::map<std::string, ExampleArg> *examples, Function &out) {
-  fn = Function();
-  fn.name = decl.name;
-  Frame frame;
-  frame.module = &module;
-  frame.decl = &decl;
-  frame.scopes.emplace_back();
-  EntryBinder binder{*this, frame, examples};
+bool Elaborator::checkEntryParams(
+    const ast::FnDecl &decl,
+    const std::map<std::string, ExampleArg> *examples) {
   if (examples)
     for (const auto &[name, ex] : *examples) {
       bool known = false;
@@ -120,6 +415,21 @@ bool Elaborator::elaborateEntry(
       return error(p.nameRange, "parameter '" + p.name + "' is declared twice");
     names.push_back(p.name);
   }
+  return true;
+}
+
+bool Elaborator::elaborateEntry(
+    const LoadedModule &module, const ast::FnDecl &decl,
+    const std::map<std::string, ExampleArg> *examples, Function &out) {
+  fn = Function();
+  fn.name = decl.name;
+  Frame frame;
+  frame.module = &module;
+  frame.decl = &decl;
+  frame.scopes.emplace_back();
+  EntryBinder binder{*this, frame, examples};
+  if (!checkEntryParams(decl, examples))
+    return false;
   callStack.push_back(&decl);
   for (const ast::Param &p : decl.params) {
     const ExampleArg *ex = nullptr;
@@ -131,240 +441,20 @@ bool Elaborator::elaborateEntry(
         return error(p.nameRange, "no value for parameter '" + p.name + "'",
                      "pass --arg " + p.name + "=...");
     }
-    if (p.type.base == "int") {
-      if (p.type.hasDims)
-        return error(p.type.range, "'int' takes no dims",
-                     "use i64[...] for a tensor of integers");
-      if (ex && !ex->isInt)
-        return error(p.nameRange,
-                     "parameter '" + p.name + "' is an int; pass an integer");
-      SemValue def;
-      DimKind intKind = p.type.intKind.value_or(DimKind::Auto);
-      bool constantDefault =
-          !examples && (intKind == DimKind::Static || intKind == DimKind::Auto);
-      if (!ex && p.defaultValue && (examples || constantDefault)) {
-        // Without a call, a static int takes its default (like the first call).
-        if (!eval(*p.defaultValue, frame, def))
-          return false;
-        if (def.kind != SemValue::Kind::Int)
-          return error(p.defaultValue->range,
-                       "the default of an int parameter must be an int");
-        frame.scopes.back()[p.name] = def;
-        continue;
-      }
-      DimKind kind = p.type.intKind.value_or(DimKind::Auto);
-      if (kind == DimKind::Auto && (allDynamic || forceDynamic.count(p.name)))
-        kind = DimKind::Dynamic; // automatic dynamic
-      SymExpr value;
-      if (ex && (kind == DimKind::Static || kind == DimKind::Auto)) {
-        value = ex->intValue;
-        if (kind == DimKind::Auto)
-          fn.specialized[p.name] = ex->intValue;
-      } else {
-        SymbolInfo info;
-        info.name = p.name;
-        info.kind = kind;
-        info.isInt = true;
-        info.lo = INT64_MIN;
-        if (ex && kind != DimKind::Unbacked)
-          info.hint = ex->intValue;
-        info.origin = p.nameRange;
-        value = env.addSymbol(info);
-      }
-      Param param;
-      param.name = p.name;
-      param.isInt = true;
-      param.intExpr = value;
-      fn.params.push_back(param);
-      frame.scopes.back()[p.name] = SemValue::ofInt(value, p.nameRange);
-      continue;
-    }
-    auto dt = parseDType(p.type.base);
-    if (!dt)
-      return error(p.type.baseRange, "unknown type '" + p.type.base + "'",
-                   "types are int or an element type (bool i8 i32 i64 f16 bf16 "
-                   "f32 f64)");
-    if (!ex && p.defaultValue && examples) {
-      SemValue def;
-      if (!eval(*p.defaultValue, frame, def))
-        return false;
-      ValueId id;
-      if (def.kind == SemValue::Kind::Tensor)
-        id = def.tensor;
-      else if (!toTensor(def, dt, p.defaultValue->range, id))
-        return false;
-      frame.scopes.back()[p.name] = SemValue::ofTensor(id, p.nameRange);
-      continue;
-    }
-    std::string what = "argument '" + p.name + "'";
-    if (ex) {
-      if (ex->isInt)
-        return error(p.nameRange, "parameter '" + p.name + "' is a tensor (" +
-                                      sourceText(p.type.range) +
-                                      "); pass a TYPE like f32[2,3]");
-      if (ex->dtype != *dt)
-        return error(p.type.range, what + " must have element type " +
-                                       p.type.base + ", got " +
-                                       dtypeName(ex->dtype));
-    }
-    size_t packs = 0;
-    for (const ast::TypeDim &d : p.type.dims)
-      packs += d.kind == ast::TypeDim::Kind::Pack;
-    if (packs > 1)
-      return error(p.type.range, "a type may contain at most one pack");
-    size_t fixed = p.type.dims.size() - packs;
-    size_t rank = ex ? ex->shape.size() : fixed + (packs ? 2 : 0);
-    if (ex && ((packs == 0 && rank != fixed) || (packs == 1 && rank < fixed)))
-      return error(p.type.range,
-                   what + " must have rank " + (packs ? "at least " : "") +
-                       std::to_string(fixed) + ", got " + std::to_string(rank));
-    TensorType type{*dt, std::vector<SymExpr>(rank)};
-    std::vector<std::string> axisNames(rank);
-    std::vector<std::pair<const ast::TypeDim *, size_t>> derived;
-    size_t axis = 0;
-    for (const ast::TypeDim &d : p.type.dims) {
-      auto exampleAt = [&](size_t a) -> std::optional<int64_t> {
-        if (!ex)
-          return std::nullopt;
-        return ex->shape[a];
-      };
-      switch (d.kind) {
-      case ast::TypeDim::Kind::Pack: {
-        size_t len = rank - fixed;
-        auto it = frame.packs.find(d.name);
-        std::vector<SymExpr> dims;
-        for (size_t k = 0; k < len; ++k) {
-          if (it != frame.packs.end()) {
-            if (it->second.size() != len)
-              return error(d.range, what + ": pack '*" + d.name +
-                                        "' has a different length here");
-            dims.push_back(it->second[k]);
-            continue;
-          }
-          SymExpr s;
-          if (!binder.makeDim(d.name + "_" + std::to_string(k), nullptr,
-                              exampleAt(axis + k), d.range, what, s))
-            return false;
-          dims.push_back(s);
-        }
-        if (it == frame.packs.end())
-          frame.packs[d.name] = dims;
-        for (size_t k = 0; k < len; ++k) {
-          type.dims[axis + k] = dims[k];
-          axisNames[axis + k] = d.name + "_" + std::to_string(k);
-        }
-        axis += len;
-        break;
-      }
-      case ast::TypeDim::Kind::Unknown: {
-        SymExpr s;
-        axisNames[axis] = "_" + p.name + "_" + std::to_string(axis);
-        if (!binder.makeDim(axisNames[axis], nullptr, exampleAt(axis), d.range,
-                            what, s))
-          return false;
-        type.dims[axis++] = s;
-        break;
-      }
-      case ast::TypeDim::Kind::Inline:
-      case ast::TypeDim::Kind::Expr: {
-        bool plain = d.kind == ast::TypeDim::Kind::Inline ||
-                     (d.expr->kind == ast::Expr::Kind::Name &&
-                      !frame.scopes.back().count(d.expr->text));
-        if (!plain) {
-          derived.push_back({&d, axis++});
-          break;
-        }
-        std::string name =
-            d.kind == ast::TypeDim::Kind::Inline ? d.name : d.expr->text;
-        auto it = frame.dims.find(name);
-        if (it != frame.dims.end()) {
-          // A repeated dim name: the example must agree.
-          std::optional<int64_t> have = env.hintValue(it->second);
-          if (it->second.isConst())
-            have = it->second.constValue();
-          if (ex && have && *have != ex->shape[axis])
-            return error(d.range, what + ": dim '" + name + "' is " +
-                                      std::to_string(*have) +
-                                      " in an earlier argument but " +
-                                      std::to_string(ex->shape[axis]) +
-                                      " here");
-          axisNames[axis] = name;
-          type.dims[axis++] = it->second;
-          break;
-        }
-        SymExpr s;
-        if (!binder.makeDim(
-                name, d.kind == ast::TypeDim::Kind::Inline ? &d.spec : nullptr,
-                exampleAt(axis), d.range, what, s))
-          return false;
-        frame.dims[name] = s;
-        axisNames[axis] = name;
-        type.dims[axis++] = s;
-        break;
-      }
-      }
-    }
-    for (auto &[d, a] : derived) {
-      std::vector<std::string> unbound;
-      SymExpr expr;
-      if (!evalDimExpr(*d->expr, frame, expr, &unbound))
-        return false;
-      if (unbound.size() > 1)
-        return error(d->range, "not supported: the size expression '" +
-                                   sourceText(d->range) +
-                                   "' has more than one unknown dim");
-      if (unbound.size() == 1) {
-        SymExpr coeff, offset;
-        if (!solveForUnknown(expr, unbound[0], SymExpr(0), coeff, offset))
-          return error(d->range, "not supported: cannot solve '" +
-                                     sourceText(d->range) + "' for '" +
-                                     unbound[0] + "' (it must be linear)");
-        std::optional<int64_t> solved;
-        if (ex) {
-          int64_t rest =
-              ex->shape[a] - (offset.isConst() ? offset.constValue() : 0);
-          int64_t c = coeff.constValue();
-          if (!offset.isConst() || rest < 0 || rest % c != 0)
-            return error(d->range, what + " dim " + std::to_string(a) + " = " +
-                                       std::to_string(ex->shape[a]) +
-                                       " is not of the form " +
-                                       sourceText(d->range));
-          solved = rest / c;
-        }
-        SymExpr s;
-        if (!binder.makeDim(unbound[0], nullptr, solved, d->range, what, s))
-          return false;
-        frame.dims[unbound[0]] = s;
-        if (!evalDimExpr(*d->expr, frame, expr, nullptr))
-          return false;
-        if (!solved && !s.isConst())
-          env.addFact(SymCond::ge(s, 0));
-      }
-      if (ex) {
-        auto v = expr.isConst() ? std::optional<int64_t>(expr.constValue())
-                                : env.hintValue(expr);
-        if (v && *v != ex->shape[a])
-          return error(d->range, what + " dim " + std::to_string(a) +
-                                     " must be " + sourceText(d->range) +
-                                     (sourceText(d->range) == std::to_string(*v)
-                                          ? std::string()
-                                          : " = " + std::to_string(*v)) +
-                                     ", got " + std::to_string(ex->shape[a]));
-      }
-      type.dims[a] = expr;
-    }
-    fn.axisNames.push_back(axisNames);
-    ValueId id = fn.addValue(type, p.name);
-    Param param;
-    param.name = p.name;
-    param.value = id;
-    fn.params.push_back(param);
-    frame.scopes.back()[p.name] = SemValue::ofTensor(id, p.nameRange);
+    bool bound = p.type.base == "int" ? binder.bindIntParam(p, ex)
+                                      : binder.bindTensorParam(p, ex);
+    if (!bound)
+      return false;
   }
   bool returned = false;
   SemValue result;
   if (!execBlock(decl.body, frame, returned, result))
     return false;
+  return finishEntry(decl, frame, result, out);
+}
+
+bool Elaborator::finishEntry(const ast::FnDecl &decl, Frame &frame,
+                             SemValue &result, Function &out) {
   if (probe) {
     ProbeResult described = describe(result);
     fn.symbols = env.symbols();

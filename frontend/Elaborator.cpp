@@ -87,8 +87,10 @@ bool Elaborator::emit(OpCode code, std::vector<ValueId> operands,
     types.push_back(fn.type(v));
   ShapeContext ctx(env, op, types, range);
   std::vector<TensorType> resultTypes;
-  if (!inferResultTypes(ctx, resultTypes))
-    return error(range, ctx.error);
+  if (!inferResultTypes(ctx, resultTypes)) {
+    diags.error(ctx.errorKind, range, ctx.error);
+    return false;
+  }
   for (const ShapeFact &a : ctx.newAssertions) {
     Operation check{OpCode::Assert, {}, {}, {}, locOf(a.origin)};
     check.attrs["cond"] = a.cond;
@@ -187,8 +189,10 @@ bool Elaborator::requireCond(const SymCond &cond, SourceRange range,
                              const std::string &op, const std::string &reason,
                              const std::string &message) {
   size_t before = env.assertions().size();
-  if (env.require(cond, range, op, reason) == ShapeEnv::Resolution::Violated)
-    return error(range, message);
+  if (env.require(cond, range, op, reason) == ShapeEnv::Resolution::Violated) {
+    diags.error(ErrorKind::Shape, range, message);
+    return false;
+  }
   for (size_t i = before; i < env.assertions().size(); ++i) {
     Operation check{OpCode::Assert, {}, {}, {}, locOf(range)};
     check.attrs["cond"] = env.assertions()[i].cond;
@@ -604,10 +608,12 @@ bool Elaborator::execBlock(const ast::Block &block, Frame &frame,
                 std::string(kindName(c.kind)),
             "conditions on tensor values are data, not shapes: use where(...)");
       Truth t = env.prove(c.c);
-      if (t == Truth::False)
-        return error(st.cond->range,
-                     "this check always fails: " + sourceText(st.cond->range) +
-                         (st.hasMessage ? " (" + st.message + ")" : ""));
+      if (t == Truth::False) {
+        diags.error(ErrorKind::Shape, st.cond->range,
+                    "this check always fails: " + sourceText(st.cond->range) +
+                        (st.hasMessage ? " (" + st.message + ")" : ""));
+        return false;
+      }
       if (t == Truth::True)
         break;
       env.addFact(c.c);

@@ -65,4 +65,9 @@ bool elaborateFunction(const LoadedModule &module, const std::string &fnName,
 /// Checks every function of \p module generically (`tslc check`).
 bool checkModule(const LoadedModule &module, DiagnosticEngine &diags);
 
+/// The name of every builtin function (exp, sum, reshape, ...), sorted: the
+/// table elaboration resolves calls from, with the builtins Ops.def spells.
+/// The REPL completes these.
+const std::vector<std::string> &builtinNames();
+
 } // namespace tsl

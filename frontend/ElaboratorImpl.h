@@ -105,9 +105,20 @@ public:
   Elaborator(DiagnosticEngine &diags, bool generic)
       : diags(diags), generic(generic) {}
 
+  /// Elaborates \p decl as the entry function into \p out: binds its
+  /// parameters (from \p examples, or generically when null), runs the
+  /// body and finishes the Function (results, dead code, guards).
   bool elaborateEntry(const LoadedModule &module, const ast::FnDecl &decl,
                       const std::map<std::string, ExampleArg> *examples,
                       Function &out);
+  /// Rejects example names that are no parameter and repeated parameters.
+  bool checkEntryParams(const ast::FnDecl &decl,
+                        const std::map<std::string, ExampleArg> *examples);
+  /// After the body: describes the result to the probe, or checks it
+  /// against the declared result types; then dead-code elimination, guard
+  /// minimization and the symbols and guards copied into \p out.
+  bool finishEntry(const ast::FnDecl &decl, Frame &frame, SemValue &result,
+                   Function &out);
 
   /// For ElaborateOptions::probe: skip result checks and describe results.
   ProbeFn probe;
@@ -189,7 +200,11 @@ public:
                    SemValue &out);
 
   // --- builtins (Builtins.cpp) ---
+  /// Whether \p name is a builtin function (see builtinNames()).
   static bool isBuiltin(const std::string &name);
+  /// Elaborates a call of builtin \p name through its handler; false after
+  /// reporting an error (arguments that do not bind, wrong kinds, the op's
+  /// shape rule).
   bool callBuiltin(const std::string &name, std::vector<CallArg> &args,
                    SourceRange range, SemValue &out);
 

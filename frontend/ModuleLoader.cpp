@@ -40,7 +40,7 @@ const LoadedModule *ModuleLoader::load(const std::string &path) {
   if (!file)
     file = sm_.addFile(path, error);
   if (!file) {
-    diags_.error(SourceRange(), error);
+    diags_.error(ErrorKind::Io, SourceRange(), error);
     return nullptr;
   }
   return loadFile(file, SourceRange());

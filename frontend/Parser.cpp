@@ -103,7 +103,7 @@ public:
                 describeToken(offending, sm.text(file));
     else
       message = "unexpected " + describeToken(offending, sm.text(file));
-    diags.error(range, message);
+    diags.error(ErrorKind::Syntax, range, message);
   }
 
 private:
@@ -144,7 +144,8 @@ public:
     uint64_t v = 0;
     for (char c : s) {
       if (v > (static_cast<uint64_t>(INT64_MAX) - (c - '0')) / 10) {
-        diags.error(rangeOf(t), "integer literal '" + s + "' is too large");
+        diags.error(ErrorKind::Syntax, rangeOf(t),
+                    "integer literal '" + s + "' is too large");
         return false;
       }
       v = v * 10 + static_cast<uint64_t>(c - '0');
@@ -332,7 +333,7 @@ private:
           return false;
         spec.hi = hi;
         if (hi < lo) {
-          diags.error(rangeOf(r),
+          diags.error(ErrorKind::Syntax, rangeOf(r),
                       "empty range " + std::to_string(lo) + ".." +
                           std::to_string(hi) +
                           ": the upper bound is below the lower bound",
@@ -347,7 +348,7 @@ private:
       if (!parseInt(ctx->multiple, m))
         return failed = true, false;
       if (m == 0) {
-        diags.error(rangeOf(ctx->multiple),
+        diags.error(ErrorKind::Syntax, rangeOf(ctx->multiple),
                     "'multiple_of 0' is not a divisibility fact",
                     "use 'multiple_of 1' or remove it");
         return failed = true, false;
@@ -516,7 +517,7 @@ private:
     if (e.depth <= kMaxExprDepth)
       return true;
     if (!failed)
-      diags.error(where,
+      diags.error(ErrorKind::Syntax, where,
                   "expression is nested too deeply (more than " +
                       std::to_string(kMaxExprDepth) + " levels)",
                   "split the expression with 'let' bindings");
@@ -666,8 +667,9 @@ private:
       auto e = make(ast::Expr::Kind::FloatLit, r);
       e->floatValue = std::strtod(f->FLOAT()->getText().c_str(), nullptr);
       if (!std::isfinite(e->floatValue)) {
-        diags.error(r, "float literal '" + f->FLOAT()->getText() +
-                           "' is out of range");
+        diags.error(ErrorKind::Syntax, r,
+                    "float literal '" + f->FLOAT()->getText() +
+                        "' is out of range");
         failed = true;
       }
       return e;
@@ -742,12 +744,13 @@ std::unique_ptr<ast::Module> parseSource(SourceManager &sm, uint32_t file,
           // more of its bytes.
           sm.hideTextFrom(file, t->getStopIndex() + 1);
           range.end = sm.locAt(file, t->getStopIndex() + 1);
-          diags.error(range, "unexpected character " + describeToken(t, text),
+          diags.error(ErrorKind::Syntax, range,
+                      "unexpected character " + describeToken(t, text),
                       "TSL source is ASCII outside comments and strings");
           return nullptr;
         }
         diags.error(
-            range,
+            ErrorKind::Syntax, range,
             "unexpected character " + describeToken(t, text) +
                 (j > i ? " (and " + std::to_string(j - i) + " more)" : ""));
         i = j;
@@ -755,20 +758,21 @@ std::unique_ptr<ast::Module> parseSource(SourceManager &sm, uint32_t file,
         break;
       }
       case TSLLexer::UNTERMINATED_STRING:
-        diags.error(SourceRange(range.begin), "unterminated string literal",
+        diags.error(ErrorKind::Syntax, SourceRange(range.begin),
+                    "unterminated string literal",
                     "close the string with '\"' on the same line");
         lexOk = false;
         break;
       case TSLLexer::UNTERMINATED_COMMENT:
-        diags.error(SourceRange(range.begin), "unterminated /* comment",
-                    "close it with '*/'");
+        diags.error(ErrorKind::Syntax, SourceRange(range.begin),
+                    "unterminated /* comment", "close it with '*/'");
         lexOk = false;
         break;
       default: {
         std::string s = t->getText();
         if (s == "(" || s == "[" || s == "{") {
           if (++depth > kMaxNesting && lexOk) {
-            diags.error(range,
+            diags.error(ErrorKind::Syntax, range,
                         "brackets nested too deeply (more than " +
                             std::to_string(kMaxNesting) + " levels)",
                         "split the expression with 'let' bindings");
@@ -832,10 +836,11 @@ std::unique_ptr<ast::Module> parseSource(SourceManager &sm, uint32_t file,
       return nullptr;
     return module;
   } catch (const std::exception &e) {
-    diags.error(SourceRange(sm.locAt(file, 0)),
+    diags.error(ErrorKind::Internal, SourceRange(sm.locAt(file, 0)),
                 std::string("internal parser error: ") + e.what());
   } catch (...) {
-    diags.error(SourceRange(sm.locAt(file, 0)), "internal parser error");
+    diags.error(ErrorKind::Internal, SourceRange(sm.locAt(file, 0)),
+                "internal parser error");
   }
   return nullptr;
 }

@@ -1,4 +1,5 @@
 #include "ir/Function.h"
+#include "support/Error.h"
 
 #include <cassert>
 
@@ -10,44 +11,67 @@ std::string Location::str() const {
   return file + ":" + std::to_string(line) + ":" + std::to_string(col);
 }
 
+/// The attribute \p name of \p op when it holds a \p kind. Anything else is
+/// a bug in the caller (a name the op does not have, a missing required
+/// attribute, the wrong accessor): noted as an internal error (see
+/// takeInternalError) and read as the type's default. An optional attribute
+/// that is absent reads as the default without an error.
 template <typename T>
-static const T &getAttr(const Operation &op, const std::string &name) {
+static const T &getAttr(const Operation &op, const std::string &name,
+                        const char *kind) {
   static const T empty{};
   auto it = op.attrs.find(name);
-  if (it == op.attrs.end())
+  const OpInfo &info = opInfo(op.code);
+  if (it != op.attrs.end()) {
+    if (const T *v = std::get_if<T>(&it->second))
+      return *v;
+    noteInternalError("attribute '" + name + "' of '" + info.name +
+                      "' read as " + kind + ", which it is not");
     return empty;
-  if (const T *v = std::get_if<T>(&it->second))
-    return *v;
+  }
+  for (const AttrSpec &spec : info.attrs) {
+    if (spec.name != name)
+      continue;
+    if (spec.kind != kind)
+      noteInternalError("attribute '" + name + "' of '" + info.name + "' is " +
+                        spec.kind + ", read as " + kind);
+    else if (!spec.optional)
+      noteInternalError("'" + std::string(info.name) +
+                        "' lacks its attribute '" + name + "'");
+    return empty;
+  }
+  noteInternalError("'" + std::string(info.name) + "' has no attribute '" +
+                    name + "'");
   return empty;
 }
 
 int64_t Operation::intAttr(const std::string &name) const {
-  return getAttr<int64_t>(*this, name);
+  return getAttr<int64_t>(*this, name, "int");
 }
 bool Operation::boolAttr(const std::string &name) const {
-  return getAttr<bool>(*this, name);
+  return getAttr<bool>(*this, name, "bool");
 }
 DType Operation::dtypeAttr(const std::string &name) const {
-  return getAttr<DType>(*this, name);
+  return getAttr<DType>(*this, name, "dtype");
 }
 Number Operation::numAttr(const std::string &name) const {
-  return getAttr<Number>(*this, name);
+  return getAttr<Number>(*this, name, "num");
 }
 SymExpr Operation::exprAttr(const std::string &name) const {
-  return getAttr<SymExpr>(*this, name);
+  return getAttr<SymExpr>(*this, name, "expr");
 }
 const std::vector<SymExpr> &
 Operation::exprsAttr(const std::string &name) const {
-  return getAttr<std::vector<SymExpr>>(*this, name);
+  return getAttr<std::vector<SymExpr>>(*this, name, "exprs");
 }
 const std::vector<int64_t> &Operation::intsAttr(const std::string &name) const {
-  return getAttr<std::vector<int64_t>>(*this, name);
+  return getAttr<std::vector<int64_t>>(*this, name, "ints");
 }
 const SymCond &Operation::condAttr(const std::string &name) const {
-  return getAttr<SymCond>(*this, name);
+  return getAttr<SymCond>(*this, name, "cond");
 }
 const std::string &Operation::strAttr(const std::string &name) const {
-  return getAttr<std::string>(*this, name);
+  return getAttr<std::string>(*this, name, "str");
 }
 
 ValueId Function::addValue(TensorType type, std::string name) {
@@ -95,7 +119,8 @@ static std::vector<AttrSpec> parseAttrSpecs(const char *text) {
 const std::vector<OpInfo> &allOps() {
   static const std::vector<OpInfo> table = [] {
     std::vector<OpInfo> t;
-#define TSL_OP(Id, Name, MinOps, MaxOps, Results, Attrs, Doc)                  \
+#define TSL_OP(Id, Name, MinOps, MaxOps, Results, Attrs, Category, Operands,   \
+               Same, Result, Effects, Builtin, Doc)                            \
   t.push_back({OpCode::Id, Name, MinOps, MaxOps, Results,                      \
                parseAttrSpecs(Attrs), Doc});
 #include "ir/Ops.def"

@@ -3,6 +3,7 @@
 /// over tensor values whose types use symbolic dims. Calls and `if`s are
 /// resolved during elaboration, so the IR of a variant has no control flow.
 
+#include "ir/OpInfo.h"
 #include "ir/Type.h"
 #include "shapes/ShapeEnv.h"
 
@@ -12,11 +13,6 @@
 #include <vector>
 
 namespace tsl {
-
-enum class OpCode : uint16_t {
-#define TSL_OP(Id, Name, MinOps, MaxOps, Results, Attrs, Doc) Id,
-#include "ir/Ops.def"
-};
 
 /// A source position that survives printing and parsing of the IR.
 struct Location {
@@ -67,6 +63,13 @@ struct Operation {
   std::map<std::string, Attr> attrs;
   Location loc;
 
+  /// Typed attribute access. The name must be an attribute of this op (its
+  /// Ops.def spec) read with the accessor of its kind: int, bool, dtype,
+  /// num, expr, exprs, ints, cond, str. A misuse (unknown name, wrong
+  /// kind, a required attribute that is missing) is an internal error,
+  /// noted for the thread (support/Error.h: takeInternalError, which shape
+  /// rules, the verifier, the interpreter and the JIT check) and read as
+  /// the type's default; an absent optional attribute reads as the default.
   int64_t intAttr(const std::string &name) const;
   bool boolAttr(const std::string &name) const;
   DType dtypeAttr(const std::string &name) const;
@@ -125,12 +128,17 @@ struct Module {
   const Function *find(const std::string &name) const;
 };
 
-/// Static description of one op (from Ops.def).
+/// One attribute of an op as Ops.def declares it.
 struct AttrSpec {
   std::string name;
+  /// int float num bool dtype expr exprs ints cond str.
   std::string kind;
+  /// May be absent (then its accessor reads the type's default).
   bool optional = false;
 };
+/// Static description of one op (from Ops.def): the operand and result
+/// counts, attributes and documentation the verifier, printer and parser
+/// use. Categories, element types and effects are in OpTraits (OpInfo.h).
 struct OpInfo {
   OpCode code;
   const char *name;
@@ -141,6 +149,7 @@ struct OpInfo {
   const char *doc;
 };
 
+/// The description of \p code (a valid OpCode).
 const OpInfo &opInfo(OpCode code);
 /// Looks an op up by its IR name ("add", "reduce_sum").
 std::optional<OpCode> lookupOp(std::string_view name);

@@ -87,174 +87,175 @@ int64_t floorDivInt(int64_t a, int64_t b) {
   return q;
 }
 
-/// x op y for integers (wrapping like the compiled code); false for an op
-/// without an integer form. Division by zero is the caller's to check.
-bool intBinary(OpCode code, int64_t x, int64_t y, int64_t &r) {
+/// Binary integer math (wrapping): false for division by zero (an error in
+/// \p ctx) or an op without integer math.
+bool binaryInt(KernelContext &ctx, OpCode code, int64_t x, int64_t y,
+               int64_t &r) {
   uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
   switch (code) {
   case OpCode::Add:
     r = static_cast<int64_t>(ux + uy);
-    break;
+    return true;
   case OpCode::Sub:
     r = static_cast<int64_t>(ux - uy);
-    break;
+    return true;
   case OpCode::Mul:
     r = static_cast<int64_t>(ux * uy);
-    break;
-  case OpCode::Div: // (the caller checks for zero)
+    return true;
+  case OpCode::Div:
+    if (y == 0)
+      return ctx.fail("integer division by zero");
     r = floorDivInt(x, y);
-    break;
+    return true;
   case OpCode::Maximum:
     r = std::max(x, y);
-    break;
+    return true;
   case OpCode::Minimum:
     r = std::min(x, y);
-    break;
+    return true;
   case OpCode::Lt:
     r = x < y;
-    break;
+    return true;
   case OpCode::Le:
     r = x <= y;
-    break;
+    return true;
   case OpCode::Gt:
     r = x > y;
-    break;
+    return true;
   case OpCode::Ge:
     r = x >= y;
-    break;
+    return true;
   case OpCode::Eq:
     r = x == y;
-    break;
+    return true;
   case OpCode::Ne:
     r = x != y;
-    break;
+    return true;
   case OpCode::And:
     r = x && y;
-    break;
+    return true;
   case OpCode::Or:
     r = x || y;
-    break;
+    return true;
   default:
-    return false;
+    return ctx.fail("unsupported integer op");
   }
-  return true;
 }
 
-/// x op y for floats (comparisons give 0 or 1); false for an op without a
-/// float form.
-bool floatBinary(OpCode code, double x, double y, double &r) {
+/// Binary float math in double (NaN propagates through max and min):
+/// false for an op without float math.
+bool binaryFloat(OpCode code, double x, double y, double &r) {
   switch (code) {
   case OpCode::Add:
     r = x + y;
-    break;
+    return true;
   case OpCode::Sub:
     r = x - y;
-    break;
+    return true;
   case OpCode::Mul:
     r = x * y;
-    break;
+    return true;
   case OpCode::Div:
     r = x / y;
-    break;
+    return true;
   case OpCode::Pow:
     r = std::pow(x, y);
-    break;
+    return true;
   case OpCode::Maximum:
     r = (std::isnan(x) || std::isnan(y)) ? NAN : std::max(x, y);
-    break;
+    return true;
   case OpCode::Minimum:
     r = (std::isnan(x) || std::isnan(y)) ? NAN : std::min(x, y);
-    break;
+    return true;
   case OpCode::Lt:
     r = x < y;
-    break;
+    return true;
   case OpCode::Le:
     r = x <= y;
-    break;
+    return true;
   case OpCode::Gt:
     r = x > y;
-    break;
+    return true;
   case OpCode::Ge:
     r = x >= y;
-    break;
+    return true;
   case OpCode::Eq:
     r = x == y;
-    break;
+    return true;
   case OpCode::Ne:
     r = x != y;
-    break;
+    return true;
   default:
     return false;
   }
-  return true;
 }
 
-/// op x for integers; false for an op without an integer form.
-bool intUnary(OpCode code, int64_t x, int64_t &r) {
+/// Unary integer math (wrapping): false for an op without integer math.
+bool unaryInt(OpCode code, int64_t x, int64_t &r) {
   switch (code) {
   case OpCode::Neg:
     r = static_cast<int64_t>(0 - static_cast<uint64_t>(x));
-    break;
+    return true;
   case OpCode::Not:
     r = !x;
-    break;
+    return true;
   case OpCode::Abs:
     r = x < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(x)) : x;
-    break;
+    return true;
   case OpCode::Relu:
     r = std::max<int64_t>(x, 0);
-    break;
+    return true;
   default:
     return false;
   }
-  return true;
 }
 
-/// op x for floats; false for an op without a float form.
-bool floatUnary(OpCode code, double x, double &r) {
+/// Unary float math in double: false for an op without float math.
+bool unaryFloat(OpCode code, double x, double &r) {
   switch (code) {
   case OpCode::Neg:
     r = -x;
-    break;
+    return true;
   case OpCode::Exp:
     r = std::exp(x);
-    break;
+    return true;
   case OpCode::Log:
     r = std::log(x);
-    break;
+    return true;
   case OpCode::Sqrt:
     r = std::sqrt(x);
-    break;
+    return true;
   case OpCode::Rsqrt:
     r = 1.0 / std::sqrt(x);
-    break;
+    return true;
   case OpCode::Tanh:
     r = std::tanh(x);
-    break;
+    return true;
   case OpCode::Sigmoid:
     r = 1.0 / (1.0 + std::exp(-x));
-    break;
+    return true;
   case OpCode::Relu:
     r = std::isnan(x) ? x : std::max(x, 0.0);
-    break;
+    return true;
   case OpCode::Gelu:
     r = gelu(x);
-    break;
+    return true;
   case OpCode::Abs:
     r = std::fabs(x);
-    break;
+    return true;
   case OpCode::Sin:
     r = std::sin(x);
-    break;
+    return true;
   case OpCode::Cos:
     r = std::cos(x);
-    break;
+    return true;
   default:
     return false;
   }
-  return true;
 }
 
+/// Every elementwise op: broadcasts the operands, then computes each element
+/// with the math above (where and cast copy or convert).
 bool elementwise(KernelContext &ctx) {
   std::vector<int64_t> shape = broadcastShape(ctx.in);
   if (!checkBroadcast(ctx, shape) || !ctx.allocate(0, shape))
@@ -282,24 +283,21 @@ bool elementwise(KernelContext &ctx) {
       const Tensor &b = *ctx.in[1];
       size_t ib = static_cast<size_t>(it.offsets[1]);
       if (intMath) {
-        int64_t x = a.getI(ia), y = b.getI(ib), r = 0;
-        if (code == OpCode::Div && y == 0)
-          return ctx.fail("integer division by zero");
-        if (!intBinary(code, x, y, r))
-          return ctx.fail("unsupported integer op");
+        int64_t r;
+        if (!binaryInt(ctx, code, a.getI(ia), b.getI(ib), r))
+          return false;
         out.setI(i, r);
       } else {
-        double r = 0;
-        if (!floatBinary(code, a.getF(ia), b.getF(ib), r))
+        double r;
+        if (!binaryFloat(code, a.getF(ia), b.getF(ib), r))
           return ctx.fail("unsupported float op");
         out.setF(i, r);
       }
       continue;
     }
-    // Unary.
     if (intMath && code != OpCode::Cast) {
-      int64_t r = 0;
-      if (!intUnary(code, a.getI(ia), r))
+      int64_t r;
+      if (!unaryInt(code, a.getI(ia), r))
         return ctx.fail("unsupported integer op");
       out.setI(i, r);
       continue;
@@ -311,8 +309,8 @@ bool elementwise(KernelContext &ctx) {
         out.setI(i, a.getI(ia));
       continue;
     }
-    double r = 0;
-    if (!floatUnary(code, a.getF(ia), r))
+    double r;
+    if (!unaryFloat(code, a.getF(ia), r))
       return ctx.fail("unsupported op");
     out.setF(i, r);
   }
@@ -813,38 +811,13 @@ bool topk(KernelContext &ctx) {
 
 bool runKernel(KernelContext &ctx) {
   const Operation &op = ctx.op;
-  switch (op.code) {
-  case OpCode::Add:
-  case OpCode::Sub:
-  case OpCode::Mul:
-  case OpCode::Div:
-  case OpCode::Pow:
-  case OpCode::Maximum:
-  case OpCode::Minimum:
-  case OpCode::Lt:
-  case OpCode::Le:
-  case OpCode::Gt:
-  case OpCode::Ge:
-  case OpCode::Eq:
-  case OpCode::Ne:
-  case OpCode::And:
-  case OpCode::Or:
-  case OpCode::Neg:
-  case OpCode::Not:
-  case OpCode::Exp:
-  case OpCode::Log:
-  case OpCode::Sqrt:
-  case OpCode::Rsqrt:
-  case OpCode::Tanh:
-  case OpCode::Sigmoid:
-  case OpCode::Relu:
-  case OpCode::Gelu:
-  case OpCode::Abs:
-  case OpCode::Sin:
-  case OpCode::Cos:
-  case OpCode::Where:
-  case OpCode::Cast:
+  if (static_cast<size_t>(op.code) >= kNumOps)
+    return ctx.fail("no kernel");
+  if (isElementwise(op.code))
     return elementwise(ctx);
+  if (isReduction(op.code))
+    return reduce(ctx);
+  switch (op.code) {
   case OpCode::Constant: {
     if (!ctx.allocate(0, {}))
       return false;
@@ -887,12 +860,6 @@ bool runKernel(KernelContext &ctx) {
       ctx.out[0].setI(static_cast<size_t>(i), i);
     return true;
   }
-  case OpCode::ReduceSum:
-  case OpCode::ReduceMean:
-  case OpCode::ReduceMax:
-  case OpCode::ReduceMin:
-  case OpCode::Argmax:
-    return reduce(ctx);
   case OpCode::Matmul:
     return matmul(ctx);
   case OpCode::Reshape:
@@ -928,8 +895,9 @@ bool runKernel(KernelContext &ctx) {
     return topk(ctx);
   case OpCode::Assert:
     return true;
+  default:
+    return ctx.fail("no kernel");
   }
-  return ctx.fail("no kernel");
 }
 
 } // namespace tsl

@@ -1,4 +1,5 @@
 #include "ir/Interpreter.h"
+#include "support/Error.h"
 #include "support/SizeLimits.h"
 
 namespace tsl {
@@ -290,7 +291,15 @@ bool interpret(const Function &fn, const std::vector<ArgValue> &args,
       ctx.outTypes.push_back(fn.type(r).dtype);
     }
     ctx.out.resize(op.results.size());
-    if (!runKernel(ctx)) {
+    bool ran = runKernel(ctx);
+    // A kernel that read an attribute the op lacks computed from a default.
+    if (std::optional<Error> internal = takeInternalError()) {
+      error.message =
+          std::string(opInfo(op.code).name) + ": " + internal->message;
+      error.loc = op.loc;
+      return false;
+    }
+    if (!ran) {
       error.message = std::string(opInfo(op.code).name) + ": " + ctx.error;
       error.loc = op.loc;
       return false;

@@ -2,21 +2,6 @@
 
 namespace tsl {
 
-static bool hasEffect(const Operation &op) {
-  switch (op.code) {
-  case OpCode::Assert:  // a runtime check
-  case OpCode::Item:    // binds an unbacked int
-  case OpCode::Nonzero: // bind unbacked sizes later shapes may use
-  case OpCode::MaskedSelect:
-  case OpCode::Unique:
-  case OpCode::IndexSelect: // checks its indices
-  case OpCode::Div:         // integer division checks for zero
-    return true;
-  default:
-    return false;
-  }
-}
-
 size_t eliminateDeadCode(Function &fn) {
   std::vector<bool> used(fn.values.size(), false);
   for (ValueId r : fn.results)
@@ -24,7 +9,7 @@ size_t eliminateDeadCode(Function &fn) {
   std::vector<bool> keep(fn.ops.size(), false);
   for (size_t i = fn.ops.size(); i-- > 0;) {
     const Operation &op = fn.ops[i];
-    bool live = hasEffect(op);
+    bool live = hasEffect(op.code);
     for (ValueId r : op.results)
       live |= used[r];
     if (!live)

@@ -4,6 +4,7 @@
 /// (LANGUAGE.md §6). One rule per op of the op table (ir/Ops.def).
 
 #include "ir/Function.h"
+#include "support/Error.h"
 
 #include <string>
 #include <vector>
@@ -23,7 +24,10 @@ public:
   const std::vector<TensorType> operands;
   ShapeEnv &env;
   SourceRange range;
+  /// The first failure's message, and its kind: Shape for size rules, Type
+  /// for element types (failType), Internal for a misused attribute.
   std::string error;
+  ErrorKind errorKind = ErrorKind::Shape;
   std::vector<ShapeFact> newAssertions;
   /// When set, fresh unbacked symbols are taken from here in order instead
   /// of being created (the verifier replays an existing function).
@@ -39,7 +43,10 @@ public:
   /// A fresh unbacked size in [lo, hi].
   SymExpr fresh(int64_t lo, std::optional<SymExpr> hi,
                 const std::string &description);
+  /// Records \p message as the error (unless one is recorded); false.
   bool fail(std::string message);
+  /// fail() for an element type the op does not accept (kind Type).
+  bool failType(std::string message);
   /// The broadcast of two dims (NumPy rules, decided per LANGUAGE.md §6).
   bool broadcastDim(SymExpr a, SymExpr b, SymExpr &out,
                     const std::string &what);

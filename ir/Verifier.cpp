@@ -1,6 +1,7 @@
 #include "ir/Verifier.h"
 
 #include "ir/ShapeRules.h"
+#include "support/Error.h"
 
 namespace tsl {
 
@@ -122,6 +123,8 @@ bool verifyFunction(const Function &fn, std::string &error) {
   for (ValueId r : fn.results)
     if (r >= fn.values.size() || !defined[r])
       return error = "the function returns an undefined value", false;
+  if (std::optional<Error> internal = takeInternalError())
+    return error = internal->message, false;
   return true;
 }
 

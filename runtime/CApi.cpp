@@ -91,6 +91,30 @@ tsl_status fail(tsl_status status, std::string message) {
   return status;
 }
 
+tsl_status statusFor(ErrorKind kind) {
+  switch (kind) {
+  case ErrorKind::Syntax:
+  case ErrorKind::Type:
+  case ErrorKind::Shape:
+  case ErrorKind::Internal:
+    return TSL_COMPILE_ERROR;
+  case ErrorKind::Io:
+  case ErrorKind::NotFound:
+    return TSL_NOT_FOUND;
+  case ErrorKind::InvalidArgument:
+    return TSL_INVALID_ARGUMENT;
+  case ErrorKind::NoVariant:
+  case ErrorKind::CacheLimit:
+    return TSL_NO_VARIANT;
+  case ErrorKind::RuntimeCheck:
+  case ErrorKind::Resource:
+    return TSL_RUNTIME_ERROR;
+  case ErrorKind::Unsupported:
+    return TSL_UNSUPPORTED;
+  }
+  return TSL_INVALID_ARGUMENT;
+}
+
 void setCompilerFactory(tsl_runtime *rt, CompilerFactory factory) {
   std::lock_guard<std::mutex> lock(rt->mutex);
   rt->compilerFactory = std::move(factory);
@@ -355,19 +379,9 @@ tsl_status tsl_function_call_on_stream(tsl_function *fn, const tsl_arg *args,
   }
   std::vector<tsl::rt::Output> outs;
   int variant = -1;
-  std::string error;
-  if (!fn->table->call(callArgs, outs, variant, error, stream)) {
-    tsl_status status = TSL_INVALID_ARGUMENT;
-    if (error.find("runtime check failed") != std::string::npos ||
-        error.find("out of bounds") != std::string::npos)
-      status = TSL_RUNTIME_ERROR;
-    else if (error.find("cache limit") != std::string::npos ||
-             error.find("has no compiler") != std::string::npos)
-      status = TSL_NO_VARIANT;
-    else if (error.find("error:") != std::string::npos)
-      status = TSL_COMPILE_ERROR;
-    return fail(status, error);
-  }
+  tsl::Error error;
+  if (!fn->table->call(callArgs, outs, variant, error, stream))
+    return fail(tsl::rt::statusFor(error.kind), std::move(error.message));
   auto *result = static_cast<tsl_tensor *>(
       std::calloc(outs.size() + 1, sizeof(tsl_tensor)));
   for (size_t i = 0; i < outs.size(); ++i) {

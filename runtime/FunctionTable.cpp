@@ -240,7 +240,7 @@ int FunctionTable::select(size_t first, size_t count,
 }
 
 bool FunctionTable::compileFor(const std::vector<CallArg> &args,
-                               const std::string &reason, std::string &error) {
+                               const std::string &reason, Error &error) {
   // Automatic dynamic: an auto dim whose value differs from the one a
   // variant specialized to becomes dynamic in the next compile.
   for (const auto &v : variants_) {
@@ -259,9 +259,11 @@ bool FunctionTable::compileFor(const std::vector<CallArg> &args,
   bool allDynamic = false;
   if (variants_.size() >= options_.cacheLimit) {
     if (compiledAllDynamic_) {
-      error =
-          "'" + name_ + "' has " + std::to_string(variants_.size()) +
-          " variants (the cache limit) and none serves this call: " + reason;
+      error = {ErrorKind::CacheLimit,
+               "'" + name_ + "' has " + std::to_string(variants_.size()) +
+                   " variants (the cache limit) and none serves this call: " +
+                   reason,
+               {}};
       return false;
     }
     allDynamic = true;
@@ -298,36 +300,51 @@ bool FunctionTable::compileFor(const std::vector<CallArg> &args,
   return true;
 }
 
-bool FunctionTable::call(const std::vector<CallArg> &args,
-                         std::vector<Output> &outputs, int &variant,
-                         std::string &error, void *stream) {
+bool FunctionTable::checkArgs(const std::vector<CallArg> &args, Error &error) {
+  auto invalid = [&](std::string message) {
+    error = {ErrorKind::InvalidArgument, std::move(message), {}};
+    return false;
+  };
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].isInt)
       continue;
     for (int64_t d : args[i].shape)
-      if (d < 0) {
-        error = "argument " + std::to_string(i) + " has a negative size";
-        return false;
-      }
+      if (d < 0)
+        return invalid("argument " + std::to_string(i) +
+                       " has a negative size");
     std::optional<int64_t> bytes =
         tensorBytes(args[i].shape.data(), args[i].shape.size(),
                     elementBytes(args[i].dtype));
-    if (!bytes) {
-      error = "argument " + std::to_string(i) + " (" + describeArg(args[i]) +
-              ") has a size in bytes that does not fit in 64 bits";
-      return false;
-    }
-    if (*bytes > maxTensorBytes()) {
-      error = "argument " + std::to_string(i) + " (" + describeArg(args[i]) +
-              ") is too large: " + tensorTooLargeMessage(*bytes);
-      return false;
-    }
-    if (*bytes > 0 && !args[i].data) {
-      error = "argument " + std::to_string(i) + " (" + describeArg(args[i]) +
-              ") has no data";
-      return false;
-    }
+    if (!bytes)
+      return invalid("argument " + std::to_string(i) + " (" +
+                     describeArg(args[i]) +
+                     ") has a size in bytes that does not fit in 64 bits");
+    if (*bytes > maxTensorBytes())
+      return invalid("argument " + std::to_string(i) + " (" +
+                     describeArg(args[i]) +
+                     ") is too large: " + tensorTooLargeMessage(*bytes));
+    if (*bytes > 0 && !args[i].data)
+      return invalid("argument " + std::to_string(i) + " (" +
+                     describeArg(args[i]) + ") has no data");
   }
+  return true;
+}
+
+bool FunctionTable::call(const std::vector<CallArg> &args,
+                         std::vector<Output> &outputs, int &variant,
+                         std::string &error, void *stream) {
+  Error e;
+  if (call(args, outputs, variant, e, stream))
+    return true;
+  error = std::move(e.message);
+  return false;
+}
+
+bool FunctionTable::call(const std::vector<CallArg> &args,
+                         std::vector<Output> &outputs, int &variant,
+                         Error &error, void *stream) {
+  if (!checkArgs(args, error))
+    return false;
   std::vector<int64_t> syms;
   std::string reason = "no variant compiled yet";
   size_t seen = publishedCount_.load(std::memory_order_acquire);
@@ -339,12 +356,15 @@ bool FunctionTable::call(const std::vector<CallArg> &args,
     chosen = select(0, now, args, syms, &reason);
     if (chosen < 0) {
       if (!hook_) {
-        error = "no compiled variant of '" + name_ + "' serves this call (" +
-                reason + ") and this runtime has no compiler";
+        error = {ErrorKind::NoVariant,
+                 "no compiled variant of '" + name_ + "' serves this call (" +
+                     reason + ") and this runtime has no compiler",
+                 {}};
         return false;
       }
       if (variants_.size() >= kMaxVariants) {
-        error = "'" + name_ + "' has too many variants";
+        error = {
+            ErrorKind::CacheLimit, "'" + name_ + "' has too many variants", {}};
         return false;
       }
       if (!compileFor(args, reason, error))
@@ -352,8 +372,10 @@ bool FunctionTable::call(const std::vector<CallArg> &args,
       size_t last = publishedCount_.load(std::memory_order_acquire) - 1;
       std::string why;
       if (select(last, last + 1, args, syms, &why) < 0) {
-        error = "the variant compiled for this call of '" + name_ +
-                "' rejects it: " + why;
+        error = {ErrorKind::Internal,
+                 "the variant compiled for this call of '" + name_ +
+                     "' rejects it: " + why,
+                 {}};
         return false;
       }
       chosen = static_cast<int>(last);
@@ -372,7 +394,7 @@ bool FunctionTable::call(const std::vector<CallArg> &args,
 
 bool FunctionTable::run(const VariantCode &v, const std::vector<CallArg> &args,
                         std::vector<int64_t> &syms,
-                        std::vector<Output> &outputs, std::string &error,
+                        std::vector<Output> &outputs, Error &error,
                         void *stream) const {
   std::vector<void *> buffers(v.numValues + 1, nullptr);
   for (size_t i = 0; i < args.size(); ++i)
@@ -383,7 +405,9 @@ bool FunctionTable::run(const VariantCode &v, const std::vector<CallArg> &args,
   if (v.device) {
     if (!options_.device) {
       tsl_rt_context_destroy(ctx);
-      error = "a GPU variant of '" + name_ + "' on a runtime without a GPU";
+      error = {ErrorKind::Internal,
+               "a GPU variant of '" + name_ + "' on a runtime without a GPU",
+               {}};
       return false;
     }
     gpuCall.emplace(*options_.device, *v.device, static_cast<CUstream>(stream));
@@ -392,80 +416,99 @@ bool FunctionTable::run(const VariantCode &v, const std::vector<CallArg> &args,
   int32_t status = v.kernel(buffers.data(), syms.data(), ctx);
   bool ok = status == 0;
   if (!ok) {
+    // A failed assertion or check, or a library kernel's error.
     int32_t op = tsl_rt_context_failed_op(ctx);
     std::string message = tsl_rt_context_error(ctx);
     if (op >= 0 && static_cast<size_t>(op) < v.ops.size()) {
       const OpInfoRt &info = v.ops[op];
-      error = info.location + ": " + info.what +
-              (message.empty() ? "" : ": " + message);
+      error = {ErrorKind::RuntimeCheck,
+               info.location + ": " + info.what +
+                   (message.empty() ? "" : ": " + message),
+               info.location};
     } else {
-      error = message.empty() ? "the kernel failed" : message;
+      error = {ErrorKind::RuntimeCheck,
+               message.empty() ? "the kernel failed" : message,
+               {}};
     }
   } else {
-    size_t total = 0;
-    for (const ResultInfo &r : v.results)
-      total += static_cast<size_t>(r.rank);
-    std::vector<int64_t> shapes(total + 1, 0);
-    v.shapes(syms.data(), shapes.data());
-    outputs.clear();
-    size_t k = 0;
-    for (const ResultInfo &r : v.results) {
-      Output out;
-      out.dtype = r.dtype;
-      int64_t numel = 1;
-      for (int32_t d = 0; d < r.rank; ++d) {
-        out.shape.push_back(shapes[k++]);
-        numel *= out.shape.back();
-      }
-      size_t bytes = static_cast<size_t>(numel) * elementBytes(r.dtype);
-      if (v.device) {
-        // Device memory: handed over, or copied when it is an argument's.
-        GpuDevice &gpu = *options_.device;
-        out.onDevice = true;
-        if (buffers[r.value] &&
-            tsl_rt_context_take_device(ctx, buffers[r.value])) {
-          out.data = buffers[r.value];
-        } else {
-          out.data = gpu.allocate(bytes, error);
-          if (!out.data ||
-              (bytes &&
-               !gpu.copy(GpuDevice::Copy::OnDevice, out.data, buffers[r.value],
-                         bytes, error, static_cast<CUstream>(stream)))) {
-            gpu.release(out.data);
-            ok = false;
-            break;
-          }
-        }
-        gpu.handOver(out.data);
-        outputs.push_back(out);
-        continue;
-      }
-      // A result the kernel allocated is handed over without a copy; one
-      // that aliases an argument (or another result) is copied.
-      if (buffers[r.value] && tsl_rt_context_take(ctx, buffers[r.value])) {
-        out.data = buffers[r.value];
-      } else {
-        out.data = std::malloc(bytes ? bytes : 1);
-        if (!out.data) {
-          error = "out of memory for a result";
-          ok = false;
-          break;
-        }
-        if (bytes)
-          std::memcpy(out.data, buffers[r.value], bytes);
-      }
-      outputs.push_back(out);
-    }
-    if (!ok)
-      for (Output &o : outputs) {
-        if (o.onDevice)
-          GpuDevice::releaseHandedOver(o.data);
-        else
-          std::free(o.data);
-      }
+    ok = collectOutputs(v, buffers, syms, ctx, outputs, error, stream);
   }
   tsl_rt_context_destroy(ctx);
   return ok;
+}
+
+bool FunctionTable::collectOutputs(const VariantCode &v,
+                                   std::vector<void *> &buffers,
+                                   std::vector<int64_t> &syms,
+                                   tsl_rt_context *ctx,
+                                   std::vector<Output> &outputs, Error &error,
+                                   void *stream) const {
+  size_t total = 0;
+  for (const ResultInfo &r : v.results)
+    total += static_cast<size_t>(r.rank);
+  std::vector<int64_t> shapes(total + 1, 0);
+  v.shapes(syms.data(), shapes.data());
+  outputs.clear();
+  size_t k = 0;
+  bool ok = true;
+  std::string message;
+  for (const ResultInfo &r : v.results) {
+    Output out;
+    out.dtype = r.dtype;
+    int64_t numel = 1;
+    for (int32_t d = 0; d < r.rank; ++d) {
+      out.shape.push_back(shapes[k++]);
+      numel *= out.shape.back();
+    }
+    size_t bytes = static_cast<size_t>(numel) * elementBytes(r.dtype);
+    if (v.device) {
+      // Device memory: handed over, or copied when it is an argument's.
+      GpuDevice &gpu = *options_.device;
+      out.onDevice = true;
+      if (buffers[r.value] &&
+          tsl_rt_context_take_device(ctx, buffers[r.value])) {
+        out.data = buffers[r.value];
+      } else {
+        out.data = gpu.allocate(bytes, message);
+        if (!out.data ||
+            (bytes &&
+             !gpu.copy(GpuDevice::Copy::OnDevice, out.data, buffers[r.value],
+                       bytes, message, static_cast<CUstream>(stream)))) {
+          gpu.release(out.data);
+          ok = false;
+          break;
+        }
+      }
+      gpu.handOver(out.data);
+      outputs.push_back(out);
+      continue;
+    }
+    // A result the kernel allocated is handed over without a copy; one
+    // that aliases an argument (or another result) is copied.
+    if (buffers[r.value] && tsl_rt_context_take(ctx, buffers[r.value])) {
+      out.data = buffers[r.value];
+    } else {
+      out.data = std::malloc(bytes ? bytes : 1);
+      if (!out.data) {
+        message = "out of memory for a result";
+        ok = false;
+        break;
+      }
+      if (bytes)
+        std::memcpy(out.data, buffers[r.value], bytes);
+    }
+    outputs.push_back(out);
+  }
+  if (ok)
+    return true;
+  error = {ErrorKind::Resource, message, {}};
+  for (Output &o : outputs) {
+    if (o.onDevice)
+      GpuDevice::releaseHandedOver(o.data);
+    else
+      std::free(o.data);
+  }
+  return false;
 }
 
 } // namespace tsl::rt

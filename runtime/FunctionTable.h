@@ -58,10 +58,16 @@ public:
   /// modules ship one; JIT tables compile one after each new variant).
   void setDispatcher(Dispatcher d);
 
-  /// Runs one call. Returns false with \p error (naming the argument and
-  /// dim, the failing guards, or the failed check and its source line).
+  /// Runs one call. Returns false with \p error naming the argument and
+  /// dim, the failing guards, or the failed check and its source line; its
+  /// kind is InvalidArgument (the arguments), NoVariant (no compiler),
+  /// CacheLimit (the cache is full), RuntimeCheck or Resource (the kernel
+  /// failed), Internal, or the compiler's kind for a failed compile.
   /// Safe to call from several threads at once.
   /// GPU variants run on \p stream (a CUstream; null: the device's own).
+  bool call(const std::vector<CallArg> &args, std::vector<Output> &outputs,
+            int &variant, Error &error, void *stream = nullptr);
+  /// call() with the error's message only (tools that print it).
   bool call(const std::vector<CallArg> &args, std::vector<Output> &outputs,
             int &variant, std::string &error, void *stream = nullptr);
 
@@ -88,11 +94,18 @@ private:
   void publish(std::shared_ptr<VariantCode> v);
   /// Recompiles the native dispatcher over every variant (under mutex_).
   void refreshDispatcher();
+  /// Checks every tensor argument's sizes, byte size and data pointer.
+  static bool checkArgs(const std::vector<CallArg> &args, Error &error);
   bool compileFor(const std::vector<CallArg> &args, const std::string &reason,
-                  std::string &error);
+                  Error &error);
   bool run(const VariantCode &v, const std::vector<CallArg> &args,
            std::vector<int64_t> &syms, std::vector<Output> &outputs,
-           std::string &error, void *stream) const;
+           Error &error, void *stream) const;
+  /// Copies or hands over the results of a successful kernel run.
+  bool collectOutputs(const VariantCode &v, std::vector<void *> &buffers,
+                      std::vector<int64_t> &syms, tsl_rt_context *ctx,
+                      std::vector<Output> &outputs, Error &error,
+                      void *stream) const;
 
   std::string name_;
   CompilerHook *hook_;

@@ -422,11 +422,9 @@ int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t d, const void *x,
 }
 
 static const char *const kSlotNames[TSL_RT_NUM_SLOTS] = {
-    "tsl_rt_alloc",         "tsl_rt_fail",       "tsl_rt_error",
-    "tsl_rt_conv2d",        "tsl_rt_max_pool2d", "tsl_rt_nonzero",
-    "tsl_rt_masked_select", "tsl_rt_unique",     "tsl_rt_index_select",
-    "tsl_rt_topk",          "tsl_rt_argmax",     "tsl_rt_sgemm",
-    "tsl_rt_free",          "tsl_rt_sgemm_bt"};
+#define TSL_RT_ENTRY(Name, Slot, Ret, Params) #Name,
+#include "runtime/KernelEntryPoints.def"
+};
 
 int32_t tsl_rt_slot_of(const char *name) {
   for (int32_t i = 0; i < TSL_RT_NUM_SLOTS; ++i)
@@ -436,20 +434,24 @@ int32_t tsl_rt_slot_of(const char *name) {
 }
 
 void tsl_rt_fill_table(void **table) {
-  table[TSL_RT_ALLOC] = reinterpret_cast<void *>(&tsl_rt_alloc);
-  table[TSL_RT_FAIL] = reinterpret_cast<void *>(&tsl_rt_fail);
-  table[TSL_RT_ERROR] = reinterpret_cast<void *>(&tsl_rt_error);
-  table[TSL_RT_CONV2D] = reinterpret_cast<void *>(&tsl_rt_conv2d);
-  table[TSL_RT_MAX_POOL2D] = reinterpret_cast<void *>(&tsl_rt_max_pool2d);
-  table[TSL_RT_NONZERO] = reinterpret_cast<void *>(&tsl_rt_nonzero);
-  table[TSL_RT_MASKED_SELECT] = reinterpret_cast<void *>(&tsl_rt_masked_select);
-  table[TSL_RT_UNIQUE] = reinterpret_cast<void *>(&tsl_rt_unique);
-  table[TSL_RT_INDEX_SELECT] = reinterpret_cast<void *>(&tsl_rt_index_select);
-  table[TSL_RT_TOPK] = reinterpret_cast<void *>(&tsl_rt_topk);
-  table[TSL_RT_ARGMAX] = reinterpret_cast<void *>(&tsl_rt_argmax);
-  table[TSL_RT_SGEMM] = reinterpret_cast<void *>(&tsl_rt_sgemm);
-  table[TSL_RT_FREE] = reinterpret_cast<void *>(&tsl_rt_free);
-  table[TSL_RT_SGEMM_BT] = reinterpret_cast<void *>(&tsl_rt_sgemm_bt);
+#define TSL_RT_ENTRY(Name, Slot, Ret, Params)                                  \
+  table[Slot] = reinterpret_cast<void *>(&Name);
+#include "runtime/KernelEntryPoints.def"
+}
+
+const tsl_rt_entry_point *tsl_rt_entry_points(size_t *n) {
+  // KernelAbi.h declares each entry from the same list, so a definition
+  // whose signature differs does not compile (C linkage: no overloads).
+  static const tsl_rt_entry_point entries[] = {
+#define TSL_RT_ENTRY(Name, Slot, Ret, Params)                                  \
+  {#Name, reinterpret_cast<void *>(&Name)},
+#define TSL_RT_DEVICE_ENTRY(Name, Ret, Params)                                 \
+  {#Name, reinterpret_cast<void *>(&Name)},
+#include "runtime/KernelEntryPoints.def"
+  };
+  if (n)
+    *n = sizeof(entries) / sizeof(entries[0]);
+  return entries;
 }
 
 } // extern "C"

@@ -25,6 +25,14 @@ void setCompilerFactory(tsl_runtime *rt, CompilerFactory factory);
 /// Records the calling thread's last error and returns \p status.
 tsl_status fail(tsl_status status, std::string message);
 
+/// The status the C API returns for an error of kind \p kind: Syntax, Type,
+/// Shape and Internal are TSL_COMPILE_ERROR (an internal error arises while
+/// compiling; the message says it is one), Io and NotFound
+/// TSL_NOT_FOUND, InvalidArgument TSL_INVALID_ARGUMENT, NoVariant and
+/// CacheLimit TSL_NO_VARIANT, RuntimeCheck and Resource TSL_RUNTIME_ERROR,
+/// Unsupported TSL_UNSUPPORTED.
+tsl_status statusFor(ErrorKind kind);
+
 } // namespace tsl::rt
 
 struct tsl_function {

@@ -5,6 +5,7 @@
 /// or loaded from an AOT artifact; the runtime itself compiles nothing.
 
 #include "runtime/KernelAbi.h"
+#include "support/Error.h"
 
 #include <map>
 #include <memory>
@@ -114,12 +115,14 @@ class CompilerHook {
 public:
   virtual ~CompilerHook() = default;
   /// Compiles \p function for a call's arguments. \p dynamicDims must be
-  /// dynamic; with \p allDynamic every dim not declared static is.
+  /// dynamic; with \p allDynamic every dim not declared static is. False
+  /// with \p error: its kind says why (Syntax, Type, Shape: the source;
+  /// NotFound: no such function; InvalidArgument: the call's arity;
+  /// Unsupported: the backend; Internal: a bug).
   virtual bool compile(const std::string &function,
                        const std::vector<CallArg> &args,
                        const std::set<std::string> &dynamicDims,
-                       bool allDynamic, VariantCode &out,
-                       std::string &error) = 0;
+                       bool allDynamic, VariantCode &out, Error &error) = 0;
   /// Compiles one native function choosing among \p variants in order.
   /// False (with \p error) when it cannot; the table then tries each
   /// variant's matcher in turn, which chooses the same variant.

@@ -47,12 +47,34 @@ public:
   SymExpr(int64_t value); // NOLINT: integers convert implicitly
   SymExpr(int value) : SymExpr(static_cast<int64_t>(value)) {} // NOLINT
 
+  /// The constant \p value (the same as the implicit conversion).
   static SymExpr constant(int64_t value);
   /// The symbol named \p name. Symbols are identified by name.
   static SymExpr symbol(const std::string &name);
+  /// Floor division `a / b`, rounding toward negative infinity (as Python's
+  /// `//`): -7 / 2 = -4. Constants fold; INT64_MIN / -1 is overflow().
+  /// By a positive constant c the quotient is normalised: multiples of c
+  /// leave the division (`(c*X + Y) / c = X + Y / c`), nested divisions
+  /// combine (`(X / a) / c = X / (a*c)`), and a numerator provably in
+  /// [0, c) gives 0. An exact symbolic divisor cancels (`(N*M) / N = M`:
+  /// sound because evaluation fails wherever N is 0). Division by the
+  /// constant 0 stays an unevaluated node: evaluate() returns nullopt.
+  /// Overflow in either operand gives overflow().
   static SymExpr floorDiv(SymExpr a, SymExpr b);
+  /// The remainder of floor division, `a - b * floorDiv(a, b)`: it has the
+  /// sign of \p b, so by a positive constant c it lies in [0, c) (-7 % 2 =
+  /// 1). By c, multiples of c drop out (`(c*X + 1) % c = 1`), a remainder
+  /// provably in [0, c) is itself, and `(X % a) % c = X % c` when c divides
+  /// a; by 1 or -1 it is 0, and a symbolic divisor that divides exactly
+  /// gives 0. Modulo the constant 0 stays unevaluated (evaluate() returns
+  /// nullopt). Overflow in either operand gives overflow().
   static SymExpr mod(SymExpr a, SymExpr b);
+  /// The smaller of \p a and \p b: folded when they are equal or their
+  /// difference has a known sign (a constant, or bounded by the operands'
+  /// form), and min(a, min(a, b)) is min(a, b); else a Min node with its
+  /// operands in canonical order. Overflow in either gives overflow().
   static SymExpr min(SymExpr a, SymExpr b);
+  /// The larger of \p a and \p b, simplified as min() is.
   static SymExpr max(SymExpr a, SymExpr b);
   /// The poison expression: a size that does not fit in 64 bits.
   static SymExpr overflow();

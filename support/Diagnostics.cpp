@@ -161,11 +161,24 @@ void DiagnosticEngine::report(Diagnostic diag) {
 
 void DiagnosticEngine::error(SourceRange range, std::string message,
                              std::string fix) {
+  error(ErrorKind::Type, range, std::move(message), std::move(fix));
+}
+
+void DiagnosticEngine::error(ErrorKind kind, SourceRange range,
+                             std::string message, std::string fix) {
   Diagnostic d;
+  d.kind = kind;
   d.range = range;
   d.message = std::move(message);
   d.fix = std::move(fix);
   report(std::move(d));
+}
+
+const Diagnostic *DiagnosticEngine::firstError() const {
+  for (const Diagnostic &d : all_)
+    if (d.severity == Severity::Error)
+      return &d;
+  return nullptr;
 }
 
 void DiagnosticEngine::warning(SourceRange range, std::string message) {

@@ -3,6 +3,7 @@
 /// line, a caret under the range, notes and a suggested fix; or one JSON
 /// object per diagnostic.
 
+#include "support/Error.h"
 #include "support/SourceManager.h"
 
 #include <iosfwd>
@@ -22,6 +23,11 @@ struct DiagNote {
 /// One diagnostic. Messages are lower case without a final period.
 struct Diagnostic {
   Severity severity = Severity::Error;
+  /// What kind of error it is (Syntax from the parser, Shape from size
+  /// rules, Io for unreadable files; Type otherwise). Not rendered; callers
+  /// that turn diagnostics into an Error (the JIT) take the kind from the
+  /// first error. Warnings and notes ignore it.
+  ErrorKind kind = ErrorKind::Type;
   SourceRange range;
   std::string message;
   std::vector<DiagNote> notes;
@@ -40,11 +46,20 @@ public:
   void setJson(bool json) { json_ = json; }
   void setMaxErrors(unsigned n) { maxErrors_ = n; }
 
-  /// Reports a diagnostic; returns a reference to the stored copy so callers
-  /// may not modify it after reporting (it is already rendered).
+  /// Reports a diagnostic: renders it at once (unless past the error limit)
+  /// and keeps a copy (the first 10,000) for diagnostics().
   void report(Diagnostic diag);
+  /// Reports an error of kind Type at \p range with an optional fix.
   void error(SourceRange range, std::string message, std::string fix = {});
+  /// Reports an error of kind \p kind at \p range with an optional fix.
+  void error(ErrorKind kind, SourceRange range, std::string message,
+             std::string fix = {});
+  /// Reports a warning at \p range.
   void warning(SourceRange range, std::string message);
+
+  /// The first error reported since construction or reset(), or null
+  /// (also null when it was not kept: past the first 10,000 diagnostics).
+  const Diagnostic *firstError() const;
 
   unsigned errorCount() const { return errors_; }
   unsigned warningCount() const { return warnings_; }

@@ -3,6 +3,7 @@
 #include "backend/common/KernelPlan.h"
 
 #include "ir/IrText.h"
+#include "ir/OpInfo.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,40 +14,10 @@
 
 namespace tsl {
 
-bool isElementwiseOp(OpCode c) {
-  switch (c) {
-  case OpCode::Reshape:
-  case OpCode::Permute:
-  case OpCode::Expand:
-  case OpCode::Slice:
-  case OpCode::Pad:
-  case OpCode::Concat:
-  case OpCode::Matmul:
-  case OpCode::Full:
-  case OpCode::Arange:
-  case OpCode::ReduceSum:
-  case OpCode::ReduceMean:
-  case OpCode::ReduceMax:
-  case OpCode::ReduceMin:
-  case OpCode::Argmax:
-  case OpCode::Conv2d:
-  case OpCode::MaxPool2d:
-  case OpCode::Nonzero:
-  case OpCode::MaskedSelect:
-  case OpCode::Unique:
-  case OpCode::Item:
-  case OpCode::IndexSelect:
-  case OpCode::Topk:
-  case OpCode::Assert:
-    return false;
-  default:
-    return true; // arithmetic, comparisons, unary math, where, cast, constants
-  }
-}
+bool isElementwiseOp(OpCode c) { return isElementwiseOrScalar(c); }
 
 bool isReductionOp(OpCode c) {
-  return c == OpCode::ReduceSum || c == OpCode::ReduceMean ||
-         c == OpCode::ReduceMax || c == OpCode::ReduceMin;
+  return isReduction(c) && c != OpCode::Argmax; // argmax is a library call
 }
 
 void KernelPlan::leaves(ValueId v, std::vector<ValueId> &out) const {

@@ -131,24 +131,10 @@ newHostSession(llvm::orc::JITTargetMachineBuilder jtmb, std::string &error) {
         llvm::orc::ExecutorAddr::fromPtr(address),
         llvm::JITSymbolFlags::Exported};
   };
-  add("tsl_rt_alloc", reinterpret_cast<void *>(&tsl_rt_alloc));
-  add("tsl_rt_fail", reinterpret_cast<void *>(&tsl_rt_fail));
-  add("tsl_rt_error", reinterpret_cast<void *>(&tsl_rt_error));
-  add("tsl_rt_conv2d", reinterpret_cast<void *>(&tsl_rt_conv2d));
-  add("tsl_rt_max_pool2d", reinterpret_cast<void *>(&tsl_rt_max_pool2d));
-  add("tsl_rt_nonzero", reinterpret_cast<void *>(&tsl_rt_nonzero));
-  add("tsl_rt_masked_select", reinterpret_cast<void *>(&tsl_rt_masked_select));
-  add("tsl_rt_unique", reinterpret_cast<void *>(&tsl_rt_unique));
-  add("tsl_rt_index_select", reinterpret_cast<void *>(&tsl_rt_index_select));
-  add("tsl_rt_topk", reinterpret_cast<void *>(&tsl_rt_topk));
-  add("tsl_rt_argmax", reinterpret_cast<void *>(&tsl_rt_argmax));
-  add("tsl_rt_sgemm", reinterpret_cast<void *>(&tsl_rt_sgemm));
-  add("tsl_rt_free", reinterpret_cast<void *>(&tsl_rt_free));
-  add("tsl_rt_sgemm_bt", reinterpret_cast<void *>(&tsl_rt_sgemm_bt));
-  add("tsl_rt_dev_alloc", reinterpret_cast<void *>(&tsl_rt_dev_alloc));
-  add("tsl_rt_dev_free", reinterpret_cast<void *>(&tsl_rt_dev_free));
-  add("tsl_rt_dev_launch", reinterpret_cast<void *>(&tsl_rt_dev_launch));
-  add("tsl_rt_dev_read", reinterpret_cast<void *>(&tsl_rt_dev_read));
+  size_t count = 0;
+  const tsl_rt_entry_point *entries = tsl_rt_entry_points(&count);
+  for (size_t i = 0; i < count; ++i)
+    add(entries[i].name, entries[i].address);
   add("tanhf",
       reinterpret_cast<void *>(static_cast<float (*)(float)>(&::tanhf)));
   add("tanh",

@@ -42,6 +42,18 @@ bool JitCompiler::ensureLoaded(std::string &error) {
   return true;
 }
 
+Error JitCompiler::diagnosticsError(bool trim) const {
+  Error e;
+  const Diagnostic *first = diags_.firstError();
+  e.kind = first ? first->kind : ErrorKind::Internal;
+  if (first && first->range.isValid())
+    e.location = sm_.describe(first->range.begin);
+  e.message = diagnosticText_.str();
+  while (trim && !e.message.empty() && e.message.back() == '\n')
+    e.message.pop_back();
+  return e;
+}
+
 bool JitCompiler::check(std::string &error) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!ensureLoaded(error))
@@ -76,20 +88,26 @@ bool JitCompiler::compileDispatcher(
 bool JitCompiler::compile(const std::string &function,
                           const std::vector<rt::CallArg> &args,
                           const std::set<std::string> &dynamicDims,
-                          bool allDynamic, rt::VariantCode &out,
-                          std::string &error) {
+                          bool allDynamic, rt::VariantCode &out, Error &error) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!ensureLoaded(error))
+  std::string text;
+  if (!ensureLoaded(text)) {
+    error = diagnosticsError(/*trim=*/false);
     return false;
+  }
   auto it = module_->fns.find(function);
   if (it == module_->fns.end()) {
-    error = "no function named '" + function + "' in " + path_;
+    error = {ErrorKind::NotFound,
+             "no function named '" + function + "' in " + path_,
+             {}};
     return false;
   }
   const ast::FnDecl &decl = *it->second;
   if (args.size() != decl.params.size()) {
-    error = "'" + function + "' takes " + std::to_string(decl.params.size()) +
-            " arguments, got " + std::to_string(args.size());
+    error = {ErrorKind::InvalidArgument,
+             "'" + function + "' takes " + std::to_string(decl.params.size()) +
+                 " arguments, got " + std::to_string(args.size()),
+             {}};
     return false;
   }
   ElaborateOptions options;
@@ -108,15 +126,44 @@ bool JitCompiler::compile(const std::string &function,
   diags_.reset(); // the 51st failed compile of a module still has a message
   Function fn;
   if (!elaborateFunction(*module_, function, options, diags_, fn)) {
-    error = diagnosticText_.str();
-    while (!error.empty() && error.back() == '\n')
-      error.pop_back();
+    error = diagnosticsError(/*trim=*/true);
     return false;
   }
-  if (!verifyFunction(fn, error)) {
-    error = "internal error: " + error;
+  if (!verifyFunction(fn, text)) {
+    error = {ErrorKind::Internal, "internal error: " + text, {}};
     return false;
   }
+  // The backend reports failures as text: an op or type the target cannot
+  // compile (or an attribute it misread, noted as an internal error).
+  if (!compileVariant(fn, dynamicDims, allDynamic, function, args, out, text)) {
+    std::optional<Error> internal = takeInternalError();
+    error = internal ? *internal : Error{ErrorKind::Unsupported, text, {}};
+    return false;
+  }
+  if (std::optional<Error> internal = takeInternalError()) {
+    error = *internal;
+    return false;
+  }
+  return true;
+}
+
+bool JitCompiler::compile(const std::string &function,
+                          const std::vector<rt::CallArg> &args,
+                          const std::set<std::string> &dynamicDims,
+                          bool allDynamic, rt::VariantCode &out,
+                          std::string &error) {
+  Error e;
+  if (compile(function, args, dynamicDims, allDynamic, out, e))
+    return true;
+  error = std::move(e.message);
+  return false;
+}
+
+bool JitCompiler::compileVariant(const Function &fn,
+                                 const std::set<std::string> &dynamicDims,
+                                 bool allDynamic, const std::string &function,
+                                 const std::vector<rt::CallArg> &args,
+                                 rt::VariantCode &out, std::string &error) {
   if (device_)
     return compileGpuVariant(fn, device_, out, error);
   std::string dirPath;

@@ -19,6 +19,7 @@
 
 namespace tsl {
 
+struct Function;
 namespace rt {
 class GpuDevice;
 }
@@ -31,7 +32,12 @@ public:
   bool compile(const std::string &function,
                const std::vector<rt::CallArg> &args,
                const std::set<std::string> &dynamicDims, bool allDynamic,
-               rt::VariantCode &out, std::string &error) override;
+               rt::VariantCode &out, Error &error) override;
+  /// compile() with the error's message only (tools that print it).
+  bool compile(const std::string &function,
+               const std::vector<rt::CallArg> &args,
+               const std::set<std::string> &dynamicDims, bool allDynamic,
+               rt::VariantCode &out, std::string &error);
   bool compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
                          rt::Dispatcher &out, std::string &error) override;
 
@@ -49,6 +55,17 @@ public:
 
 private:
   bool ensureLoaded(std::string &error);
+  /// The diagnostics rendered since the last reset as an Error of the
+  /// first error's kind (located there), trailing newlines trimmed when
+  /// \p trim.
+  Error diagnosticsError(bool trim) const;
+  /// Compiles the elaborated \p fn with the backend for the device (CPU
+  /// variants through the on-disk cache); false with the backend's message.
+  bool compileVariant(const Function &fn,
+                      const std::set<std::string> &dynamicDims, bool allDynamic,
+                      const std::string &function,
+                      const std::vector<rt::CallArg> &args,
+                      rt::VariantCode &out, std::string &error);
   /// Opens $TSL_CACHE_DIR (or ~/.cache/tsl), creating it 0700; -1 when the
   /// cache is off or the directory is refused or cannot be created (one
   /// warning per directory and process). \p path gets the directory's name.

@@ -28,7 +28,9 @@ public:
   /// True when \p text has an unclosed bracket, brace or string, so the
   /// entry continues on the next line.
   static bool needsMore(const std::string &text);
-  /// Names, ops, keywords and commands starting with \p prefix, sorted.
+  /// Names the session defined, builtins (frontend's builtinNames()),
+  /// keywords, element types and commands starting with \p prefix, sorted
+  /// and without duplicates.
   std::vector<std::string> completions(const std::string &prefix) const;
   /// Where `import NAME;` looks (defaults like tslc's).
   void setStdlibDir(std::string dir) { stdlibDir_ = std::move(dir); }

@@ -1,0 +1,199 @@
+// Shape rules of the layout ops: reshape, permute, expand, concat, slice,
+// pad. Each keeps its operand's element type.
+#include "ir/ShapeRuleFamilies.h"
+
+namespace tsl::shape_rules {
+
+namespace {
+
+bool reshape(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const TensorType &x = ctx.operands[0];
+  std::vector<SymExpr> dims = ctx.op.exprsAttr("shape");
+  int inferred = -1;
+  SymExpr known = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i].isConst(-1)) {
+      if (inferred >= 0)
+        return ctx.fail("reshape allows one -1");
+      inferred = static_cast<int>(i);
+    } else {
+      if (!nonNegative(ctx, dims[i], "reshape size"))
+        return false;
+      known = known * dims[i];
+    }
+  }
+  SymExpr n = x.numel();
+  std::string desc = "reshape of " + x.str() + " to [";
+  for (size_t i = 0; i < dims.size(); ++i)
+    desc += (i ? ", " : "") + dims[i].str();
+  desc += "]";
+  if (inferred >= 0) {
+    if (!ctx.require(SymCond::ne(known, 0),
+                     "reshape with -1 needs a non-zero known size",
+                     desc +
+                         ": the other sizes multiply to 0, so -1 is ambiguous"))
+      return false;
+    if (!ctx.require(SymCond::eq(SymExpr::mod(n, known), 0),
+                     "element count of reshape",
+                     desc + ": " + n.str() + " elements do not divide into " +
+                         known.str()))
+      return false;
+    dims[inferred] = SymExpr::floorDiv(n, known);
+  } else if (!ctx.require(SymCond::eq(n, known), "element count of reshape",
+                          desc + ": element count " + n.str() +
+                              " != " + known.str())) {
+    return false;
+  }
+  results.push_back({x.dtype, dims});
+  return true;
+}
+
+bool permute(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const TensorType &x = ctx.operands[0];
+  const auto &perm = ctx.op.intsAttr("perm");
+  if (perm.size() != x.rank())
+    return ctx.fail("permute needs " + std::to_string(x.rank()) + " axes for " +
+                    x.str() + ", got " + std::to_string(perm.size()));
+  std::vector<bool> seen(perm.size(), false);
+  TensorType out{x.dtype, {}};
+  for (int64_t p : perm) {
+    if (p < 0 || static_cast<size_t>(p) >= perm.size() || seen[p])
+      return ctx.fail("permute axes must be a permutation of 0.." +
+                      std::to_string(static_cast<int64_t>(perm.size()) - 1));
+    seen[p] = true;
+    out.dims.push_back(x.dims[p]);
+  }
+  results.push_back(out);
+  return true;
+}
+
+bool expand(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const auto &shape = ctx.op.exprsAttr("shape");
+  const TensorType &x = ctx.operands[0];
+  if (shape.size() < x.rank())
+    return ctx.fail("expand cannot lower the rank of " + x.str());
+  TensorType out{x.dtype, {}};
+  size_t offset = shape.size() - x.rank();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    SymExpr t = shape[i];
+    if (i < offset) {
+      if (t.isConst(-1))
+        return ctx.fail("expand: -1 is not allowed for a new leading axis");
+      if (!nonNegative(ctx, t, "expand size"))
+        return false;
+      out.dims.push_back(t);
+      continue;
+    }
+    SymExpr d = x.dims[i - offset];
+    if (t.isConst(-1) || t == d) {
+      out.dims.push_back(d);
+    } else if (d.isConst(1)) {
+      if (!nonNegative(ctx, t, "expand size"))
+        return false;
+      out.dims.push_back(t);
+    } else {
+      if (!ctx.require(SymCond::eq(d, t), "expand of a non-1 axis",
+                       "expand: axis " + std::to_string(i - offset) + " of " +
+                           x.str() + " has size " + d.str() +
+                           ", which is not 1 and not " + t.str()))
+        return false;
+      out.dims.push_back(t);
+    }
+  }
+  results.push_back(out);
+  return true;
+}
+
+bool concat(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const auto &in = ctx.operands;
+  int64_t axis = ctx.op.intAttr("axis");
+  const TensorType &first = in[0];
+  if (axis < 0 || static_cast<size_t>(axis) >= first.rank())
+    return ctx.fail("concat axis " + std::to_string(axis) +
+                    " is out of range for " + first.str());
+  if (!sameDtypes(ctx, 0))
+    return false;
+  TensorType out = first;
+  for (size_t k = 1; k < in.size(); ++k) {
+    if (in[k].rank() != first.rank())
+      return ctx.fail("concat needs tensors of one rank, got " +
+                      operandList(ctx));
+    for (size_t i = 0; i < first.rank(); ++i) {
+      if (static_cast<int64_t>(i) == axis)
+        continue;
+      if (!ctx.require(SymCond::eq(out.dims[i], in[k].dims[i]),
+                       "concat sizes off the axis",
+                       "concat: axis " + std::to_string(i) +
+                           " differs between " + first.str() + " and " +
+                           in[k].str()))
+        return false;
+    }
+    out.dims[axis] = out.dims[axis] + in[k].dims[axis];
+  }
+  results.push_back(out);
+  return true;
+}
+
+bool slice(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const auto &starts = ctx.op.exprsAttr("starts");
+  const auto &sizes = ctx.op.exprsAttr("sizes");
+  const TensorType &x = ctx.operands[0];
+  if (starts.size() != x.rank() || sizes.size() != x.rank())
+    return ctx.fail("slice needs a start and a size for each of the " +
+                    std::to_string(x.rank()) + " axes of " + x.str());
+  for (size_t i = 0; i < x.rank(); ++i) {
+    if (!ctx.require(SymCond::ge(starts[i], 0), "slice start in bounds",
+                     "slice start " + starts[i].str() + " is negative") ||
+        !ctx.require(SymCond::ge(sizes[i], 0), "slice size in bounds",
+                     "slice size " + sizes[i].str() + " is negative") ||
+        !ctx.require(
+            SymCond::le(starts[i] + sizes[i], x.dims[i]), "slice in bounds",
+            "slice [" + starts[i].str() + ", " + (starts[i] + sizes[i]).str() +
+                ") is out of bounds for axis " + std::to_string(i) +
+                " of size " + x.dims[i].str()))
+      return false;
+  }
+  results.push_back({x.dtype, sizes});
+  return true;
+}
+
+bool pad(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const auto &lo = ctx.op.exprsAttr("lo");
+  const auto &hi = ctx.op.exprsAttr("hi");
+  const TensorType &x = ctx.operands[0];
+  if (lo.size() != x.rank() || hi.size() != x.rank())
+    return ctx.fail("pad needs two amounts per axis of " + x.str());
+  TensorType out{x.dtype, {}};
+  for (size_t i = 0; i < x.rank(); ++i) {
+    if (!nonNegative(ctx, lo[i], "padding") ||
+        !nonNegative(ctx, hi[i], "padding"))
+      return false;
+    out.dims.push_back(x.dims[i] + lo[i] + hi[i]);
+  }
+  results.push_back(out);
+  return true;
+}
+
+} // namespace
+
+bool layout(ShapeContext &ctx, std::vector<TensorType> &results) {
+  switch (ctx.op.code) {
+  case OpCode::Reshape:
+    return reshape(ctx, results);
+  case OpCode::Permute:
+    return permute(ctx, results);
+  case OpCode::Expand:
+    return expand(ctx, results);
+  case OpCode::Concat:
+    return concat(ctx, results);
+  case OpCode::Slice:
+    return slice(ctx, results);
+  case OpCode::Pad:
+    return pad(ctx, results);
+  default:
+    return ctx.fail(std::string("no layout rule for '") +
+                    opInfo(ctx.op.code).name + "'");
+  }
+}
+
+} // namespace tsl::shape_rules

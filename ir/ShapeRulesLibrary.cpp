@@ -1,0 +1,184 @@
+// Shape rules of the ops computed by library kernels (conv2d, max_pool2d,
+// index_select, topk) and of the ops whose result sizes depend on values
+// (nonzero, masked_select, unique, item).
+#include "ir/ShapeRuleFamilies.h"
+
+namespace tsl::shape_rules {
+
+namespace {
+
+/// conv2d (\p conv) and max_pool2d: NCHW input, output sizes by floor
+/// division.
+bool convLike(ShapeContext &ctx, std::vector<TensorType> &results, bool conv) {
+  const TensorType &x = ctx.operands[0];
+  if (x.rank() != 4)
+    return ctx.fail(std::string(conv ? "conv2d" : "max_pool2d") +
+                    " needs an NCHW tensor of rank 4, got " + x.str());
+  auto stride = ctx.op.intsAttr("stride");
+  auto padding = ctx.op.intsAttr("padding");
+  if (stride.size() != 2 || padding.size() != 2 || stride[0] < 1 ||
+      stride[1] < 1 || padding[0] < 0 || padding[1] < 0)
+    return ctx.fail("stride must be >= 1 and padding >= 0 (two values each)");
+  SymExpr kh, kw, channels = x.dims[1];
+  if (conv) {
+    const TensorType &w = ctx.operands[1];
+    if (w.rank() != 4)
+      return ctx.fail("conv2d needs OIHW weights of rank 4, got " + w.str());
+    if (!sameDtypes(ctx, 0) || !checkDataDType(ctx, x))
+      return false;
+    if (!ctx.require(SymCond::eq(x.dims[1], w.dims[1]), "conv2d input channels",
+                     "conv2d input has " + x.dims[1].str() +
+                         " channels but the weights expect " + w.dims[1].str()))
+      return false;
+    if (ctx.operands.size() == 3) {
+      const TensorType &b = ctx.operands[2];
+      if (b.rank() != 1 ||
+          !ctx.require(SymCond::eq(b.dims[0], w.dims[0]), "conv2d bias size",
+                       "conv2d bias must be [" + w.dims[0].str() + "], got " +
+                           b.str()))
+        return ctx.fail("conv2d bias must be [" + w.dims[0].str() + "], got " +
+                        b.str());
+    }
+    channels = w.dims[0];
+    kh = w.dims[2];
+    kw = w.dims[3];
+  } else {
+    auto kernel = ctx.op.intsAttr("kernel");
+    if (kernel.size() != 2 || kernel[0] < 1 || kernel[1] < 1)
+      return ctx.fail("max_pool2d kernel must be two values >= 1");
+    if (!checkDataDType(ctx, x))
+      return false;
+    kh = kernel[0];
+    kw = kernel[1];
+  }
+  TensorType out{resultDType(ctx), {x.dims[0], channels}};
+  for (int i = 0; i < 2; ++i) {
+    SymExpr in = x.dims[2 + i], k = i ? kw : kh;
+    SymExpr padded = in + SymExpr(2 * padding[i]);
+    if (!ctx.require(SymCond::ge(padded, k), "window fits the padded input",
+                     "window of size " + k.str() +
+                         " is larger than the padded input (" + padded.str() +
+                         ")"))
+      return false;
+    out.dims.push_back(SymExpr::floorDiv(padded - k, stride[i]) + 1);
+  }
+  results.push_back(out);
+  return true;
+}
+
+bool indexSelect(ShapeContext &ctx, std::vector<TensorType> &results) {
+  int64_t axis = ctx.op.intAttr("axis");
+  const TensorType &x = ctx.operands[0], &idx = ctx.operands[1];
+  if (axis < 0 || static_cast<size_t>(axis) >= x.rank())
+    return ctx.fail("index_select axis " + std::to_string(axis) +
+                    " is out of range for " + x.str());
+  if (idx.rank() != 1 || !acceptsDType(ctx.op.code, 1, idx.dtype))
+    return ctx.failType("index_select needs a 1-d integer index tensor, got " +
+                        idx.str());
+  TensorType out = x;
+  out.dims[axis] = idx.dims[0];
+  results.push_back(out);
+  return true;
+}
+
+bool topk(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const TensorType &x = ctx.operands[0];
+  SymExpr k = ctx.op.exprAttr("k");
+  if (x.rank() == 0)
+    return ctx.fail("topk needs a tensor of rank 1 or more, got " + x.str());
+  if (!checkDataDType(ctx, x))
+    return false;
+  SymExpr n = x.dims.back();
+  if (!nonNegative(ctx, k, "topk k") ||
+      !ctx.require(SymCond::le(k, n), "topk k within the last axis",
+                   "topk k = " + k.str() + " exceeds the last axis of " +
+                       x.str()))
+    return false;
+  TensorType values = x;
+  values.dims.back() = k;
+  TensorType indices = values;
+  indices.dtype = DType::I64;
+  results.push_back(values);
+  results.push_back(indices);
+  return true;
+}
+
+bool nonzero(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const TensorType &x = ctx.operands[0];
+  SymExpr u = ctx.fresh(0, x.numel(), "the row count of nonzero(...)");
+  results.push_back(
+      {resultDType(ctx), {u, SymExpr(static_cast<int64_t>(x.rank()))}});
+  return true;
+}
+
+bool maskedSelect(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const auto &in = ctx.operands;
+  if (!needBool(ctx, in[1]))
+    return false;
+  if (in[0].rank() != in[1].rank())
+    return ctx.fail("masked_select needs a mask of the same shape, got " +
+                    operandList(ctx));
+  for (size_t i = 0; i < in[0].rank(); ++i)
+    if (!ctx.require(SymCond::eq(in[0].dims[i], in[1].dims[i]), "mask shape",
+                     "masked_select needs a mask of the same shape, got " +
+                         operandList(ctx)))
+      return false;
+  SymExpr u =
+      ctx.fresh(0, in[0].numel(), "the element count of masked_select(...)");
+  results.push_back({resultDType(ctx), {u}});
+  return true;
+}
+
+bool unique(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const TensorType &x = ctx.operands[0];
+  SymExpr u = ctx.fresh(0, x.numel(), "the element count of unique(...)");
+  results.push_back({resultDType(ctx), {u}});
+  return true;
+}
+
+bool item(ShapeContext &ctx, std::vector<TensorType> &) {
+  const TensorType &x = ctx.operands[0];
+  if (!acceptsDType(ctx.op.code, 0, x.dtype))
+    return ctx.failType(
+        "item() gives an int and needs an integer or bool tensor, got " +
+        x.str());
+  return ctx.require(SymCond::eq(x.numel(), 1), "item of a one-element tensor",
+                     "item() needs exactly one element, " + x.str() + " has " +
+                         x.numel().str());
+}
+
+} // namespace
+
+bool library(ShapeContext &ctx, std::vector<TensorType> &results) {
+  switch (ctx.op.code) {
+  case OpCode::Conv2d:
+    return convLike(ctx, results, true);
+  case OpCode::MaxPool2d:
+    return convLike(ctx, results, false);
+  case OpCode::IndexSelect:
+    return indexSelect(ctx, results);
+  case OpCode::Topk:
+    return topk(ctx, results);
+  default:
+    return ctx.fail(std::string("no library rule for '") +
+                    opInfo(ctx.op.code).name + "'");
+  }
+}
+
+bool dataDependent(ShapeContext &ctx, std::vector<TensorType> &results) {
+  switch (ctx.op.code) {
+  case OpCode::Nonzero:
+    return nonzero(ctx, results);
+  case OpCode::MaskedSelect:
+    return maskedSelect(ctx, results);
+  case OpCode::Unique:
+    return unique(ctx, results);
+  case OpCode::Item:
+    return item(ctx, results);
+  default:
+    return ctx.fail(std::string("no rule for '") + opInfo(ctx.op.code).name +
+                    "'");
+  }
+}
+
+} // namespace tsl::shape_rules
