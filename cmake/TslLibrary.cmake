@@ -62,37 +62,3 @@ function(tsl_public_headers target)
   target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${root}>)
   tsl_private_folder(${target} FOLDER ${ARG_FOLDER})
 endfunction()
-
-# Every target defined in <dir> and the directories below it.
-function(_tsl_targets_under dir out)
-  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
-  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
-  foreach(sub ${subdirs})
-    _tsl_targets_under(${sub} more)
-    list(APPEND targets ${more})
-  endforeach()
-  set(${out} ${targets} PARENT_SCOPE)
-endfunction()
-
-# tsl_unlayered_folder(folder)
-# TEMPORARY escape hatch for a folder whose CMakeLists.txt files do not use
-# tsl_public_headers yet (backend/, being restructured): adds the folder and
-# gives every target defined under it the old include path (the source root,
-# PRIVATE: its sources may include any header of the tree, as before), and
-# exposes every header under <folder> to the targets that link one of them
-# (PUBLIC, through a link to the folder). Remove once the folder lists its
-# public headers.
-function(tsl_unlayered_folder folder)
-  add_subdirectory(${folder})
-  set(root ${CMAKE_BINARY_DIR}/include/unlayered-${folder})
-  file(MAKE_DIRECTORY ${root})
-  file(CREATE_LINK ${CMAKE_SOURCE_DIR}/${folder} ${root}/${folder} SYMBOLIC)
-  _tsl_targets_under(${CMAKE_CURRENT_SOURCE_DIR}/${folder} targets)
-  foreach(target ${targets})
-    get_target_property(type ${target} TYPE)
-    if(type MATCHES "^(STATIC|SHARED|MODULE|OBJECT)_LIBRARY$|^EXECUTABLE$")
-      target_include_directories(${target} PRIVATE $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}>
-                                           PUBLIC $<BUILD_INTERFACE:${root}>)
-    endif()
-  endforeach()
-endfunction()
