@@ -34,6 +34,9 @@ public:
           LoweringOptions options = {})
       : fn(fn), ctx(ctx), mod(std::make_unique<llvm::Module>("tsl", ctx)),
         b(ctx), target(target), options(std::move(options), target) {}
+  /// Not copyable: members refer into its own plan.
+  Codegen(const Codegen &) = delete;
+  Codegen &operator=(const Codegen &) = delete;
 
   /// One description per check of the matcher, in code order (run()).
   std::vector<std::string> checks;
