@@ -2,9 +2,9 @@
 // kernels through LLVM's NVPTX target (or the host, under the emulator).
 #include "backend/nvptx/GpuKernel.h"
 
-#include "backend/nvptx/NvptxTarget.h"
 #include "backend/cpu/CpuKernel.h"
 #include "backend/cpu/HostJit.h"
+#include "backend/nvptx/NvptxTarget.h"
 #include "runtime/GpuDevice.h"
 #include "runtime/KernelAbi.h"
 #include "runtime/Variant.h"
