@@ -240,6 +240,9 @@ bool unaryFloat(OpCode code, double x, double &r) {
   case OpCode::Gelu:
     r = gelu(x);
     return true;
+  case OpCode::Erf:
+    r = std::erf(x);
+    return true;
   case OpCode::Abs:
     r = std::fabs(x);
     return true;

@@ -543,6 +543,8 @@ Value *Codegen::unary(OpCode code, DType t, Value *x) {
     return b.CreateFDiv(llvm::ConstantFP::get(ty, 1.0),
                         b.CreateFAdd(llvm::ConstantFP::get(ty, 1.0), negExp));
   }
+  case OpCode::Erf: // a few ulp in f32 (and vectorized), libm in f64
+    return t == DType::F64 ? libm("erff", "erf", t, x) : fastErf(x);
   case OpCode::Gelu: {
     Value *scaled =
         b.CreateFMul(x, llvm::ConstantFP::get(ty, 0.70710678118654752440));

@@ -15,7 +15,7 @@
 // Ops of ir/Ops.def the generators cover (every one reached from the
 // language):
 //   add sub mul div pow maximum minimum lt le gt ge eq ne and or neg not exp
-//   log sqrt rsqrt tanh sigmoid relu gelu abs sin cos where cast constant
+//   log sqrt rsqrt tanh sigmoid relu gelu erf abs sin cos where cast constant
 //   sym_scalar full arange reduce_sum reduce_mean reduce_max reduce_min
 //   argmax matmul reshape permute expand concat slice pad conv2d max_pool2d
 //   nonzero masked_select unique item index_select topk assert
@@ -180,7 +180,7 @@ private:
     case 16:
       return "abs(" + a + ")";
     case 17:
-      return "sin(tanh(" + a + ") * 3.0)";
+      return "sin(erf(" + a + ") * 3.0)";
     case 18:
       return "cos(tanh(" + a + ") * 3.0)";
     case 19:
