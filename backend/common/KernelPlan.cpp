@@ -14,8 +14,6 @@
 
 namespace tsl {
 
-bool isElementwiseOp(OpCode c) { return isElementwiseOrScalar(c); }
-
 bool isReductionOp(OpCode c) {
   return isReduction(c) && c != OpCode::Argmax; // argmax is a library call
 }
@@ -76,16 +74,17 @@ void planFusion(const Function &fn, KernelPlan &plan) {
     uses[r] += 2; // results are stored
   planTransposedOperands(fn, uses, plan);
   for (const Operation &op : fn.ops) {
-    bool consumerOk = isElementwiseOp(op.code) || isReductionOp(op.code);
+    bool consumerOk = isElementwiseOrScalar(op.code) || isReductionOp(op.code);
     if (!consumerOk || op.code == OpCode::Constant ||
         op.code == OpCode::SymScalar)
       continue;
-    const TensorType &loop = isElementwiseOp(op.code) ? fn.type(op.results[0])
-                                                      : fn.type(op.operands[0]);
+    const TensorType &loop = isElementwiseOrScalar(op.code)
+                                 ? fn.type(op.results[0])
+                                 : fn.type(op.operands[0]);
     unsigned depth = 0;
     for (ValueId v : op.operands) {
       const Operation *p = plan.producer[v];
-      if (!p || !isElementwiseOp(p->code))
+      if (!p || !isElementwiseOrScalar(p->code))
         continue;
       bool scalar = p->code == OpCode::Constant || p->code == OpCode::SymScalar;
       // Fused trees stay shallow (kMaxFusedDepth): a 50,000-term sum becomes
@@ -164,7 +163,7 @@ bool joinsRowGroup(const Function &fn, const KernelPlan &plan,
         axes[0] != static_cast<int64_t>(in.rank()) - 1)
       return false;
     reduction = true;
-  } else if (!isElementwiseOp(op.code) || op.code == OpCode::Constant ||
+  } else if (!isElementwiseOrScalar(op.code) || op.code == OpCode::Constant ||
              op.code == OpCode::SymScalar) {
     return false;
   }
@@ -408,7 +407,7 @@ private:
           return out + ": read as B^T by op " + std::to_string(k);
       return out + ": read as B^T";
     }
-    out += ": " + std::string(isElementwiseOp(op.code) ? "loop " : "") +
+    out += ": " + std::string(isElementwiseOrScalar(op.code) ? "loop " : "") +
            expression(op);
     if (plan.fusedDepth[r] > 1)
       out += ", depth " + std::to_string(plan.fusedDepth[r]);

@@ -95,10 +95,6 @@ struct KernelPlan {
   void leaves(ValueId v, std::vector<ValueId> &out) const;
 };
 
-/// Ops whose loop nest computes one element per index of their result, so
-/// a consumer can recompute them (arithmetic, comparisons, unary math,
-/// where, cast, constants).
-bool isElementwiseOp(OpCode c);
 /// reduce_sum, reduce_mean, reduce_max, reduce_min.
 bool isReductionOp(OpCode c);
 

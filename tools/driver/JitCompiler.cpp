@@ -332,7 +332,9 @@ int writeEntryFile(int dir, const std::string &name, const std::string &data) {
 class DirectoryKernelCache : public KernelObjectCache {
 public:
   DirectoryKernelCache(int dir, std::string dirPath)
-      : dir_(dir), dirPath_(std::move(dirPath)) {}
+      : dir_(dir), dirPath_(std::move(dirPath)),
+        context_("tsl kernel 1\ncompiler " + compilerBuildId() + "\ntarget " +
+                 hostTargetId() + "\nkernel ") {}
 
   bool load(const std::string &key, std::string &object) override {
     std::string data, problem;
@@ -360,18 +362,20 @@ public:
 private:
   static constexpr size_t kDigestChars = 64;
   /// What an object depends on besides its code: the compiler and target.
-  static std::string context(const std::string &key) {
-    return "tsl kernel 1\ncompiler " + compilerBuildId() + "\ntarget " +
-           hostTargetId() + "\nkernel " + key + "\n";
+  std::string context(const std::string &key) const {
+    return context_ + key + "\n";
   }
-  static std::string fileName(const std::string &key) {
+  std::string fileName(const std::string &key) const {
     return "k" + rt::sha256Hex(context(key)).substr(0, 32) + ".kernel";
   }
-  static std::string digest(const std::string &key, const std::string &object) {
+  std::string digest(const std::string &key, const std::string &object) const {
     return rt::sha256Hex(context(key) + object);
   }
   int dir_;
   std::string dirPath_;
+  /// The compiler build and target, computed once per cache (hostTargetId
+  /// asks LLVM about the host each time).
+  std::string context_;
 };
 
 std::unique_ptr<KernelObjectCache> directoryKernelCache(int dir,
