@@ -65,6 +65,7 @@ const CudaDriver *CudaDriver::get(std::string &error) {
     resolve("cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain);
     resolve("cuDevicePrimaryCtxRelease", a.cuDevicePrimaryCtxRelease);
     resolve("cuCtxSetCurrent", a.cuCtxSetCurrent);
+    resolve("cuCtxSynchronize", a.cuCtxSynchronize);
     resolve("cuModuleLoadDataEx", a.cuModuleLoadDataEx);
     resolve("cuModuleUnload", a.cuModuleUnload);
     resolve("cuModuleGetFunction", a.cuModuleGetFunction);
@@ -171,10 +172,11 @@ bool CudaDevice::makeCurrent(std::string &error) const {
   return true;
 }
 
-CUdeviceptr CudaDevice::allocate(size_t bytes, std::string &error) {
+CUdeviceptr CudaDevice::allocate(size_t bytes, std::string &error,
+                                 CUstream stream) {
   size_t cls = sizeClass(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = freeBlocks_.find(cls);
+  auto it = freeBlocks_.find({stream ? stream : stream_, cls});
   if (it != freeBlocks_.end() && !it->second.empty()) {
     CUdeviceptr p = it->second.back();
     it->second.pop_back();
@@ -184,7 +186,9 @@ CUdeviceptr CudaDevice::allocate(size_t bytes, std::string &error) {
   CUdeviceptr p = 0;
   CUresult r = driver_->api().cuMemAlloc(&p, cls);
   if (r != 0) {
-    // Out of memory with blocks cached: give them back and try once more.
+    // Out of memory with blocks cached: give them back and try once more
+    // (after the queued work of every stream that may still read them).
+    driver_->api().cuCtxSynchronize();
     for (auto &[size, blocks] : freeBlocks_)
       for (CUdeviceptr q : blocks)
         driver_->api().cuMemFree(q);
@@ -200,12 +204,12 @@ CUdeviceptr CudaDevice::allocate(size_t bytes, std::string &error) {
   return p;
 }
 
-void CudaDevice::release(CUdeviceptr p) {
+void CudaDevice::release(CUdeviceptr p, CUstream stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = sizeOf_.find(p);
   if (it == sizeOf_.end())
     return; // not ours (or already released)
-  freeBlocks_[it->second].push_back(p);
+  freeBlocks_[{stream ? stream : stream_, it->second}].push_back(p);
   sizeOf_.erase(it);
 }
 

@@ -34,6 +34,7 @@ struct CudaApi {
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice) = nullptr;
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice) = nullptr;
   CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*cuCtxSynchronize)() = nullptr;
   CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *,
                                  void **) = nullptr;
   CUresult (*cuModuleUnload)(CUmodule) = nullptr;
@@ -89,8 +90,12 @@ public:
 
   /// Device memory from the cache (sizes rounded up to a size class), or
   /// 0 with \p error. Freed blocks go back to the cache, not the driver.
-  CUdeviceptr allocate(size_t bytes, std::string &error);
-  void release(CUdeviceptr p);
+  /// The cache is stream-ordered: a block released on \p stream (null: the
+  /// device's own) is reused only by allocations for that stream, so work
+  /// still queued there that reads it runs before the new owner's work.
+  CUdeviceptr allocate(size_t bytes, std::string &error,
+                       CUstream stream = nullptr);
+  void release(CUdeviceptr p, CUstream stream = nullptr);
 
   /// Loads PTX text; the module stays loaded while the device lives.
   /// False with the JIT log in \p error.
@@ -106,8 +111,9 @@ private:
   CUstream stream_ = nullptr;
   int major_ = 0, minor_ = 0;
   std::mutex mutex_;
-  std::map<size_t, std::vector<CUdeviceptr>> freeBlocks_; ///< by size class
-  std::map<CUdeviceptr, size_t> sizeOf_;                  ///< live blocks
+  /// Cached blocks by the stream they were released on, then size class.
+  std::map<std::pair<CUstream, size_t>, std::vector<CUdeviceptr>> freeBlocks_;
+  std::map<CUdeviceptr, size_t> sizeOf_; ///< live blocks
   std::vector<CUmodule> modules_;
 };
 

@@ -74,20 +74,30 @@ int32_t tsl_rt_context_take_device(tsl_rt_context *ctx, void *p) {
   return 1;
 }
 
-int32_t tsl_rt_dev_launch(tsl_rt_context *ctx, int32_t kernel, int64_t total,
-                          void **buffers, int64_t nbuffers, int64_t *syms,
-                          int64_t nsyms) {
+int32_t tsl_rt_dev_launch(tsl_rt_context *ctx, int32_t kernel, int64_t blocks,
+                          int32_t threads, int32_t shared, int64_t *args,
+                          int64_t nargs) {
   if (!ctx->device)
     return deviceError(ctx, "GPU code called without a device");
-  syms[nsyms - 1] = 0;
-  if (const char *error = ctx->device->launch(ctx->device->self, kernel, total,
-                                              buffers, nbuffers, syms, nsyms))
+  if (blocks <= 0)
+    return 0; // nothing to compute
+  tsl_rt_grid grid{blocks, threads, shared};
+  if (const char *error =
+          ctx->device->launch(ctx->device->self, kernel, &grid, args, nargs))
     return deviceError(ctx, error);
-  if (int64_t status = syms[nsyms - 1]; status != 0) {
-    ctx->failedOp = static_cast<int32_t>((status & 0xffffffff) - 1);
-    return 1 + static_cast<int32_t>(status >> 32);
-  }
   return 0;
+}
+
+int32_t tsl_rt_dev_check(tsl_rt_context *ctx) {
+  if (!ctx->device)
+    return deviceError(ctx, "GPU code called without a device");
+  int64_t status = 0;
+  if (const char *error = ctx->device->status(ctx->device->self, &status))
+    return deviceError(ctx, error);
+  if (status == 0)
+    return 0;
+  ctx->failedOp = static_cast<int32_t>((status & 0xffffffff) - 1);
+  return 1 + static_cast<int32_t>(status >> 32);
 }
 
 int32_t tsl_rt_dev_read(tsl_rt_context *ctx, void *dst, const void *src,

@@ -1,5 +1,7 @@
 #include "runtime/GpuDevice.h"
 
+#include "runtime/GpuEmulator.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -10,9 +12,8 @@ namespace tsl::rt {
 
 namespace {
 
-constexpr int kThreadsPerBlock = 256;
-constexpr int64_t kMaxBlocks = 1 << 20; // grid-stride loops cover the rest
-constexpr int64_t kEmulatedThreads = 4; // enough to exercise the striding
+/// More blocks than a GPU holds at once buy nothing: kernels stride.
+constexpr int64_t kMaxBlocks = 1 << 20;
 
 CUdeviceptr devicePtr(const void *p) {
   return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p));
@@ -45,7 +46,7 @@ std::string GpuDevice::name() const {
   return cuda_ ? cuda_->architecture() : "emulator";
 }
 
-void *GpuDevice::allocate(size_t bytes, std::string &error) {
+void *GpuDevice::allocate(size_t bytes, std::string &error, CUstream stream) {
   if (!cuda_) {
     size_t n = (bytes + 63) / 64 * 64;
     void *p = std::aligned_alloc(64, n ? n : 64);
@@ -56,16 +57,16 @@ void *GpuDevice::allocate(size_t bytes, std::string &error) {
   if (!cuda_->makeCurrent(error))
     return nullptr;
   return reinterpret_cast<void *>(
-      static_cast<uintptr_t>(cuda_->allocate(bytes, error)));
+      static_cast<uintptr_t>(cuda_->allocate(bytes, error, stream)));
 }
 
-void GpuDevice::release(void *p) {
+void GpuDevice::release(void *p, CUstream stream) {
   if (!p)
     return;
   if (!cuda_)
     std::free(p);
   else
-    cuda_->release(devicePtr(p));
+    cuda_->release(devicePtr(p), stream);
 }
 
 bool GpuDevice::copy(Copy kind, void *dst, const void *src, size_t bytes,
@@ -121,8 +122,8 @@ void GpuDevice::releaseHandedOver(void *p) {
 GpuDevice::Call::Call(GpuDevice &device, const DeviceCode &code,
                       CUstream stream)
     : device_(device), code_(code),
-      stream_(stream), abi_{this, &Call::alloc, &Call::free, &Call::launch,
-                            &Call::read} {
+      stream_(stream), abi_{this,          &Call::alloc, &Call::free,
+                            &Call::launch, &Call::read,  &Call::status} {
   // CUDA contexts are current per thread: calls come from any thread. (A
   // failure here shows again, with its message, at the first allocation.)
   std::string ignored;
@@ -130,10 +131,7 @@ GpuDevice::Call::Call(GpuDevice &device, const DeviceCode &code,
     device_.cuda_->makeCurrent(ignored);
 }
 
-GpuDevice::Call::~Call() {
-  device_.release(buffersOnDevice_);
-  device_.release(symsOnDevice_);
-}
+GpuDevice::Call::~Call() { device_.release(status_, stream_); }
 
 const char *GpuDevice::Call::fail(std::string message) {
   error_ = std::move(message);
@@ -143,14 +141,16 @@ const char *GpuDevice::Call::fail(std::string message) {
 void *GpuDevice::Call::alloc(void *self, int64_t bytes, const char **error) {
   auto *c = static_cast<Call *>(self);
   std::string message;
-  void *p = c->device_.allocate(static_cast<size_t>(bytes), message);
+  void *p =
+      c->device_.allocate(static_cast<size_t>(bytes), message, c->stream_);
   if (!p)
     *error = c->fail(message);
   return p;
 }
 
 void GpuDevice::Call::free(void *self, void *p) {
-  static_cast<Call *>(self)->device_.release(p);
+  auto *c = static_cast<Call *>(self);
+  c->device_.release(p, c->stream_);
 }
 
 const char *GpuDevice::Call::read(void *self, void *dst, const void *src,
@@ -163,53 +163,58 @@ const char *GpuDevice::Call::read(void *self, void *dst, const void *src,
   return nullptr;
 }
 
-const char *GpuDevice::Call::launch(void *self, int32_t kernel, int64_t total,
-                                    void **buffers, int64_t nbuffers,
-                                    int64_t *syms, int64_t nsyms) {
+bool GpuDevice::Call::statusWord(std::string &error) {
+  if (status_)
+    return true;
+  static const int64_t zero = 0;
+  status_ = device_.allocate(sizeof zero, error, stream_);
+  return status_ && device_.copy(Copy::ToDevice, status_, &zero, sizeof zero,
+                                 error, stream_);
+}
+
+const char *GpuDevice::Call::status(void *self, int64_t *status) {
   auto *c = static_cast<Call *>(self);
-  if (total <= 0)
-    return nullptr; // nothing to compute
+  *status = 0;
+  if (!c->status_) // nothing launched, nothing failed
+    return nullptr;
+  std::string message;
+  if (!c->device_.copy(Copy::ToHost, status, c->status_, sizeof *status,
+                       message, c->stream_))
+    return c->fail(message);
+  return nullptr;
+}
+
+const char *GpuDevice::Call::launch(void *self, int32_t kernel,
+                                    const tsl_rt_grid *grid, int64_t *args,
+                                    int64_t nargs) {
+  auto *c = static_cast<Call *>(self);
   GpuDevice &d = c->device_;
+  std::string message;
+  if (nargs < 1 || !c->statusWord(message))
+    return c->fail(nargs < 1 ? "a launch without arguments" : message);
+  args[0] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(c->status_));
+  int64_t blocks = std::min(grid->blocks, kMaxBlocks);
   if (!d.cuda_) {
     if (kernel < 0 || static_cast<size_t>(kernel) >= c->code_.emulated.size())
       return c->fail("no device kernel " + std::to_string(kernel));
-    int64_t threads = std::min(total, kEmulatedThreads);
-    for (int64_t t = 0; t < threads; ++t)
-      c->code_.emulated[kernel](buffers, syms, t, threads);
+    EmulatedLaunch launch{blocks, grid->threads, grid->shared_bytes};
+    if (!emulateLaunch(c->code_.emulated[kernel], args, launch, message))
+      return c->fail(message);
     return nullptr;
   }
   if (kernel < 0 || static_cast<size_t>(kernel) >= c->code_.cuda.size())
     return c->fail("no device kernel " + std::to_string(kernel));
-  size_t bufBytes = static_cast<size_t>(nbuffers) * sizeof(void *);
-  size_t symBytes = static_cast<size_t>(nsyms) * sizeof(int64_t);
-  std::string message;
-  // The buffer and symbol arrays travel to the device for each launch
-  // (the host code may have allocated or bound something since).
-  if (!c->buffersOnDevice_ &&
-      !(c->buffersOnDevice_ = d.allocate(bufBytes, message)))
-    return c->fail(message);
-  if (!c->symsOnDevice_ && !(c->symsOnDevice_ = d.allocate(symBytes, message)))
-    return c->fail(message);
-  if (!d.copy(Copy::ToDevice, c->buffersOnDevice_, buffers, bufBytes, message,
-              c->stream_) ||
-      !d.copy(Copy::ToDevice, c->symsOnDevice_, syms, symBytes, message,
-              c->stream_))
-    return c->fail(message);
-  int64_t blocks = std::min<int64_t>(
-      (total + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks);
-  CUdeviceptr b = devicePtr(c->buffersOnDevice_),
-              s = devicePtr(c->symsOnDevice_);
-  void *params[] = {&b, &s};
+  // The argument block is the kernel's one parameter, passed by value: no
+  // copy to device memory, nothing to wait for.
+  void *params[] = {args};
   const CudaApi &a = d.cuda_->driver().api();
-  if (CUresult r = a.cuLaunchKernel(
-          c->code_.cuda[kernel], static_cast<unsigned>(blocks), 1, 1,
-          kThreadsPerBlock, 1, 1, 0, d.streamOr(c->stream_), params, nullptr);
+  if (CUresult r =
+          a.cuLaunchKernel(c->code_.cuda[kernel], static_cast<unsigned>(blocks),
+                           1, 1, static_cast<unsigned>(grid->threads), 1, 1,
+                           static_cast<unsigned>(grid->shared_bytes),
+                           d.streamOr(c->stream_), params, nullptr);
       r != 0)
     return c->fail(d.cuda_->driver().describe("cuLaunchKernel", r));
-  // The symbols come back: unbacked sizes and the failure slot.
-  if (!d.copy(Copy::ToHost, syms, c->symsOnDevice_, symBytes, message,
-              c->stream_))
-    return c->fail(message);
   return nullptr;
 }
 

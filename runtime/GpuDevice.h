@@ -6,6 +6,7 @@
 /// No compiler inside.
 
 #include "runtime/CudaDriver.h"
+#include "runtime/GpuEmulator.h"
 #include "runtime/KernelAbi.h"
 
 #include <memory>
@@ -13,10 +14,6 @@
 #include <vector>
 
 namespace tsl::rt {
-
-/// A device kernel compiled for the host (the emulator runs these).
-using EmulatedKernel = void (*)(void **buffers, int64_t *syms, int64_t thread,
-                                int64_t threads);
 
 /// The device kernels of one GPU variant, by launch number.
 struct DeviceCode {
@@ -38,9 +35,11 @@ public:
   /// "sm_90", or "emulator".
   std::string name() const;
 
-  /// Device memory (null with \p error); release() gives it back.
-  void *allocate(size_t bytes, std::string &error);
-  void release(void *p);
+  /// Device memory (null with \p error); release() gives it back. The
+  /// cache is stream-ordered (CudaDevice::allocate): memory released on
+  /// \p stream is reused by later allocations for the same stream only.
+  void *allocate(size_t bytes, std::string &error, CUstream stream = nullptr);
+  void release(void *p, CUstream stream = nullptr);
   enum class Copy { ToHost, ToDevice, OnDevice };
   /// Copies \p bytes on \p stream (null: the device's own); a copy to the
   /// host waits for it. False with \p error.
@@ -54,8 +53,9 @@ public:
 
   /// The launch state of one call of a variant with \p code: its
   /// tsl_rt_device for the call's context. Copies and launches go to
-  /// \p stream (null: the device's own); the call ends synchronized with
-  /// it. Not thread-safe; one per call.
+  /// \p stream (null: the device's own) without waiting, except reads
+  /// (values and the status word) back to the host. Not thread-safe; one
+  /// per call.
   class Call {
   public:
     Call(GpuDevice &device, const DeviceCode &code, CUstream stream = nullptr);
@@ -67,18 +67,21 @@ public:
   private:
     static void *alloc(void *self, int64_t bytes, const char **error);
     static void free(void *self, void *p);
-    static const char *launch(void *self, int32_t kernel, int64_t total,
-                              void **buffers, int64_t nbuffers, int64_t *syms,
-                              int64_t nsyms);
+    static const char *launch(void *self, int32_t kernel,
+                              const tsl_rt_grid *grid, int64_t *args,
+                              int64_t nargs);
     static const char *read(void *self, void *dst, const void *src,
                             int64_t bytes);
+    static const char *status(void *self, int64_t *status);
+    /// The call's status word (allocated and zeroed at the first launch).
+    bool statusWord(std::string &error);
     const char *fail(std::string message);
 
     GpuDevice &device_;
     const DeviceCode &code_;
     CUstream stream_ = nullptr;
     tsl_rt_device abi_;
-    void *buffersOnDevice_ = nullptr, *symsOnDevice_ = nullptr;
+    void *status_ = nullptr;
     std::string error_;
   };
 

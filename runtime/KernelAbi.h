@@ -50,26 +50,47 @@ int32_t tsl_rt_context_failed_op(const tsl_rt_context *ctx);
 
 /* --- GPU variants -----------------------------------------------------
  * Their host code runs like a CPU kernel, but buffers hold device pointers
- * and every loop nest is a device kernel the host code launches. Device
- * kernels report a failed check by storing 1 + its op index in the last
- * symbol slot (`syms[nsyms - 1]`, low 32 bits; the high bits number the
- * message, if any), which the launch copies back. */
+ * and every kernel of the plan is a device kernel the host code launches,
+ * asynchronously, on one stream. A launch passes the kernel one argument
+ * block of 64-bit words (by value: kernel parameters on a GPU):
+ *   args[0]            the address of the call's status word (the runtime
+ *                      fills it in),
+ *   args[1 .. 1+S)     the symbol array (S = symbols + 1),
+ *   args[1+S ..)       the buffers the kernel uses, numbered by first use.
+ * A device kernel that fails a check stores 1 + its op index in the status
+ * word (low 32 bits; the high bits number the message, if any). Host code
+ * reads the status (tsl_rt_dev_check) only where it must wait anyway: when
+ * it reads a value back, and at the end of a call whose kernels can fail. */
+
+/// The grid of one launch: \p blocks blocks of \p threads threads (a
+/// multiple of 32, at most 1024) with \p shared_bytes of shared memory
+/// each. Kernels are correct for any number of blocks >= 1 (they stride
+/// over their work), so a device may run fewer.
+typedef struct tsl_rt_grid {
+  int64_t blocks;
+  int32_t threads;
+  int32_t shared_bytes;
+} tsl_rt_grid;
 
 /// The device a GPU variant runs on; the runtime sets it on the context.
 typedef struct tsl_rt_device {
   void *self;
   /// Device memory of \p bytes, or null with *error set.
   void *(*alloc)(void *self, int64_t bytes, const char **error);
-  /// Frees device memory from alloc.
+  /// Frees device memory from alloc (stream-ordered: later work of the
+  /// call may reuse it, earlier work still reading it is not disturbed).
   void (*release)(void *self, void *p);
-  /// Runs device kernel number \p kernel over \p total work items with
-  /// the buffer and symbol arrays (copied to the device first, the symbols
-  /// copied back after). Null, or an error message.
-  const char *(*launch)(void *self, int32_t kernel, int64_t total,
-                        void **buffers, int64_t nbuffers, int64_t *syms,
-                        int64_t nsyms);
-  /// Copies \p bytes of device memory to the host. Null, or an error.
+  /// Enqueues device kernel number \p kernel on \p grid with the argument
+  /// block \p args (\p nargs words; the device sets args[0]). Does not
+  /// wait for it. Null, or an error message.
+  const char *(*launch)(void *self, int32_t kernel, const tsl_rt_grid *grid,
+                        int64_t *args, int64_t nargs);
+  /// Copies \p bytes of device memory to the host, after the work enqueued
+  /// so far. Null, or an error.
   const char *(*read)(void *self, void *dst, const void *src, int64_t bytes);
+  /// The call's status word after the work enqueued so far (0: no device
+  /// kernel failed). Null, or an error.
+  const char *(*status)(void *self, int64_t *status);
 } tsl_rt_device;
 
 /// Sets the device the context's GPU calls use (the runtime does, before
@@ -79,8 +100,8 @@ void tsl_rt_context_set_device(tsl_rt_context *ctx,
 /// Hands device allocation \p p to the caller (1), or 0 when not owned.
 int32_t tsl_rt_context_take_device(tsl_rt_context *ctx, void *p);
 
-/* tsl_rt_dev_alloc, tsl_rt_dev_free, tsl_rt_dev_launch, tsl_rt_dev_read:
- * see runtime/KernelEntryPoints.def. */
+/* tsl_rt_dev_alloc, tsl_rt_dev_free, tsl_rt_dev_launch, tsl_rt_dev_read,
+ * tsl_rt_dev_check: see runtime/KernelEntryPoints.def. */
 #define TSL_RT_DEVICE_ENTRY(Name, Ret, Params) Ret Name Params;
 #include "runtime/KernelEntryPoints.def"
 

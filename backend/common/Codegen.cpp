@@ -79,6 +79,7 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
       if (bufs[r])
         freeBuffer(bufs[r]);
   }
+  target.lowerCallEnd(*this);
   b.CreateRet(b.getInt32(0));
   emitMatch();
   emitShapes();

@@ -66,6 +66,10 @@ public:
   /// Host code for \p op: its results in device memory, its kernel(s) and
   /// launch(es).
   bool launchOnDevice(const Operation &op);
+  /// Host: waits for the device and returns from the host function with
+  /// the failed op and its message when a device kernel failed (only when
+  /// a kernel so far can fail).
+  void checkDeviceStatus();
   /// Copies element 0 of \p v to the host (item()).
   Value *readToHost(ValueId v);
   /// for (i = thread; i < prod(extents); i += threads) body(unflatten(i)).
@@ -363,13 +367,68 @@ private:
   /// Lowers \p op through the target (run() calls it on targets that
   /// launch kernels).
   bool lowerOnDevice(const Operation &op) { return target.lowerOp(*this, op); }
-  /// Emits device function `tsl_dev_<k>` with \p body (\p used: the values
-  /// whose buffers it touches); returns k, or -1 when the body failed.
+  /// The launch shape of a device kernel: blocks of `threads` threads
+  /// (a multiple of 32) with `sharedBytes` of shared memory each.
+  struct DeviceGrid {
+    Value *blocks;
+    int32_t threads = kDeviceThreads;
+    int32_t sharedBytes = 0;
+  };
+  /// Threads per block of kernels that have no reason to pick another.
+  static constexpr int32_t kDeviceThreads = 256;
+  /// Emits device function `tsl_dev_<k>(ptr args)` with \p body (\p used:
+  /// the values whose buffers it touches; \p extras: raw device pointers
+  /// the host passes too, deviceExtra(i) inside) and returns k, or -1 when
+  /// the body failed. \p slots gets the values whose buffers the launch
+  /// passes, in the kernel's slot order.
   int32_t emitDeviceKernel(const std::vector<ValueId> &used,
-                           const std::function<bool()> &body);
-  /// Host: launches kernel \p number over \p total work items and returns
-  /// from the host function if it failed (its message recorded).
-  void emitLaunch(int32_t number, Value *total);
+                           const std::function<bool()> &body,
+                           std::vector<ValueId> &slots, size_t extras = 0);
+  /// Host: launches kernel \p number on \p grid with the buffers of
+  /// \p slots and the pointers \p extras; returns from the host function
+  /// if the launch failed. Does not wait for the kernel.
+  void emitLaunch(int32_t number, const std::vector<ValueId> &slots,
+                  const DeviceGrid &grid,
+                  const std::vector<Value *> &extras = {});
+  /// Host: \p total work items over blocks of kDeviceThreads.
+  DeviceGrid gridFor(Value *total);
+  /// Host: 8 bytes of device memory owned by the call (a count a kernel
+  /// writes for the host).
+  Value *deviceWord();
+  /// Host: reads symbol \p name from device word \p word (waits), then
+  /// checks the device status.
+  void readSymbol(const std::string &name, Value *word);
+  /// In a device kernel: extra pointer \p i of emitDeviceKernel.
+  Value *deviceExtra(size_t i);
+  /// In a device kernel: the argument block, its status word pointer, and
+  /// the number of extra pointers.
+  Value *deviceArgs = nullptr, *deviceStatus = nullptr;
+  size_t deviceExtras = 0;
+  /// Some device kernel emitted so far can fail (checkDeviceStatus).
+  bool deviceMayFail = false;
+
+  // --- device primitives (runtime/DevicePrimitives.def) -------------------
+  /// threadIdx.x, blockIdx.x, blockDim.x, gridDim.x as i64.
+  Value *gpuThreadIdx() { return gpuIndex("tsl_gpu_thread_idx"); }
+  Value *gpuBlockIdx() { return gpuIndex("tsl_gpu_block_idx"); }
+  Value *gpuBlockDim() { return gpuIndex("tsl_gpu_block_dim"); }
+  Value *gpuGridDim() { return gpuIndex("tsl_gpu_grid_dim"); }
+  Value *gpuIndex(const char *primitive);
+  /// __syncthreads().
+  void gpuBarrier();
+  /// __shfl_xor_sync over the full warp of \p v (any 32- or 64-bit type).
+  Value *gpuShuffleXor(Value *v, int32_t laneMask);
+  /// The block's dynamic shared memory.
+  Value *gpuShared();
+  /// The combination of \p partial over the block's threads (every thread
+  /// gets it): \p combine (associative, commutative, with \p identity)
+  /// applied along a warp-shuffle tree, then across warps through shared
+  /// memory (32 slots of the value's size at \p sharedOffset). Every thread
+  /// of the block must call it; it ends with a barrier, so the slots may be
+  /// reused at once.
+  Value *blockReduce(Value *partial, Value *identity,
+                     const std::function<Value *(Value *, Value *)> &combine,
+                     int32_t sharedOffset = 0);
   /// The rest of the device function runs in thread 0 alone (the other
   /// threads of the launch return at once).
   void firstDeviceThreadOnly();

@@ -41,11 +41,12 @@ void Codegen::failIf(Value *failed, const std::function<void()> &record) {
                  llvm::MDBuilder(ctx).createBranchWeights(1, 1 << 20));
   b.SetInsertPoint(bad);
   if (inDevice) {
-    // No context on the device: 1 + the op index in the status slot (the
-    // last symbol), which the host checks after the launch; the high half
-    // says which message (deviceMessage, set by failMessageIf).
+    // No context on the device: 1 + the op index in the call's status word,
+    // which the host checks where it waits (checkDeviceStatus); the high
+    // half says which message (deviceMessage, set by failMessageIf).
     b.CreateStore(b.getInt64((opIndex + 1) | (deviceMessage << 32)),
-                  b.CreateConstGEP1_64(i64, symsArg, fn.symbols.size()));
+                  deviceStatus);
+    deviceMayFail = true;
     b.CreateRetVoid();
   } else {
     record();

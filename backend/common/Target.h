@@ -68,6 +68,10 @@ public:
   /// (failing like an op when the copy fails).
   virtual llvm::Value *readToHost(backend::Codegen &cg, ValueId v) const = 0;
 
+  /// Host code at the end of a call that succeeded so far (a GPU waits for
+  /// its kernels' status here). Nothing by default.
+  virtual void lowerCallEnd(backend::Codegen &) const {}
+
   /// Emits the outermost loop nest of an op over \p extents (every index,
   /// once): sequential loops on the CPU; in a device kernel, one
   /// grid-stride loop over the flattened extents, shared by the threads.

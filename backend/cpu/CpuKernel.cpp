@@ -8,6 +8,7 @@
 #include "backend/cpu/HostJit.h"
 #include "backend/cpu/HostTarget.h"
 #include "backend/cpu/ObjectCompiler.h"
+#include "runtime/GpuEmulator.h"
 #include "runtime/KernelAbi.h"
 #include "runtime/Manifest.h"
 #include "runtime/Variant.h"
@@ -135,6 +136,11 @@ newHostSession(llvm::orc::JITTargetMachineBuilder jtmb, std::string &error) {
   const tsl_rt_entry_point *entries = tsl_rt_entry_points(&count);
   for (size_t i = 0; i < count; ++i)
     add(entries[i].name, entries[i].address);
+  // GPU kernels run by the emulator reach threads, barriers and shared
+  // memory through these.
+  const rt::EmulatedPrimitive *primitives = rt::emulatedPrimitives(&count);
+  for (size_t i = 0; i < count; ++i)
+    add(primitives[i].name, primitives[i].address);
   add("tanhf",
       reinterpret_cast<void *>(static_cast<float (*)(float)>(&::tanhf)));
   add("tanh",

@@ -85,56 +85,125 @@ bool Codegen::launchOnDevice(const Operation &op) {
   if (op.code == OpCode::IndexSelect) // every index is checked, too
     total = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, total,
                                     expr(fn.type(op.operands[1]).dims[0]));
-  std::vector<ValueId> used(op.results.begin(), op.results.end());
+  std::vector<ValueId> used(op.results.begin(), op.results.end()), slots;
   for (ValueId o : op.operands)
     leaves(o, used);
-  int32_t k = emitDeviceKernel(used, [&] { return lowerDeviceOp(op); });
+  int32_t k = emitDeviceKernel(
+      used, [&] { return lowerDeviceOp(op); }, slots);
   if (k < 0)
     return false;
-  emitLaunch(k, total);
+  emitLaunch(k, slots, gridFor(total));
   return true;
 }
 
+/// Words of the argument block before the symbols: the status pointer.
+static constexpr size_t kArgsHeader = 1;
+/// Kernel parameters are at most 4 KiB on every GPU we target.
+static constexpr size_t kMaxArgWords = 4096 / 8;
+
 int32_t Codegen::emitDeviceKernel(const std::vector<ValueId> &used,
-                                  const std::function<bool()> &body) {
+                                  const std::function<bool()> &body,
+                                  std::vector<ValueId> &slots, size_t extras) {
   int32_t number = numKernels++;
-  auto *type =
-      llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, i64, i64}, false);
+  auto *type = llvm::FunctionType::get(b.getVoidTy(), {ptr}, false);
   auto *device = llvm::Function::Create(type, llvm::Function::ExternalLinkage,
                                         "tsl_dev_" + std::to_string(number),
                                         *deviceModule);
   device->addParamAttr(0, llvm::Attribute::NoAlias);
-  device->addParamAttr(1, llvm::Attribute::NoAlias);
   // Runtime declarations and globals go to the device module meanwhile.
   std::swap(mod, deviceModule);
-  EmissionState host = enterFunction(device, used);
-  deviceThread = device->getArg(2);
-  deviceThreads = device->getArg(3);
+  EmissionState host{kernel, b.GetInsertBlock(), buffersArg, symsArg, ctxArg,
+                     bufs};
+  kernel = device;
+  sizesChecked.clear();
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", device));
+  // args: [status, extras..., syms..., buffers by slot...] (KernelAbi.h).
+  size_t numSyms = fn.symbols.size() + 1;
+  deviceArgs = device->getArg(0);
+  deviceExtras = extras;
+  deviceStatus = b.CreateLoad(ptr, deviceArgs);
+  symsArg = b.CreateConstGEP1_64(i64, deviceArgs, kArgsHeader + extras);
+  buffersArg =
+      b.CreateConstGEP1_64(i64, deviceArgs, kArgsHeader + extras + numSyms);
+  ctxArg = nullptr; // device functions have no context
+  std::map<ValueId, unsigned> slotOf;
+  kernelSlots = &slotOf;
+  std::fill(bufs.begin(), bufs.end(), nullptr);
+  for (ValueId v : used)
+    if (host.bufs[v] && !bufs[v])
+      bufs[v] = loadBuffer(v);
+  deviceThread =
+      b.CreateAdd(b.CreateMul(gpuBlockIdx(), gpuBlockDim()), gpuThreadIdx());
+  deviceThreads = b.CreateMul(gpuGridDim(), gpuBlockDim());
   inDevice = preallocated = true;
-  deviceMessages.clear();
   bool ok = body();
   if (ok)
     b.CreateRetVoid();
   inDevice = preallocated = false;
+  kernelSlots = nullptr;
+  deviceArgs = deviceStatus = nullptr;
   std::swap(mod, deviceModule);
   leaveFunction(std::move(host));
-  return ok ? number : -1;
+  slots.assign(slotOf.size(), 0);
+  for (auto [v, s] : slotOf)
+    slots[s] = v;
+  size_t words = kArgsHeader + extras + numSyms + slots.size();
+  if (ok && words > kMaxArgWords)
+    ok = unsupported("a GPU kernel with " + std::to_string(words) +
+                     " sizes and buffers (at most " +
+                     std::to_string(kMaxArgWords) + ")");
+  if (!ok)
+    return -1;
+  // The kernel entry (NVPTX) takes the block by value: its size in words.
+  device->addFnAttr("tsl-arg-words", std::to_string(words));
+  return number;
 }
 
-void Codegen::emitLaunch(int32_t number, Value *total) {
+Value *Codegen::deviceExtra(size_t i) {
+  return b.CreateLoad(ptr,
+                      b.CreateConstGEP1_64(i64, deviceArgs, kArgsHeader + i));
+}
+
+Codegen::DeviceGrid Codegen::gridFor(Value *total) {
+  Value *t = b.getInt64(kDeviceThreads);
+  return {b.CreateSDiv(b.CreateAdd(total, b.getInt64(kDeviceThreads - 1)), t)};
+}
+
+void Codegen::emitLaunch(int32_t number, const std::vector<ValueId> &slots,
+                         const DeviceGrid &grid,
+                         const std::vector<Value *> &extras) {
+  size_t numSyms = fn.symbols.size() + 1;
+  size_t words = kArgsHeader + extras.size() + numSyms + slots.size();
+  Value *args = entryAlloca(llvm::ArrayType::get(i64, words));
+  for (size_t i = 0; i < extras.size(); ++i)
+    b.CreateStore(extras[i], b.CreateConstGEP1_64(i64, args, kArgsHeader + i));
+  Value *symsAt = b.CreateConstGEP1_64(i64, args, kArgsHeader + extras.size());
+  b.CreateMemCpy(symsAt, llvm::MaybeAlign(8), symsArg, llvm::MaybeAlign(8),
+                 numSyms * 8);
+  for (size_t s = 0; s < slots.size(); ++s)
+    b.CreateStore(bufs[slots[s]],
+                  b.CreateConstGEP1_64(
+                      i64, args, kArgsHeader + extras.size() + numSyms + s));
   Value *status = b.CreateCall(
-      runtime("tsl_rt_dev_launch", i32, {ptr, i32, i64, ptr, i64, ptr, i64}),
-      {ctxArg, b.getInt32(number), total, buffersArg,
-       b.getInt64(static_cast<int64_t>(fn.values.size())), symsArg,
-       b.getInt64(static_cast<int64_t>(fn.symbols.size() + 1))});
-  // The runtime recorded the launch error or the failed op; 2 + k says
-  // the device failed with message k.
+      runtime("tsl_rt_dev_launch", i32, {ptr, i32, i64, i32, i32, ptr, i64}),
+      {ctxArg, b.getInt32(number), grid.blocks, b.getInt32(grid.threads),
+       b.getInt32(grid.sharedBytes), args,
+       b.getInt64(static_cast<int64_t>(words))});
+  failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
+}
+
+void Codegen::checkDeviceStatus() {
+  if (!deviceMayFail)
+    return;
+  Value *status =
+      b.CreateCall(runtime("tsl_rt_dev_check", i32, {ptr}), {ctxArg});
+  // 1 + k: the kernel stored message k (1-based) with its op.
   for (size_t k = 0; k < deviceMessages.size(); ++k)
     failIf(b.CreateICmpEQ(status, b.getInt32(static_cast<int32_t>(k + 2))),
            [&] {
              b.CreateCall(
                  runtime(target.runtime().error, b.getVoidTy(), {ptr, ptr}),
-                 {ctxArg, b.CreateGlobalStringPtr(deviceMessages[k])});
+                 {ctxArg, messageText(deviceMessages[k])});
            });
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
 }
@@ -176,64 +245,74 @@ bool Codegen::deviceCompaction(const Operation &op) {
         loops({n}, body);
         --loopNesting;
       };
-  int32_t count = emitDeviceKernel({x, selector}, [&] {
-    firstDeviceThreadOnly();
-    Value *n = product(dims(in));
-    Value *slot = entryAlloca(i64);
-    b.CreateStore(b.getInt64(0), slot);
-    sequential(n, [&](const std::vector<Value *> &i) {
-      b.CreateStore(b.CreateAdd(b.CreateLoad(i64, slot),
-                                b.CreateZExt(selected(i[0]), i64)),
-                    slot);
-    });
-    b.CreateStore(b.CreateLoad(i64, slot), symSlot(u.symbolName()));
-    return true;
-  });
+  // The count goes to a device word, read back into the symbol.
+  Value *countWord = deviceWord();
+  std::vector<ValueId> slots;
+  int32_t count = emitDeviceKernel(
+      {x, selector},
+      [&] {
+        firstDeviceThreadOnly();
+        Value *n = product(dims(in));
+        Value *slot = entryAlloca(i64);
+        b.CreateStore(b.getInt64(0), slot);
+        sequential(n, [&](const std::vector<Value *> &i) {
+          b.CreateStore(b.CreateAdd(b.CreateLoad(i64, slot),
+                                    b.CreateZExt(selected(i[0]), i64)),
+                        slot);
+        });
+        b.CreateStore(b.CreateLoad(i64, slot), deviceExtra(0));
+        return true;
+      },
+      slots, 1);
   if (count < 0)
     return false;
-  emitLaunch(count, b.getInt64(1));
+  emitLaunch(count, slots, {b.getInt64(1)}, {countWord});
+  readSymbol(u.symbolName(), countWord);
   // Host: the result at the size the device counted.
   Value *rows = b.CreateLoad(i64, symSlot(u.symbolName()));
   Value *perRow = op.code == OpCode::Nonzero
                       ? b.getInt64(static_cast<int64_t>(in.rank()))
                       : b.getInt64(1);
   allocate(r, b.CreateMul(rows, perRow));
-  int32_t fill = emitDeviceKernel({x, selector, r}, [&] {
-    firstDeviceThreadOnly();
-    Value *n = product(dims(in));
-    std::vector<Value *> shape = dims(in);
-    Value *next = entryAlloca(i64);
-    b.CreateStore(b.getInt64(0), next);
-    sequential(n, [&](const std::vector<Value *> &i) {
-      auto *take = llvm::BasicBlock::Create(ctx, "take", kernel);
-      auto *skip = llvm::BasicBlock::Create(ctx, "skip", kernel);
-      b.CreateCondBr(selected(i[0]), take, skip);
-      b.SetInsertPoint(take);
-      Value *k = b.CreateLoad(i64, next);
-      if (op.code == OpCode::Nonzero) {
-        // The row-major index of element i, one column per axis.
-        Value *rest = i[0];
-        for (size_t d = in.rank(); d-- > 0;) {
-          Value *idx = d == 0 ? rest : b.CreateURem(rest, shape[d]);
-          if (d > 0)
-            rest = b.CreateUDiv(rest, shape[d]);
-          store(DType::I64, bufs[r],
-                b.CreateAdd(b.CreateMul(k, perRow),
-                            b.getInt64(static_cast<int64_t>(d))),
-                idx);
-        }
-      } else {
-        store(in.dtype, bufs[r], k, load(in.dtype, bufs[x], i[0]));
-      }
-      b.CreateStore(b.CreateAdd(k, b.getInt64(1)), next);
-      b.CreateBr(skip);
-      b.SetInsertPoint(skip);
-    });
-    return true;
-  });
+  int32_t fill = emitDeviceKernel(
+      {x, selector, r},
+      [&] {
+        firstDeviceThreadOnly();
+        Value *n = product(dims(in));
+        std::vector<Value *> shape = dims(in);
+        Value *next = entryAlloca(i64);
+        b.CreateStore(b.getInt64(0), next);
+        sequential(n, [&](const std::vector<Value *> &i) {
+          auto *take = llvm::BasicBlock::Create(ctx, "take", kernel);
+          auto *skip = llvm::BasicBlock::Create(ctx, "skip", kernel);
+          b.CreateCondBr(selected(i[0]), take, skip);
+          b.SetInsertPoint(take);
+          Value *k = b.CreateLoad(i64, next);
+          if (op.code == OpCode::Nonzero) {
+            // The row-major index of element i, one column per axis.
+            Value *rest = i[0];
+            for (size_t d = in.rank(); d-- > 0;) {
+              Value *idx = d == 0 ? rest : b.CreateURem(rest, shape[d]);
+              if (d > 0)
+                rest = b.CreateUDiv(rest, shape[d]);
+              store(DType::I64, bufs[r],
+                    b.CreateAdd(b.CreateMul(k, perRow),
+                                b.getInt64(static_cast<int64_t>(d))),
+                    idx);
+            }
+          } else {
+            store(in.dtype, bufs[r], k, load(in.dtype, bufs[x], i[0]));
+          }
+          b.CreateStore(b.CreateAdd(k, b.getInt64(1)), next);
+          b.CreateBr(skip);
+          b.SetInsertPoint(skip);
+        });
+        return true;
+      },
+      slots);
   if (fill < 0)
     return false;
-  emitLaunch(fill, b.getInt64(1));
+  emitLaunch(fill, slots, {b.getInt64(1)});
   return true;
 }
 
@@ -267,7 +346,23 @@ Value *Codegen::readToHost(ValueId v) {
       {ctxArg, slot, bufs[v],
        b.getInt64(static_cast<int64_t>(dtypeSize(fn.type(v).dtype)))});
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
+  checkDeviceStatus(); // a failed kernel explains a bad value
   return slot;
+}
+
+Value *Codegen::deviceWord() {
+  Value *p = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
+                          {ctxArg, b.getInt64(8)});
+  failOpIf(b.CreateIsNull(p));
+  return p;
+}
+
+void Codegen::readSymbol(const std::string &name, Value *word) {
+  Value *status =
+      b.CreateCall(runtime("tsl_rt_dev_read", i32, {ptr, ptr, ptr, i64}),
+                   {ctxArg, symSlot(name), word, b.getInt64(8)});
+  failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
+  checkDeviceStatus();
 }
 
 bool Codegen::deviceReduce(const Operation &op) {

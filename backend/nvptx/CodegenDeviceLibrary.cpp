@@ -349,18 +349,23 @@ bool Codegen::deviceUnique(const Operation &op) {
     });
     --loopNesting;
     if (!write)
-      b.CreateStore(b.CreateLoad(i64, count), symSlot(u.symbolName()));
+      b.CreateStore(b.CreateLoad(i64, count), deviceExtra(0));
     return true;
   };
-  int32_t counting = emitDeviceKernel({x}, [&] { return selection(false); });
+  Value *countWord = deviceWord();
+  std::vector<ValueId> slots;
+  int32_t counting = emitDeviceKernel(
+      {x}, [&] { return selection(false); }, slots, 1);
   if (counting < 0)
     return false;
-  emitLaunch(counting, b.getInt64(1));
+  emitLaunch(counting, slots, {b.getInt64(1)}, {countWord});
+  readSymbol(u.symbolName(), countWord);
   allocate(r, b.CreateLoad(i64, symSlot(u.symbolName())));
-  int32_t filling = emitDeviceKernel({x, r}, [&] { return selection(true); });
+  int32_t filling = emitDeviceKernel(
+      {x, r}, [&] { return selection(true); }, slots);
   if (filling < 0)
     return false;
-  emitLaunch(filling, b.getInt64(1));
+  emitLaunch(filling, slots, {b.getInt64(1)});
   return true;
 }
 

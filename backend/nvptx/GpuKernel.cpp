@@ -101,38 +101,84 @@ size_t useLibdevice(llvm::Module &m) {
   return calls.size();
 }
 
-/// Adds `tsl_k<n>(ptr buffers, ptr syms)`, a kernel entry computing the
-/// global thread index and count, for each device function.
+/// Defines the device primitives (runtime/DevicePrimitives.def) the
+/// lowering declared with NVVM intrinsics, internal and always inlined.
+void definePrimitives(llvm::Module &m) {
+  llvm::LLVMContext &ctx = m.getContext();
+  llvm::IRBuilder<> b(ctx);
+  auto define = [&](const char *name) -> llvm::Function * {
+    llvm::Function *f = m.getFunction(name);
+    if (!f || !f->isDeclaration())
+      return nullptr;
+    f->setLinkage(llvm::GlobalValue::InternalLinkage);
+    f->addFnAttr(llvm::Attribute::AlwaysInline);
+    b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+    return f;
+  };
+  const std::pair<const char *, llvm::Intrinsic::ID> sregs[] = {
+      {"tsl_gpu_thread_idx", llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x},
+      {"tsl_gpu_block_idx", llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x},
+      {"tsl_gpu_block_dim", llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x},
+      {"tsl_gpu_grid_dim", llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x}};
+  for (auto [name, id] : sregs)
+    if (define(name))
+      b.CreateRet(b.CreateIntrinsic(id, {}, {}));
+  if (define("tsl_gpu_barrier")) {
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+    b.CreateRetVoid();
+  }
+  const std::pair<const char *, llvm::Intrinsic::ID> shuffles[] = {
+      {"tsl_gpu_shfl_xor", llvm::Intrinsic::nvvm_shfl_sync_bfly_i32},
+      {"tsl_gpu_shfl_idx", llvm::Intrinsic::nvvm_shfl_sync_idx_i32}};
+  for (auto [name, id] : shuffles)
+    if (llvm::Function *f = define(name))
+      b.CreateRet(b.CreateIntrinsic(id, {},
+                                    {b.getInt32(0xffffffff), f->getArg(0),
+                                     f->getArg(1), b.getInt32(31)}));
+  if (define("tsl_gpu_shared")) {
+    // Dynamic shared memory: its size is the launch's.
+    auto *smem = new llvm::GlobalVariable(
+        m, llvm::ArrayType::get(b.getInt8Ty(), 0), false,
+        llvm::GlobalValue::ExternalLinkage, nullptr, "tsl_shared", nullptr,
+        llvm::GlobalValue::NotThreadLocal, 3);
+    smem->setAlignment(llvm::Align(16));
+    b.CreateRet(b.CreateAddrSpaceCast(smem, b.getPtrTy()));
+  }
+}
+
+/// Adds `tsl_k<n>`, the kernel entry of each device function `tsl_dev_<n>`:
+/// it takes the argument block by value (a kernel parameter of
+/// "tsl-arg-words" words) and passes its address on.
 void addKernelEntries(llvm::Module &m, int32_t numKernels) {
   llvm::LLVMContext &ctx = m.getContext();
   llvm::IRBuilder<> b(ctx);
-  llvm::Type *ptr = b.getPtrTy(), *i64 = b.getInt64Ty();
+  llvm::Type *ptr = b.getPtrTy();
   llvm::NamedMDNode *annotations =
       m.getOrInsertNamedMetadata("nvvm.annotations");
   for (int32_t k = 0; k < numKernels; ++k) {
     llvm::Function *body = m.getFunction("tsl_dev_" + std::to_string(k));
     body->setLinkage(llvm::GlobalValue::InternalLinkage);
     body->addFnAttr(llvm::Attribute::AlwaysInline);
+    uint64_t words = 1;
+    body->getFnAttribute("tsl-arg-words")
+        .getValueAsString()
+        .getAsInteger(10, words);
+    auto *block = llvm::ArrayType::get(b.getInt64Ty(), words);
     auto *entry = llvm::Function::Create(
-        llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr}, false),
+        llvm::FunctionType::get(b.getVoidTy(), {ptr}, false),
         llvm::Function::ExternalLinkage, "tsl_k" + std::to_string(k), m);
+    entry->addParamAttr(0, llvm::Attribute::getWithByValType(ctx, block));
+    entry->addParamAttr(0,
+                        llvm::Attribute::getWithAlignment(ctx, llvm::Align(8)));
     b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", entry));
-    auto sreg = [&](llvm::Intrinsic::ID id) {
-      return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), i64);
-    };
-    llvm::Value *tid = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x);
-    llvm::Value *ctaid = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x);
-    llvm::Value *ntid = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x);
-    llvm::Value *nctaid = sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x);
-    b.CreateCall(body, {entry->getArg(0), entry->getArg(1),
-                        b.CreateAdd(b.CreateMul(ctaid, ntid), tid),
-                        b.CreateMul(nctaid, ntid)});
+    b.CreateCall(body, {entry->getArg(0)});
     b.CreateRetVoid();
     llvm::Metadata *md[] = {llvm::ValueAsMetadata::get(entry),
                             llvm::MDString::get(ctx, "kernel"),
                             llvm::ConstantAsMetadata::get(b.getInt32(1))};
     annotations->addOperand(llvm::MDNode::get(ctx, md));
   }
+  definePrimitives(m);
 }
 
 bool compileToPtx(llvm::Module &m, int32_t numKernels, const std::string &arch,

@@ -23,6 +23,10 @@ bool NvptxTarget::lowerOp(backend::Codegen &cg, const Operation &op) const {
   return cg.launchOnDevice(op);
 }
 
+void NvptxTarget::lowerCallEnd(backend::Codegen &cg) const {
+  cg.checkDeviceStatus();
+}
+
 llvm::Value *NvptxTarget::readToHost(backend::Codegen &cg, ValueId v) const {
   return cg.readToHost(v);
 }

@@ -29,6 +29,8 @@ public:
   /// launch(es) (Codegen::launchOnDevice); assert, reshape and item stay on
   /// the host.
   bool lowerOp(backend::Codegen &cg, const Operation &op) const override;
+  /// Waits for the kernels' status word when one of them can fail.
+  void lowerCallEnd(backend::Codegen &cg) const override;
   /// A host copy of element 0 (tsl_rt_dev_read into a stack slot).
   llvm::Value *readToHost(backend::Codegen &cg, ValueId v) const override;
   /// In a device kernel, one grid-stride loop over the flattened extents;
