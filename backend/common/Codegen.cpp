@@ -52,7 +52,7 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
           checkResultSizes(fn.ops[k]);
         }
         opIndex = static_cast<int32_t>(i);
-        ok = lowerRowGroup(rowGroups[i]);
+        ok = target.lowerRowGroup(*this, rowGroups[i]);
       }
       if (!ok) {
         err = error.empty() ? "not supported" : error;
@@ -360,6 +360,9 @@ void Codegen::leafStrides(ValueId v, const std::vector<Value *> &shape,
 Value *
 Codegen::valueAt(ValueId v, const std::vector<Value *> &idx,
                  const std::map<ValueId, std::vector<Value *>> &strides) {
+  if (!rowScalars.empty())
+    if (auto it = rowScalars.find(v); it != rowScalars.end())
+      return it->second; // a row kernel's reduction, in a register
   if (!plan.inlined[v])
     return load(fn.type(v).dtype, bufs[v], offset(idx, strides.at(v)));
   const Operation &p = *producer[v];

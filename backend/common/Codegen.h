@@ -70,6 +70,11 @@ public:
   /// the failed op and its message when a device kernel failed (only when
   /// a kernel so far can fail).
   void checkDeviceStatus();
+  /// The row group \p g as loops over rows (RowGroup; CodegenRows.cpp).
+  bool lowerRowGroup(const RowGroup &g);
+  /// The row group \p g as one device kernel, a block per row
+  /// (CodegenDeviceRows.cpp).
+  bool launchRowGroup(const RowGroup &g);
   /// Copies element 0 of \p v to the host (item()).
   Value *readToHost(ValueId v);
   /// for (i = thread; i < prod(extents); i += threads) body(unflatten(i)).
@@ -370,8 +375,8 @@ private:
   /// The launch shape of a device kernel: blocks of `threads` threads
   /// (a multiple of 32) with `sharedBytes` of shared memory each.
   struct DeviceGrid {
-    Value *blocks;
-    int32_t threads = kDeviceThreads;
+    Value *blocks;          ///< i64
+    Value *threads;         ///< i32
     int32_t sharedBytes = 0;
   };
   /// Threads per block of kernels that have no reason to pick another.
@@ -406,6 +411,18 @@ private:
   size_t deviceExtras = 0;
   /// Some device kernel emitted so far can fail (checkDeviceStatus).
   bool deviceMayFail = false;
+  /// The kernel being emitted has barriers: a failed check records itself
+  /// and goes on (a thread that returned early would leave the others
+  /// waiting at the next barrier).
+  bool cooperative = false;
+  /// In a row kernel: each row's reductions, one value per thread (the
+  /// block's combination), read by valueAt instead of memory.
+  std::map<ValueId, Value *> rowScalars;
+  /// In a row kernel: reduction \p op over the row (every thread of the
+  /// block calls it and gets the result).
+  bool rowReduce(const Operation &op);
+  /// Threads per block for rows of \p n elements (host code).
+  Value *rowThreads(Value *n);
 
   // --- device primitives (runtime/DevicePrimitives.def) -------------------
   /// threadIdx.x, blockIdx.x, blockDim.x, gridDim.x as i64.
@@ -420,6 +437,16 @@ private:
   Value *gpuShuffleXor(Value *v, int32_t laneMask);
   /// The block's dynamic shared memory.
   Value *gpuShared();
+  /// __shfl_sync of i64 \p v from lane \p srcLane (i64) of the warp.
+  Value *gpuShuffleIdx(Value *v, Value *srcLane);
+  /// for (i = blockIdx; i < count; i += gridDim) body(i): work items a
+  /// whole block shares (uniform across the block's threads).
+  void blockStrideLoop(Value *count, const std::function<void(Value *)> &body);
+  /// The exclusive prefix sum of i64 \p count over the block's threads in
+  /// thread order, and the block's total (32 words of shared memory at
+  /// \p sharedOffset). Every thread of the block must call it.
+  std::pair<Value *, Value *> blockExclusiveScan(Value *count,
+                                                 int32_t sharedOffset = 0);
   /// The combination of \p partial over the block's threads (every thread
   /// gets it): \p combine (associative, commutative, with \p identity)
   /// applied along a warp-shuffle tree, then across warps through shared
@@ -432,7 +459,8 @@ private:
   /// The rest of the device function runs in thread 0 alone (the other
   /// threads of the launch return at once).
   void firstDeviceThreadOnly();
-  /// nonzero, masked_select: count, read the count back, allocate, fill.
+  /// nonzero, masked_select: a parallel stream compaction in three
+  /// launches (CodegenDeviceCompaction.cpp).
   bool deviceCompaction(const Operation &op);
   // CodegenDeviceLibrary.cpp: the CPU's library kernels as device code.
   /// conv2d, max_pool2d, index_select, topk, argmax (one kernel each).
@@ -468,7 +496,6 @@ private:
   // the rows, each op in turn per row: a row's values stay in L1, and
   // intermediates used only inside the run live in per-row scratch instead
   // of full tensors.
-  bool lowerRowGroup(const RowGroup &g);
   /// Set while lowering a row group: tensors [*L, n] are seen as one row
   /// [1, ..., 1, n] (dims()), and results are already allocated.
   std::vector<SymExpr> rowLead;

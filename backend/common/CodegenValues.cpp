@@ -47,7 +47,10 @@ void Codegen::failIf(Value *failed, const std::function<void()> &record) {
     b.CreateStore(b.getInt64((opIndex + 1) | (deviceMessage << 32)),
                   deviceStatus);
     deviceMayFail = true;
-    b.CreateRetVoid();
+    if (cooperative)
+      b.CreateBr(ok); // the call fails anyway; keep the barriers reachable
+    else
+      b.CreateRetVoid();
   } else {
     record();
     b.CreateRet(b.getInt32(1));

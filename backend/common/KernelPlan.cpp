@@ -190,6 +190,48 @@ void planScratch(const Function &fn, const KernelPlan &plan, RowGroup &g) {
   }
 }
 
+/// Ops in the expression computing \p v once inlined values are
+/// recomputed, counting up to \p limit + 1.
+size_t recomputedOps(const KernelPlan &plan, ValueId v, size_t limit) {
+  if (!plan.inlined[v] || !plan.producer[v])
+    return 0;
+  size_t n = 1;
+  for (ValueId o : plan.producer[v]->operands) {
+    if (n > limit)
+      break;
+    n += recomputedOps(plan, o, limit - std::min(n, limit));
+  }
+  return n;
+}
+
+/// rowGroupsRecompute: the group's elementwise scratch values become
+/// inlined (recomputed by their readers), its reductions stay scratch (one
+/// value per row). False, with the plan unchanged, when a recomputed
+/// expression would exceed kMaxRecomputedOps.
+bool recomputeRowScratch(const Function &fn, KernelPlan &plan, RowGroup &g) {
+  std::vector<ValueId> inlinedNow, reductions;
+  for (ValueId v : g.scratch) {
+    if (isReductionOp(plan.producer[v]->code)) {
+      reductions.push_back(v);
+      continue;
+    }
+    plan.inlined[v] = true;
+    inlinedNow.push_back(v);
+  }
+  bool ok = true;
+  for (size_t i = g.begin; i < g.end && ok; ++i)
+    for (ValueId o : fn.ops[i].operands)
+      if (recomputedOps(plan, o, kMaxRecomputedOps) > kMaxRecomputedOps)
+        ok = false;
+  if (!ok) {
+    for (ValueId v : inlinedNow)
+      plan.inlined[v] = false;
+    return false;
+  }
+  g.scratch = reductions;
+  return true;
+}
+
 /// Row fusion: a run of ops over the same rows [*L, n] (elementwise ops and
 /// last-axis reductions, as in softmax and layer_norm) becomes one loop
 /// over the rows, each op in turn per row, when it has a reduction and at
@@ -235,16 +277,21 @@ void planRowGroups(const Function &fn, KernelPlan &plan) {
       ++count;
       ++j;
     }
-    if (allowed && reductions > 0 && count >= 2) {
-      RowGroup &g = plan.rowGroups[i];
-      g.begin = i;
-      g.end = j;
-      g.lead = lead;
+    // A GPU runs even a lone reduction as a group: a block per row.
+    size_t minOps = plan.caps.rowGroupsRecompute ? 1 : 2;
+    RowGroup g;
+    g.begin = i;
+    g.end = j;
+    g.lead = lead;
+    if (allowed && reductions > 0 && count >= minOps) {
       planScratch(fn, plan, g);
-      i = j;
-    } else {
-      ++i;
+      if (!plan.caps.rowGroupsRecompute || recomputeRowScratch(fn, plan, g)) {
+        plan.rowGroups[i] = std::move(g);
+        i = j;
+        continue;
+      }
     }
+    ++i;
   }
 }
 
@@ -299,7 +346,10 @@ public:
     const TargetCaps &c = plan.caps;
     std::string out = "plan @" + fn.name;
     out += std::string(" gemm-bt=") + (c.transposedGemmOperand ? "yes" : "no");
-    out += std::string(" row-groups=") + (c.rowGroups ? "yes" : "no");
+    out += std::string(" row-groups=") +
+           (!c.rowGroups              ? "no"
+            : c.rowGroupsRecompute ? "recompute"
+                                   : "yes");
     out += c.outlining ? " outline-above=" + std::to_string(c.outlineOpsAbove)
                        : std::string(" outline=no");
     out += std::string(" kernels=") + (c.launchesKernels ? "yes" : "no");

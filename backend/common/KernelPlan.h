@@ -27,6 +27,10 @@ inline constexpr size_t kOutlineOpsAbove = 0;
 inline constexpr unsigned kMaxFusedDepth = 32;
 /// Row groups have at most this many lowered ops (bounds a loop body).
 inline constexpr size_t kMaxRowGroupOps = 64;
+/// With rowGroupsRecompute, no recomputed expression of a row group has
+/// more than this many ops (a chain of values each read twice would
+/// double at every step); a group that would is not formed.
+inline constexpr size_t kMaxRecomputedOps = 64;
 
 /// What a target allows the plan to do (Target::caps()).
 struct TargetCaps {
@@ -37,6 +41,11 @@ struct TargetCaps {
   /// Runs of elementwise ops and last-axis reductions over the same rows
   /// become one loop over the rows (softmax, layer_norm).
   bool rowGroups = true;
+  /// Row groups recompute their elementwise intermediates at each use
+  /// instead of keeping a row of scratch (a GPU: each block works on its
+  /// own row, and recomputing costs less than a trip through memory), and
+  /// a lone last-axis reduction is a group too (one block per row).
+  bool rowGroupsRecompute = false;
   /// Functions with more than `outlineOpsAbove` ops are lowered one kernel
   /// per LLVM function (Codegen::lowerKernel).
   bool outlining = true;
@@ -53,7 +62,9 @@ struct RowGroup {
   size_t begin = 0, end = 0; ///< ops [begin, end)
   std::vector<SymExpr> lead; ///< the row dims L
   /// Results of the group's ops that are read only inside it: they live in
-  /// one row of scratch instead of a full tensor.
+  /// one row of scratch instead of a full tensor (with rowGroupsRecompute:
+  /// only reductions, one value per row, and the elementwise ones are
+  /// recomputed where they are read).
   std::vector<ValueId> scratch;
 };
 

@@ -15,6 +15,10 @@ bool CpuTarget::lowerOp(backend::Codegen &cg, const Operation &op) const {
   return cg.lowerOp(op);
 }
 
+bool CpuTarget::lowerRowGroup(backend::Codegen &cg, const RowGroup &g) const {
+  return cg.lowerRowGroup(g);
+}
+
 llvm::Value *CpuTarget::readToHost(backend::Codegen &cg, ValueId v) const {
   return cg.buffer(v);
 }

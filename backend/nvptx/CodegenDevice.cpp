@@ -166,7 +166,8 @@ Value *Codegen::deviceExtra(size_t i) {
 
 Codegen::DeviceGrid Codegen::gridFor(Value *total) {
   Value *t = b.getInt64(kDeviceThreads);
-  return {b.CreateSDiv(b.CreateAdd(total, b.getInt64(kDeviceThreads - 1)), t)};
+  return {b.CreateSDiv(b.CreateAdd(total, b.getInt64(kDeviceThreads - 1)), t),
+          b.getInt32(kDeviceThreads)};
 }
 
 void Codegen::emitLaunch(int32_t number, const std::vector<ValueId> &slots,
@@ -186,7 +187,7 @@ void Codegen::emitLaunch(int32_t number, const std::vector<ValueId> &slots,
                       i64, args, kArgsHeader + extras.size() + numSyms + s));
   Value *status = b.CreateCall(
       runtime("tsl_rt_dev_launch", i32, {ptr, i32, i64, i32, i32, ptr, i64}),
-      {ctxArg, b.getInt32(number), grid.blocks, b.getInt32(grid.threads),
+      {ctxArg, b.getInt32(number), grid.blocks, grid.threads,
        b.getInt32(grid.sharedBytes), args,
        b.getInt64(static_cast<int64_t>(words))});
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
@@ -215,105 +216,6 @@ void Codegen::firstDeviceThreadOnly() {
   b.SetInsertPoint(done);
   b.CreateRetVoid();
   b.SetInsertPoint(work);
-}
-
-bool Codegen::deviceCompaction(const Operation &op) {
-  // Two launches: count the selected elements (the count binds the
-  // unbacked size, read back with the symbols), then, with the result
-  // allocated at that size, write them. Each is one sequential thread for
-  // now (a parallel scan needs shared memory and barriers).
-  ValueId x = op.operands[0], r = op.results[0];
-  ValueId selector = op.code == OpCode::MaskedSelect ? op.operands[1] : x;
-  SymExpr u = fn.type(r).dims[0];
-  if (!u.isSymbol() || !symIndex.count(u.symbolName()))
-    return unsupported(std::string(opInfo(op.code).name) +
-                       " with a result size that is not a symbol");
-  const TensorType &in = fn.type(x);
-  DType st = fn.type(selector).dtype;
-  auto selected = [&](Value *i) {
-    Value *v = load(st, bufs[selector], i);
-    if (st == DType::Bool)
-      return v;
-    return isFloat(st)
-               ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
-               : b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
-  };
-  auto sequential =
-      [&](Value *n,
-          const std::function<void(const std::vector<Value *> &)> &body) {
-        ++loopNesting; // not a grid-stride loop: this thread does them all
-        loops({n}, body);
-        --loopNesting;
-      };
-  // The count goes to a device word, read back into the symbol.
-  Value *countWord = deviceWord();
-  std::vector<ValueId> slots;
-  int32_t count = emitDeviceKernel(
-      {x, selector},
-      [&] {
-        firstDeviceThreadOnly();
-        Value *n = product(dims(in));
-        Value *slot = entryAlloca(i64);
-        b.CreateStore(b.getInt64(0), slot);
-        sequential(n, [&](const std::vector<Value *> &i) {
-          b.CreateStore(b.CreateAdd(b.CreateLoad(i64, slot),
-                                    b.CreateZExt(selected(i[0]), i64)),
-                        slot);
-        });
-        b.CreateStore(b.CreateLoad(i64, slot), deviceExtra(0));
-        return true;
-      },
-      slots, 1);
-  if (count < 0)
-    return false;
-  emitLaunch(count, slots, {b.getInt64(1)}, {countWord});
-  readSymbol(u.symbolName(), countWord);
-  // Host: the result at the size the device counted.
-  Value *rows = b.CreateLoad(i64, symSlot(u.symbolName()));
-  Value *perRow = op.code == OpCode::Nonzero
-                      ? b.getInt64(static_cast<int64_t>(in.rank()))
-                      : b.getInt64(1);
-  allocate(r, b.CreateMul(rows, perRow));
-  int32_t fill = emitDeviceKernel(
-      {x, selector, r},
-      [&] {
-        firstDeviceThreadOnly();
-        Value *n = product(dims(in));
-        std::vector<Value *> shape = dims(in);
-        Value *next = entryAlloca(i64);
-        b.CreateStore(b.getInt64(0), next);
-        sequential(n, [&](const std::vector<Value *> &i) {
-          auto *take = llvm::BasicBlock::Create(ctx, "take", kernel);
-          auto *skip = llvm::BasicBlock::Create(ctx, "skip", kernel);
-          b.CreateCondBr(selected(i[0]), take, skip);
-          b.SetInsertPoint(take);
-          Value *k = b.CreateLoad(i64, next);
-          if (op.code == OpCode::Nonzero) {
-            // The row-major index of element i, one column per axis.
-            Value *rest = i[0];
-            for (size_t d = in.rank(); d-- > 0;) {
-              Value *idx = d == 0 ? rest : b.CreateURem(rest, shape[d]);
-              if (d > 0)
-                rest = b.CreateUDiv(rest, shape[d]);
-              store(DType::I64, bufs[r],
-                    b.CreateAdd(b.CreateMul(k, perRow),
-                                b.getInt64(static_cast<int64_t>(d))),
-                    idx);
-            }
-          } else {
-            store(in.dtype, bufs[r], k, load(in.dtype, bufs[x], i[0]));
-          }
-          b.CreateStore(b.CreateAdd(k, b.getInt64(1)), next);
-          b.CreateBr(skip);
-          b.SetInsertPoint(skip);
-        });
-        return true;
-      },
-      slots);
-  if (fill < 0)
-    return false;
-  emitLaunch(fill, slots, {b.getInt64(1)});
-  return true;
 }
 
 bool Codegen::lowerDeviceOp(const Operation &op) {

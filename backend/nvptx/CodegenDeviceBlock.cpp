@@ -107,4 +107,63 @@ Codegen::blockReduce(Value *partial, Value *identity,
   return total;
 }
 
+Value *Codegen::gpuShuffleIdx(Value *v, Value *srcLane) {
+  auto *type = llvm::FunctionType::get(i32, {i32, i32}, false);
+  llvm::FunctionCallee shfl = primitive(*mod, "tsl_gpu_shfl_idx", type, true);
+  Value *lane = b.CreateTrunc(srcLane, i32);
+  Value *lo = b.CreateCall(shfl, {b.CreateTrunc(v, i32), lane});
+  Value *hi =
+      b.CreateCall(shfl, {b.CreateTrunc(b.CreateLShr(v, 32), i32), lane});
+  return b.CreateOr(b.CreateZExt(lo, i64),
+                    b.CreateShl(b.CreateZExt(hi, i64), 32));
+}
+
+std::pair<Value *, Value *> Codegen::blockExclusiveScan(Value *count,
+                                                        int32_t sharedOffset) {
+  Value *tid = gpuThreadIdx();
+  Value *lane = b.CreateAnd(tid, b.getInt64(31));
+  Value *warp = b.CreateLShr(tid, b.getInt64(5));
+  Value *warps = b.CreateLShr(gpuBlockDim(), b.getInt64(5));
+  // Inclusive scan within the warp (Hillis-Steele over shuffles).
+  Value *x = count;
+  for (int64_t d = 1; d < 32; d *= 2) {
+    Value *from = b.CreateSelect(b.CreateICmpUGE(lane, b.getInt64(d)),
+                                 b.CreateSub(lane, b.getInt64(d)), lane);
+    Value *y = gpuShuffleIdx(x, from);
+    x = b.CreateAdd(x, b.CreateSelect(b.CreateICmpUGE(lane, b.getInt64(d)),
+                                      y, b.getInt64(0)));
+  }
+  Value *shared = b.CreateConstGEP1_64(b.getInt8Ty(), gpuShared(),
+                                       static_cast<uint64_t>(sharedOffset));
+  // The last lane of each warp holds the warp's total.
+  auto *write = llvm::BasicBlock::Create(ctx, "scanout", kernel);
+  auto *joined = llvm::BasicBlock::Create(ctx, "scanjoin", kernel);
+  b.CreateCondBr(b.CreateICmpEQ(lane, b.getInt64(31)), write, joined);
+  b.SetInsertPoint(write);
+  b.CreateStore(x, b.CreateGEP(i64, shared, warp));
+  b.CreateBr(joined);
+  b.SetInsertPoint(joined);
+  gpuBarrier();
+  // Each thread adds the totals of the warps before its own (at most 31
+  // loads from shared memory) and sums all of them for the block.
+  Value *before = entryAlloca(i64), *all = entryAlloca(i64);
+  b.CreateStore(b.getInt64(0), before);
+  b.CreateStore(b.getInt64(0), all);
+  ++loopNesting; // sequential, per thread
+  loops({warps}, [&](const std::vector<Value *> &w) {
+    Value *t = b.CreateLoad(i64, b.CreateGEP(i64, shared, w[0]));
+    b.CreateStore(b.CreateAdd(b.CreateLoad(i64, all), t), all);
+    Value *earlier = b.CreateICmpULT(w[0], warp);
+    b.CreateStore(b.CreateAdd(b.CreateLoad(i64, before),
+                              b.CreateSelect(earlier, t, b.getInt64(0))),
+                  before);
+  });
+  --loopNesting;
+  Value *exclusive =
+      b.CreateAdd(b.CreateLoad(i64, before), b.CreateSub(x, count));
+  Value *total = b.CreateLoad(i64, all);
+  gpuBarrier(); // the slots may be written again
+  return {exclusive, total};
+}
+
 } // namespace tsl::backend

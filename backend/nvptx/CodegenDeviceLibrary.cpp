@@ -358,14 +358,14 @@ bool Codegen::deviceUnique(const Operation &op) {
       {x}, [&] { return selection(false); }, slots, 1);
   if (counting < 0)
     return false;
-  emitLaunch(counting, slots, {b.getInt64(1)}, {countWord});
+  emitLaunch(counting, slots, {b.getInt64(1), b.getInt32(32)}, {countWord});
   readSymbol(u.symbolName(), countWord);
   allocate(r, b.CreateLoad(i64, symSlot(u.symbolName())));
   int32_t filling = emitDeviceKernel(
       {x, r}, [&] { return selection(true); }, slots);
   if (filling < 0)
     return false;
-  emitLaunch(filling, slots, {b.getInt64(1)});
+  emitLaunch(filling, slots, {b.getInt64(1), b.getInt32(32)});
   return true;
 }
 

@@ -9,7 +9,7 @@ namespace tsl {
 TargetCaps NvptxTarget::caps() const {
   TargetCaps caps;
   caps.transposedGemmOperand = false; // device matmuls read B as stored
-  caps.rowGroups = false; // a row's scratch would be shared by threads
+  caps.rowGroupsRecompute = true; // a block per row, nothing shared
   caps.outlining = false; // each op is its own kernel already
   caps.launchesKernels = true;
   return caps;
@@ -25,6 +25,10 @@ bool NvptxTarget::lowerOp(backend::Codegen &cg, const Operation &op) const {
 
 void NvptxTarget::lowerCallEnd(backend::Codegen &cg) const {
   cg.checkDeviceStatus();
+}
+
+bool NvptxTarget::lowerRowGroup(backend::Codegen &cg, const RowGroup &g) const {
+  return cg.launchRowGroup(g);
 }
 
 llvm::Value *NvptxTarget::readToHost(backend::Codegen &cg, ValueId v) const {

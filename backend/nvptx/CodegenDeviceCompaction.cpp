@@ -1,0 +1,237 @@
+// Device mode: nonzero and masked_select as a parallel stream compaction in
+// three launches (a three-phase scan). The input is cut into tiles of
+// kTile elements, each thread of a block owning kItemsPerThread
+// consecutive ones:
+//   1. count: each block counts the selected elements of its tiles (a block
+//      reduction) into tileCounts[tile];
+//   2. scan: one block turns tileCounts into exclusive offsets and writes
+//      the total, which the host reads back to allocate the result (the
+//      one wait of the op);
+//   3. fill: each block counts its tiles again, scans the per-thread counts
+//      (blockExclusiveScan) and writes each thread's selected elements at
+//      tile offset + thread offset, in element order.
+#include "backend/common/Codegen.h"
+
+namespace tsl::backend {
+
+namespace {
+constexpr int32_t kScanThreads = 256;
+constexpr int64_t kItemsPerThread = 4;
+constexpr int64_t kTile = kScanThreads * kItemsPerThread;
+constexpr int32_t kScanBlock = 1024; ///< threads of the scan launch
+} // namespace
+
+void Codegen::blockStrideLoop(Value *count,
+                              const std::function<void(Value *)> &body) {
+  llvm::BasicBlock *pre = b.GetInsertBlock();
+  auto *header = llvm::BasicBlock::Create(ctx, "blocks", kernel);
+  auto *loop = llvm::BasicBlock::Create(ctx, "block", kernel);
+  auto *exit = llvm::BasicBlock::Create(ctx, "blocksdone", kernel);
+  Value *first = gpuBlockIdx(), *step = gpuGridDim();
+  b.CreateBr(header);
+  b.SetInsertPoint(header);
+  llvm::PHINode *i = b.CreatePHI(i64, 2);
+  i->addIncoming(first, pre);
+  b.CreateCondBr(b.CreateICmpSLT(i, count), loop, exit);
+  b.SetInsertPoint(loop);
+  body(i);
+  i->addIncoming(b.CreateAdd(i, step), b.GetInsertBlock());
+  b.CreateBr(header);
+  b.SetInsertPoint(exit);
+}
+
+bool Codegen::deviceCompaction(const Operation &op) {
+  ValueId x = op.operands[0], r = op.results[0];
+  ValueId selector = op.code == OpCode::MaskedSelect ? op.operands[1] : x;
+  SymExpr u = fn.type(r).dims[0];
+  if (!u.isSymbol() || !symIndex.count(u.symbolName()))
+    return unsupported(std::string(opInfo(op.code).name) +
+                       " with a result size that is not a symbol");
+  const TensorType &in = fn.type(x);
+  DType st = fn.type(selector).dtype;
+  // Element i is selected (false past the end, where nothing is loaded).
+  auto selected = [&](Value *i, Value *n) {
+    Value *inside = b.CreateICmpSLT(i, n);
+    Value *v = load(st, bufs[selector],
+                    b.CreateSelect(inside, i, b.getInt64(0)));
+    Value *nz = st == DType::Bool ? v
+                : isFloat(st)
+                    ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
+                    : b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+    return b.CreateAnd(inside, nz);
+  };
+  // This thread's first element in \p tile, and how many it selects.
+  auto mine = [&](Value *tile, Value *n) {
+    Value *base = b.CreateAdd(b.CreateMul(tile, b.getInt64(kTile)),
+                              b.CreateMul(gpuThreadIdx(),
+                                          b.getInt64(kItemsPerThread)));
+    Value *c = b.getInt64(0);
+    for (int64_t k = 0; k < kItemsPerThread; ++k)
+      c = b.CreateAdd(c, b.CreateZExt(selected(b.CreateAdd(base,
+                                                           b.getInt64(k)),
+                                               n),
+                                      i64));
+    return std::make_pair(base, c);
+  };
+  // Host: the tile counts and the total in device memory.
+  Value *n = product(dims(in));
+  Value *tiles =
+      b.CreateSDiv(b.CreateAdd(n, b.getInt64(kTile - 1)), b.getInt64(kTile));
+  Value *tileCounts = b.CreateCall(
+      runtime(target.runtime().alloc, ptr, {ptr, i64}),
+      {ctxArg, b.CreateMul(b.CreateBinaryIntrinsic(llvm::Intrinsic::smax,
+                                                   tiles, b.getInt64(1)),
+                           b.getInt64(8))});
+  failOpIf(b.CreateIsNull(tileCounts));
+  Value *countWord = deviceWord();
+  std::vector<ValueId> slots;
+  int32_t counting = emitDeviceKernel(
+      {x, selector},
+      [&] {
+        cooperative = true;
+        Value *len = product(dims(in));
+        Value *count = b.CreateSDiv(b.CreateAdd(len, b.getInt64(kTile - 1)),
+                                    b.getInt64(kTile));
+        blockStrideLoop(count, [&](Value *tile) {
+          Value *total = blockReduce(mine(tile, len).second, b.getInt64(0),
+                                     [&](Value *p, Value *q) {
+                                       return b.CreateAdd(p, q);
+                                     });
+          auto *write = llvm::BasicBlock::Create(ctx, "tilecount", kernel);
+          auto *done = llvm::BasicBlock::Create(ctx, "tilecounted", kernel);
+          b.CreateCondBr(b.CreateICmpEQ(gpuThreadIdx(), b.getInt64(0)), write,
+                         done);
+          b.SetInsertPoint(write);
+          b.CreateStore(total, b.CreateGEP(i64, deviceExtra(0), tile));
+          b.CreateBr(done);
+          b.SetInsertPoint(done);
+        });
+        cooperative = false;
+        return true;
+      },
+      slots, 1);
+  if (counting < 0)
+    return false;
+  emitLaunch(counting, slots, {tiles, b.getInt32(kScanThreads), 32 * 8},
+             {tileCounts});
+  int32_t scanning = emitDeviceKernel(
+      {},
+      [&] {
+        cooperative = true;
+        Value *len = product(dims(in));
+        Value *count = b.CreateSDiv(b.CreateAdd(len, b.getInt64(kTile - 1)),
+                                    b.getInt64(kTile));
+        Value *counts = deviceExtra(0);
+        Value *carry = entryAlloca(i64);
+        b.CreateStore(b.getInt64(0), carry);
+        // One block does it all (uniformly: the others leave at once).
+        auto *work = llvm::BasicBlock::Create(ctx, "scanblock", kernel);
+        auto *others = llvm::BasicBlock::Create(ctx, "otherblocks", kernel);
+        b.CreateCondBr(b.CreateICmpEQ(gpuBlockIdx(), b.getInt64(0)), work,
+                       others);
+        b.SetInsertPoint(others);
+        b.CreateRetVoid();
+        b.SetInsertPoint(work);
+        Value *chunks = b.CreateSDiv(
+            b.CreateAdd(count, b.getInt64(kScanBlock - 1)),
+            b.getInt64(kScanBlock));
+        ++loopNesting; // every thread walks the chunks
+        loops({chunks}, [&](const std::vector<Value *> &c) {
+          Value *i = b.CreateAdd(b.CreateMul(c[0], b.getInt64(kScanBlock)),
+                                 gpuThreadIdx());
+          Value *inside = b.CreateICmpSLT(i, count);
+          Value *at = b.CreateGEP(i64, counts,
+                                  b.CreateSelect(inside, i, b.getInt64(0)));
+          Value *v = b.CreateSelect(inside, b.CreateLoad(i64, at),
+                                    b.getInt64(0));
+          auto [excl, total] = blockExclusiveScan(v);
+          Value *base = b.CreateLoad(i64, carry);
+          auto *write = llvm::BasicBlock::Create(ctx, "offset", kernel);
+          auto *done = llvm::BasicBlock::Create(ctx, "offsetdone", kernel);
+          b.CreateCondBr(inside, write, done);
+          b.SetInsertPoint(write);
+          b.CreateStore(b.CreateAdd(base, excl), at);
+          b.CreateBr(done);
+          b.SetInsertPoint(done);
+          b.CreateStore(b.CreateAdd(base, total), carry);
+        });
+        --loopNesting;
+        auto *write = llvm::BasicBlock::Create(ctx, "total", kernel);
+        auto *done = llvm::BasicBlock::Create(ctx, "totaldone", kernel);
+        b.CreateCondBr(b.CreateICmpEQ(gpuThreadIdx(), b.getInt64(0)), write,
+                       done);
+        b.SetInsertPoint(write);
+        b.CreateStore(b.CreateLoad(i64, carry), deviceExtra(1));
+        b.CreateBr(done);
+        b.SetInsertPoint(done);
+        cooperative = false;
+        return true;
+      },
+      slots, 2);
+  if (scanning < 0)
+    return false;
+  emitLaunch(scanning, slots, {b.getInt64(1), b.getInt32(kScanBlock), 32 * 8},
+             {tileCounts, countWord});
+  // Host: the result at the size the device counted.
+  readSymbol(u.symbolName(), countWord);
+  Value *rows = b.CreateLoad(i64, symSlot(u.symbolName()));
+  int64_t rank = static_cast<int64_t>(in.rank());
+  Value *perRow = b.getInt64(op.code == OpCode::Nonzero ? rank : 1);
+  allocate(r, b.CreateMul(rows, perRow));
+  int32_t filling = emitDeviceKernel(
+      {x, selector, r},
+      [&] {
+        cooperative = true;
+        Value *len = product(dims(in));
+        std::vector<Value *> shape = dims(in);
+        Value *count = b.CreateSDiv(b.CreateAdd(len, b.getInt64(kTile - 1)),
+                                    b.getInt64(kTile));
+        Value *next = entryAlloca(i64);
+        blockStrideLoop(count, [&](Value *tile) {
+          auto [base, c] = mine(tile, len);
+          auto [excl, total] = blockExclusiveScan(c);
+          (void)total;
+          Value *offsets = deviceExtra(0);
+          b.CreateStore(
+              b.CreateAdd(b.CreateLoad(i64, b.CreateGEP(i64, offsets, tile)),
+                          excl),
+              next);
+          for (int64_t k = 0; k < kItemsPerThread; ++k) {
+            Value *i = b.CreateAdd(base, b.getInt64(k));
+            auto *take = llvm::BasicBlock::Create(ctx, "take", kernel);
+            auto *skip = llvm::BasicBlock::Create(ctx, "skip", kernel);
+            b.CreateCondBr(selected(i, len), take, skip);
+            b.SetInsertPoint(take);
+            Value *at = b.CreateLoad(i64, next);
+            if (op.code == OpCode::Nonzero) {
+              // The row-major index of element i, one column per axis.
+              Value *rest = i;
+              for (size_t d = in.rank(); d-- > 0;) {
+                Value *idx = d == 0 ? rest : b.CreateURem(rest, shape[d]);
+                if (d > 0)
+                  rest = b.CreateUDiv(rest, shape[d]);
+                store(DType::I64, bufs[r],
+                      b.CreateAdd(b.CreateMul(at, b.getInt64(rank)),
+                                  b.getInt64(static_cast<int64_t>(d))),
+                      idx);
+              }
+            } else {
+              store(in.dtype, bufs[r], at, load(in.dtype, bufs[x], i));
+            }
+            b.CreateStore(b.CreateAdd(at, b.getInt64(1)), next);
+            b.CreateBr(skip);
+            b.SetInsertPoint(skip);
+          }
+        });
+        cooperative = false;
+        return true;
+      },
+      slots, 1);
+  if (filling < 0)
+    return false;
+  emitLaunch(filling, slots, {tiles, b.getInt32(kScanThreads), 32 * 8},
+             {tileCounts});
+  return true;
+}
+
+} // namespace tsl::backend
