@@ -228,7 +228,7 @@ void benchElementwiseAndMatmul(Bench &bench, bool small) {
 /// f16, and sums over a non-last axis; each with its bytes read + written
 /// once per second.
 void benchRowsAndReductions(Bench &bench, bool small) {
-  int64_t r = small ? 64 : 8192, c = small ? 200 : 1024;
+  int64_t r = small ? 48 : 8192, c = small ? 1100 : 1024;
   int reps = small ? 2 : 50, inner = small ? 1 : 10;
   for (int32_t dtype : {kF32, kF16}) {
     for (const char *op : {"softmax", "log_softmax", "layer_norm"}) {
@@ -255,7 +255,7 @@ void benchRowsAndReductions(Bench &bench, bool small) {
   for (const Sum &s :
        {Sum{"sum_axis0", {r, c}, 0},
         Sum{"sum_axis1",
-            {small ? 4 : 64, small ? 32 : 4096, small ? 16 : 256},
+            {small ? 4 : 64, small ? 33 : 4096, small ? 20 : 256},
             1}}) {
     rt::FunctionTable table = bench.table(s.fn);
     std::string label =
@@ -275,7 +275,7 @@ void benchRowsAndReductions(Bench &bench, bool small) {
 /// nonzero of a [R, C] bool mask and masked_select over N floats (each
 /// mask true with probability 1/2); checks the number of results.
 void benchCompaction(Bench &bench, bool small) {
-  int64_t side = small ? 64 : 4096, n = side * side, trues = 0;
+  int64_t side = small ? 100 : 4096, n = side * side, trues = 0;
   int reps = small ? 2 : 20, inner = small ? 1 : 10;
   std::vector<rt::Output> out;
   rt::FunctionTable nz = bench.table("nonzero_2d");
