@@ -8,10 +8,11 @@
 // smoke test of this program on machines without a GPU (not a benchmark).
 //
 // Timing: inputs are allocated and copied once; every measurement warms up
-// with one call, then takes the median over reps of (`inner` calls back to
+// with two calls, then takes the median over reps of (`inner` calls back to
 // back + one stream synchronization) / inner, wall clock. inner is 1 for the
 // tiny call (a synchronized call's latency) and the long runs, 10 for
-// kernels of tens of microseconds (the peers use the same reps and inner).
+// kernels of tens of microseconds; a slow function gets fewer reps (about
+// two seconds each). The peers time the same way.
 // A function that fails prints "NAME: not run: ERROR" and the program goes
 // on; the exit status is then 1.
 #include "runtime/FunctionTable.h"
@@ -135,25 +136,34 @@ public:
     release(outs);
     return s / inner;
   }
-  /// One warm-up call, then the median over \p reps of calls(); nullopt
-  /// (after printing "LABEL: not run: ERROR") when a call fails. \p last
-  /// gets the last call's outputs when given.
+  /// Two warm-up calls (the first compiles, the second estimates the time
+  /// of one call), then the median over \p reps of calls(). Where reps *
+  /// inner calls would take longer than kBudgetSeconds, inner becomes 1 and
+  /// reps as many as fit (at least 3). Nullopt (after printing "LABEL: not
+  /// run: ERROR") when a call fails. \p last gets the last call's outputs
+  /// when given.
   std::optional<double> median(const std::string &label,
                                rt::FunctionTable &table,
                                const std::vector<rt::CallArg> &args, int reps,
                                int inner = 1,
                                std::vector<rt::Output> *last = nullptr) {
+    constexpr double kBudgetSeconds = 2.0;
     std::vector<double> t;
     std::vector<rt::Output> out;
     std::string error;
-    for (int i = 0; i <= reps; ++i) {
+    for (int i = 0; i < reps + 2; ++i) {
       release(out);
-      std::optional<double> s = calls(table, args, i ? inner : 1, out, error);
+      std::optional<double> s =
+          calls(table, args, i < 2 ? 1 : inner, out, error);
       if (!s) {
         notRun(label, error);
         return std::nullopt;
       }
-      if (i)
+      if (i == 1 && *s * reps * inner > kBudgetSeconds) {
+        inner = 1;
+        reps = std::clamp(static_cast<int>(kBudgetSeconds / *s), 3, reps);
+      }
+      if (i >= 2)
         t.push_back(*s);
     }
     if (last)
@@ -364,6 +374,9 @@ int main(int argc, char **argv) {
                  argv[0]);
     return 2;
   }
+  // Line by line, so that what ran survives a crash or bench/gpu.sh's
+  // time limit.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   bool emulator = false, small = false;
   for (int i = 2; i < argc; ++i) {
     emulator |= std::strcmp(argv[i], "--emulator") == 0;
@@ -375,7 +388,6 @@ int main(int argc, char **argv) {
   if (!device)
     Bench::die(error);
   std::printf("device: %s\n", device->name().c_str());
-  std::fflush(stdout);
   Bench bench(device, argv[1]);
   benchElementwiseAndMatmul(bench, small);
   benchRowsAndReductions(bench, small);

@@ -34,12 +34,21 @@ if [ ${#small[@]} -gt 0 ] &&
   ! "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   tslflags+=(--emulator)
 fi
+# Time limits (seconds) keep a hung kernel from eating a whole device
+# session; what ran before is still printed.
+tsllimit=${TSL_BENCH_TSL_LIMIT:-240}
+peerlimit=${TSL_BENCH_PEER_LIMIT:-300}
 status=0
-tsl=$("$bin/tsl_bench_gpu" "$root/bench/gpu_models.tsl" "${tslflags[@]}") || status=$?
+tsl=$(timeout "$tsllimit" "$bin/tsl_bench_gpu" "$root/bench/gpu_models.tsl" "${tslflags[@]}") ||
+  status=$?
+[ "$status" -ne 124 ] || tsl+=$'\n'"tsl_bench_gpu: stopped after $tsllimit s (TSL_BENCH_TSL_LIMIT)"
 peerlog=$(mktemp)
 trap 'rm -f "$peerlog"' EXIT
 peerstatus=0
-peers=$("$python" "$root/bench/gpu_peers.py" "${small[@]}" 2>"$peerlog") || peerstatus=$?
+peers=$(timeout "$peerlimit" "$python" "$root/bench/gpu_peers.py" "${small[@]}" 2>"$peerlog") ||
+  peerstatus=$?
+[ "$peerstatus" -ne 124 ] ||
+  peers+=$'\n'"gpu_peers.py: stopped after $peerlimit s (TSL_BENCH_PEER_LIMIT)"
 echo "$tsl"
 echo "--- peers"
 echo "$peers"
@@ -48,6 +57,7 @@ if [ "$peerstatus" -ne 0 ] || grep -q '^error_' <<<"$peers"; then
   tail -n 40 "$peerlog"
   status=1
 fi
+[ "$peerstatus" -eq 0 ] || status=1
 echo "--- ratios (PyTorch time / TSL time: > 1 means TSL is faster)"
 python3 - "$tsl" "$peers" <<'PY' || status=1
 import re, sys

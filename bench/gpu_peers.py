@@ -11,8 +11,9 @@ tsl_bench_gpu, eager and torch.compile(dynamic=True): steady latency,
 compile time, graphs and recompiles. Prints 'key: value' lines; a section
 that fails prints 'error_SECTION: ...' and the others still run.
 
-Timing as in GpuBench.cpp: inputs allocated once, one warm-up call, then the
-median over reps of (inner calls back to back + one synchronize) / inner.
+Timing as in GpuBench.cpp: inputs allocated once, two warm-up calls, then the
+median over reps of (inner calls back to back + one synchronize) / inner
+(fewer reps for slow calls).
 
 --small shrinks every size (a smoke test, also on the CPU)."""
 import math
@@ -26,6 +27,7 @@ import torch._dynamo
 import torch.nn.functional as F
 from torch._dynamo.utils import counters
 
+sys.stdout.reconfigure(line_buffering=True)  # what ran survives a crash or a time limit
 small = '--small' in sys.argv
 dev = 'cuda' if torch.cuda.is_available() else 'cpu'
 if dev == 'cpu' and not small:
@@ -41,9 +43,19 @@ def sync():
         torch.cuda.synchronize()
 
 
-def median(fn, reps, inner=1):
+def median(fn, reps, inner=1, budget=2.0):
+    """Two warm-up calls (the second estimates one call's time), then the
+    median over reps of (inner calls + one synchronize) / inner; where that
+    would take longer than budget seconds, inner becomes 1 and reps as many
+    as fit (at least 3), as in GpuBench.cpp."""
     fn()
     sync()
+    start = time.perf_counter()
+    fn()
+    sync()
+    once = time.perf_counter() - start
+    if once * reps * inner > budget:
+        inner, reps = 1, max(3, min(reps, int(budget / once)))
     times = []
     for _ in range(reps):
         start = time.perf_counter()
