@@ -375,8 +375,8 @@ private:
   /// The launch shape of a device kernel: blocks of `threads` threads
   /// (a multiple of 32) with `sharedBytes` of shared memory each.
   struct DeviceGrid {
-    Value *blocks;          ///< i64
-    Value *threads;         ///< i32
+    Value *blocks;  ///< i64
+    Value *threads; ///< i32
     int32_t sharedBytes = 0;
   };
   /// Threads per block of kernels that have no reason to pick another.
@@ -487,6 +487,12 @@ private:
   /// One thread per result element (no shared accumulators).
   bool deviceReduce(const Operation &op);
   bool deviceMatmul(const Operation &op);
+  /// An elementwise op whose stored operands all have the result's shape
+  /// (read at its flat index): deviceVectorElementwise lowers it.
+  bool vectorizableOnDevice(const Operation &op) const;
+  /// Four consecutive elements per thread and grid-stride step, 128-bit
+  /// loads and stores where every buffer is 16-byte aligned.
+  bool deviceVectorElementwise(const Operation &op);
   /// One loop: padding or the input element (the CPU fills, then copies).
   bool devicePad(const Operation &op);
 

@@ -346,10 +346,9 @@ public:
     const TargetCaps &c = plan.caps;
     std::string out = "plan @" + fn.name;
     out += std::string(" gemm-bt=") + (c.transposedGemmOperand ? "yes" : "no");
-    out += std::string(" row-groups=") +
-           (!c.rowGroups              ? "no"
-            : c.rowGroupsRecompute ? "recompute"
-                                   : "yes");
+    out += std::string(" row-groups=") + (!c.rowGroups           ? "no"
+                                          : c.rowGroupsRecompute ? "recompute"
+                                                                 : "yes");
     out += c.outlining ? " outline-above=" + std::to_string(c.outlineOpsAbove)
                        : std::string(" outline=no");
     out += std::string(" kernels=") + (c.launchesKernels ? "yes" : "no");

@@ -66,8 +66,7 @@ public:
   /// Lowers the row group \p g (KernelPlan.h) at the builder's position:
   /// the CPU loops over rows; a GPU launches one kernel with a block per
   /// row. False with Codegen's error set when the target cannot lower it.
-  virtual bool lowerRowGroup(backend::Codegen &cg,
-                             const RowGroup &g) const = 0;
+  virtual bool lowerRowGroup(backend::Codegen &cg, const RowGroup &g) const = 0;
 
   /// The host address of element 0 of \p v (item()): its buffer where the
   /// host can read it, else a host copy made at the builder's position

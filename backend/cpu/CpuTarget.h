@@ -25,8 +25,7 @@ public:
   /// The common lowering (Codegen::lowerOp).
   bool lowerOp(backend::Codegen &cg, const Operation &op) const override;
   /// The value's own buffer: host memory.
-  bool lowerRowGroup(backend::Codegen &cg,
-                     const RowGroup &g) const override;
+  bool lowerRowGroup(backend::Codegen &cg, const RowGroup &g) const override;
   llvm::Value *readToHost(backend::Codegen &cg, ValueId v) const override;
   /// Sequential loops, one per extent.
   void parallelLoop(backend::Codegen &cg,

@@ -82,6 +82,8 @@ bool Codegen::launchOnDevice(const Operation &op) {
   for (size_t i = 0; i < op.results.size(); ++i)
     allocateResult(op, i);
   Value *total = product(dims(fn.type(op.results[0])));
+  if (vectorizableOnDevice(op)) // four elements per thread
+    total = b.CreateSDiv(b.CreateAdd(total, b.getInt64(3)), b.getInt64(4));
   if (op.code == OpCode::IndexSelect) // every index is checked, too
     total = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, total,
                                     expr(fn.type(op.operands[1]).dims[0]));
@@ -236,6 +238,8 @@ bool Codegen::lowerDeviceOp(const Operation &op) {
   case OpCode::Argmax:
     return deviceLibraryOp(op);
   default:
+    if (vectorizableOnDevice(op))
+      return deviceVectorElementwise(op);
     return lowerOp(op);
   }
 }
@@ -410,6 +414,110 @@ bool Codegen::devicePad(const Operation &op) {
     store(t, dst, offset(idx, outStrides), v);
   });
   return true;
+}
+
+} // namespace tsl::backend
+
+namespace tsl::backend {
+
+bool Codegen::vectorizableOnDevice(const Operation &op) const {
+  if (!isElementwise(op.code) || op.results.size() != 1)
+    return false;
+  const TensorType &out = fn.type(op.results[0]);
+  if (out.rank() == 0)
+    return false;
+  std::vector<ValueId> read;
+  for (ValueId o : op.operands)
+    leaves(o, read);
+  // Every stored operand is read at the result's own flat index.
+  for (ValueId l : read)
+    if (fn.type(l).dims != out.dims)
+      return false;
+  return true;
+}
+
+bool Codegen::deviceVectorElementwise(const Operation &op) {
+  const TensorType &out = fn.type(op.results[0]);
+  Value *total = product(dims(out));
+  Value *dst = allocateResult(op);
+  std::vector<ValueId> read;
+  for (ValueId o : op.operands)
+    leaves(o, read);
+  // All operands are contiguous with the result's shape: one flat index.
+  std::map<ValueId, std::vector<Value *>> strides;
+  for (ValueId l : read)
+    strides[l] = {b.getInt64(1)};
+  std::vector<Value *> pointers{dst};
+  for (ValueId l : read)
+    pointers.push_back(bufs[l]);
+  bool ok = true;
+  auto result = [&](Value *i) -> Value * {
+    std::vector<Value *> vals;
+    for (ValueId v : op.operands)
+      vals.push_back(valueAt(v, {i}, strides));
+    Value *r = compute(op, vals);
+    if (!r)
+      ok = unsupported(opInfo(op.code).name);
+    return r;
+  };
+  auto element = [&](Value *i) {
+    if (Value *r = result(i))
+      store(out.dtype, dst, i, r);
+  };
+  auto stride = [&](Value *from, Value *to, Value *step,
+                    const std::function<void(Value *)> &body) {
+    llvm::BasicBlock *pre = b.GetInsertBlock();
+    auto *header = llvm::BasicBlock::Create(ctx, "vec", kernel);
+    auto *loop = llvm::BasicBlock::Create(ctx, "vecbody", kernel);
+    auto *exit = llvm::BasicBlock::Create(ctx, "vecdone", kernel);
+    b.CreateBr(header);
+    b.SetInsertPoint(header);
+    llvm::PHINode *i = b.CreatePHI(i64, 2);
+    i->addIncoming(from, pre);
+    b.CreateCondBr(b.CreateICmpSLT(i, to), loop, exit);
+    b.SetInsertPoint(loop);
+    body(i);
+    i->addIncoming(b.CreateAdd(i, step), b.GetInsertBlock());
+    b.CreateBr(header);
+    b.SetInsertPoint(exit);
+  };
+  // Four consecutive elements per thread and step: with every buffer
+  // 16-byte aligned, each thread's loads and stores merge into 128-bit
+  // ones (for f32) and a warp reads whole lines; otherwise (a view at an
+  // odd offset) one element per step.
+  Value *aligned = b.getTrue();
+  for (Value *p : pointers)
+    aligned = b.CreateAnd(
+        aligned,
+        b.CreateICmpEQ(b.CreateAnd(b.CreatePtrToInt(p, i64), b.getInt64(15)),
+                       b.getInt64(0)));
+  auto *vector = llvm::BasicBlock::Create(ctx, "aligned", kernel);
+  auto *scalar = llvm::BasicBlock::Create(ctx, "unaligned", kernel);
+  auto *done = llvm::BasicBlock::Create(ctx, "ewdone", kernel);
+  b.CreateCondBr(aligned, vector, scalar);
+  b.SetInsertPoint(vector);
+  const llvm::DataLayout &layout = mod->getDataLayout();
+  for (Value *p : pointers)
+    b.CreateAlignmentAssumption(layout, p, 16);
+  Value *quads = b.CreateSDiv(total, b.getInt64(4));
+  stride(deviceThread, quads, deviceThreads, [&](Value *q) {
+    // All loads before any store: the result may alias nothing, but LLVM
+    // cannot tell, and it merges only accesses it may reorder.
+    Value *r[4];
+    for (int64_t k = 0; k < 4 && ok; ++k)
+      r[k] = result(b.CreateAdd(b.CreateMul(q, b.getInt64(4)), b.getInt64(k)));
+    for (int64_t k = 0; k < 4 && ok; ++k)
+      store(out.dtype, dst,
+            b.CreateAdd(b.CreateMul(q, b.getInt64(4)), b.getInt64(k)), r[k]);
+  });
+  stride(b.CreateAdd(b.CreateMul(quads, b.getInt64(4)), deviceThread), total,
+         deviceThreads, element);
+  b.CreateBr(done);
+  b.SetInsertPoint(scalar);
+  stride(deviceThread, total, deviceThreads, element);
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  return ok;
 }
 
 } // namespace tsl::backend

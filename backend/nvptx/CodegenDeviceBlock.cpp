@@ -130,8 +130,8 @@ std::pair<Value *, Value *> Codegen::blockExclusiveScan(Value *count,
     Value *from = b.CreateSelect(b.CreateICmpUGE(lane, b.getInt64(d)),
                                  b.CreateSub(lane, b.getInt64(d)), lane);
     Value *y = gpuShuffleIdx(x, from);
-    x = b.CreateAdd(x, b.CreateSelect(b.CreateICmpUGE(lane, b.getInt64(d)),
-                                      y, b.getInt64(0)));
+    x = b.CreateAdd(x, b.CreateSelect(b.CreateICmpUGE(lane, b.getInt64(d)), y,
+                                      b.getInt64(0)));
   }
   Value *shared = b.CreateConstGEP1_64(b.getInt8Ty(), gpuShared(),
                                        static_cast<uint64_t>(sharedOffset));

@@ -52,25 +52,24 @@ bool Codegen::deviceCompaction(const Operation &op) {
   // Element i is selected (false past the end, where nothing is loaded).
   auto selected = [&](Value *i, Value *n) {
     Value *inside = b.CreateICmpSLT(i, n);
-    Value *v = load(st, bufs[selector],
-                    b.CreateSelect(inside, i, b.getInt64(0)));
-    Value *nz = st == DType::Bool ? v
-                : isFloat(st)
-                    ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
-                    : b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+    Value *v =
+        load(st, bufs[selector], b.CreateSelect(inside, i, b.getInt64(0)));
+    Value *nz =
+        st == DType::Bool ? v
+        : isFloat(st)
+            ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
+            : b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
     return b.CreateAnd(inside, nz);
   };
   // This thread's first element in \p tile, and how many it selects.
   auto mine = [&](Value *tile, Value *n) {
-    Value *base = b.CreateAdd(b.CreateMul(tile, b.getInt64(kTile)),
-                              b.CreateMul(gpuThreadIdx(),
-                                          b.getInt64(kItemsPerThread)));
+    Value *base =
+        b.CreateAdd(b.CreateMul(tile, b.getInt64(kTile)),
+                    b.CreateMul(gpuThreadIdx(), b.getInt64(kItemsPerThread)));
     Value *c = b.getInt64(0);
     for (int64_t k = 0; k < kItemsPerThread; ++k)
-      c = b.CreateAdd(c, b.CreateZExt(selected(b.CreateAdd(base,
-                                                           b.getInt64(k)),
-                                               n),
-                                      i64));
+      c = b.CreateAdd(
+          c, b.CreateZExt(selected(b.CreateAdd(base, b.getInt64(k)), n), i64));
     return std::make_pair(base, c);
   };
   // Host: the tile counts and the total in device memory.
@@ -79,8 +78,8 @@ bool Codegen::deviceCompaction(const Operation &op) {
       b.CreateSDiv(b.CreateAdd(n, b.getInt64(kTile - 1)), b.getInt64(kTile));
   Value *tileCounts = b.CreateCall(
       runtime(target.runtime().alloc, ptr, {ptr, i64}),
-      {ctxArg, b.CreateMul(b.CreateBinaryIntrinsic(llvm::Intrinsic::smax,
-                                                   tiles, b.getInt64(1)),
+      {ctxArg, b.CreateMul(b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, tiles,
+                                                   b.getInt64(1)),
                            b.getInt64(8))});
   failOpIf(b.CreateIsNull(tileCounts));
   Value *countWord = deviceWord();
@@ -93,10 +92,9 @@ bool Codegen::deviceCompaction(const Operation &op) {
         Value *count = b.CreateSDiv(b.CreateAdd(len, b.getInt64(kTile - 1)),
                                     b.getInt64(kTile));
         blockStrideLoop(count, [&](Value *tile) {
-          Value *total = blockReduce(mine(tile, len).second, b.getInt64(0),
-                                     [&](Value *p, Value *q) {
-                                       return b.CreateAdd(p, q);
-                                     });
+          Value *total = blockReduce(
+              mine(tile, len).second, b.getInt64(0),
+              [&](Value *p, Value *q) { return b.CreateAdd(p, q); });
           auto *write = llvm::BasicBlock::Create(ctx, "tilecount", kernel);
           auto *done = llvm::BasicBlock::Create(ctx, "tilecounted", kernel);
           b.CreateCondBr(b.CreateICmpEQ(gpuThreadIdx(), b.getInt64(0)), write,
@@ -132,9 +130,9 @@ bool Codegen::deviceCompaction(const Operation &op) {
         b.SetInsertPoint(others);
         b.CreateRetVoid();
         b.SetInsertPoint(work);
-        Value *chunks = b.CreateSDiv(
-            b.CreateAdd(count, b.getInt64(kScanBlock - 1)),
-            b.getInt64(kScanBlock));
+        Value *chunks =
+            b.CreateSDiv(b.CreateAdd(count, b.getInt64(kScanBlock - 1)),
+                         b.getInt64(kScanBlock));
         ++loopNesting; // every thread walks the chunks
         loops({chunks}, [&](const std::vector<Value *> &c) {
           Value *i = b.CreateAdd(b.CreateMul(c[0], b.getInt64(kScanBlock)),
@@ -142,8 +140,8 @@ bool Codegen::deviceCompaction(const Operation &op) {
           Value *inside = b.CreateICmpSLT(i, count);
           Value *at = b.CreateGEP(i64, counts,
                                   b.CreateSelect(inside, i, b.getInt64(0)));
-          Value *v = b.CreateSelect(inside, b.CreateLoad(i64, at),
-                                    b.getInt64(0));
+          Value *v =
+              b.CreateSelect(inside, b.CreateLoad(i64, at), b.getInt64(0));
           auto [excl, total] = blockExclusiveScan(v);
           Value *base = b.CreateLoad(i64, carry);
           auto *write = llvm::BasicBlock::Create(ctx, "offset", kernel);

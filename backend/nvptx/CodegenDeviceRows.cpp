@@ -14,8 +14,8 @@ namespace tsl::backend {
 Value *Codegen::rowThreads(Value *n) {
   // About four elements per thread, whole warps, 32 to 1024 threads.
   Value *perThread = b.CreateSDiv(b.CreateAdd(n, b.getInt64(3)), b.getInt64(4));
-  Value *warps = b.CreateSDiv(b.CreateAdd(perThread, b.getInt64(31)),
-                              b.getInt64(32));
+  Value *warps =
+      b.CreateSDiv(b.CreateAdd(perThread, b.getInt64(31)), b.getInt64(32));
   warps = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, warps, b.getInt64(1));
   warps = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, warps, b.getInt64(32));
   return b.CreateTrunc(b.CreateMul(warps, b.getInt64(32)), i32);
@@ -118,8 +118,7 @@ bool Codegen::launchRowGroup(const RowGroup &g) {
         std::map<ValueId, Value *> rowBase;
         for (ValueId v : used)
           if (bufs[v] && fn.type(v).rank() == g.lead.size() + 1 &&
-              std::equal(g.lead.begin(), g.lead.end(),
-                         fn.type(v).dims.begin()))
+              std::equal(g.lead.begin(), g.lead.end(), fn.type(v).dims.begin()))
             rowBase[v] = bufs[v];
         llvm::BasicBlock *pre = b.GetInsertBlock();
         auto *header = llvm::BasicBlock::Create(ctx, "rows", kernel);

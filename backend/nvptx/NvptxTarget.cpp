@@ -9,8 +9,8 @@ namespace tsl {
 TargetCaps NvptxTarget::caps() const {
   TargetCaps caps;
   caps.transposedGemmOperand = false; // device matmuls read B as stored
-  caps.rowGroupsRecompute = true; // a block per row, nothing shared
-  caps.outlining = false; // each op is its own kernel already
+  caps.rowGroupsRecompute = true;     // a block per row, nothing shared
+  caps.outlining = false;             // each op is its own kernel already
   caps.launchesKernels = true;
   return caps;
 }

@@ -32,8 +32,7 @@ public:
   /// Waits for the kernels' status word when one of them can fail.
   void lowerCallEnd(backend::Codegen &cg) const override;
   /// A host copy of element 0 (tsl_rt_dev_read into a stack slot).
-  bool lowerRowGroup(backend::Codegen &cg,
-                     const RowGroup &g) const override;
+  bool lowerRowGroup(backend::Codegen &cg, const RowGroup &g) const override;
   llvm::Value *readToHost(backend::Codegen &cg, ValueId v) const override;
   /// In a device kernel, one grid-stride loop over the flattened extents;
   /// in host code, sequential loops.
