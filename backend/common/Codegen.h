@@ -437,6 +437,14 @@ private:
   Value *gpuShuffleXor(Value *v, int32_t laneMask);
   /// The block's dynamic shared memory.
   Value *gpuShared();
+  /// The (value, index) pair of the block's threads that \p first picks
+  /// (first(av, ai, bv, bi): whether pair a wins over pair b; it must be a
+  /// total order, duplicates allowed), every thread getting it. Shared
+  /// memory: 32 8-byte values, then 32 indices. Every thread of the block
+  /// must call it.
+  std::pair<Value *, Value *> blockArgReduce(
+      Value *value, Value *index,
+      const std::function<Value *(Value *, Value *, Value *, Value *)> &first);
   /// __shfl_sync of i64 \p v from lane \p srcLane (i64) of the warp.
   Value *gpuShuffleIdx(Value *v, Value *srcLane);
   /// for (i = blockIdx; i < count; i += gridDim) body(i): work items a
@@ -468,6 +476,9 @@ private:
   /// argmax: one thread per result element; the first maximum, a NaN once
   /// seen.
   bool deviceArgmax(const Operation &op);
+  /// argmax over the last axis or the whole tensor: a block per row
+  /// (blockArgReduce), the library's order.
+  bool launchArgmaxRows(const Operation &op);
   /// index_select: every index checked (also with no result elements),
   /// then one thread per result element.
   bool deviceIndexSelect(const Operation &op);

@@ -72,6 +72,9 @@ bool Codegen::launchOnDevice(const Operation &op) {
                             : expr(in.dims[static_cast<size_t>(axes[0])]);
     failMessageIf(b.CreateICmpEQ(n, b.getInt64(0)),
                   "argmax over an empty axis");
+    if (axes.empty() ||
+        axes[0] == static_cast<int64_t>(in.rank()) - 1) // rows: cooperative
+      return launchArgmaxRows(op);
     break;
   }
   default:

@@ -107,6 +107,47 @@ Codegen::blockReduce(Value *partial, Value *identity,
   return total;
 }
 
+std::pair<Value *, Value *> Codegen::blockArgReduce(
+    Value *value, Value *index,
+    const std::function<Value *(Value *, Value *, Value *, Value *)> &first) {
+  llvm::Type *vt = value->getType();
+  auto pick = [&](Value *&v, Value *&i, Value *ov, Value *oi) {
+    Value *keep = first(v, i, ov, oi);
+    v = b.CreateSelect(keep, v, ov);
+    i = b.CreateSelect(keep, i, oi);
+  };
+  auto warpReduce = [&](Value *&v, Value *&i) {
+    for (int32_t mask = 16; mask >= 1; mask /= 2)
+      pick(v, i, gpuShuffleXor(v, mask), gpuShuffleXor(i, mask));
+  };
+  Value *v = value, *i = index;
+  warpReduce(v, i);
+  Value *tid = gpuThreadIdx();
+  Value *lane = b.CreateAnd(tid, b.getInt64(31));
+  Value *warp = b.CreateLShr(tid, b.getInt64(5));
+  Value *warps = b.CreateLShr(gpuBlockDim(), b.getInt64(5));
+  // 32 values (8-byte slots), then 32 indices.
+  Value *values = gpuShared();
+  Value *indices = b.CreateConstGEP1_64(b.getInt8Ty(), values, 32 * 8);
+  auto *write = llvm::BasicBlock::Create(ctx, "argout", kernel);
+  auto *joined = llvm::BasicBlock::Create(ctx, "argjoin", kernel);
+  b.CreateCondBr(b.CreateICmpEQ(lane, b.getInt64(0)), write, joined);
+  b.SetInsertPoint(write);
+  b.CreateStore(v, b.CreateGEP(i64, values, warp)); // 8-byte slots
+  b.CreateStore(i, b.CreateGEP(i64, indices, warp));
+  b.CreateBr(joined);
+  b.SetInsertPoint(joined);
+  gpuBarrier();
+  // Lanes past the warp count repeat slot 0: a duplicate changes no pick.
+  Value *slot = b.CreateSelect(b.CreateICmpULT(lane, warps), lane,
+                               b.getInt64(0));
+  Value *sv = b.CreateLoad(vt, b.CreateGEP(i64, values, slot));
+  Value *si = b.CreateLoad(i64, b.CreateGEP(i64, indices, slot));
+  warpReduce(sv, si);
+  gpuBarrier();
+  return {sv, si};
+}
+
 Value *Codegen::gpuShuffleIdx(Value *v, Value *srcLane) {
   auto *type = llvm::FunctionType::get(i32, {i32, i32}, false);
   llvm::FunctionCallee shfl = primitive(*mod, "tsl_gpu_shfl_idx", type, true);

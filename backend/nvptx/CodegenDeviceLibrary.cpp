@@ -88,6 +88,99 @@ bool Codegen::deviceArgmax(const Operation &op) {
   return true;
 }
 
+bool Codegen::launchArgmaxRows(const Operation &op) {
+  ValueId x = op.operands[0];
+  const TensorType &in = fn.type(x);
+  DType t = in.dtype;
+  allocateResult(op);
+  // Rows of n elements: the last axis, or the whole tensor as one row.
+  std::vector<Value *> shape = dims(in);
+  bool whole = op.intsAttr("axes").empty();
+  Value *n = whole ? product(shape) : shape.back();
+  Value *rows = whole ? b.getInt64(1) : b.CreateSDiv(product(shape), n);
+  rows = b.CreateSelect(b.CreateICmpEQ(n, b.getInt64(0)), b.getInt64(0), rows);
+  std::vector<ValueId> slots;
+  int32_t k = emitDeviceKernel(
+      {x, op.results[0]},
+      [&] {
+        cooperative = true;
+        std::vector<Value *> sh = dims(in);
+        Value *len = whole ? product(sh) : sh.back();
+        Value *count = whole ? b.getInt64(1) : b.CreateSDiv(product(sh), len);
+        Value *tid = gpuThreadIdx(), *step = gpuBlockDim();
+        // a beats b: the library's order (a NaN once seen; else the larger
+        // value; ties and NaN pairs keep the earlier index).
+        auto beats = [&](Value *av, Value *ai, Value *bv, Value *bi) {
+          Value *earlier = b.CreateICmpSLT(ai, bi);
+          if (!isFloat(t)) {
+            Value *ax = t == DType::Bool ? b.CreateZExt(av, i64) : av;
+            Value *bx = t == DType::Bool ? b.CreateZExt(bv, i64) : bv;
+            return b.CreateOr(b.CreateICmpSGT(ax, bx),
+                              b.CreateAnd(b.CreateICmpEQ(ax, bx), earlier));
+          }
+          Value *aNan = b.CreateFCmpUNO(av, av), *bNan = b.CreateFCmpUNO(bv, bv);
+          Value *plain = b.CreateOr(b.CreateFCmpOGT(av, bv),
+                                    b.CreateAnd(b.CreateFCmpOEQ(av, bv), earlier));
+          return b.CreateSelect(
+              aNan, b.CreateOr(b.CreateNot(bNan), earlier),
+              b.CreateAnd(b.CreateNot(bNan), plain));
+        };
+        blockStrideLoop(count, [&](Value *row) {
+          Value *base = b.CreateMul(row, len);
+          // This thread's best of elements tid, tid + blockDim, ...
+          llvm::BasicBlock *pre = b.GetInsertBlock();
+          auto *header = llvm::BasicBlock::Create(ctx, "argmax", kernel);
+          auto *body = llvm::BasicBlock::Create(ctx, "argmaxbody", kernel);
+          auto *exit = llvm::BasicBlock::Create(ctx, "argmaxdone", kernel);
+          llvm::Type *vt = computeType(t);
+          Value *none = b.getInt64(INT64_MAX); // loses to everything
+          Value *first = load(t, bufs[x], base); // any value: its index loses
+          b.CreateBr(header);
+          b.SetInsertPoint(header);
+          llvm::PHINode *j = b.CreatePHI(i64, 2);
+          llvm::PHINode *bv = b.CreatePHI(vt, 2);
+          llvm::PHINode *bi = b.CreatePHI(i64, 2);
+          j->addIncoming(tid, pre);
+          bv->addIncoming(first, pre);
+          bi->addIncoming(none, pre);
+          b.CreateCondBr(b.CreateICmpSLT(j, len), body, exit);
+          b.SetInsertPoint(body);
+          Value *v = load(t, bufs[x], b.CreateAdd(base, j));
+          Value *take = b.CreateOr(b.CreateICmpEQ(bi, none),
+                                   beats(v, j, bv, bi));
+          Value *nv = b.CreateSelect(take, v, bv);
+          Value *ni = b.CreateSelect(take, j, bi);
+          j->addIncoming(b.CreateAdd(j, step), b.GetInsertBlock());
+          bv->addIncoming(nv, b.GetInsertBlock());
+          bi->addIncoming(ni, b.GetInsertBlock());
+          b.CreateBr(header);
+          b.SetInsertPoint(exit);
+          auto [value, index] = blockArgReduce(bv, bi, [&](Value *av, Value *ai,
+                                                           Value *cv, Value *ci) {
+            // An empty partial (index none) loses to any other.
+            return b.CreateOr(b.CreateICmpEQ(ci, none),
+                              b.CreateAnd(b.CreateICmpNE(ai, none),
+                                          beats(av, ai, cv, ci)));
+          });
+          (void)value;
+          auto *write = llvm::BasicBlock::Create(ctx, "argmaxout", kernel);
+          auto *done = llvm::BasicBlock::Create(ctx, "argmaxstored", kernel);
+          b.CreateCondBr(b.CreateICmpEQ(tid, b.getInt64(0)), write, done);
+          b.SetInsertPoint(write);
+          store(DType::I64, bufs[op.results[0]], row, index);
+          b.CreateBr(done);
+          b.SetInsertPoint(done);
+        });
+        cooperative = false;
+        return true;
+      },
+      slots);
+  if (k < 0)
+    return false;
+  emitLaunch(k, slots, {rows, rowThreads(n), 32 * 16});
+  return true;
+}
+
 bool Codegen::deviceIndexSelect(const Operation &op) {
   ValueId x = op.operands[0];
   const TensorType &in = fn.type(x);
