@@ -120,9 +120,9 @@ private:
   static bool create(Fiber &f) {
     size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     f.mappingBytes = kStackBytes + page;
-    void *p = mmap(nullptr, f.mappingBytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1,
-                   0);
+    void *p =
+        mmap(nullptr, f.mappingBytes, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
     if (p == MAP_FAILED)
       return false;
     f.mapping = p;
@@ -186,9 +186,7 @@ struct Scheduler {
   size_t hostStackBytes = 0;
   std::string error;
 
-  void push(int32_t t) {
-    ring[(head + queued++) % ring.size()] = t;
-  }
+  void push(int32_t t) { ring[(head + queued++) % ring.size()] = t; }
   int32_t pop() {
     int32_t t = ring[head];
     head = (head + 1) % ring.size();
@@ -418,8 +416,8 @@ bool emulateLaunch(EmulatedKernel kernel, void *args,
   s.kernel = kernel;
   s.args = args;
   s.threads = launch.threadsPerBlock;
-  s.blocks = static_cast<int32_t>(
-      std::min<int64_t>(launch.blocks, kEmulatedBlocks));
+  s.blocks =
+      static_cast<int32_t>(std::min<int64_t>(launch.blocks, kEmulatedBlocks));
   s.sharedBytes = launch.sharedBytes;
   s.shared.reset(static_cast<std::byte *>(
       ::operator new(static_cast<size_t>(launch.sharedBytes),

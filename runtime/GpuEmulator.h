@@ -3,10 +3,11 @@
 /// with the semantics of a CUDA launch that generated kernels rely on —
 /// blocks of threads that share memory, meet at barriers and shuffle values
 /// within warps (runtime/DevicePrimitives.def). Each thread of a block is a
-/// fiber (ucontext) on a 64 KiB stack with a guard page; the fibers run one
-/// at a time, round-robin in a fixed order, switching only inside a
-/// primitive that waits (barrier, shuffle) or when the kernel returns, so a
-/// launch is deterministic. No compiler, no LLVM inside.
+/// fiber (ucontext) on a 64 KiB stack (256 KiB under ASan or TSan) with a
+/// guard page below it; the fibers run one at a time, round-robin in a
+/// fixed order, switching only inside a primitive that waits (barrier,
+/// shuffle) or when the kernel returns, so a launch is deterministic. No
+/// compiler, no LLVM inside.
 ///
 /// Semantics of emulateLaunch:
 /// - Grid: generated kernels are correct for any grid of >= 1 blocks (they

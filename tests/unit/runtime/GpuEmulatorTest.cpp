@@ -411,11 +411,11 @@ TEST(GpuEmulator, PrimitivesByName) {
     names.push_back(table[i].name);
     EXPECT_NE(table[i].address, nullptr);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{
-                       "tsl_gpu_thread_idx", "tsl_gpu_block_idx",
-                       "tsl_gpu_block_dim", "tsl_gpu_grid_dim",
-                       "tsl_gpu_barrier", "tsl_gpu_shfl_xor",
-                       "tsl_gpu_shfl_idx", "tsl_gpu_shared"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"tsl_gpu_thread_idx", "tsl_gpu_block_idx",
+                                      "tsl_gpu_block_dim", "tsl_gpu_grid_dim",
+                                      "tsl_gpu_barrier", "tsl_gpu_shfl_xor",
+                                      "tsl_gpu_shfl_idx", "tsl_gpu_shared"}));
   EXPECT_EQ(table[0].address, reinterpret_cast<void *>(&tsl_gpu_thread_idx));
   EXPECT_EQ(table[7].address, reinterpret_cast<void *>(&tsl_gpu_shared));
 }
