@@ -88,14 +88,16 @@ int64_t runBlockSum(const std::vector<int32_t> &in, int64_t blocks,
 } // namespace
 
 TEST(GpuEmulator, BlockSumThroughSharedMemory) {
+  struct Case {
+    int64_t n, blocks;
+  };
   for (int32_t threads : {256, 1024})
-    for (int64_t n : {int64_t(0), int64_t(1), int64_t(threads - 1),
-                      int64_t(threads), int64_t(10007)})
-      for (int64_t blocks : {1, 2, 5}) {
-        auto in = iota(n, threads);
-        EXPECT_EQ(runBlockSum(in, blocks, threads), reference(in))
-            << threads << " threads, n=" << n << ", blocks=" << blocks;
-      }
+    for (Case c : {Case{0, 1}, Case{1, 2}, Case{threads - 1, 1},
+                   Case{threads, 2}, Case{10007, 5}}) {
+      auto in = iota(c.n, threads);
+      EXPECT_EQ(runBlockSum(in, c.blocks, threads), reference(in))
+          << threads << " threads, n=" << c.n << ", blocks=" << c.blocks;
+    }
 }
 
 namespace {
