@@ -32,9 +32,17 @@
 /// - A kernel overflowing its fiber stack hits the guard page (SIGSEGV),
 ///   as a stack overflow on the host would. Kernels may call libm.
 /// - Several host threads may emulate launches at once: every scheduler
-///   state is thread_local (each host thread keeps its own pool of fiber
-///   stacks, reused across its launches and freed when it exits). A
-///   launch from inside an emulated kernel is an error.
+///   state is thread_local (each host thread keeps its own pool of fibers,
+///   as many as its largest block: up to 1024 stacks, about 70 MiB of
+///   address space of which a page or two each is touched, reused across
+///   its launches and freed when it exits). A launch from inside an
+///   emulated kernel is an error.
+/// - Speed: a block of 1024 threads meeting at 8 barriers takes about 7 ms
+///   (each switch is a glibc swapcontext, one sigprocmask syscall); the
+///   first launch of a host thread also creates its fibers (about 17 ms
+///   for 1024). Under TSan each fiber is a TSan thread, and every switch
+///   synchronizes them: about 20x slower, and TSan's limit on live threads
+///   counts every pooled fiber.
 /// - Sanitizers: fiber switches are annotated for ASan and TSan.
 
 #include <cstddef>
