@@ -1,53 +1,529 @@
-// TEMPORARY sequential stand-in (no barriers).
+// The GPU emulator: each thread of a block is a fiber (ucontext), the host
+// thread is the scheduler. A fiber runs until it waits in a primitive
+// (barrier, shuffle) or its kernel returns, then switches back to the
+// scheduler, which decides from the threads' states what can run next (or
+// that nothing ever can: a deadlock error). Fibers are pooled per host
+// thread: each loops forever running the kernel of whichever thread it is
+// given, so a launch neither creates contexts nor maps stacks once the pool
+// is large enough.
 #include "runtime/GpuEmulator.h"
 
 #include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <iterator>
+#include <memory>
+#include <new>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
 #include <vector>
 
-namespace {
-thread_local int32_t tid = 0, bid = 0, bdim = 1, gdim = 1;
-thread_local std::vector<char> shared;
-} // namespace
+#if defined(__SANITIZE_ADDRESS__)
+#define TSL_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TSL_EMU_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define TSL_EMU_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TSL_EMU_TSAN 1
+#endif
+#endif
+
+#ifdef TSL_EMU_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+#ifdef TSL_EMU_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
 
 namespace tsl::rt {
-bool emulateLaunch(EmulatedKernel kernel, void *args,
-                   const EmulatedLaunch &launch, std::string &error) {
-  if (launch.blocks <= 0)
-    return true;
-  if (launch.threadsPerBlock <= 0 || launch.threadsPerBlock > 1024 ||
-      launch.threadsPerBlock % 32) {
-    error = "emulator: bad block size";
+namespace {
+
+constexpr int32_t kWarpSize = 32;
+constexpr int32_t kMaxThreads = 1024;
+#if defined(TSL_EMU_ASAN) || defined(TSL_EMU_TSAN)
+constexpr size_t kStackBytes = 256 * 1024; // instrumented frames are larger
+#else
+constexpr size_t kStackBytes = 64 * 1024;
+#endif
+
+[[noreturn]] void fiberMain();
+
+/// One pooled fiber: its context and its stack (a guard page below).
+struct Fiber {
+  ucontext_t context;
+  void *mapping = nullptr; ///< guard page + stack
+  size_t mappingBytes = 0;
+  char *stack = nullptr; ///< lowest usable address
+  void *tsan = nullptr;  ///< TSan's fiber state
+};
+
+/// (Re)starts \p f at the top of fiberMain.
+bool startFiber(Fiber &f) {
+  if (getcontext(&f.context) != 0)
     return false;
-  }
-  gdim = static_cast<int32_t>(std::min<int64_t>(launch.blocks, 3));
-  bdim = launch.threadsPerBlock;
-  shared.assign(static_cast<size_t>(launch.sharedBytes) + 16, '\xa5');
-  for (bid = 0; bid < gdim; ++bid)
-    for (tid = 0; tid < bdim; ++tid)
-      kernel(args);
-  tid = bid = 0;
-  bdim = gdim = 1;
+  f.context.uc_stack.ss_sp = f.stack;
+  f.context.uc_stack.ss_size = kStackBytes;
+  f.context.uc_link = nullptr;
+  makecontext(&f.context, fiberMain, 0);
   return true;
 }
+
+/// The fibers of one host thread, reused across its launches.
+class FiberPool {
+public:
+  FiberPool() = default;
+  FiberPool(const FiberPool &) = delete;
+  FiberPool &operator=(const FiberPool &) = delete;
+  ~FiberPool() {
+    for (auto &f : fibers_)
+      release(*f);
+  }
+
+  /// At least \p n fibers, each idle (at the top of fiberMain's loop).
+  bool reserve(size_t n, std::string &error) {
+    while (fibers_.size() < n) {
+      auto f = std::make_unique<Fiber>();
+      if (!create(*f)) {
+        error = "emulator: out of memory for fiber stacks";
+        return false;
+      }
+      fibers_.push_back(std::move(f));
+    }
+    return true;
+  }
+  Fiber &operator[](size_t i) { return *fibers_[i]; }
+
+  /// Makes fiber \p i idle again after it was abandoned inside a kernel.
+  void reset(size_t i) {
+    Fiber &f = *fibers_[i];
+#ifdef TSL_EMU_ASAN
+    // Frames that never returned left their redzones poisoned.
+    ASAN_UNPOISON_MEMORY_REGION(f.stack, kStackBytes);
+#endif
+#ifdef TSL_EMU_TSAN
+    // Its shadow call stack still holds the abandoned frames.
+    __tsan_destroy_fiber(f.tsan);
+    f.tsan = __tsan_create_fiber(0);
+#endif
+    startFiber(f); // cannot fail: getcontext failed before, not now
+  }
+
+private:
+  static bool create(Fiber &f) {
+    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    f.mappingBytes = kStackBytes + page;
+    void *p =
+        mmap(nullptr, f.mappingBytes, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (p == MAP_FAILED)
+      return false;
+    f.mapping = p;
+    f.stack = static_cast<char *>(p) + page;
+    if (mprotect(p, page, PROT_NONE) != 0 || !startFiber(f)) {
+      munmap(p, f.mappingBytes);
+      f.mapping = nullptr;
+      return false;
+    }
+#ifdef TSL_EMU_TSAN
+    f.tsan = __tsan_create_fiber(0);
+#endif
+    return true;
+  }
+  static void release(Fiber &f) {
+#ifdef TSL_EMU_TSAN
+    if (f.tsan)
+      __tsan_destroy_fiber(f.tsan);
+#endif
+    if (f.mapping)
+      munmap(f.mapping, f.mappingBytes);
+  }
+
+  std::vector<std::unique_ptr<Fiber>> fibers_;
+};
+
+thread_local FiberPool pool;
+
+enum class Wait : uint8_t { Ready, Barrier, Shuffle, Done };
+enum class ShuffleKind : uint8_t { Xor, Idx };
+
+/// One emulated thread of the running block.
+struct Thread {
+  Wait wait = Wait::Ready;
+  bool inKernel = false; ///< started and not returned: its fiber is busy
+  ShuffleKind kind = ShuffleKind::Xor;
+  int32_t value = 0, operand = 0, result = 0; ///< shuffle in, out
+};
+
+struct AlignedFree {
+  void operator()(std::byte *p) const {
+    ::operator delete(p, std::align_val_t(16));
+  }
+};
+
+/// The state of one launch on one host thread (`active` while it runs).
+struct Scheduler {
+  EmulatedKernel kernel = nullptr;
+  void *args = nullptr;
+  int32_t threads = 0, blocks = 0, block = 0, sharedBytes = 0;
+  std::unique_ptr<std::byte, AlignedFree> shared;
+  std::vector<Thread> state;
+  std::vector<int32_t> ring; ///< runnable threads, FIFO
+  size_t head = 0, queued = 0;
+  std::vector<int32_t> shuffling; ///< per warp: lanes waiting at a shuffle
+  int32_t atBarrier = 0, done = 0, firstDone = -1;
+  int32_t current = -1; ///< the thread whose fiber runs, else -1
+  ucontext_t host;
+  void *hostTsan = nullptr;
+  const void *hostStack = nullptr; ///< for ASan
+  size_t hostStackBytes = 0;
+  std::string error;
+
+  void push(int32_t t) { ring[(head + queued++) % ring.size()] = t; }
+  int32_t pop() {
+    int32_t t = ring[head];
+    head = (head + 1) % ring.size();
+    --queued;
+    return t;
+  }
+};
+
+thread_local Scheduler *active = nullptr;
+
+/// Switches from the running fiber back to the scheduler; returns when the
+/// scheduler resumes this fiber (possibly in a later launch).
+void yieldToHost(Scheduler &s, Fiber &f) {
+#ifdef TSL_EMU_ASAN
+  void *fake = nullptr;
+  __sanitizer_start_switch_fiber(&fake, s.hostStack, s.hostStackBytes);
+#endif
+#ifdef TSL_EMU_TSAN
+  __tsan_switch_to_fiber(s.hostTsan, 0);
+#endif
+  swapcontext(&f.context, &s.host);
+#ifdef TSL_EMU_ASAN
+  Scheduler &now = *active;
+  __sanitizer_finish_switch_fiber(fake, &now.hostStack, &now.hostStackBytes);
+#endif
+}
+
+/// Runs thread \p t's fiber until it waits or returns.
+void resume(Scheduler &s, int32_t t) {
+  Fiber &f = pool[static_cast<size_t>(t)];
+  s.current = t;
+#ifdef TSL_EMU_ASAN
+  void *fake = nullptr;
+  __sanitizer_start_switch_fiber(&fake, f.stack, kStackBytes);
+#endif
+#ifdef TSL_EMU_TSAN
+  __tsan_switch_to_fiber(f.tsan, 0);
+#endif
+  swapcontext(&s.host, &f.context);
+#ifdef TSL_EMU_ASAN
+  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+  s.current = -1;
+}
+
+/// The body of every fiber: runs the kernel for the thread it is resumed
+/// as, reports the return, and waits to be given the next thread.
+[[noreturn]] void fiberMain() {
+#ifdef TSL_EMU_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &active->hostStack,
+                                  &active->hostStackBytes);
+#endif
+  for (;;) {
+    Scheduler &s = *active;
+    s.kernel(s.args);
+    int32_t t = s.current;
+    s.state[static_cast<size_t>(t)].wait = Wait::Done;
+    yieldToHost(s, pool[static_cast<size_t>(t)]);
+  }
+}
+
+__attribute__((format(printf, 2, 3))) bool fail(Scheduler &s, const char *fmt,
+                                                ...) {
+  char buffer[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buffer, sizeof buffer, fmt, ap);
+  va_end(ap);
+  s.error = buffer;
+  return false;
+}
+
+/// All 32 lanes of \p warp wait at a shuffle: each gets its source lane's
+/// value and becomes runnable (in lane order).
+bool exchange(Scheduler &s, int32_t warp) {
+  Thread *lanes = &s.state[static_cast<size_t>(warp * kWarpSize)];
+  for (int32_t l = 1; l < kWarpSize; ++l)
+    if (lanes[l].kind != lanes[0].kind)
+      return fail(s,
+                  "emulator: divergent shuffle: in warp %d of block %d, "
+                  "lane 0 calls tsl_gpu_shfl_%s and lane %d tsl_gpu_shfl_%s",
+                  warp, s.block,
+                  lanes[0].kind == ShuffleKind::Xor ? "xor" : "idx", l,
+                  lanes[l].kind == ShuffleKind::Xor ? "xor" : "idx");
+  for (int32_t l = 0; l < kWarpSize; ++l) {
+    // Unsigned: a mask or source outside 0..31 falls outside the warp.
+    uint32_t src = lanes[l].kind == ShuffleKind::Xor
+                       ? static_cast<uint32_t>(l ^ lanes[l].operand)
+                       : static_cast<uint32_t>(lanes[l].operand & 31);
+    lanes[l].result = src < kWarpSize ? lanes[src].value : lanes[l].value;
+  }
+  for (int32_t l = 0; l < kWarpSize; ++l) {
+    lanes[l].wait = Wait::Ready;
+    s.push(warp * kWarpSize + l);
+  }
+  s.shuffling[static_cast<size_t>(warp)] = 0;
+  return true;
+}
+
+/// Thread \p t's fiber switched back: records why and wakes whom that
+/// releases. False with s.error on a deadlock.
+bool arrive(Scheduler &s, int32_t t) {
+  Thread &me = s.state[static_cast<size_t>(t)];
+  int32_t warp = t / kWarpSize;
+  int32_t shuffling = s.shuffling[static_cast<size_t>(warp)];
+  switch (me.wait) {
+  case Wait::Done:
+    me.inKernel = false;
+    ++s.done;
+    if (s.firstDone < 0)
+      s.firstDone = t;
+    if (s.atBarrier > 0)
+      return fail(s,
+                  "emulator: deadlock: thread %d of block %d returned while "
+                  "%d threads wait at a barrier",
+                  t, s.block, s.atBarrier);
+    if (shuffling > 0)
+      return fail(s,
+                  "emulator: deadlock: thread %d of block %d returned while "
+                  "%d lanes of its warp wait at a shuffle",
+                  t, s.block, shuffling);
+    return true;
+  case Wait::Barrier:
+    if (shuffling > 0)
+      return fail(s,
+                  "emulator: deadlock: thread %d of block %d waits at a "
+                  "barrier while %d lanes of its warp wait at a shuffle",
+                  t, s.block, shuffling);
+    if (s.firstDone >= 0)
+      return fail(s,
+                  "emulator: deadlock: thread %d of block %d waits at a "
+                  "barrier that thread %d never reaches (it returned)",
+                  t, s.block, s.firstDone);
+    if (++s.atBarrier == s.threads) {
+      s.atBarrier = 0;
+      for (int32_t i = 0; i < s.threads; ++i) {
+        s.state[static_cast<size_t>(i)].wait = Wait::Ready;
+        s.push(i);
+      }
+    }
+    return true;
+  case Wait::Shuffle:
+    for (int32_t l = warp * kWarpSize; l < (warp + 1) * kWarpSize; ++l) {
+      Wait other = s.state[static_cast<size_t>(l)].wait;
+      if (other == Wait::Barrier || other == Wait::Done)
+        return fail(s,
+                    "emulator: deadlock: thread %d of block %d waits at a "
+                    "shuffle while thread %d of its warp %s",
+                    t, s.block, l,
+                    other == Wait::Done ? "has returned"
+                                        : "waits at a barrier");
+    }
+    if (++s.shuffling[static_cast<size_t>(warp)] == kWarpSize)
+      return exchange(s, warp);
+    return true;
+  case Wait::Ready:
+    break;
+  }
+  return fail(s, "emulator: internal error: thread %d switched back ready", t);
+}
+
+/// Runs block \p block to completion; false with s.error.
+bool runBlock(Scheduler &s, int32_t block) {
+  s.block = block;
+  std::memset(s.shared.get(), kSharedGarbage,
+              static_cast<size_t>(s.sharedBytes));
+  s.head = s.queued = 0;
+  for (int32_t t = 0; t < s.threads; ++t) {
+    s.state[static_cast<size_t>(t)] = Thread();
+    s.push(t);
+  }
+  std::fill(s.shuffling.begin(), s.shuffling.end(), 0);
+  s.atBarrier = s.done = 0;
+  s.firstDone = -1;
+  while (s.queued > 0) {
+    int32_t t = s.pop();
+    s.state[static_cast<size_t>(t)].inKernel = true;
+    resume(s, t);
+    if (!arrive(s, t))
+      return false;
+  }
+  if (s.done != s.threads) // unreachable: arrive() reports every deadlock
+    return fail(s,
+                "emulator: deadlock: in block %d no thread can proceed (%d "
+                "of %d returned)",
+                block, s.done, s.threads);
+  return true;
+}
+
+bool check(const EmulatedLaunch &launch, EmulatedKernel kernel,
+           std::string &error) {
+  int32_t n = launch.threadsPerBlock;
+  if (n < kWarpSize || n > kMaxThreads || n % kWarpSize != 0) {
+    error = "emulator: " + std::to_string(n) +
+            " threads per block: must be a multiple of 32 in 32..1024";
+    return false;
+  }
+  if (launch.sharedBytes < 0 || launch.sharedBytes > kMaxSharedBytes) {
+    error = "emulator: " + std::to_string(launch.sharedBytes) +
+            " bytes of shared memory: must be in 0.." +
+            std::to_string(kMaxSharedBytes);
+    return false;
+  }
+  if (!kernel) {
+    error = "emulator: no kernel";
+    return false;
+  }
+  if (active) {
+    error = "emulator: a launch from inside an emulated kernel";
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+bool emulateLaunch(EmulatedKernel kernel, void *args,
+                   const EmulatedLaunch &launch, std::string &error) {
+  if (!check(launch, kernel, error))
+    return false;
+  if (launch.blocks <= 0)
+    return true;
+  auto threads = static_cast<size_t>(launch.threadsPerBlock);
+  if (!pool.reserve(threads, error))
+    return false;
+  Scheduler s;
+  s.kernel = kernel;
+  s.args = args;
+  s.threads = launch.threadsPerBlock;
+  s.blocks =
+      static_cast<int32_t>(std::min<int64_t>(launch.blocks, kEmulatedBlocks));
+  s.sharedBytes = launch.sharedBytes;
+  s.shared.reset(static_cast<std::byte *>(
+      ::operator new(static_cast<size_t>(launch.sharedBytes),
+                     std::align_val_t(16), std::nothrow)));
+  if (!s.shared) {
+    error = "emulator: out of memory for shared memory";
+    return false;
+  }
+  s.state.resize(threads);
+  s.ring.resize(threads);
+  s.shuffling.resize(threads / kWarpSize);
+  std::memset(&s.host, 0, sizeof s.host); // no uc_stack: ASan reads it
+#ifdef TSL_EMU_TSAN
+  s.hostTsan = __tsan_get_current_fiber();
+#endif
+  active = &s;
+  bool ok = true;
+  for (int32_t b = 0; ok && b < s.blocks; ++b)
+    ok = runBlock(s, b);
+  active = nullptr;
+  if (ok)
+    return true;
+  // Abandon the threads stopped inside the kernel: their fibers restart.
+  for (size_t t = 0; t < threads; ++t)
+    if (s.state[t].inKernel)
+      pool.reset(t);
+  error = s.error;
+  return false;
+}
+
 const EmulatedPrimitive *emulatedPrimitives(size_t *n) {
-  static const EmulatedPrimitive p[] = {
+  static const EmulatedPrimitive table[] = {
 #define TSL_GPU_PRIMITIVE(Name, Ret, Params)                                   \
   {#Name, reinterpret_cast<void *>(&Name)},
 #include "runtime/DevicePrimitives.def"
   };
   if (n)
-    *n = sizeof p / sizeof p[0];
-  return p;
+    *n = std::size(table);
+  return table;
 }
+
+namespace {
+
+/// The running launch when called from one of its fibers, else null.
+Scheduler *inFiber() {
+  Scheduler *s = active;
+  return s && s->current >= 0 ? s : nullptr;
+}
+
+int32_t shuffle(ShuffleKind kind, int32_t value, int32_t operand) {
+  Scheduler *s = inFiber();
+  if (!s)
+    return value; // a warp of one lane
+  auto t = static_cast<size_t>(s->current);
+  Thread &me = s->state[t];
+  me.wait = Wait::Shuffle;
+  me.kind = kind;
+  me.value = value;
+  me.operand = operand;
+  yieldToHost(*s, pool[t]);
+  return s->state[t].result;
+}
+
+} // namespace
 } // namespace tsl::rt
 
-extern "C" {
-int32_t tsl_gpu_thread_idx(void) { return tid; }
-int32_t tsl_gpu_block_idx(void) { return bid; }
-int32_t tsl_gpu_block_dim(void) { return bdim; }
-int32_t tsl_gpu_grid_dim(void) { return gdim; }
-void tsl_gpu_barrier(void) {}
-int32_t tsl_gpu_shfl_xor(int32_t v, int32_t) { return v; }
-int32_t tsl_gpu_shfl_idx(int32_t v, int32_t) { return v; }
-void *tsl_gpu_shared(void) { return shared.data(); }
+using namespace tsl::rt;
+
+extern "C" int32_t tsl_gpu_thread_idx(void) {
+  Scheduler *s = inFiber();
+  return s ? s->current : 0;
+}
+
+extern "C" int32_t tsl_gpu_block_idx(void) {
+  Scheduler *s = inFiber();
+  return s ? s->block : 0;
+}
+
+extern "C" int32_t tsl_gpu_block_dim(void) {
+  Scheduler *s = inFiber();
+  return s ? s->threads : 1;
+}
+
+extern "C" int32_t tsl_gpu_grid_dim(void) {
+  Scheduler *s = inFiber();
+  return s ? s->blocks : 1;
+}
+
+extern "C" void tsl_gpu_barrier(void) {
+  Scheduler *s = inFiber();
+  if (!s)
+    return; // a block of one thread
+  auto t = static_cast<size_t>(s->current);
+  s->state[t].wait = Wait::Barrier;
+  yieldToHost(*s, pool[t]);
+}
+
+extern "C" int32_t tsl_gpu_shfl_xor(int32_t value, int32_t lane_mask) {
+  return shuffle(ShuffleKind::Xor, value, lane_mask);
+}
+
+extern "C" int32_t tsl_gpu_shfl_idx(int32_t value, int32_t src_lane) {
+  return shuffle(ShuffleKind::Idx, value, src_lane);
+}
+
+extern "C" void *tsl_gpu_shared(void) {
+  Scheduler *s = inFiber();
+  return s ? s->shared.get() : nullptr;
 }
