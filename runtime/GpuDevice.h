@@ -1,7 +1,7 @@
 #pragma once
 /// \file Where GPU variants run: a CUDA device (through CudaDriver) or the
-/// GPU emulator (host memory, each launch run as a few simulated threads
-/// one after another: a test device for machines without a GPU). Device
+/// GPU emulator (host memory, each block's threads run as fibers by
+/// GpuEmulator: a test device for machines without a GPU). Device
 /// memory, copies and kernel launches for the kernel ABI's tsl_rt_device.
 /// No compiler inside.
 

@@ -4,10 +4,11 @@
 /// NVPTX target to PTX (sm_80 or sm_90). Grid sizes come from the symbolic
 /// sizes at launch; kernels use grid-stride loops, so any grid is correct.
 ///
-/// The same kernels can also run on the CPU under an emulator (each launch
-/// runs a few simulated threads one after another): that tests the device
-/// lowering, grid-stride loops and launch protocol on machines without a
-/// GPU (CI). It is a test device, not a fast one.
+/// The same kernels can also run on the CPU under an emulator (each block's
+/// threads as fibers with barriers, warp shuffles and shared memory): that
+/// tests the device lowering, the cooperative kernels and the launch
+/// protocol on machines without a GPU (CI). It is a test device, not a
+/// fast one.
 
 #include "ir/Interpreter.h"
 
