@@ -139,8 +139,8 @@ std::pair<Value *, Value *> Codegen::blockArgReduce(
   b.SetInsertPoint(joined);
   gpuBarrier();
   // Lanes past the warp count repeat slot 0: a duplicate changes no pick.
-  Value *slot = b.CreateSelect(b.CreateICmpULT(lane, warps), lane,
-                               b.getInt64(0));
+  Value *slot =
+      b.CreateSelect(b.CreateICmpULT(lane, warps), lane, b.getInt64(0));
   Value *sv = b.CreateLoad(vt, b.CreateGEP(i64, values, slot));
   Value *si = b.CreateLoad(i64, b.CreateGEP(i64, indices, slot));
   warpReduce(sv, si);

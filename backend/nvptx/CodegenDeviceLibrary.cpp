@@ -118,12 +118,13 @@ bool Codegen::launchArgmaxRows(const Operation &op) {
             return b.CreateOr(b.CreateICmpSGT(ax, bx),
                               b.CreateAnd(b.CreateICmpEQ(ax, bx), earlier));
           }
-          Value *aNan = b.CreateFCmpUNO(av, av), *bNan = b.CreateFCmpUNO(bv, bv);
-          Value *plain = b.CreateOr(b.CreateFCmpOGT(av, bv),
-                                    b.CreateAnd(b.CreateFCmpOEQ(av, bv), earlier));
-          return b.CreateSelect(
-              aNan, b.CreateOr(b.CreateNot(bNan), earlier),
-              b.CreateAnd(b.CreateNot(bNan), plain));
+          Value *aNan = b.CreateFCmpUNO(av, av),
+                *bNan = b.CreateFCmpUNO(bv, bv);
+          Value *plain =
+              b.CreateOr(b.CreateFCmpOGT(av, bv),
+                         b.CreateAnd(b.CreateFCmpOEQ(av, bv), earlier));
+          return b.CreateSelect(aNan, b.CreateOr(b.CreateNot(bNan), earlier),
+                                b.CreateAnd(b.CreateNot(bNan), plain));
         };
         blockStrideLoop(count, [&](Value *row) {
           Value *base = b.CreateMul(row, len);
@@ -133,7 +134,7 @@ bool Codegen::launchArgmaxRows(const Operation &op) {
           auto *body = llvm::BasicBlock::Create(ctx, "argmaxbody", kernel);
           auto *exit = llvm::BasicBlock::Create(ctx, "argmaxdone", kernel);
           llvm::Type *vt = computeType(t);
-          Value *none = b.getInt64(INT64_MAX); // loses to everything
+          Value *none = b.getInt64(INT64_MAX);   // loses to everything
           Value *first = load(t, bufs[x], base); // any value: its index loses
           b.CreateBr(header);
           b.SetInsertPoint(header);
@@ -146,8 +147,8 @@ bool Codegen::launchArgmaxRows(const Operation &op) {
           b.CreateCondBr(b.CreateICmpSLT(j, len), body, exit);
           b.SetInsertPoint(body);
           Value *v = load(t, bufs[x], b.CreateAdd(base, j));
-          Value *take = b.CreateOr(b.CreateICmpEQ(bi, none),
-                                   beats(v, j, bv, bi));
+          Value *take =
+              b.CreateOr(b.CreateICmpEQ(bi, none), beats(v, j, bv, bi));
           Value *nv = b.CreateSelect(take, v, bv);
           Value *ni = b.CreateSelect(take, j, bi);
           j->addIncoming(b.CreateAdd(j, step), b.GetInsertBlock());
@@ -155,13 +156,13 @@ bool Codegen::launchArgmaxRows(const Operation &op) {
           bi->addIncoming(ni, b.GetInsertBlock());
           b.CreateBr(header);
           b.SetInsertPoint(exit);
-          auto [value, index] = blockArgReduce(bv, bi, [&](Value *av, Value *ai,
-                                                           Value *cv, Value *ci) {
-            // An empty partial (index none) loses to any other.
-            return b.CreateOr(b.CreateICmpEQ(ci, none),
-                              b.CreateAnd(b.CreateICmpNE(ai, none),
-                                          beats(av, ai, cv, ci)));
-          });
+          auto [value, index] = blockArgReduce(
+              bv, bi, [&](Value *av, Value *ai, Value *cv, Value *ci) {
+                // An empty partial (index none) loses to any other.
+                return b.CreateOr(b.CreateICmpEQ(ci, none),
+                                  b.CreateAnd(b.CreateICmpNE(ai, none),
+                                              beats(av, ai, cv, ci)));
+              });
           (void)value;
           auto *write = llvm::BasicBlock::Create(ctx, "argmaxout", kernel);
           auto *done = llvm::BasicBlock::Create(ctx, "argmaxstored", kernel);
