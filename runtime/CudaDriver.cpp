@@ -75,6 +75,7 @@ const CudaDriver *CudaDriver::get(std::string &error) {
     resolve("cuMemcpyHtoDAsync", a.cuMemcpyHtoDAsync);
     resolve("cuMemcpyDtoHAsync", a.cuMemcpyDtoHAsync);
     resolve("cuMemcpyDtoDAsync", a.cuMemcpyDtoDAsync);
+    resolve("cuMemsetD32Async", a.cuMemsetD32Async);
     resolve("cuStreamCreate", a.cuStreamCreate);
     resolve("cuStreamDestroy", a.cuStreamDestroy);
     resolve("cuStreamSynchronize", a.cuStreamSynchronize);

@@ -168,8 +168,22 @@ bool GpuDevice::Call::statusWord(std::string &error) {
     return true;
   static const int64_t zero = 0;
   status_ = device_.allocate(sizeof zero, error, stream_);
-  return status_ && device_.copy(Copy::ToDevice, status_, &zero, sizeof zero,
-                                 error, stream_);
+  if (!status_)
+    return false;
+  if (!device_.cuda_) {
+    std::memcpy(status_, &zero, sizeof zero);
+    return true;
+  }
+  // Zeroed on the stream, without waiting (a copy from pageable host
+  // memory would stage it synchronously).
+  const CudaApi &a = device_.cuda_->driver().api();
+  if (CUresult r = a.cuMemsetD32Async(devicePtr(status_), 0, 2,
+                                      device_.streamOr(stream_));
+      r != 0) {
+    error = device_.cuda_->driver().describe("cuMemsetD32Async", r);
+    return false;
+  }
+  return true;
 }
 
 const char *GpuDevice::Call::status(void *self, int64_t *status) {
