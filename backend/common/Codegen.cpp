@@ -420,6 +420,31 @@ bool Codegen::elementwise(const Operation &op) {
   return ok;
 }
 
+Value *Codegen::reductionIdentity(OpCode code, DType t) {
+  if (t == DType::Bool) // counted in i64: min is 1 unless a false is seen
+    return b.getInt64(code == OpCode::ReduceMin ? 1 : 0);
+  llvm::Type *acc = computeType(t);
+  if (isFloat(t))
+    return code == OpCode::ReduceMax ? llvm::ConstantFP::getInfinity(acc, true)
+           : code == OpCode::ReduceMin
+               ? llvm::ConstantFP::getInfinity(acc, false)
+               : llvm::ConstantFP::get(acc, 0.0);
+  return b.getInt64(code == OpCode::ReduceMax   ? INT64_MIN
+                    : code == OpCode::ReduceMin ? INT64_MAX
+                                                : 0);
+}
+
+Value *Codegen::reductionStep(OpCode code, Value *acc, Value *x) {
+  bool fl = acc->getType()->isFloatingPointTy();
+  if (code == OpCode::ReduceMax)
+    return b.CreateBinaryIntrinsic(
+        fl ? llvm::Intrinsic::maximum : llvm::Intrinsic::smax, acc, x);
+  if (code == OpCode::ReduceMin)
+    return b.CreateBinaryIntrinsic(
+        fl ? llvm::Intrinsic::minimum : llvm::Intrinsic::smin, acc, x);
+  return fl ? b.CreateFAdd(acc, x) : b.CreateAdd(acc, x);
+}
+
 bool Codegen::reduceLastAxis(const Operation &op,
                              const std::vector<Value *> &inShape, Value *dst) {
   // One row at a time with the accumulator in a register: the inner loop is
@@ -435,10 +460,7 @@ bool Codegen::reduceLastAxis(const Operation &op,
   llvm::FastMathFlags fmf;
   fmf.setAllowReassoc();
   fmf.setNoSignedZeros();
-  Value *init =
-      op.code == OpCode::ReduceMax   ? llvm::ConstantFP::getInfinity(acc, true)
-      : op.code == OpCode::ReduceMin ? llvm::ConstantFP::getInfinity(acc, false)
-                                     : llvm::ConstantFP::get(acc, 0.0);
+  Value *init = reductionIdentity(op.code, t);
   loops(outer, [&](const std::vector<Value *> &idx) {
     llvm::BasicBlock *pre = b.GetInsertBlock();
     auto *header = llvm::BasicBlock::Create(ctx, "row", kernel);
@@ -455,13 +477,7 @@ bool Codegen::reduceLastAxis(const Operation &op,
     std::vector<Value *> full = idx;
     full.push_back(j);
     Value *x = valueAt(op.operands[0], full, strides);
-    Value *next;
-    if (op.code == OpCode::ReduceMax)
-      next = b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, x);
-    else if (op.code == OpCode::ReduceMin)
-      next = b.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, x);
-    else
-      next = b.CreateFAdd(a, x);
+    Value *next = reductionStep(op.code, a, x);
     if (auto *inst = llvm::dyn_cast<llvm::Instruction>(next);
         inst && llvm::isa<llvm::FPMathOperator>(inst))
       inst->setFastMathFlags(fmf);
@@ -503,24 +519,9 @@ bool Codegen::reduce(const Operation &op) {
   Value *accBuf = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
                                {ctxArg, b.CreateMul(n, b.getInt64(8))});
   failOpIf(b.CreateIsNull(accBuf));
-  bool fl = isFloat(t);
-  Value *init;
-  switch (op.code) {
-  case OpCode::ReduceMax:
-    init =
-        fl ? llvm::ConstantFP::getInfinity(acc, true) : b.getInt64(INT64_MIN);
-    break;
-  case OpCode::ReduceMin:
-    init =
-        fl ? llvm::ConstantFP::getInfinity(acc, false) : b.getInt64(INT64_MAX);
-    break;
-  default:
-    init = fl ? llvm::ConstantFP::get(acc, 0.0) : b.getInt64(0);
-  }
-  if (t == DType::Bool) {
+  Value *init = reductionIdentity(op.code, t);
+  if (t == DType::Bool)
     acc = i64;
-    init = b.getInt64(op.code == OpCode::ReduceMin ? 1 : 0);
-  }
   loops({n}, [&](const std::vector<Value *> &i) {
     b.CreateStore(init, b.CreateGEP(acc, accBuf, i[0]));
   });
@@ -536,22 +537,14 @@ bool Codegen::reduce(const Operation &op) {
     Value *x = valueAt(op.operands[0], idx, inStrides);
     if (t == DType::Bool)
       x = b.CreateZExt(x, i64);
-    Value *r;
-    if (op.code == OpCode::ReduceMax)
-      r = fl ? b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, cur, x)
-             : b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, cur, x);
-    else if (op.code == OpCode::ReduceMin)
-      r = fl ? b.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, cur, x)
-             : b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, cur, x);
-    else if (fl) {
+    Value *r = reductionStep(op.code, cur, x);
+    if (op.code != OpCode::ReduceMax && op.code != OpCode::ReduceMin &&
+        isFloat(t)) {
       // Summation order is free (like NumPy's pairwise sums): lets the
       // vectorizer split the sum into lanes.
       llvm::FastMathFlags fmf;
       fmf.setAllowReassoc();
-      r = b.CreateFAdd(cur, x);
       llvm::cast<llvm::Instruction>(r)->setFastMathFlags(fmf);
-    } else {
-      r = b.CreateAdd(cur, x);
     }
     b.CreateStore(r, slot);
   });

@@ -244,6 +244,13 @@ private:
   /// Plans the function for the target (planKernels) and sets `outlining`
   /// from the plan.
   void makePlan();
+  /// The identity of reduction \p code (reduce_max, _min, _sum, _mean)
+  /// over elements of type \p t, in its accumulator type (computeType; i64
+  /// for bool and integers): -inf / the least i64 for max, and so on.
+  Value *reductionIdentity(OpCode code, DType t);
+  /// One step of reduction \p code: NaN-propagating maximum / minimum on
+  /// floats, smax / smin on integers, else an add.
+  Value *reductionStep(OpCode code, Value *acc, Value *x);
   /// Reduction over the last axis only, accumulating in a register.
   bool reduceLastAxis(const Operation &op, const std::vector<Value *> &inShape,
                       Value *dst);
@@ -405,15 +412,14 @@ private:
   void readSymbol(const std::string &name, Value *word);
   /// In a device kernel: extra pointer \p i of emitDeviceKernel.
   Value *deviceExtra(size_t i);
-  /// In a device kernel: the argument block, its status word pointer, and
-  /// the number of extra pointers.
+  /// In a device kernel: the argument block and its status word pointer.
   Value *deviceArgs = nullptr, *deviceStatus = nullptr;
-  size_t deviceExtras = 0;
   /// Some device kernel emitted so far can fail (checkDeviceStatus).
   bool deviceMayFail = false;
   /// The kernel being emitted has barriers: a failed check records itself
   /// and goes on (a thread that returned early would leave the others
-  /// waiting at the next barrier).
+  /// waiting at the next barrier). A kernel body sets it first thing;
+  /// emitDeviceKernel clears it.
   bool cooperative = false;
   /// In a row kernel: each row's reductions, one value per thread (the
   /// block's combination), read by valueAt instead of memory.
@@ -447,9 +453,16 @@ private:
       const std::function<Value *(Value *, Value *, Value *, Value *)> &first);
   /// __shfl_sync of i64 \p v from lane \p srcLane (i64) of the warp.
   Value *gpuShuffleIdx(Value *v, Value *srcLane);
+  /// for (i = from; i < to; i += step) body(i), in the current function.
+  void stridedLoop(Value *from, Value *to, Value *step,
+                   const std::function<void(Value *)> &body);
   /// for (i = blockIdx; i < count; i += gridDim) body(i): work items a
   /// whole block shares (uniform across the block's threads).
   void blockStrideLoop(Value *count, const std::function<void(Value *)> &body);
+  /// if (cond) body(), in the current function.
+  void ifThen(Value *cond, const std::function<void()> &body);
+  /// \p body in thread 0 of each block (the others skip it and go on).
+  void onThreadZero(const std::function<void()> &body);
   /// The exclusive prefix sum of i64 \p count over the block's threads in
   /// thread order, and the block's total (32 words of shared memory at
   /// \p sharedOffset). Every thread of the block must call it.

@@ -229,6 +229,10 @@ bool recomputeRowScratch(const Function &fn, KernelPlan &plan, RowGroup &g) {
     return false;
   }
   g.scratch = reductions;
+  // Recomputed values are never stored, so nothing frees them.
+  for (size_t i = g.begin; i < g.end; ++i)
+    std::erase_if(plan.freeAfter[i],
+                  [&](ValueId v) { return plan.inlined[v]; });
   return true;
 }
 

@@ -16,34 +16,22 @@ Value *Codegen::entryAlloca(llvm::Type *t) {
 
 void Codegen::gridStrideLoops(const std::vector<Value *> &extents,
                               const LoopBody &body) {
-  Value *total = product(extents);
-  llvm::BasicBlock *pre = b.GetInsertBlock();
-  auto *header = llvm::BasicBlock::Create(ctx, "grid", kernel);
-  auto *inner = llvm::BasicBlock::Create(ctx, "gridbody", kernel);
-  auto *exit = llvm::BasicBlock::Create(ctx, "gridexit", kernel);
-  b.CreateBr(header);
-  b.SetInsertPoint(header);
-  llvm::PHINode *i = b.CreatePHI(i64, 2);
-  i->addIncoming(deviceThread, pre);
-  b.CreateCondBr(b.CreateICmpSLT(i, total), inner, exit);
-  b.SetInsertPoint(inner);
-  // The flat index as one index per extent (row-major).
-  std::vector<Value *> idx(extents.size());
-  Value *rest = i;
-  for (size_t d = extents.size(); d-- > 0;) {
-    if (d == 0) {
-      idx[d] = rest;
-      break;
+  stridedLoop(deviceThread, product(extents), deviceThreads, [&](Value *i) {
+    // The flat index as one index per extent (row-major).
+    std::vector<Value *> idx(extents.size());
+    Value *rest = i;
+    for (size_t d = extents.size(); d-- > 0;) {
+      if (d == 0) {
+        idx[d] = rest;
+        break;
+      }
+      idx[d] = b.CreateURem(rest, extents[d]);
+      rest = b.CreateUDiv(rest, extents[d]);
     }
-    idx[d] = b.CreateURem(rest, extents[d]);
-    rest = b.CreateUDiv(rest, extents[d]);
-  }
-  ++loopNesting;
-  body(idx);
-  --loopNesting;
-  i->addIncoming(b.CreateAdd(i, deviceThreads), b.GetInsertBlock());
-  b.CreateBr(header);
-  b.SetInsertPoint(exit);
+    ++loopNesting;
+    body(idx);
+    --loopNesting;
+  });
 }
 
 bool Codegen::launchOnDevice(const Operation &op) {
@@ -85,7 +73,8 @@ bool Codegen::launchOnDevice(const Operation &op) {
   for (size_t i = 0; i < op.results.size(); ++i)
     allocateResult(op, i);
   Value *total = product(dims(fn.type(op.results[0])));
-  if (vectorizableOnDevice(op)) // four elements per thread
+  bool vector = vectorizableOnDevice(op);
+  if (vector) // four elements per thread
     total = b.CreateSDiv(b.CreateAdd(total, b.getInt64(3)), b.getInt64(4));
   if (op.code == OpCode::IndexSelect) // every index is checked, too
     total = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, total,
@@ -94,7 +83,9 @@ bool Codegen::launchOnDevice(const Operation &op) {
   for (ValueId o : op.operands)
     leaves(o, used);
   int32_t k = emitDeviceKernel(
-      used, [&] { return lowerDeviceOp(op); }, slots);
+      used,
+      [&] { return vector ? deviceVectorElementwise(op) : lowerDeviceOp(op); },
+      slots);
   if (k < 0)
     return false;
   emitLaunch(k, slots, gridFor(total));
@@ -125,7 +116,6 @@ int32_t Codegen::emitDeviceKernel(const std::vector<ValueId> &used,
   // args: [status, extras..., syms..., buffers by slot...] (KernelAbi.h).
   size_t numSyms = fn.symbols.size() + 1;
   deviceArgs = device->getArg(0);
-  deviceExtras = extras;
   deviceStatus = b.CreateLoad(ptr, deviceArgs);
   symsArg = b.CreateConstGEP1_64(i64, deviceArgs, kArgsHeader + extras);
   buffersArg =
@@ -144,7 +134,7 @@ int32_t Codegen::emitDeviceKernel(const std::vector<ValueId> &used,
   bool ok = body();
   if (ok)
     b.CreateRetVoid();
-  inDevice = preallocated = false;
+  inDevice = preallocated = cooperative = false;
   kernelSlots = nullptr;
   deviceArgs = deviceStatus = nullptr;
   std::swap(mod, deviceModule);
@@ -241,8 +231,6 @@ bool Codegen::lowerDeviceOp(const Operation &op) {
   case OpCode::Argmax:
     return deviceLibraryOp(op);
   default:
-    if (vectorizableOnDevice(op))
-      return deviceVectorElementwise(op);
     return lowerOp(op);
   }
 }
@@ -291,20 +279,8 @@ bool Codegen::deviceReduce(const Operation &op) {
     }
   }
   Value *dst = allocateResult(op);
-  bool fl = isFloat(t);
   llvm::Type *acc = t == DType::Bool ? i64 : computeType(t);
-  Value *init;
-  if (op.code == OpCode::ReduceMax)
-    init = fl ? llvm::ConstantFP::getInfinity(acc, true)
-              : static_cast<Value *>(b.getInt64(INT64_MIN));
-  else if (op.code == OpCode::ReduceMin)
-    init = fl ? llvm::ConstantFP::getInfinity(acc, false)
-              : static_cast<Value *>(b.getInt64(INT64_MAX));
-  else
-    init = fl ? llvm::ConstantFP::get(acc, 0.0)
-              : static_cast<Value *>(b.getInt64(0));
-  if (t == DType::Bool)
-    init = b.getInt64(op.code == OpCode::ReduceMin ? 1 : 0);
+  Value *init = reductionIdentity(op.code, t);
   std::map<ValueId, std::vector<Value *>> strides;
   leafStrides(op.operands[0], inShape, in.dims, strides);
   std::vector<Value *> outStrides = contiguousStrides(keep);
@@ -320,16 +296,7 @@ bool Codegen::deviceReduce(const Operation &op) {
       Value *x = valueAt(op.operands[0], idx, strides);
       if (t == DType::Bool)
         x = b.CreateZExt(x, i64);
-      Value *cur = b.CreateLoad(acc, slot), *next;
-      if (op.code == OpCode::ReduceMax)
-        next = fl ? b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, cur, x)
-                  : b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, cur, x);
-      else if (op.code == OpCode::ReduceMin)
-        next = fl ? b.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, cur, x)
-                  : b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, cur, x);
-      else
-        next = fl ? b.CreateFAdd(cur, x) : b.CreateAdd(cur, x);
-      b.CreateStore(next, slot);
+      b.CreateStore(reductionStep(op.code, b.CreateLoad(acc, slot), x), slot);
     });
     Value *v = b.CreateLoad(acc, slot);
     if (op.code == OpCode::ReduceMean)
@@ -419,10 +386,6 @@ bool Codegen::devicePad(const Operation &op) {
   return true;
 }
 
-} // namespace tsl::backend
-
-namespace tsl::backend {
-
 bool Codegen::vectorizableOnDevice(const Operation &op) const {
   if (!isElementwise(op.code) || op.results.size() != 1)
     return false;
@@ -467,23 +430,6 @@ bool Codegen::deviceVectorElementwise(const Operation &op) {
     if (Value *r = result(i))
       store(out.dtype, dst, i, r);
   };
-  auto stride = [&](Value *from, Value *to, Value *step,
-                    const std::function<void(Value *)> &body) {
-    llvm::BasicBlock *pre = b.GetInsertBlock();
-    auto *header = llvm::BasicBlock::Create(ctx, "vec", kernel);
-    auto *loop = llvm::BasicBlock::Create(ctx, "vecbody", kernel);
-    auto *exit = llvm::BasicBlock::Create(ctx, "vecdone", kernel);
-    b.CreateBr(header);
-    b.SetInsertPoint(header);
-    llvm::PHINode *i = b.CreatePHI(i64, 2);
-    i->addIncoming(from, pre);
-    b.CreateCondBr(b.CreateICmpSLT(i, to), loop, exit);
-    b.SetInsertPoint(loop);
-    body(i);
-    i->addIncoming(b.CreateAdd(i, step), b.GetInsertBlock());
-    b.CreateBr(header);
-    b.SetInsertPoint(exit);
-  };
   // Four consecutive elements per thread and step: with every buffer
   // 16-byte aligned, each thread's loads and stores merge into 128-bit
   // ones (for f32) and a warp reads whole lines; otherwise (a view at an
@@ -503,7 +449,7 @@ bool Codegen::deviceVectorElementwise(const Operation &op) {
   for (Value *p : pointers)
     b.CreateAlignmentAssumption(layout, p, 16);
   Value *quads = b.CreateSDiv(total, b.getInt64(4));
-  stride(deviceThread, quads, deviceThreads, [&](Value *q) {
+  stridedLoop(deviceThread, quads, deviceThreads, [&](Value *q) {
     // All loads before any store: the result may alias nothing, but LLVM
     // cannot tell, and it merges only accesses it may reorder.
     Value *r[4];
@@ -513,11 +459,11 @@ bool Codegen::deviceVectorElementwise(const Operation &op) {
       store(out.dtype, dst,
             b.CreateAdd(b.CreateMul(q, b.getInt64(4)), b.getInt64(k)), r[k]);
   });
-  stride(b.CreateAdd(b.CreateMul(quads, b.getInt64(4)), deviceThread), total,
-         deviceThreads, element);
+  stridedLoop(b.CreateAdd(b.CreateMul(quads, b.getInt64(4)), deviceThread),
+              total, deviceThreads, element);
   b.CreateBr(done);
   b.SetInsertPoint(scalar);
-  stride(deviceThread, total, deviceThreads, element);
+  stridedLoop(deviceThread, total, deviceThreads, element);
   b.CreateBr(done);
   b.SetInsertPoint(done);
   return ok;

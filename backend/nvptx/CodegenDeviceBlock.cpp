@@ -28,6 +28,43 @@ llvm::FunctionCallee primitive(llvm::Module &m, const char *name,
 
 } // namespace
 
+void Codegen::stridedLoop(Value *from, Value *to, Value *step,
+                          const std::function<void(Value *)> &body) {
+  llvm::BasicBlock *pre = b.GetInsertBlock();
+  auto *header = llvm::BasicBlock::Create(ctx, "stride", kernel);
+  auto *loop = llvm::BasicBlock::Create(ctx, "stridebody", kernel);
+  auto *exit = llvm::BasicBlock::Create(ctx, "stridedone", kernel);
+  b.CreateBr(header);
+  b.SetInsertPoint(header);
+  llvm::PHINode *i = b.CreatePHI(i64, 2);
+  i->addIncoming(from, pre);
+  b.CreateCondBr(b.CreateICmpSLT(i, to), loop, exit);
+  b.SetInsertPoint(loop);
+  body(i);
+  i->addIncoming(b.CreateAdd(i, step), b.GetInsertBlock());
+  b.CreateBr(header);
+  b.SetInsertPoint(exit);
+}
+
+void Codegen::blockStrideLoop(Value *count,
+                              const std::function<void(Value *)> &body) {
+  stridedLoop(gpuBlockIdx(), count, gpuGridDim(), body);
+}
+
+void Codegen::ifThen(Value *cond, const std::function<void()> &body) {
+  auto *then = llvm::BasicBlock::Create(ctx, "then", kernel);
+  auto *done = llvm::BasicBlock::Create(ctx, "endif", kernel);
+  b.CreateCondBr(cond, then, done);
+  b.SetInsertPoint(then);
+  body();
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+}
+
+void Codegen::onThreadZero(const std::function<void()> &body) {
+  ifThen(b.CreateICmpEQ(gpuThreadIdx(), b.getInt64(0)), body);
+}
+
 Value *Codegen::gpuIndex(const char *name) {
   auto *type = llvm::FunctionType::get(i32, false);
   return b.CreateZExt(b.CreateCall(primitive(*mod, name, type, false)), i64);

@@ -21,25 +21,6 @@ constexpr int64_t kTile = kScanThreads * kItemsPerThread;
 constexpr int32_t kScanBlock = 1024; ///< threads of the scan launch
 } // namespace
 
-void Codegen::blockStrideLoop(Value *count,
-                              const std::function<void(Value *)> &body) {
-  llvm::BasicBlock *pre = b.GetInsertBlock();
-  auto *header = llvm::BasicBlock::Create(ctx, "blocks", kernel);
-  auto *loop = llvm::BasicBlock::Create(ctx, "block", kernel);
-  auto *exit = llvm::BasicBlock::Create(ctx, "blocksdone", kernel);
-  Value *first = gpuBlockIdx(), *step = gpuGridDim();
-  b.CreateBr(header);
-  b.SetInsertPoint(header);
-  llvm::PHINode *i = b.CreatePHI(i64, 2);
-  i->addIncoming(first, pre);
-  b.CreateCondBr(b.CreateICmpSLT(i, count), loop, exit);
-  b.SetInsertPoint(loop);
-  body(i);
-  i->addIncoming(b.CreateAdd(i, step), b.GetInsertBlock());
-  b.CreateBr(header);
-  b.SetInsertPoint(exit);
-}
-
 bool Codegen::deviceCompaction(const Operation &op) {
   ValueId x = op.operands[0], r = op.results[0];
   ValueId selector = op.code == OpCode::MaskedSelect ? op.operands[1] : x;
@@ -72,10 +53,15 @@ bool Codegen::deviceCompaction(const Operation &op) {
           c, b.CreateZExt(selected(b.CreateAdd(base, b.getInt64(k)), n), i64));
     return std::make_pair(base, c);
   };
+  // The elements and tiles of the input (host and kernels each compute
+  // them from the sizes).
+  auto elements = [&] { return product(dims(in)); };
+  auto tileCount = [&](Value *n) {
+    return b.CreateSDiv(b.CreateAdd(n, b.getInt64(kTile - 1)),
+                        b.getInt64(kTile));
+  };
   // Host: the tile counts and the total in device memory.
-  Value *n = product(dims(in));
-  Value *tiles =
-      b.CreateSDiv(b.CreateAdd(n, b.getInt64(kTile - 1)), b.getInt64(kTile));
+  Value *tiles = tileCount(elements());
   Value *tileCounts = b.CreateCall(
       runtime(target.runtime().alloc, ptr, {ptr, i64}),
       {ctxArg, b.CreateMul(b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, tiles,
@@ -88,23 +74,15 @@ bool Codegen::deviceCompaction(const Operation &op) {
       {x, selector},
       [&] {
         cooperative = true;
-        Value *len = product(dims(in));
-        Value *count = b.CreateSDiv(b.CreateAdd(len, b.getInt64(kTile - 1)),
-                                    b.getInt64(kTile));
-        blockStrideLoop(count, [&](Value *tile) {
+        Value *len = elements();
+        blockStrideLoop(tileCount(len), [&](Value *tile) {
           Value *total = blockReduce(
               mine(tile, len).second, b.getInt64(0),
               [&](Value *p, Value *q) { return b.CreateAdd(p, q); });
-          auto *write = llvm::BasicBlock::Create(ctx, "tilecount", kernel);
-          auto *done = llvm::BasicBlock::Create(ctx, "tilecounted", kernel);
-          b.CreateCondBr(b.CreateICmpEQ(gpuThreadIdx(), b.getInt64(0)), write,
-                         done);
-          b.SetInsertPoint(write);
-          b.CreateStore(total, b.CreateGEP(i64, deviceExtra(0), tile));
-          b.CreateBr(done);
-          b.SetInsertPoint(done);
+          onThreadZero([&] {
+            b.CreateStore(total, b.CreateGEP(i64, deviceExtra(0), tile));
+          });
         });
-        cooperative = false;
         return true;
       },
       slots, 1);
@@ -116,9 +94,7 @@ bool Codegen::deviceCompaction(const Operation &op) {
       {},
       [&] {
         cooperative = true;
-        Value *len = product(dims(in));
-        Value *count = b.CreateSDiv(b.CreateAdd(len, b.getInt64(kTile - 1)),
-                                    b.getInt64(kTile));
+        Value *count = tileCount(elements());
         Value *counts = deviceExtra(0);
         Value *carry = entryAlloca(i64);
         b.CreateStore(b.getInt64(0), carry);
@@ -130,39 +106,23 @@ bool Codegen::deviceCompaction(const Operation &op) {
         b.SetInsertPoint(others);
         b.CreateRetVoid();
         b.SetInsertPoint(work);
-        Value *chunks =
-            b.CreateSDiv(b.CreateAdd(count, b.getInt64(kScanBlock - 1)),
-                         b.getInt64(kScanBlock));
-        ++loopNesting; // every thread walks the chunks
-        loops({chunks}, [&](const std::vector<Value *> &c) {
-          Value *i = b.CreateAdd(b.CreateMul(c[0], b.getInt64(kScanBlock)),
-                                 gpuThreadIdx());
-          Value *inside = b.CreateICmpSLT(i, count);
-          Value *at = b.CreateGEP(i64, counts,
-                                  b.CreateSelect(inside, i, b.getInt64(0)));
-          Value *v =
-              b.CreateSelect(inside, b.CreateLoad(i64, at), b.getInt64(0));
-          auto [excl, total] = blockExclusiveScan(v);
-          Value *base = b.CreateLoad(i64, carry);
-          auto *write = llvm::BasicBlock::Create(ctx, "offset", kernel);
-          auto *done = llvm::BasicBlock::Create(ctx, "offsetdone", kernel);
-          b.CreateCondBr(inside, write, done);
-          b.SetInsertPoint(write);
-          b.CreateStore(b.CreateAdd(base, excl), at);
-          b.CreateBr(done);
-          b.SetInsertPoint(done);
-          b.CreateStore(b.CreateAdd(base, total), carry);
-        });
-        --loopNesting;
-        auto *write = llvm::BasicBlock::Create(ctx, "total", kernel);
-        auto *done = llvm::BasicBlock::Create(ctx, "totaldone", kernel);
-        b.CreateCondBr(b.CreateICmpEQ(gpuThreadIdx(), b.getInt64(0)), write,
-                       done);
-        b.SetInsertPoint(write);
-        b.CreateStore(b.CreateLoad(i64, carry), deviceExtra(1));
-        b.CreateBr(done);
-        b.SetInsertPoint(done);
-        cooperative = false;
+        // Every thread walks the chunks of kScanBlock counts.
+        stridedLoop(
+            b.getInt64(0), count, b.getInt64(kScanBlock), [&](Value *c) {
+              Value *i = b.CreateAdd(c, gpuThreadIdx());
+              Value *inside = b.CreateICmpSLT(i, count);
+              Value *at = b.CreateGEP(i64, counts,
+                                      b.CreateSelect(inside, i, b.getInt64(0)));
+              Value *v =
+                  b.CreateSelect(inside, b.CreateLoad(i64, at), b.getInt64(0));
+              auto [excl, total] = blockExclusiveScan(v);
+              Value *base = b.CreateLoad(i64, carry);
+              ifThen(inside,
+                     [&] { b.CreateStore(b.CreateAdd(base, excl), at); });
+              b.CreateStore(b.CreateAdd(base, total), carry);
+            });
+        onThreadZero(
+            [&] { b.CreateStore(b.CreateLoad(i64, carry), deviceExtra(1)); });
         return true;
       },
       slots, 2);
@@ -180,15 +140,12 @@ bool Codegen::deviceCompaction(const Operation &op) {
       {x, selector, r},
       [&] {
         cooperative = true;
-        Value *len = product(dims(in));
+        Value *len = elements();
         std::vector<Value *> shape = dims(in);
-        Value *count = b.CreateSDiv(b.CreateAdd(len, b.getInt64(kTile - 1)),
-                                    b.getInt64(kTile));
         Value *next = entryAlloca(i64);
-        blockStrideLoop(count, [&](Value *tile) {
+        blockStrideLoop(tileCount(len), [&](Value *tile) {
           auto [base, c] = mine(tile, len);
-          auto [excl, total] = blockExclusiveScan(c);
-          (void)total;
+          Value *excl = blockExclusiveScan(c).first;
           Value *offsets = deviceExtra(0);
           b.CreateStore(
               b.CreateAdd(b.CreateLoad(i64, b.CreateGEP(i64, offsets, tile)),
@@ -196,32 +153,27 @@ bool Codegen::deviceCompaction(const Operation &op) {
               next);
           for (int64_t k = 0; k < kItemsPerThread; ++k) {
             Value *i = b.CreateAdd(base, b.getInt64(k));
-            auto *take = llvm::BasicBlock::Create(ctx, "take", kernel);
-            auto *skip = llvm::BasicBlock::Create(ctx, "skip", kernel);
-            b.CreateCondBr(selected(i, len), take, skip);
-            b.SetInsertPoint(take);
-            Value *at = b.CreateLoad(i64, next);
-            if (op.code == OpCode::Nonzero) {
-              // The row-major index of element i, one column per axis.
-              Value *rest = i;
-              for (size_t d = in.rank(); d-- > 0;) {
-                Value *idx = d == 0 ? rest : b.CreateURem(rest, shape[d]);
-                if (d > 0)
-                  rest = b.CreateUDiv(rest, shape[d]);
-                store(DType::I64, bufs[r],
-                      b.CreateAdd(b.CreateMul(at, b.getInt64(rank)),
-                                  b.getInt64(static_cast<int64_t>(d))),
-                      idx);
+            ifThen(selected(i, len), [&] {
+              Value *at = b.CreateLoad(i64, next);
+              if (op.code == OpCode::Nonzero) {
+                // The row-major index of element i, one column per axis.
+                Value *rest = i;
+                for (size_t d = in.rank(); d-- > 0;) {
+                  Value *idx = d == 0 ? rest : b.CreateURem(rest, shape[d]);
+                  if (d > 0)
+                    rest = b.CreateUDiv(rest, shape[d]);
+                  store(DType::I64, bufs[r],
+                        b.CreateAdd(b.CreateMul(at, b.getInt64(rank)),
+                                    b.getInt64(static_cast<int64_t>(d))),
+                        idx);
+                }
+              } else {
+                store(in.dtype, bufs[r], at, load(in.dtype, bufs[x], i));
               }
-            } else {
-              store(in.dtype, bufs[r], at, load(in.dtype, bufs[x], i));
-            }
-            b.CreateStore(b.CreateAdd(at, b.getInt64(1)), next);
-            b.CreateBr(skip);
-            b.SetInsertPoint(skip);
+              b.CreateStore(b.CreateAdd(at, b.getInt64(1)), next);
+            });
           }
         });
-        cooperative = false;
         return true;
       },
       slots, 1);

@@ -97,8 +97,8 @@ bool Codegen::launchArgmaxRows(const Operation &op) {
   std::vector<Value *> shape = dims(in);
   bool whole = op.intsAttr("axes").empty();
   Value *n = whole ? product(shape) : shape.back();
+  // (n > 0: the host failed the call before on an empty axis.)
   Value *rows = whole ? b.getInt64(1) : b.CreateSDiv(product(shape), n);
-  rows = b.CreateSelect(b.CreateICmpEQ(n, b.getInt64(0)), b.getInt64(0), rows);
   std::vector<ValueId> slots;
   int32_t k = emitDeviceKernel(
       {x, op.results[0]},
@@ -129,50 +129,34 @@ bool Codegen::launchArgmaxRows(const Operation &op) {
         blockStrideLoop(count, [&](Value *row) {
           Value *base = b.CreateMul(row, len);
           // This thread's best of elements tid, tid + blockDim, ...
-          llvm::BasicBlock *pre = b.GetInsertBlock();
-          auto *header = llvm::BasicBlock::Create(ctx, "argmax", kernel);
-          auto *body = llvm::BasicBlock::Create(ctx, "argmaxbody", kernel);
-          auto *exit = llvm::BasicBlock::Create(ctx, "argmaxdone", kernel);
           llvm::Type *vt = computeType(t);
-          Value *none = b.getInt64(INT64_MAX);   // loses to everything
-          Value *first = load(t, bufs[x], base); // any value: its index loses
-          b.CreateBr(header);
-          b.SetInsertPoint(header);
-          llvm::PHINode *j = b.CreatePHI(i64, 2);
-          llvm::PHINode *bv = b.CreatePHI(vt, 2);
-          llvm::PHINode *bi = b.CreatePHI(i64, 2);
-          j->addIncoming(tid, pre);
-          bv->addIncoming(first, pre);
-          bi->addIncoming(none, pre);
-          b.CreateCondBr(b.CreateICmpSLT(j, len), body, exit);
-          b.SetInsertPoint(body);
-          Value *v = load(t, bufs[x], b.CreateAdd(base, j));
-          Value *take =
-              b.CreateOr(b.CreateICmpEQ(bi, none), beats(v, j, bv, bi));
-          Value *nv = b.CreateSelect(take, v, bv);
-          Value *ni = b.CreateSelect(take, j, bi);
-          j->addIncoming(b.CreateAdd(j, step), b.GetInsertBlock());
-          bv->addIncoming(nv, b.GetInsertBlock());
-          bi->addIncoming(ni, b.GetInsertBlock());
-          b.CreateBr(header);
-          b.SetInsertPoint(exit);
-          auto [value, index] = blockArgReduce(
-              bv, bi, [&](Value *av, Value *ai, Value *cv, Value *ci) {
-                // An empty partial (index none) loses to any other.
-                return b.CreateOr(b.CreateICmpEQ(ci, none),
-                                  b.CreateAnd(b.CreateICmpNE(ai, none),
-                                              beats(av, ai, cv, ci)));
-              });
-          (void)value;
-          auto *write = llvm::BasicBlock::Create(ctx, "argmaxout", kernel);
-          auto *done = llvm::BasicBlock::Create(ctx, "argmaxstored", kernel);
-          b.CreateCondBr(b.CreateICmpEQ(tid, b.getInt64(0)), write, done);
-          b.SetInsertPoint(write);
-          store(DType::I64, bufs[op.results[0]], row, index);
-          b.CreateBr(done);
-          b.SetInsertPoint(done);
+          Value *none = b.getInt64(INT64_MAX); // loses to everything
+          Value *bestValue = entryAlloca(vt), *bestIndex = entryAlloca(i64);
+          // Any value: with index `none` it loses.
+          b.CreateStore(load(t, bufs[x], base), bestValue);
+          b.CreateStore(none, bestIndex);
+          stridedLoop(tid, len, step, [&](Value *j) {
+            Value *v = load(t, bufs[x], b.CreateAdd(base, j));
+            Value *bv = b.CreateLoad(vt, bestValue);
+            Value *bi = b.CreateLoad(i64, bestIndex);
+            Value *take =
+                b.CreateOr(b.CreateICmpEQ(bi, none), beats(v, j, bv, bi));
+            b.CreateStore(b.CreateSelect(take, v, bv), bestValue);
+            b.CreateStore(b.CreateSelect(take, j, bi), bestIndex);
+          });
+          Value *index =
+              blockArgReduce(
+                  b.CreateLoad(vt, bestValue), b.CreateLoad(i64, bestIndex),
+                  [&](Value *av, Value *ai, Value *cv, Value *ci) {
+                    // An empty partial (index none) loses.
+                    return b.CreateOr(b.CreateICmpEQ(ci, none),
+                                      b.CreateAnd(b.CreateICmpNE(ai, none),
+                                                  beats(av, ai, cv, ci)));
+                  })
+                  .second;
+          onThreadZero(
+              [&] { store(DType::I64, bufs[op.results[0]], row, index); });
         });
-        cooperative = false;
         return true;
       },
       slots);

@@ -29,53 +29,29 @@ bool Codegen::rowReduce(const Operation &op) {
   Value *n = shape.back();
   std::map<ValueId, std::vector<Value *>> strides;
   leafStrides(op.operands[0], shape, in.dims, strides);
-  Value *identity =
-      op.code == OpCode::ReduceMax   ? llvm::ConstantFP::getInfinity(acc, true)
-      : op.code == OpCode::ReduceMin ? llvm::ConstantFP::getInfinity(acc, false)
-                                     : llvm::ConstantFP::get(acc, 0.0);
-  auto combine = [&](Value *x, Value *y) -> Value * {
-    if (op.code == OpCode::ReduceMax)
-      return b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, x, y);
-    if (op.code == OpCode::ReduceMin)
-      return b.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, x, y);
-    return b.CreateFAdd(x, y);
+  Value *identity = reductionIdentity(op.code, t);
+  auto combine = [&](Value *x, Value *y) {
+    return reductionStep(op.code, x, y);
   };
   // This thread's elements: j = tid, tid + blockDim, ...
-  llvm::BasicBlock *pre = b.GetInsertBlock();
-  auto *header = llvm::BasicBlock::Create(ctx, "rowred", kernel);
-  auto *body = llvm::BasicBlock::Create(ctx, "rowredbody", kernel);
-  auto *exit = llvm::BasicBlock::Create(ctx, "rowreddone", kernel);
-  b.CreateBr(header);
-  b.SetInsertPoint(header);
-  llvm::PHINode *j = b.CreatePHI(i64, 2);
-  llvm::PHINode *a = b.CreatePHI(acc, 2);
-  j->addIncoming(deviceThread, pre);
-  a->addIncoming(identity, pre);
-  b.CreateCondBr(b.CreateICmpSLT(j, n), body, exit);
-  b.SetInsertPoint(body);
-  std::vector<Value *> idx(shape.size() - 1, b.getInt64(0));
-  idx.push_back(j);
-  Value *next = combine(a, valueAt(op.operands[0], idx, strides));
-  j->addIncoming(b.CreateAdd(j, deviceThreads), b.GetInsertBlock());
-  a->addIncoming(next, b.GetInsertBlock());
-  b.CreateBr(header);
-  b.SetInsertPoint(exit);
-  Value *total = blockReduce(a, identity, combine);
+  Value *partial = entryAlloca(acc);
+  b.CreateStore(identity, partial);
+  stridedLoop(deviceThread, n, deviceThreads, [&](Value *j) {
+    std::vector<Value *> idx(shape.size() - 1, b.getInt64(0));
+    idx.push_back(j);
+    b.CreateStore(combine(b.CreateLoad(acc, partial),
+                          valueAt(op.operands[0], idx, strides)),
+                  partial);
+  });
+  Value *total = blockReduce(b.CreateLoad(acc, partial), identity, combine);
   if (op.code == OpCode::ReduceMean)
     total = b.CreateFDiv(total, b.CreateSIToFP(n, acc));
   DType rt = fn.type(op.results[0]).dtype;
   total = roundToStorage(rt, total);
   ValueId r = op.results[0];
   rowScalars[r] = total;
-  if (bufs[r]) { // read after the group: thread 0 stores it
-    auto *write = llvm::BasicBlock::Create(ctx, "rowstore", kernel);
-    auto *done = llvm::BasicBlock::Create(ctx, "rowstored", kernel);
-    b.CreateCondBr(b.CreateICmpEQ(deviceThread, b.getInt64(0)), write, done);
-    b.SetInsertPoint(write);
-    store(rt, bufs[r], b.getInt64(0), total);
-    b.CreateBr(done);
-    b.SetInsertPoint(done);
-  }
+  if (bufs[r]) // read after the group: thread 0 stores it
+    onThreadZero([&] { store(rt, bufs[r], b.getInt64(0), total); });
   return true;
 }
 
@@ -98,9 +74,13 @@ bool Codegen::launchRowGroup(const RowGroup &g) {
     for (ValueId o : op->operands)
       leaves(o, used);
   }
-  Value *rows = b.getInt64(1);
-  for (const SymExpr &d : g.lead)
-    rows = b.CreateMul(rows, expr(d));
+  auto rowCount = [&] {
+    Value *rows = b.getInt64(1);
+    for (const SymExpr &d : g.lead)
+      rows = b.CreateMul(rows, expr(d));
+    return rows;
+  };
+  Value *rows = rowCount();
   const TensorType &rowType = fn.type(body.front()->operands[0]);
   Value *n = expr(rowType.dims.back());
   opIndex = static_cast<int32_t>(g.begin);
@@ -111,44 +91,26 @@ bool Codegen::launchRowGroup(const RowGroup &g) {
         // The block's threads share each row; blocks stride over rows.
         deviceThread = gpuThreadIdx();
         deviceThreads = gpuBlockDim();
-        Value *first = gpuBlockIdx(), *step = gpuGridDim();
-        Value *count = b.getInt64(1);
-        for (const SymExpr &d : g.lead)
-          count = b.CreateMul(count, expr(d));
+        rowLead = g.lead;
         std::map<ValueId, Value *> rowBase;
         for (ValueId v : used)
-          if (bufs[v] && fn.type(v).rank() == g.lead.size() + 1 &&
-              std::equal(g.lead.begin(), g.lead.end(), fn.type(v).dims.begin()))
+          if (bufs[v] && rowShaped(fn.type(v)))
             rowBase[v] = bufs[v];
-        llvm::BasicBlock *pre = b.GetInsertBlock();
-        auto *header = llvm::BasicBlock::Create(ctx, "rows", kernel);
-        auto *loop = llvm::BasicBlock::Create(ctx, "row", kernel);
-        auto *exit = llvm::BasicBlock::Create(ctx, "rowsdone", kernel);
-        b.CreateBr(header);
-        b.SetInsertPoint(header);
-        llvm::PHINode *r = b.CreatePHI(i64, 2);
-        r->addIncoming(first, pre);
-        b.CreateCondBr(b.CreateICmpSLT(r, count), loop, exit);
-        b.SetInsertPoint(loop);
-        for (auto &[v, base] : rowBase)
-          bufs[v] = b.CreateGEP(storageType(fn.type(v).dtype), base,
-                                b.CreateMul(r, expr(fn.type(v).dims.back())));
-        rowLead = g.lead;
         bool ok = true;
-        for (const Operation *op : body) {
-          opIndex = static_cast<int32_t>(op - fn.ops.data());
-          ok = isReductionOp(op->code) ? rowReduce(*op) : lowerOp(*op);
-          if (!ok)
-            break;
-        }
+        blockStrideLoop(rowCount(), [&](Value *r) {
+          for (auto &[v, base] : rowBase)
+            bufs[v] = b.CreateGEP(storageType(fn.type(v).dtype), base,
+                                  b.CreateMul(r, expr(fn.type(v).dims.back())));
+          for (const Operation *op : body) {
+            opIndex = static_cast<int32_t>(op - fn.ops.data());
+            if (!(ok = isReductionOp(op->code) ? rowReduce(*op) : lowerOp(*op)))
+              break;
+          }
+          rowScalars.clear();
+        });
         rowLead.clear();
-        rowScalars.clear();
         for (auto &[v, base] : rowBase)
           bufs[v] = base;
-        r->addIncoming(b.CreateAdd(r, step), b.GetInsertBlock());
-        b.CreateBr(header);
-        b.SetInsertPoint(exit);
-        cooperative = false;
         return ok;
       },
       slots);
