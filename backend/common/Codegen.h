@@ -427,8 +427,14 @@ private:
   /// In a row kernel: reduction \p op over the row (every thread of the
   /// block calls it and gets the result).
   bool rowReduce(const Operation &op);
-  /// Threads per block for rows of \p n elements (host code).
+  /// Threads per block for a block per row of \p n elements (host code).
   Value *rowThreads(Value *n);
+  /// Whether rows of \p n elements take a warp each (several rows per
+  /// block, reductions by shuffles alone) rather than a block each: i1,
+  /// the same on host and device, uniform over the grid.
+  Value *rowUsesWarp(Value *n);
+  /// In a row kernel: rowUsesWarp of the row length, else null.
+  Value *rowWarp = nullptr;
 
   // --- device primitives (runtime/DevicePrimitives.def) -------------------
   /// threadIdx.x, blockIdx.x, blockDim.x, gridDim.x as i64.
@@ -477,6 +483,10 @@ private:
   Value *blockReduce(Value *partial, Value *identity,
                      const std::function<Value *(Value *, Value *)> &combine,
                      int32_t sharedOffset = 0);
+  /// The combination of \p partial over the 32 lanes of the warp (every
+  /// lane gets it) by a shuffle butterfly; every lane must call it.
+  Value *warpReduce(Value *partial,
+                    const std::function<Value *(Value *, Value *)> &combine);
   /// The rest of the device function runs in thread 0 alone (the other
   /// threads of the launch return at once).
   void firstDeviceThreadOnly();

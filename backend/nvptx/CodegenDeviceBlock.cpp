@@ -104,18 +104,22 @@ Value *Codegen::gpuShuffleXor(Value *v, int32_t laneMask) {
 }
 
 Value *
+Codegen::warpReduce(Value *partial,
+                    const std::function<Value *(Value *, Value *)> &combine) {
+  // A butterfly: after step `mask` every lane holds the combination of the
+  // 2 * mask lanes around it, so no broadcast is needed at the end.
+  Value *v = partial;
+  for (int32_t mask = 16; mask >= 1; mask /= 2)
+    v = combine(v, gpuShuffleXor(v, mask));
+  return v;
+}
+
+Value *
 Codegen::blockReduce(Value *partial, Value *identity,
                      const std::function<Value *(Value *, Value *)> &combine,
                      int32_t sharedOffset) {
   llvm::Type *t = partial->getType();
-  // Within each warp: a butterfly, after which every lane has the warp's
-  // combination.
-  auto warpReduce = [&](Value *v) {
-    for (int32_t mask = 16; mask >= 1; mask /= 2)
-      v = combine(v, gpuShuffleXor(v, mask));
-    return v;
-  };
-  Value *v = warpReduce(partial);
+  Value *v = warpReduce(partial, combine);
   Value *tid = gpuThreadIdx();
   Value *lane = b.CreateAnd(tid, b.getInt64(31));
   Value *warp = b.CreateLShr(tid, b.getInt64(5));
@@ -138,7 +142,7 @@ Codegen::blockReduce(Value *partial, Value *identity,
   Value *slot = b.CreateSelect(inRange, lane, b.getInt64(0));
   Value *mine = b.CreateSelect(
       inRange, b.CreateLoad(t, b.CreateGEP(t, shared, slot)), identity);
-  Value *total = warpReduce(mine);
+  Value *total = warpReduce(mine, combine);
   // Everyone read the slots before anyone writes them again.
   gpuBarrier();
   return total;
@@ -153,12 +157,12 @@ std::pair<Value *, Value *> Codegen::blockArgReduce(
     v = b.CreateSelect(keep, v, ov);
     i = b.CreateSelect(keep, i, oi);
   };
-  auto warpReduce = [&](Value *&v, Value *&i) {
+  auto warpPick = [&](Value *&v, Value *&i) {
     for (int32_t mask = 16; mask >= 1; mask /= 2)
       pick(v, i, gpuShuffleXor(v, mask), gpuShuffleXor(i, mask));
   };
   Value *v = value, *i = index;
-  warpReduce(v, i);
+  warpPick(v, i);
   Value *tid = gpuThreadIdx();
   Value *lane = b.CreateAnd(tid, b.getInt64(31));
   Value *warp = b.CreateLShr(tid, b.getInt64(5));
@@ -180,7 +184,7 @@ std::pair<Value *, Value *> Codegen::blockArgReduce(
       b.CreateSelect(b.CreateICmpULT(lane, warps), lane, b.getInt64(0));
   Value *sv = b.CreateLoad(vt, b.CreateGEP(i64, values, slot));
   Value *si = b.CreateLoad(i64, b.CreateGEP(i64, indices, slot));
-  warpReduce(sv, si);
+  warpPick(sv, si);
   gpuBarrier();
   return {sv, si};
 }

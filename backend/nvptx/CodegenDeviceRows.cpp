@@ -7,9 +7,25 @@
 // plan recomputes elementwise intermediates where they are read
 // (TargetCaps::rowGroupsRecompute), so nothing but reductions crosses
 // threads and a row is read from memory once per pass.
+//
+// Short rows (at most kWarpRowElements) take a warp each instead: a block
+// of kWarpRowBlock threads holds several rows, and a reduction is a shuffle
+// butterfly with no shared memory and no barrier, so a block is not left
+// mostly idle and warps of a block never wait for each other. The choice is
+// made at run time from the row length (uniform over the grid), so one
+// kernel serves every length.
 #include "backend/common/Codegen.h"
 
 namespace tsl::backend {
+
+/// Rows up to this long take a warp each (about 8 elements per lane).
+static constexpr int64_t kWarpRowElements = 256;
+/// Threads of a block of warp-per-row rows (8 rows).
+static constexpr int64_t kWarpRowBlock = 256;
+
+Value *Codegen::rowUsesWarp(Value *n) {
+  return b.CreateICmpSLE(n, b.getInt64(kWarpRowElements));
+}
 
 Value *Codegen::rowThreads(Value *n) {
   // About four elements per thread, whole warps, 32 to 1024 threads.
@@ -43,15 +59,36 @@ bool Codegen::rowReduce(const Operation &op) {
                           valueAt(op.operands[0], idx, strides)),
                   partial);
   });
-  Value *total = blockReduce(b.CreateLoad(acc, partial), identity, combine);
+  Value *mine = b.CreateLoad(acc, partial);
+  // Warp or block: a branch uniform over the grid, so every thread of a
+  // block takes the same side and the block's barriers stay matched.
+  llvm::BasicBlock *warpSide = llvm::BasicBlock::Create(ctx, "rowwarp", kernel);
+  llvm::BasicBlock *blockSide =
+      llvm::BasicBlock::Create(ctx, "rowblock", kernel);
+  llvm::BasicBlock *joined = llvm::BasicBlock::Create(ctx, "rowjoin", kernel);
+  b.CreateCondBr(rowWarp, warpSide, blockSide);
+  b.SetInsertPoint(warpSide);
+  Value *byWarp = warpReduce(mine, combine);
+  llvm::BasicBlock *warpEnd = b.GetInsertBlock();
+  b.CreateBr(joined);
+  b.SetInsertPoint(blockSide);
+  Value *byBlock = blockReduce(mine, identity, combine);
+  llvm::BasicBlock *blockEnd = b.GetInsertBlock();
+  b.CreateBr(joined);
+  b.SetInsertPoint(joined);
+  llvm::PHINode *total = b.CreatePHI(acc, 2);
+  total->addIncoming(byWarp, warpEnd);
+  total->addIncoming(byBlock, blockEnd);
+  Value *result = total;
   if (op.code == OpCode::ReduceMean)
-    total = b.CreateFDiv(total, b.CreateSIToFP(n, acc));
+    result = b.CreateFDiv(result, b.CreateSIToFP(n, acc));
   DType rt = fn.type(op.results[0]).dtype;
-  total = roundToStorage(rt, total);
+  result = roundToStorage(rt, result);
   ValueId r = op.results[0];
-  rowScalars[r] = total;
-  if (bufs[r]) // read after the group: thread 0 stores it
-    onThreadZero([&] { store(rt, bufs[r], b.getInt64(0), total); });
+  rowScalars[r] = result;
+  if (bufs[r]) // read after the group: the row's first thread stores it
+    ifThen(b.CreateICmpEQ(deviceThread, b.getInt64(0)),
+           [&] { store(rt, bufs[r], b.getInt64(0), result); });
   return true;
 }
 
@@ -88,16 +125,27 @@ bool Codegen::launchRowGroup(const RowGroup &g) {
       used,
       [&] {
         cooperative = true;
-        // The block's threads share each row; blocks stride over rows.
-        deviceThread = gpuThreadIdx();
-        deviceThreads = gpuBlockDim();
+        // A row's threads: a warp, or the whole block; the block's rows
+        // (several warps, or one) stride over the rows together.
+        rowWarp = rowUsesWarp(expr(rowType.dims.back()));
+        Value *tid = gpuThreadIdx();
+        Value *warp = b.CreateLShr(tid, b.getInt64(5));
+        deviceThread =
+            b.CreateSelect(rowWarp, b.CreateAnd(tid, b.getInt64(31)), tid);
+        deviceThreads = b.CreateSelect(rowWarp, b.getInt64(32), gpuBlockDim());
+        Value *perBlock = b.CreateSelect(
+            rowWarp, b.CreateLShr(gpuBlockDim(), b.getInt64(5)), b.getInt64(1));
+        Value *first =
+            b.CreateAdd(b.CreateMul(gpuBlockIdx(), perBlock),
+                        b.CreateSelect(rowWarp, warp, b.getInt64(0)));
         rowLead = g.lead;
         std::map<ValueId, Value *> rowBase;
         for (ValueId v : used)
           if (bufs[v] && rowShaped(fn.type(v)))
             rowBase[v] = bufs[v];
         bool ok = true;
-        blockStrideLoop(rowCount(), [&](Value *r) {
+        Value *step = b.CreateMul(gpuGridDim(), perBlock);
+        stridedLoop(first, rowCount(), step, [&](Value *r) {
           for (auto &[v, base] : rowBase)
             bufs[v] = b.CreateGEP(storageType(fn.type(v).dtype), base,
                                   b.CreateMul(r, expr(fn.type(v).dims.back())));
@@ -109,6 +157,7 @@ bool Codegen::launchRowGroup(const RowGroup &g) {
           rowScalars.clear();
         });
         rowLead.clear();
+        rowWarp = nullptr;
         for (auto &[v, base] : rowBase)
           bufs[v] = base;
         return ok;
@@ -116,8 +165,17 @@ bool Codegen::launchRowGroup(const RowGroup &g) {
       slots);
   if (k < 0)
     return false;
-  // 32 slots of 8 bytes: blockReduce's.
-  emitLaunch(k, slots, {rows, rowThreads(n), 32 * 8});
+  // A block per row, or kWarpRowBlock / 32 rows per block; 32 slots of 8
+  // bytes: blockReduce's.
+  Value *warpRows = b.getInt64(kWarpRowBlock / 32);
+  Value *blocks = b.CreateSelect(
+      rowUsesWarp(n),
+      b.CreateSDiv(b.CreateAdd(rows, b.getInt64(kWarpRowBlock / 32 - 1)),
+                   warpRows),
+      rows);
+  Value *threads =
+      b.CreateSelect(rowUsesWarp(n), b.getInt32(kWarpRowBlock), rowThreads(n));
+  emitLaunch(k, slots, {blocks, threads, 32 * 8});
   for (size_t i = g.begin; i < g.end; ++i)
     for (ValueId v : freeAfter[i])
       if (bufs[v])
