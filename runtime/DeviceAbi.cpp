@@ -109,4 +109,14 @@ int32_t tsl_rt_dev_read(tsl_rt_context *ctx, void *dst, const void *src,
   return 0;
 }
 
+int32_t tsl_rt_dev_gemm(tsl_rt_context *ctx, const tsl_rt_gemm *gemm) {
+  if (!ctx->device)
+    return deviceError(ctx, "GPU code called without a device");
+  const char *error = nullptr;
+  int32_t r = ctx->device->gemm(ctx->device->self, gemm, &error);
+  if (r == 1)
+    deviceError(ctx, error ? error : "the GEMM failed");
+  return r;
+}
+
 } // extern "C"

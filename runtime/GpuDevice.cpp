@@ -1,8 +1,10 @@
 #include "runtime/GpuDevice.h"
 
+#include "runtime/FunctionTable.h"
 #include "runtime/GpuEmulator.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -100,6 +102,24 @@ bool GpuDevice::copy(Copy kind, void *dst, const void *src, size_t bytes,
   return r == 0;
 }
 
+GemmOutcome GpuDevice::gemm(const GemmProblem &p, std::string &error,
+                            CUstream stream) {
+  if (!cuda_)
+    return GemmOutcome::Unavailable;
+  std::call_once(gemmOnce_, [&] {
+    std::string why;
+    cublasLt_ = CublasLtGemm::open(*cuda_, why);
+    if (LogFlags::fromEnvironment().perf)
+      std::fprintf(stderr, "[tsl] perf: GEMMs on %s: %s\n", name().c_str(),
+                   cublasLt_
+                       ? ("cuBLASLt (" + cublasLt_->path() + ")").c_str()
+                       : ("TSL's generated kernel (" + why + ")").c_str());
+  });
+  if (!cublasLt_)
+    return GemmOutcome::Unavailable;
+  return cublasLt_->run(p, streamOr(stream), error);
+}
+
 void GpuDevice::handOver(void *p) {
   std::lock_guard<std::mutex> lock(handedMutex);
   handed()[p] = shared_from_this();
@@ -123,7 +143,8 @@ GpuDevice::Call::Call(GpuDevice &device, const DeviceCode &code,
                       CUstream stream)
     : device_(device), code_(code),
       stream_(stream), abi_{this,          &Call::alloc, &Call::free,
-                            &Call::launch, &Call::read,  &Call::status} {
+                            &Call::launch, &Call::read,  &Call::status,
+                            &Call::gemm} {
   // CUDA contexts are current per thread: calls come from any thread. (A
   // failure here shows again, with its message, at the first allocation.)
   std::string ignored;
@@ -196,6 +217,36 @@ const char *GpuDevice::Call::status(void *self, int64_t *status) {
                        message, c->stream_))
     return c->fail(message);
   return nullptr;
+}
+
+int32_t GpuDevice::Call::gemm(void *self, const tsl_rt_gemm *g,
+                              const char **error) {
+  auto *c = static_cast<Call *>(self);
+  GemmProblem p;
+  p.dtype = g->dtype;
+  p.batch = g->batch;
+  p.M = g->m;
+  p.N = g->n;
+  p.K = g->k;
+  p.a = g->a;
+  p.strideA = g->stride_a;
+  p.transA = (g->flags & 1) != 0;
+  p.b = g->b;
+  p.strideB = g->stride_b;
+  p.transB = (g->flags & 2) != 0;
+  p.d = g->d;
+  p.strideD = g->stride_d;
+  std::string message;
+  switch (c->device_.gemm(p, message, c->stream_)) {
+  case GemmOutcome::Done:
+    return 0;
+  case GemmOutcome::Unavailable:
+    return 2;
+  case GemmOutcome::Failed:
+    break;
+  }
+  *error = c->fail(message);
+  return 1;
 }
 
 const char *GpuDevice::Call::launch(void *self, int32_t kernel,

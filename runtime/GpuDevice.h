@@ -5,11 +5,13 @@
 /// memory, copies and kernel launches for the kernel ABI's tsl_rt_device.
 /// No compiler inside.
 
+#include "runtime/CublasLt.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/GpuEmulator.h"
 #include "runtime/KernelAbi.h"
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,12 @@ public:
   bool copy(Copy kind, void *dst, const void *src, size_t bytes,
             std::string &error, CUstream stream = nullptr);
 
+  /// Enqueues \p p on \p stream through cuBLASLt (CublasLt.h; opened at
+  /// the first GEMM, logged under TSL_LOGS=perf): Unavailable on the
+  /// emulator and without the library, and the caller runs its own kernel.
+  GemmOutcome gemm(const GemmProblem &p, std::string &error,
+                   CUstream stream = nullptr);
+
   /// Device memory handed to a caller (tsl_function_call's outputs):
   /// released later by address alone (tsl_outputs_free).
   void handOver(void *p);
@@ -73,6 +81,7 @@ public:
     static const char *read(void *self, void *dst, const void *src,
                             int64_t bytes);
     static const char *status(void *self, int64_t *status);
+    static int32_t gemm(void *self, const tsl_rt_gemm *g, const char **error);
     /// The call's status word (allocated and zeroed at the first launch).
     bool statusWord(std::string &error);
     const char *fail(std::string message);
@@ -89,6 +98,8 @@ private:
   GpuDevice() = default;
   CUstream streamOr(CUstream s) const { return s ? s : cuda_->stream(); }
   std::shared_ptr<CudaDevice> cuda_;
+  std::once_flag gemmOnce_;
+  std::unique_ptr<CublasLtGemm> cublasLt_; ///< null: TSL's kernels only
 };
 
 } // namespace tsl::rt

@@ -72,6 +72,22 @@ typedef struct tsl_rt_grid {
   int32_t shared_bytes;
 } tsl_rt_grid;
 
+/// One row-major batched GEMM for the device's library (tsl_rt_dev_gemm):
+/// d[i] = a[i] @ b[i] for i < batch, each d[i] m×n and contiguous; a[i] is
+/// stored [m, k] ([k, m] with flag 1), b[i] [k, n] ([n, k] with flag 2).
+/// Strides between batch entries are in elements (0: broadcast).
+typedef struct tsl_rt_gemm {
+  int32_t dtype; /* element type code, as above */
+  int32_t flags; /* 1: a transposed, 2: b transposed */
+  int64_t batch, m, n, k;
+  const void *a;
+  int64_t stride_a;
+  const void *b;
+  int64_t stride_b;
+  void *d;
+  int64_t stride_d;
+} tsl_rt_gemm;
+
 /// The device a GPU variant runs on; the runtime sets it on the context.
 typedef struct tsl_rt_device {
   void *self;
@@ -91,6 +107,9 @@ typedef struct tsl_rt_device {
   /// The call's status word after the work enqueued so far (0: no device
   /// kernel failed). Null, or an error.
   const char *(*status)(void *self, int64_t *status);
+  /// Enqueues \p gemm through the device's GEMM library: 0 done, 1 failed
+  /// (*error set), 2 no library GEMM for it (the caller runs its own).
+  int32_t (*gemm)(void *self, const tsl_rt_gemm *gemm, const char **error);
 } tsl_rt_device;
 
 /// Sets the device the context's GPU calls use (the runtime does, before
@@ -101,7 +120,7 @@ void tsl_rt_context_set_device(tsl_rt_context *ctx,
 int32_t tsl_rt_context_take_device(tsl_rt_context *ctx, void *p);
 
 /* tsl_rt_dev_alloc, tsl_rt_dev_free, tsl_rt_dev_launch, tsl_rt_dev_read,
- * tsl_rt_dev_check: see runtime/KernelEntryPoints.def. */
+ * tsl_rt_dev_check, tsl_rt_dev_gemm: see runtime/KernelEntryPoints.def. */
 #define TSL_RT_DEVICE_ENTRY(Name, Ret, Params) Ret Name Params;
 #include "runtime/KernelEntryPoints.def"
 

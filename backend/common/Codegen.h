@@ -66,6 +66,12 @@ public:
   /// Host code for \p op: its results in device memory, its kernel(s) and
   /// launch(es).
   bool launchOnDevice(const Operation &op);
+  /// Host: the kernel of \p op (results already allocated) with one work
+  /// item per element of its first result, and its launch.
+  bool launchPerElement(const Operation &op);
+  /// Host: matmul through the device's GEMM library (tsl_rt_dev_gemm),
+  /// launching the generated kernel where the library declines.
+  bool deviceGemm(const Operation &op);
   /// Host: waits for the device and returns from the host function with
   /// the failed op and its message when a device kernel failed (only when
   /// a kernel so far can fail).

@@ -65,13 +65,19 @@ bool Codegen::launchOnDevice(const Operation &op) {
       return launchArgmaxRows(op);
     break;
   }
+  case OpCode::Matmul:
+    return deviceGemm(op);
   default:
     break;
   }
-  // Host: the results in device memory, and the number of work items (one
-  // per element of the first result).
+  // Host: the results in device memory.
   for (size_t i = 0; i < op.results.size(); ++i)
     allocateResult(op, i);
+  return launchPerElement(op);
+}
+
+bool Codegen::launchPerElement(const Operation &op) {
+  // One work item per element of the first result.
   Value *total = product(dims(fn.type(op.results[0])));
   bool vector = vectorizableOnDevice(op);
   if (vector) // four elements per thread

@@ -1,0 +1,362 @@
+#include "runtime/CublasLt.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace tsl::rt {
+
+namespace {
+
+// cuBLASLt's ABI (cublasLt.h, library_types.h, cublas_api.h of CUDA 12/13).
+using Status = int;
+using Handle = void *;
+using MatmulDesc = void *;
+using Layout = void *;
+using Preference = void *;
+struct Algo {
+  uint64_t data[8];
+};
+struct HeuristicResult {
+  Algo algo;
+  size_t workspaceSize;
+  Status state;
+  float wavesCount;
+  int reserved[4];
+};
+constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14; // cudaDataType
+constexpr int kCompute32F = 68, kCompute32FFastTf32 = 77, kCompute64F = 70;
+constexpr int kOpN = 0, kOpT = 1;
+constexpr int kDescTransA = 3,
+              kDescTransB = 4; // cublasLtMatmulDescAttributes_t
+constexpr int kLayoutBatchCount = 5, kLayoutStridedBatchOffset = 6;
+constexpr int kPrefMaxWorkspaceBytes = 1;
+constexpr int kPrefMinAlignA = 5, kPrefMinAlignB = 6, kPrefMinAlignC = 7,
+              kPrefMinAlignD = 8;
+/// PyTorch's choice on Hopper; enough for every algorithm we have seen.
+constexpr size_t kWorkspaceBytes = 32u << 20;
+/// Plans kept before the cache starts over (dynamic sizes make many).
+constexpr size_t kMaxPlans = 512;
+
+bool envIs(const char *name, const char *value) {
+  const char *v = std::getenv(name);
+  return v && std::strcmp(v, value) == 0;
+}
+
+} // namespace
+
+struct CublasLtApi {
+  Status (*create)(Handle *) = nullptr;
+  Status (*destroy)(Handle) = nullptr;
+  const char *(*statusName)(Status) = nullptr;
+  Status (*descCreate)(MatmulDesc *, int, int) = nullptr;
+  Status (*descDestroy)(MatmulDesc) = nullptr;
+  Status (*descSet)(MatmulDesc, int, const void *, size_t) = nullptr;
+  Status (*layoutCreate)(Layout *, int, uint64_t, uint64_t, int64_t) = nullptr;
+  Status (*layoutDestroy)(Layout) = nullptr;
+  Status (*layoutSet)(Layout, int, const void *, size_t) = nullptr;
+  Status (*prefCreate)(Preference *) = nullptr;
+  Status (*prefDestroy)(Preference) = nullptr;
+  Status (*prefSet)(Preference, int, const void *, size_t) = nullptr;
+  Status (*heuristic)(Handle, MatmulDesc, Layout, Layout, Layout, Layout,
+                      Preference, int, HeuristicResult *, int *) = nullptr;
+  Status (*matmul)(Handle, MatmulDesc, const void *, const void *, Layout,
+                   const void *, Layout, const void *, const void *, Layout,
+                   void *, Layout, const Algo *, void *, size_t,
+                   CUstream) = nullptr;
+  std::string path;
+
+  std::string describe(const char *what, Status s) const {
+    const char *name = statusName ? statusName(s) : nullptr;
+    return std::string(what) +
+           " failed: " + (name ? name : "status " + std::to_string(s));
+  }
+
+  /// Loaded once per process; null with \p why.
+  static const CublasLtApi *get(std::string &why) {
+    static std::once_flag once;
+    static std::unique_ptr<CublasLtApi> api;
+    static std::string loadError;
+    std::call_once(once, [] { api = load(loadError); });
+    why = loadError;
+    return api.get();
+  }
+
+private:
+  static std::unique_ptr<CublasLtApi> load(std::string &why) {
+    if (envIs("TSL_CUBLASLT", "off") || envIs("TSL_CUBLASLT", "0")) {
+      why = "cuBLASLt disabled by TSL_CUBLASLT=off";
+      return nullptr;
+    }
+    if (const char *p = std::getenv("TSL_CUBLASLT_PATH"); p && *p)
+      return open({p}, why);
+    return open({"libcublasLt.so.13", "libcublasLt.so.12"}, why);
+  }
+
+public:
+  /// The first of \p names that loads, with every entry point; null with
+  /// \p why.
+  static std::unique_ptr<CublasLtApi>
+  open(const std::vector<std::string> &names, std::string &why) {
+    void *lib = nullptr;
+    std::string tried;
+    for (const std::string &n : names) {
+      if ((lib = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL))) {
+        tried = n;
+        break;
+      }
+      const char *e = dlerror();
+      tried +=
+          (tried.empty() ? "" : "; ") + n + (e ? std::string(": ") + e : "");
+    }
+    if (!lib) {
+      why = "cuBLASLt cannot be loaded (" + tried + ")";
+      return nullptr;
+    }
+    auto a = std::make_unique<CublasLtApi>();
+    a->path = tried;
+    std::string missing;
+    auto resolve = [&](const char *name, auto &fn) {
+      void *p = dlsym(lib, name);
+      if (!p)
+        missing += (missing.empty() ? "" : ", ") + std::string(name);
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+    };
+    resolve("cublasLtCreate", a->create);
+    resolve("cublasLtDestroy", a->destroy);
+    resolve("cublasLtGetStatusName", a->statusName);
+    resolve("cublasLtMatmulDescCreate", a->descCreate);
+    resolve("cublasLtMatmulDescDestroy", a->descDestroy);
+    resolve("cublasLtMatmulDescSetAttribute", a->descSet);
+    resolve("cublasLtMatrixLayoutCreate", a->layoutCreate);
+    resolve("cublasLtMatrixLayoutDestroy", a->layoutDestroy);
+    resolve("cublasLtMatrixLayoutSetAttribute", a->layoutSet);
+    resolve("cublasLtMatmulPreferenceCreate", a->prefCreate);
+    resolve("cublasLtMatmulPreferenceDestroy", a->prefDestroy);
+    resolve("cublasLtMatmulPreferenceSetAttribute", a->prefSet);
+    resolve("cublasLtMatmulAlgoGetHeuristic", a->heuristic);
+    resolve("cublasLtMatmul", a->matmul);
+    if (!missing.empty()) {
+      why = tried + " lacks " + missing;
+      return nullptr;
+    }
+    return a;
+  }
+};
+
+std::string probeCublasLt(const std::vector<std::string> &names,
+                          std::string &why) {
+  std::unique_ptr<CublasLtApi> api = CublasLtApi::open(names, why);
+  return api ? api->path : "";
+}
+
+std::string cublasLtPath(std::string &why) {
+  const CublasLtApi *api = CublasLtApi::get(why);
+  return api ? api->path : "";
+}
+
+/// A problem's descriptors and chosen algorithm.
+struct CublasLtGemm::Plan {
+  const CublasLtApi *api = nullptr;
+  MatmulDesc desc = nullptr;
+  Layout a = nullptr, b = nullptr, d = nullptr;
+  Algo algo{};
+  size_t workspaceSize = 0;
+  bool f64 = false;
+  ~Plan() {
+    for (Layout l : {a, b, d})
+      if (l)
+        api->layoutDestroy(l);
+    if (desc)
+      api->descDestroy(desc);
+  }
+};
+
+std::unique_ptr<CublasLtGemm> CublasLtGemm::open(CudaDevice &device,
+                                                 std::string &why) {
+  const CublasLtApi *api = CublasLtApi::get(why);
+  if (!api)
+    return nullptr;
+  if (!device.makeCurrent(why))
+    return nullptr;
+  std::unique_ptr<CublasLtGemm> g(new CublasLtGemm());
+  g->api_ = api;
+  g->device_ = &device;
+  g->path_ = api->path;
+  g->allowTf32_ = envIs("TSL_ALLOW_TF32", "1");
+  if (Status s = api->create(&g->handle_); s != 0) {
+    why = api->describe("cublasLtCreate", s);
+    g->handle_ = nullptr;
+    return nullptr;
+  }
+  return g;
+}
+
+CublasLtGemm::~CublasLtGemm() {
+  plans_.clear();
+  for (auto &[stream, p] : workspaces_)
+    device_->release(p, stream);
+  if (handle_)
+    api_->destroy(handle_);
+}
+
+CUdeviceptr CublasLtGemm::workspace(CUstream stream, std::string &error) {
+  auto it = workspaces_.find(stream);
+  if (it != workspaces_.end())
+    return it->second;
+  CUdeviceptr p = device_->allocate(kWorkspaceBytes, error, stream);
+  if (p)
+    workspaces_[stream] = p;
+  return p;
+}
+
+namespace {
+
+/// The largest power of two up to 256 dividing the address and the batch
+/// stride in bytes: what the algorithm may assume of the operand.
+int32_t alignmentOf(const void *p, int64_t strideBytes) {
+  auto bits = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)) |
+              static_cast<uint64_t>(strideBytes) | 256u;
+  return static_cast<int32_t>(bits & (~bits + 1));
+}
+
+size_t elementBytes(int32_t dtype) {
+  return dtype == 7 ? 8 : dtype == 6 ? 4 : 2;
+}
+
+} // namespace
+
+const CublasLtGemm::Plan *CublasLtGemm::plan(const GemmProblem &p,
+                                             GemmOutcome &outcome,
+                                             std::string &error) {
+  int64_t eb = static_cast<int64_t>(elementBytes(p.dtype));
+  int32_t align = std::min({alignmentOf(p.a, p.strideA * eb),
+                            alignmentOf(p.b, p.strideB * eb),
+                            alignmentOf(p.d, p.strideD * eb)});
+  Key key{p.dtype,   p.batch,   p.M,
+          p.N,       p.K,       p.strideA,
+          p.strideB, p.strideD, (p.transA ? 1 : 0) | (p.transB ? 2 : 0),
+          align};
+  if (auto it = plans_.find(key); it != plans_.end())
+    return it->second.get();
+  if (plans_.size() >= kMaxPlans)
+    plans_.clear();
+  const CublasLtApi &a = *api_;
+  auto plan = std::make_unique<Plan>();
+  plan->api = api_;
+  plan->f64 = p.dtype == 7;
+  int type = p.dtype == 4   ? kR16F
+             : p.dtype == 5 ? kR16BF
+             : plan->f64    ? kR64F
+                            : kR32F;
+  int compute = plan->f64                      ? kCompute64F
+                : (p.dtype == 6 && allowTf32_) ? kCompute32FFastTf32
+                                               : kCompute32F;
+  auto check = [&](Status s, const char *what) {
+    if (s != 0)
+      error = a.describe(what, s);
+    return s == 0;
+  };
+  // Row-major D = A B is column-major D^T = B^T A^T: cuBLASLt's "A" is our
+  // B and its "B" our A, with m = N and n = M.
+  int32_t opA = p.transB ? kOpT : kOpN, opB = p.transA ? kOpT : kOpN;
+  auto layout = [&](Layout &l, uint64_t rows, uint64_t cols, int64_t ld,
+                    int64_t stride) {
+    if (!check(a.layoutCreate(&l, type, rows, cols, ld),
+               "cublasLtMatrixLayoutCreate"))
+      return false;
+    auto count = static_cast<int32_t>(p.batch);
+    return check(a.layoutSet(l, kLayoutBatchCount, &count, sizeof count),
+                 "cublasLtMatrixLayoutSetAttribute") &&
+           check(a.layoutSet(l, kLayoutStridedBatchOffset, &stride,
+                             sizeof stride),
+                 "cublasLtMatrixLayoutSetAttribute");
+  };
+  auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  bool made =
+      check(a.descCreate(&plan->desc, compute, plan->f64 ? kR64F : kR32F),
+            "cublasLtMatmulDescCreate") &&
+      check(a.descSet(plan->desc, kDescTransA, &opA, sizeof opA),
+            "cublasLtMatmulDescSetAttribute") &&
+      check(a.descSet(plan->desc, kDescTransB, &opB, sizeof opB),
+            "cublasLtMatmulDescSetAttribute") &&
+      (p.transB ? layout(plan->a, u(p.K), u(p.N), p.K, p.strideB)
+                : layout(plan->a, u(p.N), u(p.K), p.N, p.strideB)) &&
+      (p.transA ? layout(plan->b, u(p.M), u(p.K), p.M, p.strideA)
+                : layout(plan->b, u(p.K), u(p.M), p.K, p.strideA)) &&
+      layout(plan->d, u(p.N), u(p.M), p.N, p.strideD);
+  if (!made) {
+    outcome = GemmOutcome::Failed;
+    return nullptr;
+  }
+  Preference pref = nullptr;
+  if (!check(a.prefCreate(&pref), "cublasLtMatmulPreferenceCreate")) {
+    outcome = GemmOutcome::Failed;
+    return nullptr;
+  }
+  uint64_t limit = kWorkspaceBytes;
+  auto alignBytes = static_cast<uint32_t>(align);
+  bool prefs =
+      check(a.prefSet(pref, kPrefMaxWorkspaceBytes, &limit, sizeof limit),
+            "cublasLtMatmulPreferenceSetAttribute");
+  for (int attr :
+       {kPrefMinAlignA, kPrefMinAlignB, kPrefMinAlignC, kPrefMinAlignD})
+    prefs =
+        prefs && check(a.prefSet(pref, attr, &alignBytes, sizeof alignBytes),
+                       "cublasLtMatmulPreferenceSetAttribute");
+  HeuristicResult result{};
+  int found = 0;
+  Status s = prefs ? a.heuristic(handle_, plan->desc, plan->a, plan->b, plan->d,
+                                 plan->d, pref, 1, &result, &found)
+                   : 0;
+  a.prefDestroy(pref);
+  if (!prefs) {
+    outcome = GemmOutcome::Failed;
+    return nullptr;
+  }
+  if (s != 0 || found < 1) { // no algorithm: TSL's own kernel runs it
+    outcome = GemmOutcome::Unavailable;
+    return nullptr;
+  }
+  plan->algo = result.algo;
+  plan->workspaceSize = result.workspaceSize;
+  return (plans_[key] = std::move(plan)).get();
+}
+
+GemmOutcome CublasLtGemm::run(const GemmProblem &p, CUstream stream,
+                              std::string &error) {
+  if (p.dtype < 4 || p.dtype > 7 || p.K == 0 || p.strideA < 0 || p.strideB < 0)
+    return GemmOutcome::Unavailable;
+  if (p.batch == 0 || p.M == 0 || p.N == 0)
+    return GemmOutcome::Done;
+  if (p.batch > INT32_MAX)
+    return GemmOutcome::Unavailable;
+  std::lock_guard<std::mutex> lock(mutex_);
+  GemmOutcome outcome = GemmOutcome::Done;
+  const Plan *plan = this->plan(p, outcome, error);
+  if (!plan)
+    return outcome;
+  CUstream s = stream ? stream : device_->stream();
+  CUdeviceptr ws = workspace(s, error);
+  if (!ws)
+    return GemmOutcome::Failed;
+  float one = 1, zero = 0;
+  double one64 = 1, zero64 = 0;
+  const void *alpha = plan->f64 ? static_cast<const void *>(&one64) : &one;
+  const void *beta = plan->f64 ? static_cast<const void *>(&zero64) : &zero;
+  auto *wsp = reinterpret_cast<void *>(static_cast<uintptr_t>(ws));
+  if (Status st = api_->matmul(handle_, plan->desc, alpha, p.b, plan->a, p.a,
+                               plan->b, beta, p.d, plan->d, p.d, plan->d,
+                               &plan->algo, wsp, kWorkspaceBytes, s);
+      st != 0) {
+    error = api_->describe("cublasLtMatmul", st);
+    return GemmOutcome::Failed;
+  }
+  return GemmOutcome::Done;
+}
+
+} // namespace tsl::rt
