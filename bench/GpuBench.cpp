@@ -54,6 +54,7 @@ public:
       : device_(std::move(device)), jit_(models) {
     jit_.setDevice(device_);
   }
+  rt::GpuDevice &device() { return *device_; }
   ~Bench() {
     for (DeviceTensor &t : tensors_)
       device_->release(t.data);
@@ -228,9 +229,17 @@ void benchElementwiseAndMatmul(Bench &bench, bool small) {
     label = "matmul " + std::to_string(m) + "^3 " + dtypeName(dtype);
     std::vector<rt::CallArg> args{bench.tensor({m, m}, dtype),
                                   bench.tensor({m, m}, dtype)};
-    if (auto t = bench.median(label, mm, args, small ? 2 : 5))
-      std::printf("%s: %.3f ms = %.2f TFLOP/s\n", label.c_str(), *t * 1e3,
-                  2.0 * m * m * m / *t / 1e12);
+    // The device's default path (cuBLASLt where it loads), then TSL's own
+    // kernel with the library switched off.
+    for (bool library : {true, false}) {
+      bench.device().setLibraryGemm(library);
+      std::string path = bench.device().gemmPath();
+      std::string name = label + (library ? "" : " own kernel");
+      if (auto t = bench.median(name, mm, args, small ? 2 : 5))
+        std::printf("%s: %.3f ms = %.2f TFLOP/s via %s\n", name.c_str(),
+                    *t * 1e3, 2.0 * m * m * m / *t / 1e12, path.c_str());
+    }
+    bench.device().setLibraryGemm(true);
   }
 }
 

@@ -123,11 +123,15 @@ elif not missing('tiny call', 'torch_tiny_eager_us', 'torch_tiny_compile_us'):
           f'{p["torch_tiny_compile_us"]:.1f} us ({p["torch_tiny_compile_us"] / tiny:.2f}x)')
 
 for name in ('f32', 'bf16'):
-    t = tsl_value(rf'^matmul \d+\^3 {name}: ([0-9.]+) ms')
-    if t is None:
-        print(f'matmul {name}: not measured (TSL)')
-    elif not missing(f'matmul {name}', f'torch_mm_{name}_ms'):
-        print(f'matmul {name}: {p[f"torch_mm_{name}_ms"] / t:.3f}x torch.matmul')
+    for own, target in (('', '>= 0.9 with cuBLASLt'),
+                        (' own kernel', '>= 0.5' if name == 'bf16' else 'no target')):
+        m = re.search(rf'^matmul \d+\^3 {name}{own}: ([0-9.]+) ms.* via (.*)$', tsl, re.M)
+        if m is None:
+            print(f'matmul {name}{own}: not measured (TSL)')
+        elif not missing(f'matmul {name}', f'torch_mm_{name}_ms'):
+            t = float(m.group(1))
+            print(f'matmul {name}{own}: {p[f"torch_mm_{name}_ms"] / t:.3f}x torch.matmul '
+                  f'({target}; via {m.group(2)})')
 
 m = re.search(r'compiles (\d+), compile time ([0-9.]+) ms, mean latency ([0-9.]+) ms', tsl)
 keys = ('torch_encoder_eager_ms', 'torch_compile_encoder_ms', 'torch_compile_time_ms',

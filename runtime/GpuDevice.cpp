@@ -102,19 +102,33 @@ bool GpuDevice::copy(Copy kind, void *dst, const void *src, size_t bytes,
   return r == 0;
 }
 
-GemmOutcome GpuDevice::gemm(const GemmProblem &p, std::string &error,
-                            CUstream stream) {
-  if (!cuda_)
-    return GemmOutcome::Unavailable;
+void GpuDevice::openGemmLibrary() {
   std::call_once(gemmOnce_, [&] {
-    std::string why;
-    cublasLt_ = CublasLtGemm::open(*cuda_, why);
+    if (!cuda_)
+      noLibraryWhy_ = "the emulator has no GEMM library";
+    else
+      cublasLt_ = CublasLtGemm::open(*cuda_, noLibraryWhy_);
     if (LogFlags::fromEnvironment().perf)
       std::fprintf(stderr, "[tsl] perf: GEMMs on %s: %s\n", name().c_str(),
-                   cublasLt_
-                       ? ("cuBLASLt (" + cublasLt_->path() + ")").c_str()
-                       : ("TSL's generated kernel (" + why + ")").c_str());
+                   gemmPath().c_str());
   });
+}
+
+std::string GpuDevice::gemmPath() {
+  openGemmLibrary();
+  if (cublasLt_ && libraryGemm_)
+    return "cuBLASLt (" + cublasLt_->path() + ")";
+  return "TSL's generated kernel (" +
+         (cublasLt_ ? std::string("library GEMMs switched off")
+                    : noLibraryWhy_) +
+         ")";
+}
+
+GemmOutcome GpuDevice::gemm(const GemmProblem &p, std::string &error,
+                            CUstream stream) {
+  if (!cuda_ || !libraryGemm_)
+    return GemmOutcome::Unavailable;
+  openGemmLibrary();
   if (!cublasLt_)
     return GemmOutcome::Unavailable;
   return cublasLt_->run(p, streamOr(stream), error);

@@ -10,6 +10,7 @@
 #include "runtime/GpuEmulator.h"
 #include "runtime/KernelAbi.h"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,6 +54,12 @@ public:
   /// emulator and without the library, and the caller runs its own kernel.
   GemmOutcome gemm(const GemmProblem &p, std::string &error,
                    CUstream stream = nullptr);
+  /// Whether gemm may use the library (default: yes); off, every GEMM
+  /// runs on TSL's generated kernel (benchmarks compare the two).
+  void setLibraryGemm(bool on) { libraryGemm_ = on; }
+  /// What runs GEMMs: "cuBLASLt (libcublasLt.so.13)", or "TSL's generated
+  /// kernel (why)"; opens the library if no GEMM has yet.
+  std::string gemmPath();
 
   /// Device memory handed to a caller (tsl_function_call's outputs):
   /// released later by address alone (tsl_outputs_free).
@@ -98,8 +105,12 @@ private:
   GpuDevice() = default;
   CUstream streamOr(CUstream s) const { return s ? s : cuda_->stream(); }
   std::shared_ptr<CudaDevice> cuda_;
+  /// Opens cuBLASLt once (logged under TSL_LOGS=perf).
+  void openGemmLibrary();
   std::once_flag gemmOnce_;
   std::unique_ptr<CublasLtGemm> cublasLt_; ///< null: TSL's kernels only
+  std::string noLibraryWhy_;
+  std::atomic<bool> libraryGemm_{true};
 };
 
 } // namespace tsl::rt
