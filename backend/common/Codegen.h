@@ -5,8 +5,7 @@
 /// CodegenValues.cpp (sizes, loops, element values), CodegenOps.cpp (layout
 /// and library ops, the argument matcher and the result-shape function),
 /// CodegenRows.cpp (row groups) and the device lowering of backend/nvptx
-/// (CodegenDevice.cpp, CodegenDeviceLibrary.cpp), which NvptxTarget's hooks
-/// call.
+/// (CodegenDevice*.cpp), which NvptxTarget's hooks call.
 
 #include "backend/common/KernelPlan.h"
 #include "backend/common/Lowering.h"

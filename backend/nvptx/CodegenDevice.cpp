@@ -3,7 +3,8 @@
 // over a flat index, so any grid computes the whole op; the host function
 // allocates the op's results in device memory and launches it. Ops whose
 // CPU lowering has loops that depend on each other (accumulate, then
-// finish) get single-loop forms here with one thread per result element.
+// finish) get single-loop forms here with one thread per result element
+// (reductions over one run of axes are block-tiled: CodegenDeviceReduce.cpp).
 #include "backend/common/Codegen.h"
 
 namespace tsl::backend {

@@ -113,6 +113,9 @@ Codegen::ReduceTiling Codegen::reduceTiling(const Operation &op) {
   Value *most =
       ceilDiv(s.reduced, b.CreateMul(s.rows, b.getInt64(kMinRowsPerThread)));
   Value *splits = smax(smin(wanted, most), 1);
+  // No outputs: nothing to split (and no scratch).
+  splits = b.CreateSelect(b.CreateICmpEQ(s.tiles, b.getInt64(0)), b.getInt64(1),
+                          splits);
   s.chunk = smax(ceilDiv(s.reduced, splits), 1);
   s.splits = smax(ceilDiv(s.reduced, s.chunk), 1); // none of them empty
   return s;
@@ -296,8 +299,9 @@ bool Codegen::launchReduce(const Operation &op) {
   // accumulator), only when R is split.
   Value *split = b.CreateICmpSGT(s.splits, b.getInt64(1));
   Value *scratchSlot = entryAlloca(ptr);
-  b.CreateStore(llvm::ConstantPointerNull::get(llvm::PointerType::get(ctx, 0)),
-                scratchSlot);
+  b.CreateStore(
+      llvm::ConstantPointerNull::get(llvm::cast<llvm::PointerType>(ptr)),
+      scratchSlot);
   ifThen(split, [&] {
     Value *bytes = b.CreateMul(
         b.CreateMul(s.splits, b.CreateMul(s.outer, s.inner)), b.getInt64(8));
