@@ -524,12 +524,17 @@ private:
   /// `chunk` rows (1 split unless the tiles alone are too few to fill the
   /// GPU; no split is empty). All values are i64.
   struct ReduceTiling {
+    /// The input's dims before, in and after the run of reduced axes.
     std::vector<Value *> outerDims, reducedDims, innerDims;
     Value *outer, *reduced, *inner; ///< products of the three runs of dims
-    Value *width, *log2Width, *rows;
-    Value *columnTiles, *tiles; ///< ceil(inner / W), outer * columnTiles
+    Value *width, *log2Width;       ///< W (1 to 32) and log2(W)
+    Value *rows;                    ///< 256 / W
+    Value *columnTiles, *tiles;     ///< ceil(inner / W), outer * columnTiles
+    /// R in ((splits - 1) * chunk, splits * chunk] (1 and 1 when R == 0).
     Value *splits, *chunk;
   };
+  /// The tiling of reduction \p op (its axes one run: reducedAxesRun) at
+  /// the builder's position (host or kernel).
   ReduceTiling reduceTiling(const Operation &op);
   /// Host: reduction \p op over one run of axes (reducedAxesRun) as the
   /// tiled kernel, and when R is split, a second launch combining the
