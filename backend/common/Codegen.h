@@ -5,8 +5,7 @@
 /// CodegenValues.cpp (sizes, loops, element values), CodegenOps.cpp (layout
 /// and library ops, the argument matcher and the result-shape function),
 /// CodegenRows.cpp (row groups) and the device lowering of backend/nvptx
-/// (CodegenDevice.cpp, CodegenDeviceLibrary.cpp), which NvptxTarget's hooks
-/// call.
+/// (CodegenDevice*.cpp), which NvptxTarget's hooks call.
 
 #include "backend/common/KernelPlan.h"
 #include "backend/common/Lowering.h"
@@ -524,8 +523,71 @@ private:
   bool lowerDeviceOp(const Operation &op);
   /// An alloca in the current function's entry block (not in a loop).
   Value *entryAlloca(llvm::Type *t);
-  /// One thread per result element (no shared accumulators).
+  /// A reduction whose reduced axes are not one run of adjacent axes: one
+  /// thread per result element looping over them (no shared accumulators).
   bool deviceReduce(const Operation &op);
+
+  // --- block-tiled reductions (CodegenDeviceReduce.cpp) -------------------
+  /// Whether the axes reduction \p op reduces are one run [\p first,
+  /// \p end) of adjacent axes (every axis when it names none; a rank-0
+  /// input gives the empty run [0, 0)). False for others, such as {0, 2}
+  /// of a rank-3 input, which keep deviceReduce.
+  bool reducedAxesRun(const Operation &op, size_t &first, size_t &end) const;
+  /// The schedule of a reduction over one run of axes, from the sizes (the
+  /// host and the kernels each compute it, and get the same values): the
+  /// input as [outer, R, inner]; blocks of W columns x rows threads
+  /// (W * rows = 256, W a power of two); R cut into `splits` runs of
+  /// `chunk` rows (1 split unless the tiles alone are too few to fill the
+  /// GPU; no split is empty). All values are i64.
+  struct ReduceTiling {
+    /// The input's dims before, in and after the run of reduced axes.
+    std::vector<Value *> outerDims, reducedDims, innerDims;
+    Value *outer, *reduced, *inner; ///< products of the three runs of dims
+    Value *width, *log2Width;       ///< W (1 to 32) and log2(W)
+    Value *rows;                    ///< 256 / W
+    Value *columnTiles, *tiles;     ///< ceil(inner / W), outer * columnTiles
+    /// R in ((splits - 1) * chunk, splits * chunk] (1 and 1 when R == 0).
+    Value *splits, *chunk;
+  };
+  /// The tiling of reduction \p op (its axes one run: reducedAxesRun) at
+  /// the builder's position (host or kernel).
+  ReduceTiling reduceTiling(const Operation &op);
+  /// Host: reduction \p op over one run of axes (reducedAxesRun) as the
+  /// tiled kernel, and when R is split, a second launch combining the
+  /// splits' partials from device scratch.
+  bool launchReduce(const Operation &op);
+  /// Kernel body: each block takes (split, tile) pairs; its threads
+  /// accumulate their column over their rows, combine them across rows
+  /// (reduceOverRows) and row 0 writes the result, or with several splits
+  /// the partial at scratch [split, outer, inner] (deviceExtra(0)).
+  bool reduceTiles(const Operation &op);
+  /// Kernel body: one thread per output element combines its splits'
+  /// partials in split order and finishes the result.
+  bool reduceSplits(const Operation &op);
+  /// init combined (reduction \p code, in order) with element(first +
+  /// j * stride) for j = 0 .. count - 1, loading kUnroll elements ahead of
+  /// combining them (the same result as the plain loop). In the current
+  /// function; \p count may be 0 or negative (nothing combined).
+  Value *accumulate(OpCode code, Value *init, Value *first, Value *count,
+                    Value *stride,
+                    const std::function<Value *(Value *)> &element);
+  /// Combines each column's \p partial (one per thread of the block) over
+  /// the block's rows through shared memory (256 8-byte slots), a tree of
+  /// log2(rows) steps with a barrier each; threads of row 0 get their
+  /// column's result (others get a value to ignore). Every thread of the
+  /// block must call it; the slots may be written again after it.
+  Value *reduceOverRows(const Operation &op, const ReduceTiling &s,
+                        Value *partial);
+  /// The element (o, r, c) of the [outer, R, inner] view of \p op's input
+  /// (a fused tree recomputed there), in the accumulator type's domain
+  /// (bool zero-extended to i64). One flat index when every stored leaf has
+  /// the input's dims, else an index per axis. \p s must outlive it.
+  std::function<Value *(Value *, Value *, Value *)>
+  reduceReader(const Operation &op, const ReduceTiling &s);
+  /// The result of reduction \p op from its accumulator \p acc over
+  /// \p count elements: a mean divides (0 / 0 is NaN for an empty one), a
+  /// bool is whether the count is nonzero; stored through store().
+  Value *finishReduction(const Operation &op, Value *acc, Value *count);
   bool deviceMatmul(const Operation &op);
   /// An elementwise op whose stored operands all have the result's shape
   /// (read at its flat index): deviceVectorElementwise lowers it.

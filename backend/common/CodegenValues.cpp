@@ -581,6 +581,8 @@ Value *Codegen::binary(OpCode code, DType t, Value *x, Value *y) {
       return q;
     }
     failMessageIf(b.CreateICmpEQ(y, b.getInt64(0)), "integer division by zero");
+    if (cooperative) // the failed check went on (failIf): divide by 1
+      y = b.CreateSelect(b.CreateICmpEQ(y, b.getInt64(0)), b.getInt64(1), y);
     return floorDiv(x, y);
   case OpCode::Pow:
     return b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, y);

@@ -3,7 +3,8 @@
 // over a flat index, so any grid computes the whole op; the host function
 // allocates the op's results in device memory and launches it. Ops whose
 // CPU lowering has loops that depend on each other (accumulate, then
-// finish) get single-loop forms here with one thread per result element.
+// finish) get single-loop forms here with one thread per result element
+// (reductions over one run of axes are block-tiled: CodegenDeviceReduce.cpp).
 #include "backend/common/Codegen.h"
 
 namespace tsl::backend {
@@ -45,6 +46,15 @@ bool Codegen::launchOnDevice(const Operation &op) {
     return deviceCompaction(op);
   case OpCode::Unique:
     return deviceUnique(op);
+  case OpCode::ReduceSum:
+  case OpCode::ReduceMean:
+  case OpCode::ReduceMax:
+  case OpCode::ReduceMin: {
+    size_t first, end;
+    if (reducedAxesRun(op, first, end)) // block-tiled
+      return launchReduce(op);
+    break;
+  }
   case OpCode::Topk: { // the library's range check, on the host
     Value *k = expr(op.exprAttr("k"));
     Value *n = dims(fn.type(op.operands[0])).back();
@@ -266,52 +276,6 @@ void Codegen::readSymbol(const std::string &name, Value *word) {
                    {ctxArg, symSlot(name), word, b.getInt64(8)});
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
   checkDeviceStatus();
-}
-
-bool Codegen::deviceReduce(const Operation &op) {
-  const TensorType &in = fn.type(op.operands[0]);
-  DType t = in.dtype;
-  const auto &axes = op.intsAttr("axes");
-  std::vector<bool> red(in.rank(), axes.empty());
-  for (int64_t a : axes)
-    red[a] = true;
-  std::vector<Value *> inShape = dims(in), keep, reduced;
-  Value *count = b.getInt64(1);
-  for (size_t i = 0; i < in.rank(); ++i) {
-    keep.push_back(red[i] ? b.getInt64(1) : inShape[i]);
-    if (red[i]) {
-      reduced.push_back(inShape[i]);
-      count = b.CreateMul(count, inShape[i]);
-    }
-  }
-  Value *dst = allocateResult(op);
-  llvm::Type *acc = t == DType::Bool ? i64 : computeType(t);
-  Value *init = reductionIdentity(op.code, t);
-  std::map<ValueId, std::vector<Value *>> strides;
-  leafStrides(op.operands[0], inShape, in.dims, strides);
-  std::vector<Value *> outStrides = contiguousStrides(keep);
-  Value *slot = entryAlloca(acc);
-  // One thread per result element, looping over the reduced axes.
-  loops(keep, [&](const std::vector<Value *> &outIdx) {
-    b.CreateStore(init, slot);
-    loops(reduced, [&](const std::vector<Value *> &r) {
-      std::vector<Value *> idx;
-      size_t k = 0;
-      for (size_t i = 0; i < in.rank(); ++i)
-        idx.push_back(red[i] ? r[k++] : outIdx[i]);
-      Value *x = valueAt(op.operands[0], idx, strides);
-      if (t == DType::Bool)
-        x = b.CreateZExt(x, i64);
-      b.CreateStore(reductionStep(op.code, b.CreateLoad(acc, slot), x), slot);
-    });
-    Value *v = b.CreateLoad(acc, slot);
-    if (op.code == OpCode::ReduceMean)
-      v = b.CreateFDiv(v, b.CreateSIToFP(count, acc));
-    if (t == DType::Bool)
-      v = b.CreateICmpNE(v, b.getInt64(0));
-    store(fn.type(op.results[0]).dtype, dst, offset(outIdx, outStrides), v);
-  });
-  return true;
 }
 
 bool Codegen::deviceMatmul(const Operation &op) {
