@@ -1,13 +1,13 @@
-// Single-precision matrix multiply for generated code: cache blocking
-// (panels of B and A packed contiguously) around a register-blocked
-// micro-kernel (12 x 32 for AVX-512, 6 x 16 for AVX2, 4 x 8 portable),
-// chosen at run time by CPU features.
+// Single-precision matrix multiply for generated code and the runtime's
+// kernels: cache blocking (panels of B and A packed contiguously) around a
+// register-blocked micro-kernel (12 x 32 for AVX-512, 6 x 16 for AVX2, 4 x 8
+// portable), chosen at run time by CPU features.
+#include "runtime/Gemm.h"
 #include "runtime/KernelAbi.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <vector>
 
 namespace {
 
@@ -39,29 +39,100 @@ constexpr int64_t MR = 4, NR = 8;
 } // namespace portable
 
 using GemmFn = void (*)(int64_t, int64_t, int64_t, const float *, int64_t,
-                        const float *, int64_t, float *, int64_t, bool);
+                        const tsl::rt::GemmB &, float *, int64_t,
+                        const float *, float *, float *);
 
-GemmFn chooseGemm() {
+/// The micro-kernel family for this CPU and the scratch it packs into.
+struct Kernel {
+  GemmFn fn;
+  int64_t bpFloats, apFloats;
+};
+
+Kernel chooseKernel() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f"))
-    return avx512::gemm;
+    return {avx512::gemm, avx512::BpFloats, avx512::ApFloats};
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return avx2::gemm;
-  return portable::gemm;
+    return {avx2::gemm, avx2::BpFloats, avx2::ApFloats};
+  return {portable::gemm, portable::BpFloats, portable::ApFloats};
+}
+
+/// Packing buffers, one pair per thread, reused by its calls (not zeroed:
+/// every panel is fully written before it is read); freed at thread exit.
+struct Scratch {
+  float *bp = nullptr, *ap = nullptr;
+  Scratch() = default;
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  ~Scratch() {
+    std::free(bp);
+    std::free(ap);
+  }
+  /// Allocates the buffers on first use; false when that fails.
+  bool reserve(const Kernel &k) {
+    if (!bp)
+      bp = static_cast<float *>(
+          std::aligned_alloc(64, static_cast<size_t>(k.bpFloats) * 4));
+    if (!ap)
+      ap = static_cast<float *>(
+          std::aligned_alloc(64, static_cast<size_t>(k.apFloats) * 4));
+    return bp && ap;
+  }
+};
+
+const Kernel &kernel() {
+  static const Kernel k = chooseKernel();
+  return k;
+}
+
+/// tsl_rt_sgemm's fallback when no packing scratch can be had: unblocked,
+/// i-k-j order, never fails.
+void naiveGemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+               const float *B, int64_t ldb, bool transB, float *C,
+               int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i) {
+    float *c = C + i * ldc;
+    std::fill(c, c + N, 0.f);
+    for (int64_t k = 0; k < K; ++k) {
+      float a = A[i * lda + k];
+      for (int64_t j = 0; j < N; ++j)
+        c[j] += a * (transB ? B[j * ldb + k] : B[k * ldb + j]);
+    }
+  }
+}
+
+void matrixGemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                const float *B, int64_t ldb, bool transB, float *C,
+                int64_t ldc) {
+  tsl::rt::GemmB b;
+  b.data = B;
+  b.ld = ldb;
+  b.transposed = transB;
+  if (!tsl::rt::sgemm(M, N, K, A, lda, b, C, ldc, nullptr))
+    naiveGemm(M, N, K, A, lda, B, ldb, transB, C, ldc);
 }
 
 } // namespace
 
+bool tsl::rt::sgemm(int64_t M, int64_t N, int64_t K, const float *A,
+                    int64_t lda, const GemmB &B, float *C, int64_t ldc,
+                    const float *rowBias) {
+  const Kernel &k = kernel();
+  thread_local Scratch scratch;
+  if (!scratch.reserve(k))
+    return false;
+  k.fn(M, N, K, A, lda, B, C, ldc, rowBias, scratch.bp, scratch.ap);
+  return true;
+}
+
 extern "C" void tsl_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A,
                              int64_t lda, const float *B, int64_t ldb, float *C,
                              int64_t ldc) {
-  static const GemmFn fn = chooseGemm();
-  fn(M, N, K, A, lda, B, ldb, C, ldc, false);
+  matrixGemm(M, N, K, A, lda, B, ldb, false, C, ldc);
 }
 
 extern "C" void tsl_rt_sgemm_bt(int64_t M, int64_t N, int64_t K, const float *A,
                                 int64_t lda, const float *B, int64_t ldb,
                                 float *C, int64_t ldc) {
-  static const GemmFn fn = chooseGemm();
-  fn(M, N, K, A, lda, B, ldb, C, ldc, true);
+  matrixGemm(M, N, K, A, lda, B, ldb, true, C, ldc);
 }
