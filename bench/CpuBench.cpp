@@ -80,9 +80,9 @@ double timeCall(rt::FunctionTable &table, const std::vector<rt::CallArg> &args,
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: %s bench/models.tsl [dispatch|ew|mm|encoder|conv]...\n",
-                 argv[0]);
+    std::fprintf(
+        stderr, "usage: %s bench/models.tsl [dispatch|ew|mm|encoder|conv]...\n",
+        argv[0]);
     return 2;
   }
   JitCompiler jit(argv[1]);

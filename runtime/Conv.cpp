@@ -191,11 +191,11 @@ void convF64(const Geometry &g, const double *x, const double *w,
 
 } // namespace
 
-extern "C" int32_t tsl_rt_conv2d(tsl_rt_context *ctx, int32_t d,
-                                 const void *x, const int64_t *xs,
-                                 const void *w, const int64_t *ws,
-                                 const void *bias, int64_t sh, int64_t sw,
-                                 int64_t ph, int64_t pw, void *out) {
+extern "C" int32_t tsl_rt_conv2d(tsl_rt_context *ctx, int32_t d, const void *x,
+                                 const int64_t *xs, const void *w,
+                                 const int64_t *ws, const void *bias,
+                                 int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                                 void *out) {
   Geometry g{xs[0], xs[1], xs[2], xs[3], ws[0], ws[2], ws[3],
              sh,    sw,    ph,    pw,    0,     0};
   g.OH = (g.H + 2 * ph - g.KH) / sh + 1;

@@ -1,7 +1,7 @@
 // Single-precision matrix multiply for generated code and the runtime's
 // kernels: cache blocking (panels of B and A packed contiguously) around a
-// register-blocked micro-kernel (12 x 32 for AVX-512, 6 x 16 for AVX2, 4 x 8
-// portable), chosen at run time by CPU features.
+// register-blocked micro-kernel (12 x 32 or 8 x 48 for AVX-512, 6 x 16 for
+// AVX2, 4 x 8 portable), chosen at run time by CPU features and the shape.
 #include "runtime/Gemm.h"
 #include "runtime/KernelAbi.h"
 
@@ -16,8 +16,17 @@ namespace {
 namespace avx512 {
 typedef float Vec __attribute__((vector_size(64)));
 constexpr int Lanes = 16;
-constexpr int64_t MR = 12, NR = 32; // 24 of the 32 zmm registers accumulate
+// Two register tiles, each with 24 of the 32 zmm registers accumulating:
+// 12 x 32 for most shapes, 8 x 48 where M's rows come in eights and not
+// twelves (a 64-channel conv: 72 rows of 12 x 32 tiles for 64 of work).
+namespace tall {
+constexpr int64_t MR = 12, NR = 32;
 #include "runtime/GemmKernel.inc"
+} // namespace tall
+namespace wide {
+constexpr int64_t MR = 8, NR = 48;
+#include "runtime/GemmKernel.inc"
+} // namespace wide
 } // namespace avx512
 #pragma GCC pop_options
 
@@ -39,23 +48,58 @@ constexpr int64_t MR = 4, NR = 8;
 } // namespace portable
 
 using GemmFn = void (*)(int64_t, int64_t, int64_t, const float *, int64_t,
-                        const tsl::rt::GemmB &, float *, int64_t,
-                        const float *, float *, float *);
+                        const tsl::rt::GemmB &, float *, int64_t, const float *,
+                        float *, float *);
 
-/// The micro-kernel family for this CPU and the scratch it packs into.
+/// One register tile's GEMM and the packing scratch it needs.
+struct Tile {
+  GemmFn fn = nullptr;
+  int64_t mr = 0, nr = 0, bpFloats = 0, apFloats = 0;
+};
+#define TSL_GEMM_TILE(ns)                                                      \
+  Tile { ns::gemm, ns::MR, ns::NR, ns::BpFloats, ns::ApFloats }
+
+/// The tiles of this CPU's instruction set, the first the default.
 struct Kernel {
-  GemmFn fn;
-  int64_t bpFloats, apFloats;
+  Tile tiles[2];
+  int count = 1;
+  int64_t bpFloats = 0, apFloats = 0; ///< the most any tile needs
+
+  /// The tile for an M x N result: the default unless another pads the
+  /// result to a smaller area by more than 2% (it also gives a
+  /// register-blocked tile some speed for its shape).
+  const Tile &choose(int64_t M, int64_t N) const {
+    auto area = [&](const Tile &t) {
+      return static_cast<double>((M + t.mr - 1) / t.mr * t.mr) *
+             static_cast<double>((N + t.nr - 1) / t.nr * t.nr);
+    };
+    const Tile *best = &tiles[0];
+    for (int i = 1; i < count; ++i)
+      if (area(tiles[i]) * 1.02 < area(*best))
+        best = &tiles[i];
+    return *best;
+  }
 };
 
 Kernel chooseKernel() {
+  Kernel k;
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f"))
-    return {avx512::gemm, avx512::BpFloats, avx512::ApFloats};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return {avx2::gemm, avx2::BpFloats, avx2::ApFloats};
-  return {portable::gemm, portable::BpFloats, portable::ApFloats};
+  if (__builtin_cpu_supports("avx512f")) {
+    k.tiles[0] = TSL_GEMM_TILE(avx512::tall);
+    k.tiles[1] = TSL_GEMM_TILE(avx512::wide);
+    k.count = 2;
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    k.tiles[0] = TSL_GEMM_TILE(avx2);
+  } else {
+    k.tiles[0] = TSL_GEMM_TILE(portable);
+  }
+  for (int i = 0; i < k.count; ++i) {
+    k.bpFloats = std::max(k.bpFloats, k.tiles[i].bpFloats);
+    k.apFloats = std::max(k.apFloats, k.tiles[i].apFloats);
+  }
+  return k;
 }
+#undef TSL_GEMM_TILE
 
 /// Packing buffers, one pair per thread, reused by its calls (not zeroed:
 /// every panel is fully written before it is read); freed at thread exit.
@@ -121,7 +165,8 @@ bool tsl::rt::sgemm(int64_t M, int64_t N, int64_t K, const float *A,
   thread_local Scratch scratch;
   if (!scratch.reserve(k))
     return false;
-  k.fn(M, N, K, A, lda, B, C, ldc, rowBias, scratch.bp, scratch.ap);
+  k.choose(M, N).fn(M, N, K, A, lda, B, C, ldc, rowBias, scratch.bp,
+                    scratch.ap);
   return true;
 }
 
