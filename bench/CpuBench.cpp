@@ -1,7 +1,8 @@
 // CPU benchmarks of compiled TSL through the runtime (variant table, native
 // dispatch, JIT-compiled kernels). Prints one line per measurement;
 // bench/cpu.sh runs the NumPy/PyTorch peers in the same run and prints
-// ratios. Single-threaded.
+// ratios. Single-threaded. Optional arguments after the models file pick
+// groups of rows (dispatch ew mm encoder conv); none runs them all.
 #include "runtime/FunctionTable.h"
 #include "tools/driver/JitCompiler.h"
 
@@ -79,14 +80,22 @@ double timeCall(rt::FunctionTable &table, const std::vector<rt::CallArg> &args,
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s bench/models.tsl\n", argv[0]);
+    std::fprintf(
+        stderr, "usage: %s bench/models.tsl [dispatch|ew|mm|encoder|conv]...\n",
+        argv[0]);
     return 2;
   }
   JitCompiler jit(argv[1]);
   std::mt19937 rng(1);
+  auto want = [&](const char *group) {
+    for (int i = 2; i < argc; ++i)
+      if (std::strcmp(argv[i], group) == 0)
+        return true;
+    return argc == 2;
+  };
 
   // Dispatch: choosing the variant of a function with ten guards.
-  {
+  if (want("dispatch")) {
     rt::FunctionTable table("guarded", &jit);
     std::vector<Buffer> bufs;
     for (int i = 0; i < 11; ++i)
@@ -106,7 +115,7 @@ int main(int argc, char **argv) {
                 sink ? " (miss?)" : "");
   }
   // Elementwise over 16M floats vs a plain copy.
-  {
+  if (want("ew")) {
     rt::FunctionTable table("ew", &jit);
     std::vector<Buffer> bufs{randomBuffer({1 << 24}, rng)};
     double t = timeCall(table, argsOf(bufs), 15);
@@ -119,7 +128,7 @@ int main(int argc, char **argv) {
         t * 1e3, copy * 1e3, t / copy);
   }
   // Matmul 1024^3.
-  {
+  if (want("mm")) {
     rt::FunctionTable table("mm", &jit);
     std::vector<Buffer> bufs{randomBuffer({1024, 1024}, rng),
                              randomBuffer({1024, 1024}, rng)};
@@ -130,6 +139,8 @@ int main(int argc, char **argv) {
   // Softmax and the encoder layer at the (B, S).
   for (auto [B, S] : std::vector<std::pair<int64_t, int64_t>>{
            {1, 128}, {4, 128}, {1, 512}, {8, 64}}) {
+    if (!want("encoder"))
+      break;
     rt::FunctionTable softmax("softmax", &jit);
     std::vector<Buffer> x{randomBuffer({B, S, 256}, rng)};
     double ts = timeCall(softmax, argsOf(x), 500);
@@ -160,6 +171,26 @@ int main(int argc, char **argv) {
     std::printf("softmax B=%lld S=%lld: %.3f ms; encoder_layer: %.2f ms\n",
                 static_cast<long long>(B), static_cast<long long>(S), ts * 1e3,
                 te * 1e3);
+  }
+  // ResNet's 3x3 conv (64 channels, N=4, 56 x 56, bias) alone and in the
+  // basic block (bench/models.tsl).
+  if (want("conv")) {
+    rt::FunctionTable conv("conv3x3", &jit);
+    std::vector<Buffer> c{randomBuffer({4, 64, 56, 56}, rng),
+                          randomBuffer({64, 64, 3, 3}, rng),
+                          randomBuffer({64}, rng)};
+    double tc = timeCall(conv, argsOf(c), 10);
+    rt::FunctionTable block("resnet_block", &jit);
+    std::vector<Buffer> r{c[0]};
+    for (int i = 0; i < 2; ++i) {
+      r.push_back(randomBuffer({64, 64, 3, 3}, rng));
+      r.push_back(randomBuffer({64, 1, 1}, rng));
+      r.push_back(randomBuffer({64, 1, 1}, rng));
+    }
+    double tb = timeCall(block, argsOf(r), 10);
+    std::printf("conv3x3 64ch N=4 56x56: %.2f ms = %.1f GFLOP/s; resnet_block: "
+                "%.2f ms\n",
+                tc * 1e3, 2.0 * 4 * 64 * 56 * 56 * 64 * 9 / tc / 1e9, tb * 1e3);
   }
   return 0;
 }

@@ -1,13 +1,13 @@
-// Single-precision matrix multiply for generated code: cache blocking
-// (panels of B and A packed contiguously) around a register-blocked
-// micro-kernel (12 x 32 for AVX-512, 6 x 16 for AVX2, 4 x 8 portable),
-// chosen at run time by CPU features.
+// Single-precision matrix multiply for generated code and the runtime's
+// kernels: cache blocking (panels of B and A packed contiguously) around a
+// register-blocked micro-kernel (12 x 32 or 8 x 48 for AVX-512, 6 x 16 for
+// AVX2, 4 x 8 portable), chosen at run time by CPU features and the shape.
+#include "runtime/Gemm.h"
 #include "runtime/KernelAbi.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <vector>
 
 namespace {
 
@@ -16,8 +16,17 @@ namespace {
 namespace avx512 {
 typedef float Vec __attribute__((vector_size(64)));
 constexpr int Lanes = 16;
-constexpr int64_t MR = 12, NR = 32; // 24 of the 32 zmm registers accumulate
+// Two register tiles, each with 24 of the 32 zmm registers accumulating:
+// 12 x 32 for most shapes, 8 x 48 where M's rows come in eights and not
+// twelves (a 64-channel conv: 72 rows of 12 x 32 tiles for 64 of work).
+namespace tall {
+constexpr int64_t MR = 12, NR = 32;
 #include "runtime/GemmKernel.inc"
+} // namespace tall
+namespace wide {
+constexpr int64_t MR = 8, NR = 48;
+#include "runtime/GemmKernel.inc"
+} // namespace wide
 } // namespace avx512
 #pragma GCC pop_options
 
@@ -39,29 +48,136 @@ constexpr int64_t MR = 4, NR = 8;
 } // namespace portable
 
 using GemmFn = void (*)(int64_t, int64_t, int64_t, const float *, int64_t,
-                        const float *, int64_t, float *, int64_t, bool);
+                        const tsl::rt::GemmB &, float *, int64_t, const float *,
+                        float *, float *);
 
-GemmFn chooseGemm() {
+/// One register tile's GEMM and the packing scratch it needs.
+struct Tile {
+  GemmFn fn = nullptr;
+  int64_t mr = 0, nr = 0, bpFloats = 0, apFloats = 0;
+};
+#define TSL_GEMM_TILE(ns)                                                      \
+  Tile { ns::gemm, ns::MR, ns::NR, ns::BpFloats, ns::ApFloats }
+
+/// The tiles of this CPU's instruction set, the first the default.
+struct Kernel {
+  Tile tiles[2];
+  int count = 1;
+  int64_t bpFloats = 0, apFloats = 0; ///< the most any tile needs
+
+  /// The tile for an M x N result: the default unless another pads the
+  /// result to a smaller area by more than 2% (it also gives a
+  /// register-blocked tile some speed for its shape).
+  const Tile &choose(int64_t M, int64_t N) const {
+    auto area = [&](const Tile &t) {
+      return static_cast<double>((M + t.mr - 1) / t.mr * t.mr) *
+             static_cast<double>((N + t.nr - 1) / t.nr * t.nr);
+    };
+    const Tile *best = &tiles[0];
+    for (int i = 1; i < count; ++i)
+      if (area(tiles[i]) * 1.02 < area(*best))
+        best = &tiles[i];
+    return *best;
+  }
+};
+
+Kernel chooseKernel() {
+  Kernel k;
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f"))
-    return avx512::gemm;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return avx2::gemm;
-  return portable::gemm;
+  if (__builtin_cpu_supports("avx512f")) {
+    k.tiles[0] = TSL_GEMM_TILE(avx512::tall);
+    k.tiles[1] = TSL_GEMM_TILE(avx512::wide);
+    k.count = 2;
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    k.tiles[0] = TSL_GEMM_TILE(avx2);
+  } else {
+    k.tiles[0] = TSL_GEMM_TILE(portable);
+  }
+  for (int i = 0; i < k.count; ++i) {
+    k.bpFloats = std::max(k.bpFloats, k.tiles[i].bpFloats);
+    k.apFloats = std::max(k.apFloats, k.tiles[i].apFloats);
+  }
+  return k;
+}
+#undef TSL_GEMM_TILE
+
+/// Packing buffers, one pair per thread, reused by its calls (not zeroed:
+/// every panel is fully written before it is read); freed at thread exit.
+struct Scratch {
+  float *bp = nullptr, *ap = nullptr;
+  Scratch() = default;
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  ~Scratch() {
+    std::free(bp);
+    std::free(ap);
+  }
+  /// Allocates the buffers on first use; false when that fails.
+  bool reserve(const Kernel &k) {
+    if (!bp)
+      bp = static_cast<float *>(
+          std::aligned_alloc(64, static_cast<size_t>(k.bpFloats) * 4));
+    if (!ap)
+      ap = static_cast<float *>(
+          std::aligned_alloc(64, static_cast<size_t>(k.apFloats) * 4));
+    return bp && ap;
+  }
+};
+
+const Kernel &kernel() {
+  static const Kernel k = chooseKernel();
+  return k;
+}
+
+/// tsl_rt_sgemm's fallback when no packing scratch can be had: unblocked,
+/// i-k-j order, never fails.
+void naiveGemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+               const float *B, int64_t ldb, bool transB, float *C,
+               int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i) {
+    float *c = C + i * ldc;
+    std::fill(c, c + N, 0.f);
+    for (int64_t k = 0; k < K; ++k) {
+      float a = A[i * lda + k];
+      for (int64_t j = 0; j < N; ++j)
+        c[j] += a * (transB ? B[j * ldb + k] : B[k * ldb + j]);
+    }
+  }
+}
+
+void matrixGemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                const float *B, int64_t ldb, bool transB, float *C,
+                int64_t ldc) {
+  tsl::rt::GemmB b;
+  b.data = B;
+  b.ld = ldb;
+  b.transposed = transB;
+  if (!tsl::rt::sgemm(M, N, K, A, lda, b, C, ldc, nullptr))
+    naiveGemm(M, N, K, A, lda, B, ldb, transB, C, ldc);
 }
 
 } // namespace
 
+bool tsl::rt::sgemm(int64_t M, int64_t N, int64_t K, const float *A,
+                    int64_t lda, const GemmB &B, float *C, int64_t ldc,
+                    const float *rowBias) {
+  const Kernel &k = kernel();
+  thread_local Scratch scratch;
+  if (!scratch.reserve(k))
+    return false;
+  k.choose(M, N).fn(M, N, K, A, lda, B, C, ldc, rowBias, scratch.bp,
+                    scratch.ap);
+  return true;
+}
+
 extern "C" void tsl_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A,
                              int64_t lda, const float *B, int64_t ldb, float *C,
                              int64_t ldc) {
-  static const GemmFn fn = chooseGemm();
-  fn(M, N, K, A, lda, B, ldb, C, ldc, false);
+  matrixGemm(M, N, K, A, lda, B, ldb, false, C, ldc);
 }
 
 extern "C" void tsl_rt_sgemm_bt(int64_t M, int64_t N, int64_t K, const float *A,
                                 int64_t lda, const float *B, int64_t ldb,
                                 float *C, int64_t ldc) {
-  static const GemmFn fn = chooseGemm();
-  fn(M, N, K, A, lda, B, ldb, C, ldc, true);
+  matrixGemm(M, N, K, A, lda, B, ldb, true, C, ldc);
 }

@@ -217,36 +217,6 @@ void tsl_rt_error(tsl_rt_context *ctx, const char *message) {
     ctx->error = message;
 }
 
-int32_t tsl_rt_conv2d(tsl_rt_context *, int32_t d, const void *x,
-                      const int64_t *xs, const void *w, const int64_t *ws,
-                      const void *bias, int64_t sh, int64_t sw, int64_t ph,
-                      int64_t pw, void *out) {
-  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
-  int64_t O = ws[0], KH = ws[2], KW = ws[3];
-  int64_t OH = (H + 2 * ph - KH) / sh + 1, OW = (W + 2 * pw - KW) / sw + 1;
-  int64_t o = 0;
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t oc = 0; oc < O; ++oc)
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow, ++o) {
-          double acc = bias ? loadF(d, bias, oc) : 0.0;
-          for (int64_t c = 0; c < C; ++c)
-            for (int64_t kh = 0; kh < KH; ++kh) {
-              int64_t ih = oh * sh - ph + kh;
-              if (ih < 0 || ih >= H)
-                continue;
-              for (int64_t kw = 0; kw < KW; ++kw) {
-                int64_t iw = ow * sw - pw + kw;
-                if (iw >= 0 && iw < W)
-                  acc += loadF(d, x, ((n * C + c) * H + ih) * W + iw) *
-                         loadF(d, w, ((oc * C + c) * KH + kh) * KW + kw);
-              }
-            }
-          storeF(d, out, o, acc);
-        }
-  return 0;
-}
-
 int32_t tsl_rt_max_pool2d(tsl_rt_context *, int32_t d, const void *x,
                           const int64_t *xs, int64_t kh, int64_t kw, int64_t sh,
                           int64_t sw, int64_t ph, int64_t pw, void *out) {

@@ -1,0 +1,245 @@
+// conv2d's library kernel (tsl_rt_conv2d). f32, f16 and bf16 run as one GEMM
+// per image, out[n][O, pixels] = W[O, C*KH*KW] @ im2col(x[n]) + bias, where
+// the im2col matrix is never stored: the GEMM asks for it a packed panel at a
+// time (at most 256 x 1024 floats, runtime/GemmKernel.inc) and the packer
+// below gathers the panel from the image (copied once per image with its
+// zero padding, when it has some, so the packer checks no bounds). The bias
+// is the GEMM's row bias: it starts the accumulators of the first pass over
+// each output tile, so it costs no pass of its own. A 1x1, stride-1,
+// unpadded f32 conv reads the image itself as B. f16 and bf16 go through
+// f32 copies of the weights, each image and each result; f64 keeps a scalar
+// loop that accumulates in double.
+#include "runtime/Gemm.h"
+#include "runtime/KernelAbi.h"
+#include "support/Float16.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+
+enum Code : int32_t { F16 = 4, BF16 = 5, F32 = 6, F64 = 7 };
+
+/// The sizes of one call: input [N, C, H, W], weights [O, C, KH, KW],
+/// strides, padding and output [N, O, OH, OW].
+struct Geometry {
+  int64_t N, C, H, W, O, KH, KW, sh, sw, ph, pw, OH, OW;
+  int64_t pixels() const { return OH * OW; }
+  int64_t depth() const { return C * KH * KW; }
+  /// A 1x1, stride-1, unpadded conv: the image [C, H * W] is the B matrix.
+  bool pointwise() const {
+    return KH == 1 && KW == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0;
+  }
+};
+
+/// One f32 image as the im2col matrix B[C*KH*KW, OH*OW]. The image is
+/// stored [C, Hs, Ws] with the padding already in it (zeros; Hs = H + 2ph,
+/// Ws = W + 2pw), so that B[(c*KH + kh)*KW + kw][oh*OW + ow] is
+/// image[c][oh*sh + kh][ow*sw + kw] with no bounds to check.
+struct Im2col {
+  const Geometry *g;
+  const float *image;
+  int64_t Hs, Ws;
+};
+
+/// dst[0:len] = src[0:len] in fixed-size 8-float moves, the last one
+/// overlapping the one before (runs are at most a panel wide: a library
+/// memcpy's start-up cost, or a loop's scalar tail, dominated packing).
+inline void copyRun(const float *src, int64_t len, float *dst) {
+  if (len < 8) {
+    for (int64_t t = 0; t < len; ++t)
+      dst[t] = src[t];
+    return;
+  }
+  int64_t t = 0;
+  for (; t + 8 <= len; t += 8)
+    std::memcpy(dst + t, src + t, 8 * sizeof(float));
+  if (t < len)
+    std::memcpy(dst + len - 8, src + len - 8, 8 * sizeof(float));
+}
+
+/// tsl::rt::GemmPanelPacker of an Im2col: rows k0.. of the panel's pixels
+/// j0..j0+nr, walked as runs that stay within one output row.
+void packIm2col(const void *self, int64_t k0, int64_t kc, int64_t j0,
+                int64_t nr, int64_t width, float *panel) {
+  const Im2col &s = *static_cast<const Im2col *>(self);
+  const Geometry &g = *s.g;
+  int64_t taps = g.KH * g.KW, rowStep = g.sh * s.Ws;
+  int64_t c = k0 / taps, kh = k0 % taps / g.KW, kw = k0 % g.KW;
+  int64_t oh0 = j0 / g.OW, ow0 = j0 % g.OW;
+  for (int64_t k = 0; k < kc; ++k) {
+    float *dst = panel + k * width;
+    const float *tap = s.image + (c * s.Hs + kh) * s.Ws + kw;
+    const float *src = tap + oh0 * rowStep + ow0 * g.sw;
+    for (int64_t j = 0, ow = ow0; j < nr; ow = 0) {
+      int64_t len = std::min(nr - j, g.OW - ow);
+      if (g.sw == 1)
+        copyRun(src, len, dst + j);
+      else
+        for (int64_t t = 0; t < len; ++t)
+          dst[j + t] = src[t * g.sw];
+      j += len;
+      src += rowStep - ow * g.sw; // the next output row starts at ow = 0
+    }
+    for (int64_t j = nr; j < width; ++j)
+      dst[j] = 0.f;
+    if (++kw == g.KW) {
+      kw = 0;
+      if (++kh == g.KH) {
+        kh = 0;
+        ++c;
+      }
+    }
+  }
+}
+
+/// out[O, OH*OW] = w[O, C*KH*KW] @ im2col(image) (+ bias) for one f32
+/// image stored [C, Hs, Ws] with its padding; false when the GEMM's scratch
+/// could not be allocated.
+bool convImage(const Geometry &g, const float *image, int64_t Hs, int64_t Ws,
+               const float *w, const float *bias, float *out) {
+  Im2col source{&g, image, Hs, Ws};
+  tsl::rt::GemmB b;
+  if (g.pointwise()) {
+    b.data = image;
+    b.ld = g.H * g.W;
+  } else {
+    b.pack = packIm2col;
+    b.self = &source;
+  }
+  return tsl::rt::sgemm(g.O, g.pixels(), g.depth(), w, g.depth(), b, out,
+                        g.pixels(), bias);
+}
+
+/// Element \p i of \p p, of element type \p d (f16, bf16 or f32), as f32.
+float loadFloat(int32_t d, const void *p, int64_t i) {
+  if (d == F32)
+    return static_cast<const float *>(p)[i];
+  uint16_t h = static_cast<const uint16_t *>(p)[i];
+  return d == F16 ? tsl::halfToFloat(h) : tsl::bf16ToFloat(h);
+}
+
+/// Image \p n of \p x (element type \p d) as f32 [C, Hs, Ws] in \p dst,
+/// zero in the padding.
+void padImage(const Geometry &g, int32_t d, const void *x, int64_t n,
+              int64_t Hs, int64_t Ws, float *dst) {
+  int64_t base = n * g.C * g.H * g.W;
+  for (int64_t c = 0; c < g.C; ++c)
+    for (int64_t r = 0; r < Hs; ++r) {
+      float *row = dst + (c * Hs + r) * Ws;
+      int64_t ih = r - g.ph;
+      if (ih < 0 || ih >= g.H) {
+        std::fill(row, row + Ws, 0.f);
+        continue;
+      }
+      std::fill(row, row + g.pw, 0.f);
+      int64_t src = base + (c * g.H + ih) * g.W;
+      if (d == F32)
+        std::memcpy(row + g.pw, static_cast<const float *>(x) + src,
+                    static_cast<size_t>(g.W) * sizeof(float));
+      else
+        for (int64_t iw = 0; iw < g.W; ++iw)
+          row[g.pw + iw] = loadFloat(d, x, src + iw);
+      std::fill(row + g.pw + g.W, row + Ws, 0.f);
+    }
+}
+
+/// f32, f16 or bf16 (\p d): a GEMM per image. An f32 image without
+/// padding is read in place; otherwise each image is copied, padded and in
+/// f32, into scratch, and for f16/bf16 so are the weights, the bias and
+/// each result. False after recording an error.
+bool convFloat(tsl_rt_context *ctx, const Geometry &g, int32_t d, const void *x,
+               const void *w, const void *bias, void *out) {
+  bool half = d != F32, padded = half || g.ph || g.pw;
+  int64_t Hs = g.H + 2 * g.ph, Ws = g.W + 2 * g.pw;
+  int64_t wn = half ? g.O * g.depth() : 0, bn = half && bias ? g.O : 0,
+          xn = padded ? g.C * Hs * Ws : 0, on = half ? g.O * g.pixels() : 0;
+  float *scratch = nullptr;
+  if (int64_t total = wn + bn + xn + on) {
+    scratch = static_cast<float *>(
+        std::malloc(static_cast<size_t>(total) * sizeof(float)));
+    if (!scratch) {
+      tsl_rt_error(ctx, "out of memory (conv2d scratch)");
+      return false;
+    }
+  }
+  float *wf = scratch, *bf = wf + wn, *xf = bf + bn, *of = xf + xn;
+  for (int64_t i = 0; i < wn; ++i)
+    wf[i] = loadFloat(d, w, i);
+  for (int64_t i = 0; i < bn; ++i)
+    bf[i] = loadFloat(d, bias, i);
+  const float *weights = half ? wf : static_cast<const float *>(w);
+  const float *b =
+      half ? (bias ? bf : nullptr) : static_cast<const float *>(bias);
+  bool ok = true;
+  int64_t outImage = g.O * g.pixels();
+  for (int64_t n = 0; ok && n < g.N; ++n) {
+    const float *image =
+        static_cast<const float *>(x) + n * g.C * g.H * g.W; // f32 unpadded
+    if (padded) {
+      padImage(g, d, x, n, Hs, Ws, xf);
+      image = xf;
+    }
+    float *result = half ? of : static_cast<float *>(out) + n * outImage;
+    ok = convImage(g, image, Hs, Ws, weights, b, result);
+    uint16_t *o = static_cast<uint16_t *>(out) + n * outImage;
+    for (int64_t i = 0; ok && half && i < outImage; ++i)
+      o[i] = d == F16 ? tsl::floatToHalf(of[i]) : tsl::floatToBF16(of[i]);
+  }
+  std::free(scratch);
+  if (!ok)
+    tsl_rt_error(ctx, "out of memory (conv2d scratch)");
+  return ok;
+}
+
+/// f64: the direct loop, accumulating in double. Never fails.
+void convF64(const Geometry &g, const double *x, const double *w,
+             const double *bias, double *out) {
+  int64_t o = 0;
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t oc = 0; oc < g.O; ++oc)
+      for (int64_t oh = 0; oh < g.OH; ++oh)
+        for (int64_t ow = 0; ow < g.OW; ++ow, ++o) {
+          double acc = bias ? bias[oc] : 0.0;
+          for (int64_t c = 0; c < g.C; ++c)
+            for (int64_t kh = 0; kh < g.KH; ++kh) {
+              int64_t ih = oh * g.sh - g.ph + kh;
+              if (ih < 0 || ih >= g.H)
+                continue;
+              const double *xr = x + ((n * g.C + c) * g.H + ih) * g.W;
+              const double *wr = w + ((oc * g.C + c) * g.KH + kh) * g.KW;
+              for (int64_t kw = 0; kw < g.KW; ++kw) {
+                int64_t iw = ow * g.sw - g.pw + kw;
+                if (iw >= 0 && iw < g.W)
+                  acc += xr[iw] * wr[kw];
+              }
+            }
+          out[o] = acc;
+        }
+}
+
+} // namespace
+
+extern "C" int32_t tsl_rt_conv2d(tsl_rt_context *ctx, int32_t d, const void *x,
+                                 const int64_t *xs, const void *w,
+                                 const int64_t *ws, const void *bias,
+                                 int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                                 void *out) {
+  Geometry g{xs[0], xs[1], xs[2], xs[3], ws[0], ws[2], ws[3],
+             sh,    sw,    ph,    pw,    0,     0};
+  g.OH = (g.H + 2 * ph - g.KH) / sh + 1;
+  g.OW = (g.W + 2 * pw - g.KW) / sw + 1;
+  if (g.N <= 0 || g.O <= 0 || g.OH <= 0 || g.OW <= 0)
+    return 0;
+  if (d == F64) {
+    convF64(g, static_cast<const double *>(x), static_cast<const double *>(w),
+            static_cast<const double *>(bias), static_cast<double *>(out));
+    return 0;
+  }
+  if (d != F32 && d != F16 && d != BF16) {
+    tsl_rt_error(ctx, "conv2d takes f16, bf16, f32 or f64");
+    return 1;
+  }
+  return convFloat(ctx, g, d, x, w, bias, out) ? 0 : 1;
+}
