@@ -51,7 +51,7 @@ bool Codegen::launchOnDevice(const Operation &op) {
     failMessageIf(
         b.CreateOr(b.CreateICmpSLT(k, b.getInt64(0)), b.CreateICmpSGT(k, n)),
         "k is out of range for the last axis");
-    break;
+    return launchTopkRows(op);
   }
   case OpCode::Argmax: {
     const TensorType &in = fn.type(op.operands[0]);
@@ -227,7 +227,6 @@ bool Codegen::lowerDeviceOp(const Operation &op) {
   case OpCode::Conv2d:
   case OpCode::MaxPool2d:
   case OpCode::IndexSelect:
-  case OpCode::Topk:
   case OpCode::Argmax:
     return deviceLibraryOp(op);
   default:
