@@ -536,10 +536,9 @@ private:
   /// computeType(t), index in the row); index INT64_MAX when none is. Reads
   /// element \p base, so the row must not be empty. Every thread of the
   /// block must call it and gets the pair (blockArgReduce's shared memory).
-  std::pair<Value *, Value *>
-  blockFirstOfRow(DType t, Value *src, Value *base, Value *len,
-                  const std::function<Value *(Value *, Value *)> &eligible =
-                      nullptr);
+  std::pair<Value *, Value *> blockFirstOfRow(
+      DType t, Value *src, Value *base, Value *len,
+      const std::function<Value *(Value *, Value *)> &eligible = nullptr);
   /// topk: a block per row, k rounds of blockFirstOfRow, each after the
   /// previous pick (the host checked 0 <= k <= n; no launch for k = 0).
   bool launchTopkRows(const Operation &op);

@@ -25,8 +25,7 @@ constexpr int32_t kScanBlock = 1024; ///< threads of the scan launch
 /// The tiles of \p n elements (host and kernels each compute them from the
 /// sizes).
 Value *tileCount(llvm::IRBuilder<> &b, Value *n) {
-  return b.CreateSDiv(b.CreateAdd(n, b.getInt64(kTile - 1)),
-                      b.getInt64(kTile));
+  return b.CreateSDiv(b.CreateAdd(n, b.getInt64(kTile - 1)), b.getInt64(kTile));
 }
 } // namespace
 
@@ -38,7 +37,8 @@ bool Codegen::deviceCompaction(const Operation &op) {
   CompactionSpec spec;
   spec.what = opInfo(op.code).name;
   spec.used = {x, selector};
-  spec.perRow = op.code == OpCode::Nonzero ? static_cast<int64_t>(in.rank()) : 1;
+  spec.perRow =
+      op.code == OpCode::Nonzero ? static_cast<int64_t>(in.rank()) : 1;
   spec.length = [&] { return product(dims(in)); };
   // Element i is selected (false past the end, where nothing is loaded).
   spec.selected = [&](Value *i, Value *n) {
@@ -87,9 +87,9 @@ bool Codegen::streamCompaction(const CompactionSpec &spec, ValueId r) {
                     b.CreateMul(gpuThreadIdx(), b.getInt64(kItemsPerThread)));
     Value *c = b.getInt64(0);
     for (int64_t k = 0; k < kItemsPerThread; ++k)
-      c = b.CreateAdd(c, b.CreateZExt(spec.selected(
-                                          b.CreateAdd(base, b.getInt64(k)), n),
-                                      i64));
+      c = b.CreateAdd(
+          c, b.CreateZExt(spec.selected(b.CreateAdd(base, b.getInt64(k)), n),
+                          i64));
     return std::make_pair(base, c);
   };
   // Host: the tile counts and the total in device memory.
@@ -164,8 +164,7 @@ bool Codegen::streamCompaction(const CompactionSpec &spec, ValueId r) {
       slots, extras.size());
   if (filling < 0)
     return false;
-  emitLaunch(filling, slots, {tiles, b.getInt32(kScanThreads), 32 * 8},
-             extras);
+  emitLaunch(filling, slots, {tiles, b.getInt32(kScanThreads), 32 * 8}, extras);
   freeBuffer(tileCounts);
   return true;
 }

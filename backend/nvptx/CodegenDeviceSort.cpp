@@ -91,8 +91,7 @@ std::pair<Value *, Value *> Codegen::blockFirstOfRow(
 }
 
 bool Codegen::launchTopkRows(const Operation &op) {
-  ValueId x = op.operands[0], values = op.results[0],
-          indices = op.results[1];
+  ValueId x = op.operands[0], values = op.results[0], indices = op.results[1];
   const TensorType &in = fn.type(x);
   DType t = in.dtype;
   allocateResult(op, 0);
@@ -123,8 +122,8 @@ bool Codegen::launchTopkRows(const Operation &op) {
           stridedLoop(b.getInt64(0), picks, b.getInt64(1), [&](Value *j) {
             Value *pv = b.CreateLoad(vt, prevValue);
             Value *pi = b.CreateLoad(i64, prevIndex);
-            auto [value, index] = blockFirstOfRow(
-                t, bufs[x], base, len, [&](Value *v, Value *i) {
+            auto [value, index] =
+                blockFirstOfRow(t, bufs[x], base, len, [&](Value *v, Value *i) {
                   return b.CreateOr(b.CreateICmpEQ(pi, none),
                                     orderBefore(t, pv, pi, v, i));
                 });
@@ -166,17 +165,19 @@ void Codegen::bitonicStage(ValueId x, Value *n) {
     Value *va = load(t, bufs[x], b.CreateSelect(aPad, b.getInt64(0), a));
     Value *vc = load(t, bufs[x], b.CreateSelect(cPad, b.getInt64(0), c));
     Value *earlier = b.CreateICmpSLT(a, c);
-    Value *byValue = b.CreateOr(
-        orderLess(t, va, vc),
-        b.CreateAnd(b.CreateNot(orderLess(t, vc, va)), earlier));
-    Value *byPadding = b.CreateAnd(cPad, b.CreateOr(b.CreateNot(aPad), earlier));
+    Value *byValue =
+        b.CreateOr(orderLess(t, va, vc),
+                   b.CreateAnd(b.CreateNot(orderLess(t, vc, va)), earlier));
+    Value *byPadding =
+        b.CreateAnd(cPad, b.CreateOr(b.CreateNot(aPad), earlier));
     return b.CreateSelect(b.CreateOr(aPad, cPad), byPadding, byValue);
   };
   Value *pairs = b.CreateLShr(paddedLength(b, n), b.getInt64(1));
   stridedLoop(deviceThread, pairs, deviceThreads, [&](Value *q) {
     // Pair q compares positions i and i + j (bit j of i clear).
     Value *low = b.CreateAnd(q, b.CreateSub(j, b.getInt64(1)));
-    Value *i = b.CreateAdd(b.CreateShl(b.CreateSub(q, low), b.getInt64(1)), low);
+    Value *i =
+        b.CreateAdd(b.CreateShl(b.CreateSub(q, low), b.getInt64(1)), low);
     Value *atI = b.CreateGEP(i64, perm, i);
     Value *atL = b.CreateGEP(i64, perm, b.CreateAdd(i, j));
     Value *a = b.CreateLoad(i64, atI), *c = b.CreateLoad(i64, atL);
@@ -196,22 +197,20 @@ Value *Codegen::sortedPermutation(ValueId x,
   Value *padded = paddedLength(b, length());
   // P words; past 2^59 of them the byte size leaves int64 (-1: the
   // allocation fails with that message).
-  Value *bytes = b.CreateSelect(
-      b.CreateICmpUGT(padded, b.getInt64(int64_t{1} << 59)), b.getInt64(-1),
-      b.CreateMul(padded, b.getInt64(8)));
-  Value *perm =
-      b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
-                   {ctxArg, bytes});
+  Value *bytes =
+      b.CreateSelect(b.CreateICmpUGT(padded, b.getInt64(int64_t{1} << 59)),
+                     b.getInt64(-1), b.CreateMul(padded, b.getInt64(8)));
+  Value *perm = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
+                             {ctxArg, bytes});
   failOpIf(b.CreateIsNull(perm));
   std::vector<ValueId> initSlots, stageSlots;
   int32_t init = emitDeviceKernel(
       {},
       [&] {
         Value *p = deviceExtra(0);
-        stridedLoop(deviceThread, paddedLength(b, length()), deviceThreads,
-                    [&](Value *i) {
-                      b.CreateStore(i, b.CreateGEP(i64, p, i));
-                    });
+        stridedLoop(
+            deviceThread, paddedLength(b, length()), deviceThreads,
+            [&](Value *i) { b.CreateStore(i, b.CreateGEP(i64, p, i)); });
         return true;
       },
       initSlots, 1);
@@ -235,7 +234,9 @@ Value *Codegen::sortedPermutation(ValueId x,
             b.CreateLShr(k, b.getInt64(1)),
             [&](Value *j) { return b.CreateICmpNE(j, b.getInt64(0)); },
             [&](Value *j) { return b.CreateLShr(j, b.getInt64(1)); },
-            [&](Value *j) { emitLaunch(stage, stageSlots, pairs, {perm, k, j}); });
+            [&](Value *j) {
+              emitLaunch(stage, stageSlots, pairs, {perm, k, j});
+            });
       });
   return perm;
 }
