@@ -549,13 +549,27 @@ private:
   /// Host: the indices 0..P-1 of \p x's elements (P the next power of two
   /// >= length(), 1 when it is at most 1), in a new device buffer, sorted
   /// stably in the library's ascending order (NaN last; indices >= n after
-  /// every element) by a bitonic network, one launch per stage. Null when
-  /// a kernel could not be emitted; the caller frees the buffer.
+  /// every element) by a bitonic network: the stages within a block's
+  /// segment in shared memory (bitonicBlock), the others one launch each
+  /// (bitonicStage). Null when a kernel could not be emitted; the caller
+  /// frees the buffer.
   Value *sortedPermutation(ValueId x, const std::function<Value *()> &length);
-  /// In the bitonic stage kernel (extras: the permutation, k, j): every
-  /// pair (i, i + j) with bit j of i clear is put in order, ascending where
-  /// bit k of i is clear; \p n elements of \p x are sorted.
+  /// Compare-and-swap of bitonic pair \p q for distance \p j in merges of
+  /// size \p k: positions i and i + j of \p keys (bit j of i clear), put in
+  /// ascending key order where bit k of \p offset + i is clear, else
+  /// descending. Keys are indices of \p x's \p n elements: padding (>= n)
+  /// after every element, then the library's order, then the index.
+  void bitonicPair(ValueId x, Value *n, Value *keys, Value *q, Value *j,
+                   Value *k, Value *offset);
+  /// The one-stage kernel (extras: the permutation, k, j): every pair of
+  /// the whole permutation, a thread each (grid-stride).
   void bitonicStage(ValueId x, Value *n);
+  /// The shared-memory kernel (extras: the permutation, kFrom, kTo): each
+  /// block takes segments of span = min(P, 2 blockDim) keys into shared
+  /// memory (the identity when kFrom is 2: the first launch), runs every
+  /// stage with j < span of the merges kFrom, 2 kFrom, ..., kTo there, a
+  /// barrier after each, and writes the segment back.
+  void bitonicBlock(ValueId x, Value *n);
   // CodegenDeviceLibrary.cpp: the CPU's library kernels as device code.
   /// conv2d, max_pool2d, index_select, argmax (one kernel each).
   bool deviceLibraryOp(const Operation &op);

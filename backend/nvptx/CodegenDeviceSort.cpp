@@ -11,15 +11,18 @@
 //
 // unique: the sorted distinct values are the first element of each run of
 // equal values in a stable ascending sort. The sort is a bitonic network
-// over a permutation of P indices (P the next power of two >= n): one
-// kernel, a thread per compared pair, launched once per (k, j) stage by a
-// host loop with k and j in its argument block. Keys are (padding index
-// >= n above every element; then the value in the library's order, NaN
-// above everything and -0.0 == 0.0; then the index), all distinct, so the
-// network's order is the stable one. The positions that start a run are
-// compacted by the three-phase scan of nonzero (streamCompaction), whose one
-// 8-byte read binds the result size. O(n log^2 n) work in O(log^2 n)
-// launches; the permutation is released at the end.
+// over a permutation of P indices (P the next power of two >= n). Keys are
+// (padding index >= n above every element; then the value in the library's
+// order, NaN above everything and -0.0 == 0.0; then the index), all
+// distinct, so the network's order is the stable one. Stages whose pairs
+// lie within a block's segment of 2 x threads keys run in shared memory,
+// many per launch (all merges up to the segment in the first); each larger
+// stage is one launch of a kernel with a thread per pair, k and j in its
+// argument block, from a host loop. The positions that start a run are
+// compacted by the three-phase scan of nonzero (streamCompaction), whose
+// one 8-byte read binds the result size. O(n log^2 n) work in O(log^2
+// (n / segment)) launches instead of one thread's O(u n); the permutation
+// is released at the end.
 #include "backend/common/Codegen.h"
 
 namespace tsl::backend {
@@ -28,6 +31,8 @@ namespace {
 
 /// An index past every element: the pair it is in loses to all others.
 constexpr int64_t kNoIndex = INT64_MAX;
+/// Threads per block of the shared-memory sort (two keys each: 16 KiB).
+constexpr int32_t kSortBlockThreads = 1024;
 
 /// P for \p n elements: the next power of two >= n (1 when n <= 1).
 Value *paddedLength(llvm::IRBuilder<> &b, Value *n) {
@@ -152,13 +157,11 @@ bool Codegen::launchTopkRows(const Operation &op) {
   return true;
 }
 
-void Codegen::bitonicStage(ValueId x, Value *n) {
+void Codegen::bitonicPair(ValueId x, Value *n, Value *keys, Value *q, Value *j,
+                          Value *k, Value *offset) {
   DType t = fn.type(x).dtype;
-  Value *perm = deviceExtra(0);
-  Value *k = b.CreatePtrToInt(deviceExtra(1), i64);
-  Value *j = b.CreatePtrToInt(deviceExtra(2), i64);
   // Key a before key c: padding (>= n) after every element; then the
-  // value in the library's order; then the index. (The stage runs only
+  // value in the library's order; then the index. (Pairs are compared only
   // for n >= 2, so index 0 stands in for padding's loads.)
   auto before = [&](Value *a, Value *c) {
     Value *aPad = b.CreateICmpSGE(a, n), *cPad = b.CreateICmpSGE(c, n);
@@ -172,22 +175,78 @@ void Codegen::bitonicStage(ValueId x, Value *n) {
         b.CreateAnd(cPad, b.CreateOr(b.CreateNot(aPad), earlier));
     return b.CreateSelect(b.CreateOr(aPad, cPad), byPadding, byValue);
   };
+  // Pair q compares positions i and i + j (bit j of i clear).
+  Value *low = b.CreateAnd(q, b.CreateSub(j, b.getInt64(1)));
+  Value *i = b.CreateAdd(b.CreateShl(b.CreateSub(q, low), b.getInt64(1)), low);
+  Value *atI = b.CreateGEP(i64, keys, i);
+  Value *atL = b.CreateGEP(i64, keys, b.CreateAdd(i, j));
+  Value *a = b.CreateLoad(i64, atI), *c = b.CreateLoad(i64, atL);
+  // Ascending where bit k of the position is clear (everywhere in the
+  // last merge).
+  Value *ascending =
+      b.CreateICmpEQ(b.CreateAnd(b.CreateAdd(offset, i), k), b.getInt64(0));
+  // Keys are distinct: the pair is out of order when c comes first going
+  // up, or a does going down.
+  ifThen(b.CreateICmpEQ(before(c, a), ascending), [&] {
+    b.CreateStore(c, atI);
+    b.CreateStore(a, atL);
+  });
+}
+
+void Codegen::bitonicStage(ValueId x, Value *n) {
+  Value *perm = deviceExtra(0);
+  Value *k = b.CreatePtrToInt(deviceExtra(1), i64);
+  Value *j = b.CreatePtrToInt(deviceExtra(2), i64);
   Value *pairs = b.CreateLShr(paddedLength(b, n), b.getInt64(1));
   stridedLoop(deviceThread, pairs, deviceThreads, [&](Value *q) {
-    // Pair q compares positions i and i + j (bit j of i clear).
-    Value *low = b.CreateAnd(q, b.CreateSub(j, b.getInt64(1)));
-    Value *i =
-        b.CreateAdd(b.CreateShl(b.CreateSub(q, low), b.getInt64(1)), low);
-    Value *atI = b.CreateGEP(i64, perm, i);
-    Value *atL = b.CreateGEP(i64, perm, b.CreateAdd(i, j));
-    Value *a = b.CreateLoad(i64, atI), *c = b.CreateLoad(i64, atL);
-    // Ascending where bit k of i is clear (everywhere in the last merge).
-    Value *ascending = b.CreateICmpEQ(b.CreateAnd(i, k), b.getInt64(0));
-    // Keys are distinct: the pair is out of order when c comes first
-    // going up, or a does going down.
-    ifThen(b.CreateICmpEQ(before(c, a), ascending), [&] {
-      b.CreateStore(c, atI);
-      b.CreateStore(a, atL);
+    bitonicPair(x, n, perm, q, j, k, b.getInt64(0));
+  });
+}
+
+void Codegen::bitonicBlock(ValueId x, Value *n) {
+  Value *perm = deviceExtra(0);
+  Value *kFrom = b.CreatePtrToInt(deviceExtra(1), i64);
+  Value *kTo = b.CreatePtrToInt(deviceExtra(2), i64);
+  Value *padded = paddedLength(b, n);
+  Value *tid = gpuThreadIdx(), *threads = gpuBlockDim();
+  Value *span = b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, padded,
+                                        b.CreateShl(threads, b.getInt64(1)));
+  Value *keys = gpuShared();
+  // The first launch starts from the identity permutation.
+  Value *fresh = b.CreateICmpEQ(kFrom, b.getInt64(2));
+  blockStrideLoop(b.CreateUDiv(padded, span), [&](Value *segment) {
+    Value *base = b.CreateMul(segment, span);
+    // (Each thread loads and stores the same positions: the segments need
+    // no barrier between them.)
+    stridedLoop(tid, span, threads, [&](Value *i) {
+      Value *at = b.CreateAdd(base, i);
+      b.CreateStore(at, b.CreateGEP(i64, keys, i));
+      ifThen(b.CreateNot(fresh), [&] {
+        b.CreateStore(b.CreateLoad(i64, b.CreateGEP(i64, perm, at)),
+                      b.CreateGEP(i64, keys, i));
+      });
+    });
+    gpuBarrier();
+    loopWhile(
+        kFrom, [&](Value *k) { return b.CreateICmpULE(k, kTo); },
+        [&](Value *k) { return b.CreateShl(k, b.getInt64(1)); },
+        [&](Value *k) {
+          Value *first = b.CreateLShr(
+              b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, k, span),
+              b.getInt64(1));
+          loopWhile(
+              first, [&](Value *j) { return b.CreateICmpNE(j, b.getInt64(0)); },
+              [&](Value *j) { return b.CreateLShr(j, b.getInt64(1)); },
+              [&](Value *j) {
+                stridedLoop(
+                    tid, b.CreateLShr(span, b.getInt64(1)), threads,
+                    [&](Value *q) { bitonicPair(x, n, keys, q, j, k, base); });
+                gpuBarrier();
+              });
+        });
+    stridedLoop(tid, span, threads, [&](Value *i) {
+      b.CreateStore(b.CreateLoad(i64, b.CreateGEP(i64, keys, i)),
+                    b.CreateGEP(i64, perm, b.CreateAdd(base, i)));
     });
   });
 }
@@ -203,17 +262,15 @@ Value *Codegen::sortedPermutation(ValueId x,
   Value *perm = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
                              {ctxArg, bytes});
   failOpIf(b.CreateIsNull(perm));
-  std::vector<ValueId> initSlots, stageSlots;
-  int32_t init = emitDeviceKernel(
-      {},
+  std::vector<ValueId> blockSlots, stageSlots;
+  int32_t inBlocks = emitDeviceKernel(
+      {x},
       [&] {
-        Value *p = deviceExtra(0);
-        stridedLoop(
-            deviceThread, paddedLength(b, length()), deviceThreads,
-            [&](Value *i) { b.CreateStore(i, b.CreateGEP(i64, p, i)); });
+        cooperative = true;
+        bitonicBlock(x, length());
         return true;
       },
-      initSlots, 1);
+      blockSlots, 3);
   int32_t stage = emitDeviceKernel(
       {x},
       [&] {
@@ -221,22 +278,35 @@ Value *Codegen::sortedPermutation(ValueId x,
         return true;
       },
       stageSlots, 3);
-  if (init < 0 || stage < 0)
+  if (inBlocks < 0 || stage < 0)
     return nullptr;
-  emitLaunch(init, initSlots, gridFor(padded), {perm});
-  // for (k = 2; k <= P; k *= 2) for (j = k / 2; j > 0; j /= 2): stage.
+  // Segments of span = min(P, 2 threads) keys, a pair per thread.
+  Value *threads = b.CreateBinaryIntrinsic(
+      llvm::Intrinsic::smax, b.getInt64(32),
+      b.CreateBinaryIntrinsic(llvm::Intrinsic::smin,
+                              b.getInt64(kSortBlockThreads),
+                              b.CreateLShr(padded, b.getInt64(1))));
+  Value *span = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, padded,
+                                        b.CreateShl(threads, b.getInt64(1)));
+  DeviceGrid segments{b.CreateUDiv(padded, span), b.CreateTrunc(threads, i32),
+                      2 * kSortBlockThreads * 8};
   DeviceGrid pairs = gridFor(b.CreateLShr(padded, b.getInt64(1)));
+  // Every merge up to the span in shared memory, then for each larger k
+  // the stages of j >= span one launch each and the rest in shared memory.
+  emitLaunch(inBlocks, blockSlots, segments, {perm, b.getInt64(2), span});
   loopWhile(
-      b.getInt64(2), [&](Value *k) { return b.CreateICmpULE(k, padded); },
+      b.CreateShl(span, b.getInt64(1)),
+      [&](Value *k) { return b.CreateICmpULE(k, padded); },
       [&](Value *k) { return b.CreateShl(k, b.getInt64(1)); },
       [&](Value *k) {
         loopWhile(
             b.CreateLShr(k, b.getInt64(1)),
-            [&](Value *j) { return b.CreateICmpNE(j, b.getInt64(0)); },
+            [&](Value *j) { return b.CreateICmpUGE(j, span); },
             [&](Value *j) { return b.CreateLShr(j, b.getInt64(1)); },
             [&](Value *j) {
               emitLaunch(stage, stageSlots, pairs, {perm, k, j});
             });
+        emitLaunch(inBlocks, blockSlots, segments, {perm, k, k});
       });
   return perm;
 }
