@@ -483,9 +483,6 @@ private:
   Value *blockReduce(Value *partial, Value *identity,
                      const std::function<Value *(Value *, Value *)> &combine,
                      int32_t sharedOffset = 0);
-  /// The rest of the device function runs in thread 0 alone (the other
-  /// threads of the launch return at once).
-  void firstDeviceThreadOnly();
   /// nonzero, masked_select: a parallel stream compaction in three
   /// launches (CodegenDeviceCompaction.cpp).
   bool deviceCompaction(const Operation &op);

@@ -204,15 +204,6 @@ void Codegen::checkDeviceStatus() {
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
 }
 
-void Codegen::firstDeviceThreadOnly() {
-  auto *work = llvm::BasicBlock::Create(ctx, "thread0", kernel);
-  auto *done = llvm::BasicBlock::Create(ctx, "others", kernel);
-  b.CreateCondBr(b.CreateICmpEQ(deviceThread, b.getInt64(0)), work, done);
-  b.SetInsertPoint(done);
-  b.CreateRetVoid();
-  b.SetInsertPoint(work);
-}
-
 bool Codegen::lowerDeviceOp(const Operation &op) {
   switch (op.code) {
   case OpCode::ReduceSum:
