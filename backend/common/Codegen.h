@@ -5,7 +5,8 @@
 /// CodegenValues.cpp (sizes, loops, element values), CodegenOps.cpp (layout
 /// and library ops, the argument matcher and the result-shape function),
 /// CodegenRows.cpp (row groups) and the device lowering of backend/nvptx
-/// (CodegenDevice*.cpp), which NvptxTarget's hooks call.
+/// (CodegenDevice*.cpp: kernels, block primitives, rows, compaction, sort,
+/// library ops), which NvptxTarget's hooks call.
 
 #include "backend/common/KernelPlan.h"
 #include "backend/common/Lowering.h"
@@ -464,6 +465,12 @@ private:
       const std::function<Value *(Value *, Value *, Value *, Value *)> &first);
   /// __shfl_sync of i64 \p v from lane \p srcLane (i64) of the warp.
   Value *gpuShuffleIdx(Value *v, Value *srcLane);
+  /// for (i = from; cond(i); i = next(i)) body(i), in the current function
+  /// (host or device); \p cond and \p next emit code at the loop's header
+  /// and latch.
+  void loopWhile(Value *from, const std::function<Value *(Value *)> &cond,
+                 const std::function<Value *(Value *)> &next,
+                 const std::function<void(Value *)> &body);
   /// for (i = from; i < to; i += step) body(i), in the current function.
   void stridedLoop(Value *from, Value *to, Value *step,
                    const std::function<void(Value *)> &body);
@@ -492,14 +499,92 @@ private:
   /// lane gets it) by a shuffle butterfly; every lane must call it.
   Value *warpReduce(Value *partial,
                     const std::function<Value *(Value *, Value *)> &combine);
-  /// The rest of the device function runs in thread 0 alone (the other
-  /// threads of the launch return at once).
-  void firstDeviceThreadOnly();
   /// nonzero, masked_select: a parallel stream compaction in three
   /// launches (CodegenDeviceCompaction.cpp).
   bool deviceCompaction(const Operation &op);
+  /// What a stream compaction keeps and writes (streamCompaction). The
+  /// functions emit code: `length` on the host and in the kernels,
+  /// `selected`, `write` and `fillSetup` in the kernels.
+  struct CompactionSpec {
+    std::string what; ///< the op, for errors
+    /// Values whose buffers `selected` and `write` use (the result's is
+    /// added for the filling launch).
+    std::vector<ValueId> used;
+    /// Host: device pointers the kernels read (compactionExtra(i)).
+    std::vector<Value *> extras;
+    /// Result elements per kept element (nonzero: one per axis).
+    int64_t perRow = 1;
+    /// The number of elements considered.
+    std::function<Value *()> length;
+    /// Whether element i is kept (i may be past n: false, and it must
+    /// load nothing there).
+    std::function<Value *(Value *i, Value *n)> selected;
+    /// Writes kept element i as result row \p at (0, 1, ... in order).
+    std::function<void(Value *i, Value *at)> write;
+    /// Optional: emitted at the top of the filling kernel.
+    std::function<void()> fillSetup;
+  };
+  /// The elements \p spec keeps, in order, as result \p r, whose first dim
+  /// must be a symbol (else unsupported): tile counts, one block scanning
+  /// them, the one 8-byte read of the total that binds the symbol and
+  /// sizes \p r, then the fill; the tile counts are released after. False
+  /// with the error set when a kernel could not be emitted.
+  bool streamCompaction(const CompactionSpec &spec, ValueId r);
+  /// streamCompaction's second launch: one block turns \p tileCounts into
+  /// exclusive offsets and stores the total at \p countWord.
+  bool scanTileCounts(const CompactionSpec &spec, Value *tileCounts,
+                      Value *countWord);
+  /// In streamCompaction's counting and filling kernels: the spec's extra
+  /// pointer \p i (after the tile counts).
+  Value *compactionExtra(size_t i) { return deviceExtra(1 + i); }
+  // CodegenDeviceSort.cpp: topk and unique, cooperatively.
+  /// Pair (av, ai) comes before (bv, bi) in the descending order of argmax
+  /// and topk: a NaN first, then the larger value, ties (-0.0 == 0.0, NaN
+  /// pairs) by the smaller index. A strict total order for distinct
+  /// indices. Values in computeType(t).
+  Value *orderBefore(DType t, Value *av, Value *ai, Value *bv, Value *bi);
+  /// In a block-per-row kernel: the first element in orderBefore's order of
+  /// row [base, base + len) of \p src (elements of \p t), among those
+  /// \p eligible(value, index) admits (all when empty), as (value in
+  /// computeType(t), index in the row); index INT64_MAX when none is. Reads
+  /// element \p base, so the row must not be empty. Every thread of the
+  /// block must call it and gets the pair (blockArgReduce's shared memory).
+  std::pair<Value *, Value *> blockFirstOfRow(
+      DType t, Value *src, Value *base, Value *len,
+      const std::function<Value *(Value *, Value *)> &eligible = nullptr);
+  /// topk: a block per row, k rounds of blockFirstOfRow, each after the
+  /// previous pick (the host checked 0 <= k <= n; no launch for k = 0).
+  bool launchTopkRows(const Operation &op);
+  /// unique: the first of each run of equal values in a stable sort
+  /// (sortedPermutation), compacted by streamCompaction; the permutation is
+  /// released after.
+  bool deviceUnique(const Operation &op);
+  /// Host: the indices 0..P-1 of \p x's elements (P the next power of two
+  /// >= length(), 1 when it is at most 1), in a new device buffer, sorted
+  /// stably in the library's ascending order (NaN last; indices >= n after
+  /// every element) by a bitonic network: the stages within a block's
+  /// segment in shared memory (bitonicBlock), the others one launch each
+  /// (bitonicStage). Null when a kernel could not be emitted; the caller
+  /// frees the buffer.
+  Value *sortedPermutation(ValueId x, const std::function<Value *()> &length);
+  /// Compare-and-swap of bitonic pair \p q for distance \p j in merges of
+  /// size \p k: positions i and i + j of \p keys (bit j of i clear), put in
+  /// ascending key order where bit k of \p offset + i is clear, else
+  /// descending. Keys are indices of \p x's \p n elements: padding (>= n)
+  /// after every element, then the library's order, then the index.
+  void bitonicPair(ValueId x, Value *n, Value *keys, Value *q, Value *j,
+                   Value *k, Value *offset);
+  /// The one-stage kernel (extras: the permutation, k, j): every pair of
+  /// the whole permutation, a thread each (grid-stride).
+  void bitonicStage(ValueId x, Value *n);
+  /// The shared-memory kernel (extras: the permutation, kFrom, kTo): each
+  /// block takes segments of span = min(P, 2 blockDim) keys into shared
+  /// memory (the identity when kFrom is 2: the first launch), runs every
+  /// stage with j < span of the merges kFrom, 2 kFrom, ..., kTo there, a
+  /// barrier after each, and writes the segment back.
+  void bitonicBlock(ValueId x, Value *n);
   // CodegenDeviceLibrary.cpp: the CPU's library kernels as device code.
-  /// conv2d, max_pool2d, index_select, topk, argmax (one kernel each).
+  /// conv2d, max_pool2d, index_select, argmax (one kernel each).
   bool deviceLibraryOp(const Operation &op);
   /// argmax: one thread per result element; the first maximum, a NaN once
   /// seen.
@@ -513,10 +598,6 @@ private:
   /// conv2d (f64 accumulation, like the library) and max_pool2d: one thread
   /// per result element over its window.
   bool deviceWindow(const Operation &op);
-  /// topk: one thread per row picking k times (O(k n), no scratch).
-  bool deviceTopk(const Operation &op);
-  /// unique: a counting launch, then a filling one.
-  bool deviceUnique(const Operation &op);
   /// u < v in the library's total order (NaN above everything).
   Value *orderLess(DType t, Value *u, Value *v);
   void copyElementRaw(DType t, Value *dst, Value *to, Value *src, Value *from);

@@ -61,7 +61,7 @@ bool Codegen::launchOnDevice(const Operation &op) {
     failMessageIf(
         b.CreateOr(b.CreateICmpSLT(k, b.getInt64(0)), b.CreateICmpSGT(k, n)),
         "k is out of range for the last axis");
-    break;
+    return launchTopkRows(op);
   }
   case OpCode::Argmax: {
     const TensorType &in = fn.type(op.operands[0]);
@@ -220,15 +220,6 @@ void Codegen::checkDeviceStatus() {
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
 }
 
-void Codegen::firstDeviceThreadOnly() {
-  auto *work = llvm::BasicBlock::Create(ctx, "thread0", kernel);
-  auto *done = llvm::BasicBlock::Create(ctx, "others", kernel);
-  b.CreateCondBr(b.CreateICmpEQ(deviceThread, b.getInt64(0)), work, done);
-  b.SetInsertPoint(done);
-  b.CreateRetVoid();
-  b.SetInsertPoint(work);
-}
-
 bool Codegen::lowerDeviceOp(const Operation &op) {
   switch (op.code) {
   case OpCode::ReduceSum:
@@ -243,7 +234,6 @@ bool Codegen::lowerDeviceOp(const Operation &op) {
   case OpCode::Conv2d:
   case OpCode::MaxPool2d:
   case OpCode::IndexSelect:
-  case OpCode::Topk:
   case OpCode::Argmax:
     return deviceLibraryOp(op);
   default:

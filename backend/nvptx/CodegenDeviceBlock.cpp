@@ -28,22 +28,31 @@ llvm::FunctionCallee primitive(llvm::Module &m, const char *name,
 
 } // namespace
 
-void Codegen::stridedLoop(Value *from, Value *to, Value *step,
-                          const std::function<void(Value *)> &body) {
+void Codegen::loopWhile(Value *from,
+                        const std::function<Value *(Value *)> &cond,
+                        const std::function<Value *(Value *)> &next,
+                        const std::function<void(Value *)> &body) {
   llvm::BasicBlock *pre = b.GetInsertBlock();
   auto *header = llvm::BasicBlock::Create(ctx, "stride", kernel);
   auto *loop = llvm::BasicBlock::Create(ctx, "stridebody", kernel);
   auto *exit = llvm::BasicBlock::Create(ctx, "stridedone", kernel);
   b.CreateBr(header);
   b.SetInsertPoint(header);
-  llvm::PHINode *i = b.CreatePHI(i64, 2);
+  llvm::PHINode *i = b.CreatePHI(from->getType(), 2);
   i->addIncoming(from, pre);
-  b.CreateCondBr(b.CreateICmpSLT(i, to), loop, exit);
+  b.CreateCondBr(cond(i), loop, exit);
   b.SetInsertPoint(loop);
   body(i);
-  i->addIncoming(b.CreateAdd(i, step), b.GetInsertBlock());
+  i->addIncoming(next(i), b.GetInsertBlock());
   b.CreateBr(header);
   b.SetInsertPoint(exit);
+}
+
+void Codegen::stridedLoop(Value *from, Value *to, Value *step,
+                          const std::function<void(Value *)> &body) {
+  loopWhile(
+      from, [&](Value *i) { return b.CreateICmpSLT(i, to); },
+      [&](Value *i) { return b.CreateAdd(i, step); }, body);
 }
 
 void Codegen::blockStrideLoop(Value *count,

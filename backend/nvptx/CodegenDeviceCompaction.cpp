@@ -1,5 +1,7 @@
-// Device mode: nonzero and masked_select as a parallel stream compaction in
-// three launches (a three-phase scan). The input is cut into tiles of
+// Device mode: a parallel stream compaction in three launches (a
+// three-phase scan), shared by nonzero, masked_select and unique (whose
+// kept elements are the first of each run of equal values in its sorted
+// permutation, CodegenDeviceSort.cpp). The input is cut into tiles of
 // kTile elements, each thread of a block owning kItemsPerThread
 // consecutive ones:
 //   1. count: each block counts the selected elements of its tiles (a block
@@ -19,19 +21,27 @@ constexpr int32_t kScanThreads = 256;
 constexpr int64_t kItemsPerThread = 4;
 constexpr int64_t kTile = kScanThreads * kItemsPerThread;
 constexpr int32_t kScanBlock = 1024; ///< threads of the scan launch
+
+/// The tiles of \p n elements (host and kernels each compute them from the
+/// sizes).
+Value *tileCount(llvm::IRBuilder<> &b, Value *n) {
+  return b.CreateSDiv(b.CreateAdd(n, b.getInt64(kTile - 1)), b.getInt64(kTile));
+}
 } // namespace
 
 bool Codegen::deviceCompaction(const Operation &op) {
   ValueId x = op.operands[0], r = op.results[0];
   ValueId selector = op.code == OpCode::MaskedSelect ? op.operands[1] : x;
-  SymExpr u = fn.type(r).dims[0];
-  if (!u.isSymbol() || !symIndex.count(u.symbolName()))
-    return unsupported(std::string(opInfo(op.code).name) +
-                       " with a result size that is not a symbol");
   const TensorType &in = fn.type(x);
   DType st = fn.type(selector).dtype;
+  CompactionSpec spec;
+  spec.what = opInfo(op.code).name;
+  spec.used = {x, selector};
+  spec.perRow =
+      op.code == OpCode::Nonzero ? static_cast<int64_t>(in.rank()) : 1;
+  spec.length = [&] { return product(dims(in)); };
   // Element i is selected (false past the end, where nothing is loaded).
-  auto selected = [&](Value *i, Value *n) {
+  spec.selected = [&](Value *i, Value *n) {
     Value *inside = b.CreateICmpSLT(i, n);
     Value *v =
         load(st, bufs[selector], b.CreateSelect(inside, i, b.getInt64(0)));
@@ -42,6 +52,34 @@ bool Codegen::deviceCompaction(const Operation &op) {
             : b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
     return b.CreateAnd(inside, nz);
   };
+  std::vector<Value *> shape; // in the filling kernel
+  if (op.code == OpCode::Nonzero)
+    spec.fillSetup = [&] { shape = dims(in); };
+  spec.write = [&](Value *i, Value *at) {
+    if (op.code != OpCode::Nonzero) {
+      store(in.dtype, bufs[r], at, load(in.dtype, bufs[x], i));
+      return;
+    }
+    // The row-major index of element i, one column per axis.
+    int64_t rank = static_cast<int64_t>(in.rank());
+    Value *rest = i;
+    for (size_t d = in.rank(); d-- > 0;) {
+      Value *idx = d == 0 ? rest : b.CreateURem(rest, shape[d]);
+      if (d > 0)
+        rest = b.CreateUDiv(rest, shape[d]);
+      store(DType::I64, bufs[r],
+            b.CreateAdd(b.CreateMul(at, b.getInt64(rank)),
+                        b.getInt64(static_cast<int64_t>(d))),
+            idx);
+    }
+  };
+  return streamCompaction(spec, r);
+}
+
+bool Codegen::streamCompaction(const CompactionSpec &spec, ValueId r) {
+  SymExpr u = fn.type(r).dims[0];
+  if (!u.isSymbol() || !symIndex.count(u.symbolName()))
+    return unsupported(spec.what + " with a result size that is not a symbol");
   // This thread's first element in \p tile, and how many it selects.
   auto mine = [&](Value *tile, Value *n) {
     Value *base =
@@ -50,18 +88,12 @@ bool Codegen::deviceCompaction(const Operation &op) {
     Value *c = b.getInt64(0);
     for (int64_t k = 0; k < kItemsPerThread; ++k)
       c = b.CreateAdd(
-          c, b.CreateZExt(selected(b.CreateAdd(base, b.getInt64(k)), n), i64));
+          c, b.CreateZExt(spec.selected(b.CreateAdd(base, b.getInt64(k)), n),
+                          i64));
     return std::make_pair(base, c);
   };
-  // The elements and tiles of the input (host and kernels each compute
-  // them from the sizes).
-  auto elements = [&] { return product(dims(in)); };
-  auto tileCount = [&](Value *n) {
-    return b.CreateSDiv(b.CreateAdd(n, b.getInt64(kTile - 1)),
-                        b.getInt64(kTile));
-  };
   // Host: the tile counts and the total in device memory.
-  Value *tiles = tileCount(elements());
+  Value *tiles = tileCount(b, spec.length());
   Value *tileCounts = b.CreateCall(
       runtime(target.runtime().alloc, ptr, {ptr, i64}),
       {ctxArg, b.CreateMul(b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, tiles,
@@ -69,13 +101,17 @@ bool Codegen::deviceCompaction(const Operation &op) {
                            b.getInt64(8))});
   failOpIf(b.CreateIsNull(tileCounts));
   Value *countWord = deviceWord();
+  // The counting and filling launches pass the tile counts, then the
+  // spec's extras (deviceExtra(1 + i)).
+  std::vector<Value *> extras{tileCounts};
+  extras.insert(extras.end(), spec.extras.begin(), spec.extras.end());
   std::vector<ValueId> slots;
   int32_t counting = emitDeviceKernel(
-      {x, selector},
+      spec.used,
       [&] {
         cooperative = true;
-        Value *len = elements();
-        blockStrideLoop(tileCount(len), [&](Value *tile) {
+        Value *len = spec.length();
+        blockStrideLoop(tileCount(b, len), [&](Value *tile) {
           Value *total = blockReduce(
               mine(tile, len).second, b.getInt64(0),
               [&](Value *p, Value *q) { return b.CreateAdd(p, q); });
@@ -85,16 +121,62 @@ bool Codegen::deviceCompaction(const Operation &op) {
         });
         return true;
       },
-      slots, 1);
+      slots, extras.size());
   if (counting < 0)
     return false;
   emitLaunch(counting, slots, {tiles, b.getInt32(kScanThreads), 32 * 8},
-             {tileCounts});
+             extras);
+  if (!scanTileCounts(spec, tileCounts, countWord))
+    return false;
+  // Host: the result at the size the device counted.
+  readSymbol(u.symbolName(), countWord);
+  Value *rows = b.CreateLoad(i64, symSlot(u.symbolName()));
+  allocate(r, b.CreateMul(rows, b.getInt64(spec.perRow)));
+  std::vector<ValueId> used = spec.used;
+  used.push_back(r);
+  int32_t filling = emitDeviceKernel(
+      used,
+      [&] {
+        cooperative = true;
+        Value *len = spec.length();
+        if (spec.fillSetup)
+          spec.fillSetup();
+        Value *next = entryAlloca(i64);
+        blockStrideLoop(tileCount(b, len), [&](Value *tile) {
+          auto [base, c] = mine(tile, len);
+          Value *excl = blockExclusiveScan(c).first;
+          Value *offsets = deviceExtra(0);
+          b.CreateStore(
+              b.CreateAdd(b.CreateLoad(i64, b.CreateGEP(i64, offsets, tile)),
+                          excl),
+              next);
+          for (int64_t k = 0; k < kItemsPerThread; ++k) {
+            Value *i = b.CreateAdd(base, b.getInt64(k));
+            ifThen(spec.selected(i, len), [&] {
+              Value *at = b.CreateLoad(i64, next);
+              spec.write(i, at);
+              b.CreateStore(b.CreateAdd(at, b.getInt64(1)), next);
+            });
+          }
+        });
+        return true;
+      },
+      slots, extras.size());
+  if (filling < 0)
+    return false;
+  emitLaunch(filling, slots, {tiles, b.getInt32(kScanThreads), 32 * 8}, extras);
+  freeBuffer(tileCounts);
+  return true;
+}
+
+bool Codegen::scanTileCounts(const CompactionSpec &spec, Value *tileCounts,
+                             Value *countWord) {
+  std::vector<ValueId> slots;
   int32_t scanning = emitDeviceKernel(
       {},
       [&] {
         cooperative = true;
-        Value *count = tileCount(elements());
+        Value *count = tileCount(b, spec.length());
         Value *counts = deviceExtra(0);
         Value *carry = entryAlloca(i64);
         b.CreateStore(b.getInt64(0), carry);
@@ -130,57 +212,6 @@ bool Codegen::deviceCompaction(const Operation &op) {
     return false;
   emitLaunch(scanning, slots, {b.getInt64(1), b.getInt32(kScanBlock), 32 * 8},
              {tileCounts, countWord});
-  // Host: the result at the size the device counted.
-  readSymbol(u.symbolName(), countWord);
-  Value *rows = b.CreateLoad(i64, symSlot(u.symbolName()));
-  int64_t rank = static_cast<int64_t>(in.rank());
-  Value *perRow = b.getInt64(op.code == OpCode::Nonzero ? rank : 1);
-  allocate(r, b.CreateMul(rows, perRow));
-  int32_t filling = emitDeviceKernel(
-      {x, selector, r},
-      [&] {
-        cooperative = true;
-        Value *len = elements();
-        std::vector<Value *> shape = dims(in);
-        Value *next = entryAlloca(i64);
-        blockStrideLoop(tileCount(len), [&](Value *tile) {
-          auto [base, c] = mine(tile, len);
-          Value *excl = blockExclusiveScan(c).first;
-          Value *offsets = deviceExtra(0);
-          b.CreateStore(
-              b.CreateAdd(b.CreateLoad(i64, b.CreateGEP(i64, offsets, tile)),
-                          excl),
-              next);
-          for (int64_t k = 0; k < kItemsPerThread; ++k) {
-            Value *i = b.CreateAdd(base, b.getInt64(k));
-            ifThen(selected(i, len), [&] {
-              Value *at = b.CreateLoad(i64, next);
-              if (op.code == OpCode::Nonzero) {
-                // The row-major index of element i, one column per axis.
-                Value *rest = i;
-                for (size_t d = in.rank(); d-- > 0;) {
-                  Value *idx = d == 0 ? rest : b.CreateURem(rest, shape[d]);
-                  if (d > 0)
-                    rest = b.CreateUDiv(rest, shape[d]);
-                  store(DType::I64, bufs[r],
-                        b.CreateAdd(b.CreateMul(at, b.getInt64(rank)),
-                                    b.getInt64(static_cast<int64_t>(d))),
-                        idx);
-                }
-              } else {
-                store(in.dtype, bufs[r], at, load(in.dtype, bufs[x], i));
-              }
-              b.CreateStore(b.CreateAdd(at, b.getInt64(1)), next);
-            });
-          }
-        });
-        return true;
-      },
-      slots, 1);
-  if (filling < 0)
-    return false;
-  emitLaunch(filling, slots, {tiles, b.getInt32(kScanThreads), 32 * 8},
-             {tileCounts});
   return true;
 }
 

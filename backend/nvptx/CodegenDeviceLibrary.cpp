@@ -1,8 +1,8 @@
 // Device mode: the ops the CPU runs as library kernels (runtime/
 // KernelLibrary.cpp), as GPU kernels with one thread per result element
-// (per row for topk; one thread for unique's sorted selection). Same
-// semantics as the library: NaN orders above everything, ties keep the
-// earlier index, bounds and ranges are checked.
+// (a block per row for argmax over rows; topk and unique are in
+// CodegenDeviceSort.cpp). Same semantics as the library: NaN orders above
+// everything, ties keep the earlier index, bounds and ranges are checked.
 #include "backend/common/Codegen.h"
 
 namespace tsl::backend {
@@ -38,8 +38,6 @@ bool Codegen::deviceLibraryOp(const Operation &op) {
   case OpCode::MaxPool2d:
   case OpCode::Conv2d:
     return deviceWindow(op);
-  case OpCode::Topk:
-    return deviceTopk(op);
   default:
     return unsupported(opInfo(op.code).name);
   }
@@ -107,53 +105,9 @@ bool Codegen::launchArgmaxRows(const Operation &op) {
         std::vector<Value *> sh = dims(in);
         Value *len = whole ? product(sh) : sh.back();
         Value *count = whole ? b.getInt64(1) : b.CreateSDiv(product(sh), len);
-        Value *tid = gpuThreadIdx(), *step = gpuBlockDim();
-        // a beats b: the library's order (a NaN once seen; else the larger
-        // value; ties and NaN pairs keep the earlier index).
-        auto beats = [&](Value *av, Value *ai, Value *bv, Value *bi) {
-          Value *earlier = b.CreateICmpSLT(ai, bi);
-          if (!isFloat(t)) {
-            Value *ax = t == DType::Bool ? b.CreateZExt(av, i64) : av;
-            Value *bx = t == DType::Bool ? b.CreateZExt(bv, i64) : bv;
-            return b.CreateOr(b.CreateICmpSGT(ax, bx),
-                              b.CreateAnd(b.CreateICmpEQ(ax, bx), earlier));
-          }
-          Value *aNan = b.CreateFCmpUNO(av, av),
-                *bNan = b.CreateFCmpUNO(bv, bv);
-          Value *plain =
-              b.CreateOr(b.CreateFCmpOGT(av, bv),
-                         b.CreateAnd(b.CreateFCmpOEQ(av, bv), earlier));
-          return b.CreateSelect(aNan, b.CreateOr(b.CreateNot(bNan), earlier),
-                                b.CreateAnd(b.CreateNot(bNan), plain));
-        };
         blockStrideLoop(count, [&](Value *row) {
-          Value *base = b.CreateMul(row, len);
-          // This thread's best of elements tid, tid + blockDim, ...
-          llvm::Type *vt = computeType(t);
-          Value *none = b.getInt64(INT64_MAX); // loses to everything
-          Value *bestValue = entryAlloca(vt), *bestIndex = entryAlloca(i64);
-          // Any value: with index `none` it loses.
-          b.CreateStore(load(t, bufs[x], base), bestValue);
-          b.CreateStore(none, bestIndex);
-          stridedLoop(tid, len, step, [&](Value *j) {
-            Value *v = load(t, bufs[x], b.CreateAdd(base, j));
-            Value *bv = b.CreateLoad(vt, bestValue);
-            Value *bi = b.CreateLoad(i64, bestIndex);
-            Value *take =
-                b.CreateOr(b.CreateICmpEQ(bi, none), beats(v, j, bv, bi));
-            b.CreateStore(b.CreateSelect(take, v, bv), bestValue);
-            b.CreateStore(b.CreateSelect(take, j, bi), bestIndex);
-          });
           Value *index =
-              blockArgReduce(
-                  b.CreateLoad(vt, bestValue), b.CreateLoad(i64, bestIndex),
-                  [&](Value *av, Value *ai, Value *cv, Value *ci) {
-                    // An empty partial (index none) loses.
-                    return b.CreateOr(b.CreateICmpEQ(ci, none),
-                                      b.CreateAnd(b.CreateICmpNE(ai, none),
-                                                  beats(av, ai, cv, ci)));
-                  })
-                  .second;
+              blockFirstOfRow(t, bufs[x], b.CreateMul(row, len), len).second;
           onThreadZero(
               [&] { store(DType::I64, bufs[op.results[0]], row, index); });
         });
@@ -302,148 +256,6 @@ bool Codegen::deviceWindow(const Operation &op) {
     store(t, dst, offset(o, contiguousStrides(os)),
           conv ? convert(r, DType::F64, t) : r);
   });
-  return true;
-}
-
-bool Codegen::deviceTopk(const Operation &op) {
-  ValueId x = op.operands[0];
-  const TensorType &in = fn.type(x);
-  DType t = in.dtype;
-  // One thread per row: the j-th pick is the first element, in the order
-  // (value descending, NaN first, then index ascending), after the
-  // (j-1)-th. O(k n) per row, no scratch memory.
-  Value *values = allocateResult(op, 0), *indices = allocateResult(op, 1);
-  std::vector<Value *> shape = dims(in);
-  Value *n = shape.back();
-  Value *rows = b.CreateUDiv(
-      product(shape),
-      b.CreateSelect(b.CreateICmpEQ(n, b.getInt64(0)), b.getInt64(1), n));
-  Value *k = expr(op.exprAttr("k"));
-  Value *prev = entryAlloca(i64), *best = entryAlloca(i64);
-  loops({rows}, [&](const std::vector<Value *> &r) {
-    Value *base = b.CreateMul(r[0], n);
-    auto at = [&](Value *i) { return load(t, bufs[x], b.CreateAdd(base, i)); };
-    // a before b: a's value is larger, or equal with a smaller index.
-    auto before = [&](Value *a, Value *c) {
-      Value *va = at(a), *vc = at(c);
-      Value *equal = b.CreateAnd(b.CreateNot(orderLess(t, va, vc)),
-                                 b.CreateNot(orderLess(t, vc, va)));
-      return b.CreateOr(orderLess(t, vc, va),
-                        b.CreateAnd(equal, b.CreateICmpSLT(a, c)));
-    };
-    b.CreateStore(b.getInt64(-1), prev);
-    loops({k}, [&](const std::vector<Value *> &j) {
-      b.CreateStore(b.getInt64(-1), best);
-      loops({n}, [&](const std::vector<Value *> &i) {
-        Value *p = b.CreateLoad(i64, prev), *cur = b.CreateLoad(i64, best);
-        auto *check = llvm::BasicBlock::Create(ctx, "candidate", kernel);
-        auto *next = llvm::BasicBlock::Create(ctx, "nextcandidate", kernel);
-        // (Loads only of valid indices: -1 means none yet.)
-        Value *afterPrev = b.CreateICmpSLT(p, b.getInt64(0));
-        auto *test = llvm::BasicBlock::Create(ctx, "afterprev", kernel);
-        auto *join = llvm::BasicBlock::Create(ctx, "afterprevjoin", kernel);
-        llvm::BasicBlock *entry = b.GetInsertBlock();
-        b.CreateCondBr(afterPrev, join, test);
-        b.SetInsertPoint(test);
-        Value *after = before(p, i[0]);
-        llvm::BasicBlock *testEnd = b.GetInsertBlock();
-        b.CreateBr(join);
-        b.SetInsertPoint(join);
-        llvm::PHINode *ok = b.CreatePHI(b.getInt1Ty(), 2);
-        ok->addIncoming(b.getTrue(), entry);
-        ok->addIncoming(after, testEnd);
-        b.CreateCondBr(ok, check, next);
-        b.SetInsertPoint(check);
-        auto *compare = llvm::BasicBlock::Create(ctx, "compare", kernel);
-        auto *take = llvm::BasicBlock::Create(ctx, "take", kernel);
-        b.CreateCondBr(b.CreateICmpSLT(cur, b.getInt64(0)), take, compare);
-        b.SetInsertPoint(compare);
-        b.CreateCondBr(before(i[0], cur), take, next);
-        b.SetInsertPoint(take);
-        b.CreateStore(i[0], best);
-        b.CreateBr(next);
-        b.SetInsertPoint(next);
-      });
-      Value *chosen = b.CreateLoad(i64, best);
-      Value *o = b.CreateAdd(b.CreateMul(r[0], k), j[0]);
-      copyElementRaw(t, values, o, bufs[x], b.CreateAdd(base, chosen));
-      store(DType::I64, indices, o, chosen);
-      b.CreateStore(chosen, prev);
-    });
-  });
-  return true;
-}
-
-bool Codegen::deviceUnique(const Operation &op) {
-  // Sorted distinct values by selection: each step takes the smallest value
-  // above the last one taken (the earliest such element, like the
-  // library's stable sort). A counting launch binds the unbacked size, the
-  // second writes the values. One thread, O(count n).
-  ValueId x = op.operands[0], r = op.results[0];
-  SymExpr u = fn.type(r).dims[0];
-  if (!u.isSymbol() || !symIndex.count(u.symbolName()))
-    return unsupported("unique with a result size that is not a symbol");
-  DType t = fn.type(x).dtype;
-  auto selection = [&](bool write) {
-    firstDeviceThreadOnly();
-    Value *n = product(dims(fn.type(x)));
-    Value *prev = entryAlloca(i64), *best = entryAlloca(i64),
-          *count = entryAlloca(i64);
-    b.CreateStore(b.getInt64(-1), prev);
-    b.CreateStore(b.getInt64(0), count);
-    ++loopNesting; // sequential: this thread does it all
-    // At most n steps; a step that finds nothing ends the selection.
-    loops({n}, [&](const std::vector<Value *> &) {
-      b.CreateStore(b.getInt64(-1), best);
-      loops({n}, [&](const std::vector<Value *> &i) {
-        Value *p = b.CreateLoad(i64, prev), *cur = b.CreateLoad(i64, best);
-        Value *vi = load(t, bufs[x], i[0]);
-        // Loads at index 0 stand in for "none" (-1); selects discard them.
-        Value *vp = load(t, bufs[x],
-                         b.CreateSelect(b.CreateICmpSLT(p, b.getInt64(0)),
-                                        b.getInt64(0), p));
-        Value *vc = load(t, bufs[x],
-                         b.CreateSelect(b.CreateICmpSLT(cur, b.getInt64(0)),
-                                        b.getInt64(0), cur));
-        Value *above =
-            b.CreateOr(b.CreateICmpSLT(p, b.getInt64(0)), orderLess(t, vp, vi));
-        Value *smaller = b.CreateOr(b.CreateICmpSLT(cur, b.getInt64(0)),
-                                    orderLess(t, vi, vc));
-        b.CreateStore(b.CreateSelect(b.CreateAnd(above, smaller), i[0], cur),
-                      best);
-      });
-      Value *chosen = b.CreateLoad(i64, best);
-      auto *found = llvm::BasicBlock::Create(ctx, "found", kernel);
-      auto *after = llvm::BasicBlock::Create(ctx, "step", kernel);
-      b.CreateCondBr(b.CreateICmpSGE(chosen, b.getInt64(0)), found, after);
-      b.SetInsertPoint(found);
-      Value *c = b.CreateLoad(i64, count);
-      if (write)
-        copyElementRaw(t, bufs[r], c, bufs[x], chosen);
-      b.CreateStore(b.CreateAdd(c, b.getInt64(1)), count);
-      b.CreateStore(chosen, prev);
-      b.CreateBr(after);
-      b.SetInsertPoint(after);
-    });
-    --loopNesting;
-    if (!write)
-      b.CreateStore(b.CreateLoad(i64, count), deviceExtra(0));
-    return true;
-  };
-  Value *countWord = deviceWord();
-  std::vector<ValueId> slots;
-  int32_t counting = emitDeviceKernel(
-      {x}, [&] { return selection(false); }, slots, 1);
-  if (counting < 0)
-    return false;
-  emitLaunch(counting, slots, {b.getInt64(1), b.getInt32(32)}, {countWord});
-  readSymbol(u.symbolName(), countWord);
-  allocate(r, b.CreateLoad(i64, symSlot(u.symbolName())));
-  int32_t filling = emitDeviceKernel(
-      {x, r}, [&] { return selection(true); }, slots);
-  if (filling < 0)
-    return false;
-  emitLaunch(filling, slots, {b.getInt64(1), b.getInt32(32)});
   return true;
 }
 
