@@ -72,6 +72,26 @@ public:
   /// Host: matmul through the device's GEMM library (tsl_rt_dev_gemm),
   /// launching the generated kernel where the library declines.
   bool deviceGemm(const Operation &op);
+  /// Host: one strided batch of row-major GEMMs on device pointers:
+  /// d[e] = a[e] @ b[e] for e < batch, a[e] M×K, b[e] K×N, d[e] M×N, each
+  /// contiguous; strides between entries in elements (0: broadcast), d's
+  /// always M*N (d is one contiguous [batch, M, N]).
+  struct GemmOperands {
+    DType dtype;
+    Value *batch, *M, *N, *K;
+    Value *a, *strideA, *b, *strideB, *d, *strideD;
+  };
+  /// Host: \p g through the device's GEMM library, or emitGemmKernel where
+  /// it declines (decided at run time).
+  bool emitGemm(const GemmOperands &g);
+  /// Host: \p g on TSL's kernel (float types; one thread per element of d).
+  bool emitGemmKernel(const GemmOperands &g);
+  /// Host: conv2d (float types) as im2col and GEMMs
+  /// (CodegenDeviceConv.cpp).
+  bool deviceConv(const Operation &op);
+  /// Host: \p bytes of device scratch owned by the call (fails the op
+  /// when the allocation does).
+  Value *deviceScratch(Value *bytes);
   /// Host: waits for the device and returns from the host function with
   /// the failed op and its message when a device kernel failed (only when
   /// a kernel so far can fail).

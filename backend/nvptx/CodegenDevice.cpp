@@ -77,6 +77,8 @@ bool Codegen::launchOnDevice(const Operation &op) {
   }
   case OpCode::Matmul:
     return deviceGemm(op);
+  case OpCode::Conv2d:
+    return deviceConv(op);
   default:
     break;
   }
@@ -253,9 +255,11 @@ Value *Codegen::readToHost(ValueId v) {
   return slot;
 }
 
-Value *Codegen::deviceWord() {
+Value *Codegen::deviceWord() { return deviceScratch(b.getInt64(8)); }
+
+Value *Codegen::deviceScratch(Value *bytes) {
   Value *p = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
-                          {ctxArg, b.getInt64(8)});
+                          {ctxArg, bytes});
   failOpIf(b.CreateIsNull(p));
   return p;
 }

@@ -94,12 +94,9 @@ bool Codegen::streamCompaction(const CompactionSpec &spec, ValueId r) {
   };
   // Host: the tile counts and the total in device memory.
   Value *tiles = tileCount(b, spec.length());
-  Value *tileCounts = b.CreateCall(
-      runtime(target.runtime().alloc, ptr, {ptr, i64}),
-      {ctxArg, b.CreateMul(b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, tiles,
-                                                   b.getInt64(1)),
-                           b.getInt64(8))});
-  failOpIf(b.CreateIsNull(tileCounts));
+  Value *tileCounts = deviceScratch(b.CreateMul(
+      b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, tiles, b.getInt64(1)),
+      b.getInt64(8)));
   Value *countWord = deviceWord();
   // The counting and filling launches pass the tile counts, then the
   // spec's extras (deviceExtra(1 + i)).

@@ -305,10 +305,7 @@ bool Codegen::launchReduce(const Operation &op) {
   ifThen(split, [&] {
     Value *bytes = b.CreateMul(
         b.CreateMul(s.splits, b.CreateMul(s.outer, s.inner)), b.getInt64(8));
-    Value *p = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
-                            {ctxArg, bytes});
-    failOpIf(b.CreateIsNull(p));
-    b.CreateStore(p, scratchSlot);
+    b.CreateStore(deviceScratch(bytes), scratchSlot);
   });
   Value *scratch = b.CreateLoad(ptr, scratchSlot);
   int32_t tiled = emitDeviceKernel(

@@ -259,9 +259,7 @@ Value *Codegen::sortedPermutation(ValueId x,
   Value *bytes =
       b.CreateSelect(b.CreateICmpUGT(padded, b.getInt64(int64_t{1} << 59)),
                      b.getInt64(-1), b.CreateMul(padded, b.getInt64(8)));
-  Value *perm = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
-                             {ctxArg, bytes});
-  failOpIf(b.CreateIsNull(perm));
+  Value *perm = deviceScratch(bytes);
   std::vector<ValueId> blockSlots, stageSlots;
   int32_t inBlocks = emitDeviceKernel(
       {x},
