@@ -621,8 +621,12 @@ private:
   /// m16n8k16 fragments accumulated in f32. Every thread must call it.
   void gemmMmaTile(const GemmTile &g);
   /// Tensor-core tile: the k step at \p k0 of operand tiles from global
-  /// into shared memory at \p as and \p bs (zero outside the matrices).
+  /// into shared memory at \p as and \p bs (zero outside the matrices),
+  /// an element per load.
   void gemmMmaStage(const GemmTile &g, Value *k0, Value *as, Value *bs);
+  /// gemmMmaStage with 128-bit loads of 8 elements: only where K and N are
+  /// multiples of 8 and both operands 16-byte aligned (gemmMmaTile checks).
+  void gemmMmaStageWide(const GemmTile &g, Value *k0, Value *as, Value *bs);
   /// Guarded store of the tile's element (\p row, \p col) (absolute
   /// indices in the batch entry's result matrix): nothing outside it.
   void gemmStore(const GemmTile &g, Value *row, Value *col, Value *v);

@@ -25,8 +25,10 @@
 //   (tsl_gpu_mma_16816: mma.sync with f32 accumulators), 64 floats per
 //   thread. Products are exact and sums in f32, as the interpreter does.
 // Both stay within 48 KiB of shared memory (no opt-in attribute needed).
-// Not done yet: ldmatrix, cp.async and double buffering, vector loads from
-// global memory.
+// Where K and N are multiples of 8 and the operands 16-byte aligned, the
+// tensor-core copy loads 8 elements (128 bits) at a time.
+// Not done yet: ldmatrix, cp.async, double buffering (or prefetching the
+// next slice into registers), vector loads for the SIMT schedule.
 #include "backend/common/Codegen.h"
 
 namespace tsl::backend {
@@ -271,6 +273,51 @@ void Codegen::gemmMmaStage(const GemmTile &g, Value *k0, Value *as, Value *bs) {
   }
 }
 
+void Codegen::gemmMmaStageWide(const GemmTile &g, Value *k0, Value *as,
+                               Value *bs) {
+  llvm::Type *i16 = b.getInt16Ty();
+  auto *eight = llvm::FixedVectorType::get(i16, 8);
+  Value *zero = llvm::Constant::getNullValue(eight);
+  Value *tid = gpuThreadIdx();
+  // Elements (row, col .. col + 7), or zeros outside the matrix (K and N
+  // are multiples of 8: a run is all inside or all outside).
+  auto run = [&](ValueId v, Value *base, Value *row, Value *col, Value *rows,
+                 Value *cols) {
+    Value *ok =
+        b.CreateAnd(b.CreateICmpSLT(row, rows), b.CreateICmpSLT(col, cols));
+    Value *at = b.CreateAdd(base, b.CreateAdd(b.CreateMul(row, cols), col));
+    Value *x = b.CreateAlignedLoad(
+        eight, b.CreateGEP(i16, bufs[v], b.CreateSelect(ok, at, base)),
+        llvm::Align(16));
+    return b.CreateSelect(ok, x, zero);
+  };
+  Value *stride = b.getInt64(kMmaStride);
+  for (int64_t r = 0; r < kTile * kMmaK / 8 / kGemmThreads; ++r) {
+    // A: four runs per row, 8 rows per warp; As[row][k] (16-byte aligned).
+    Value *row =
+        b.CreateAdd(b.CreateLShr(tid, b.getInt64(2)), b.getInt64(64 * r));
+    Value *kk = b.CreateMul(b.CreateAnd(tid, b.getInt64(3)), b.getInt64(8));
+    Value *x = run(g.left, g.aBase, b.CreateAdd(g.row0, row),
+                   b.CreateAdd(k0, kk), g.M, g.K);
+    b.CreateAlignedStore(
+        x, b.CreateGEP(i16, as, b.CreateAdd(b.CreateMul(row, stride), kk)),
+        llvm::Align(16));
+    // B: 16 runs per k, 2 k per warp; transposed into Bs[n][k].
+    Value *kb =
+        b.CreateAdd(b.CreateLShr(tid, b.getInt64(4)), b.getInt64(16 * r));
+    Value *n = b.CreateMul(b.CreateAnd(tid, b.getInt64(15)), b.getInt64(8));
+    Value *y = run(g.right, g.bBase, b.CreateAdd(k0, kb),
+                   b.CreateAdd(g.col0, n), g.K, g.N);
+    for (int64_t e = 0; e < 8; ++e)
+      b.CreateStore(
+          b.CreateExtractElement(y, e),
+          b.CreateGEP(
+              i16, bs,
+              b.CreateAdd(b.CreateMul(b.CreateAdd(n, b.getInt64(e)), stride),
+                          kb)));
+  }
+}
+
 void Codegen::gemmMmaTile(const GemmTile &g) {
   llvm::Type *f32 = b.getFloatTy(), *i16 = b.getInt16Ty();
   int32_t kind = g.t == DType::F16 ? 0 : 1;
@@ -298,8 +345,30 @@ void Codegen::gemmMmaTile(const GemmTile &g) {
     Value *at = b.CreateAdd(b.CreateMul(row, b.getInt64(kMmaStride)), k);
     return b.CreateAlignedLoad(i32, b.CreateGEP(i16, tile, at), llvm::Align(4));
   };
+  // 128-bit loads where every 8-element run of a row is aligned (uniform
+  // over the grid: a branch the whole block takes the same way).
+  auto aligned16 = [&](ValueId v) {
+    return b.CreateICmpEQ(
+        b.CreateAnd(b.CreatePtrToInt(bufs[v], i64), b.getInt64(15)),
+        b.getInt64(0));
+  };
+  auto by8 = [&](Value *n) {
+    return b.CreateICmpEQ(b.CreateAnd(n, b.getInt64(7)), b.getInt64(0));
+  };
+  Value *wide = b.CreateAnd(b.CreateAnd(by8(g.K), by8(g.N)),
+                            b.CreateAnd(aligned16(g.left), aligned16(g.right)));
   stridedLoop(b.getInt64(0), g.K, b.getInt64(kMmaK), [&](Value *k0) {
+    auto *narrowSide = llvm::BasicBlock::Create(ctx, "mmaload", kernel);
+    auto *wideSide = llvm::BasicBlock::Create(ctx, "mmaload16", kernel);
+    auto *loaded = llvm::BasicBlock::Create(ctx, "mmaloaded", kernel);
+    b.CreateCondBr(wide, wideSide, narrowSide);
+    b.SetInsertPoint(wideSide);
+    gemmMmaStageWide(g, k0, as, bs);
+    b.CreateBr(loaded);
+    b.SetInsertPoint(narrowSide);
     gemmMmaStage(g, k0, as, bs);
+    b.CreateBr(loaded);
+    b.SetInsertPoint(loaded);
     gpuBarrier();
     for (int64_t ks = 0; ks < kMmaK; ks += 16) {
       Value *k = b.CreateAdd(pairAt, b.getInt64(ks));
