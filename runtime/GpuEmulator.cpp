@@ -9,10 +9,12 @@
 #include "runtime/GpuEmulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <new>
 #include <sys/mman.h>
@@ -152,7 +154,8 @@ private:
 thread_local FiberPool pool;
 
 enum class Wait : uint8_t { Ready, Barrier, Shuffle, Done };
-enum class ShuffleKind : uint8_t { Xor, Idx };
+/// The warp-collective primitive a lane waits in (Wait::Shuffle).
+enum class ShuffleKind : uint8_t { Xor, Idx, Mma };
 
 /// One emulated thread of the running block.
 struct Thread {
@@ -160,7 +163,82 @@ struct Thread {
   bool inKernel = false; ///< started and not returned: its fiber is busy
   ShuffleKind kind = ShuffleKind::Xor;
   int32_t value = 0, operand = 0, result = 0; ///< shuffle in, out
+  /// tsl_gpu_mma_16816: the lane's A (4 words) and B (2 words) fragments
+  /// and its accumulators (in, then out); `operand` holds the kind.
+  uint32_t frag[6] = {};
+  float acc[4] = {};
 };
+
+const char *collectiveName(ShuffleKind k) {
+  switch (k) {
+  case ShuffleKind::Xor:
+    return "tsl_gpu_shfl_xor";
+  case ShuffleKind::Idx:
+    return "tsl_gpu_shfl_idx";
+  case ShuffleKind::Mma:
+    return "tsl_gpu_mma_16816";
+  }
+  return "?";
+}
+
+/// The f32 value of f16 bits \p h (exact).
+float halfToFloat(uint32_t h) {
+  uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 31, man = h & 1023;
+  float v;
+  if (exp == 0) // zero or subnormal: man * 2^-24
+    v = std::ldexp(static_cast<float>(man), -24);
+  else if (exp == 31)
+    v = man ? std::numeric_limits<float>::quiet_NaN()
+            : std::numeric_limits<float>::infinity();
+  else
+    v = std::ldexp(static_cast<float>(man | 1024), static_cast<int>(exp) - 25);
+  return sign ? -v : v;
+}
+
+/// Element \p half (0: the low 16 bits) of fragment word \p w as f32, for
+/// f16 (kind 0) or bf16 (kind 1) elements.
+float fragmentElement(uint32_t w, int half, int32_t kind) {
+  uint32_t bits = (w >> (16 * half)) & 0xffff;
+  if (kind == 0)
+    return halfToFloat(bits);
+  uint32_t f = bits << 16;
+  float v;
+  std::memcpy(&v, &f, sizeof v);
+  return v;
+}
+
+/// D = A B + C of mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16} from
+/// the 32 lanes' fragments, in the PTX ISA's layout (lane l: group
+/// g = l / 4, t = l % 4): A word r holds row g + 8 (r & 1), columns
+/// 2t + 8 (r / 2) and the next; B word r holds rows 2t + 8r and the next
+/// of column g; accumulator i is row g + 8 (i / 2), column 2t + (i & 1).
+/// Each result sums its 16 products in k order onto C in f32.
+void multiplyFragments(Thread *lanes, int32_t kind) {
+  float a[16][16], b[16][8], c[16][8];
+  for (int l = 0; l < kWarpSize; ++l) {
+    int g = l / 4, t = l % 4;
+    const Thread &x = lanes[l];
+    for (int r = 0; r < 4; ++r)
+      for (int h = 0; h < 2; ++h)
+        a[g + 8 * (r & 1)][2 * t + 8 * (r / 2) + h] =
+            fragmentElement(x.frag[r], h, kind);
+    for (int r = 0; r < 2; ++r)
+      for (int h = 0; h < 2; ++h)
+        b[2 * t + 8 * r + h][g] = fragmentElement(x.frag[4 + r], h, kind);
+    for (int i = 0; i < 4; ++i)
+      c[g + 8 * (i / 2)][2 * t + (i & 1)] = x.acc[i];
+  }
+  for (int l = 0; l < kWarpSize; ++l) {
+    int g = l / 4, t = l % 4;
+    for (int i = 0; i < 4; ++i) {
+      int row = g + 8 * (i / 2), col = 2 * t + (i & 1);
+      float sum = c[row][col];
+      for (int k = 0; k < 16; ++k)
+        sum += a[row][k] * b[k][col];
+      lanes[l].acc[i] = sum;
+    }
+  }
+}
 
 struct AlignedFree {
   void operator()(std::byte *p) const {
@@ -267,10 +345,22 @@ bool exchange(Scheduler &s, int32_t warp) {
     if (lanes[l].kind != lanes[0].kind)
       return fail(s,
                   "emulator: divergent shuffle: in warp %d of block %d, "
-                  "lane 0 calls tsl_gpu_shfl_%s and lane %d tsl_gpu_shfl_%s",
-                  warp, s.block,
-                  lanes[0].kind == ShuffleKind::Xor ? "xor" : "idx", l,
-                  lanes[l].kind == ShuffleKind::Xor ? "xor" : "idx");
+                  "lane 0 calls %s and lane %d %s",
+                  warp, s.block, collectiveName(lanes[0].kind), l,
+                  collectiveName(lanes[l].kind));
+  if (lanes[0].kind == ShuffleKind::Mma) {
+    for (int32_t l = 1; l < kWarpSize; ++l)
+      if (lanes[l].operand != lanes[0].operand)
+        return fail(s,
+                    "emulator: divergent shuffle: in warp %d of block %d, "
+                    "lane 0 calls tsl_gpu_mma_16816 of kind %d and lane %d "
+                    "of kind %d",
+                    warp, s.block, lanes[0].operand, l, lanes[l].operand);
+    if (lanes[0].operand != 0 && lanes[0].operand != 1)
+      return fail(s, "emulator: tsl_gpu_mma_16816 of unknown kind %d",
+                  lanes[0].operand);
+    multiplyFragments(lanes, lanes[0].operand);
+  }
   for (int32_t l = 0; l < kWarpSize; ++l) {
     // Unsigned: a mask or source outside 0..31 falls outside the warp.
     uint32_t src = lanes[l].kind == ShuffleKind::Xor
@@ -521,6 +611,23 @@ extern "C" int32_t tsl_gpu_shfl_xor(int32_t value, int32_t lane_mask) {
 
 extern "C" int32_t tsl_gpu_shfl_idx(int32_t value, int32_t src_lane) {
   return shuffle(ShuffleKind::Idx, value, src_lane);
+}
+
+extern "C" void tsl_gpu_mma_16816(int32_t kind, const uint32_t *a,
+                                  const uint32_t *b, float *acc) {
+  Scheduler *s = inFiber();
+  if (!s)
+    return; // no warp to multiply with: acc stays as it is
+  auto t = static_cast<size_t>(s->current);
+  Thread &me = s->state[t];
+  me.wait = Wait::Shuffle;
+  me.kind = ShuffleKind::Mma;
+  me.operand = kind;
+  std::memcpy(me.frag, a, 4 * sizeof(uint32_t));
+  std::memcpy(me.frag + 4, b, 2 * sizeof(uint32_t));
+  std::memcpy(me.acc, acc, sizeof me.acc);
+  yieldToHost(*s, pool[t]);
+  std::memcpy(acc, s->state[t].acc, sizeof me.acc);
 }
 
 extern "C" void *tsl_gpu_shared(void) {

@@ -475,6 +475,11 @@ private:
   Value *gpuShuffleXor(Value *v, int32_t laneMask);
   /// The block's dynamic shared memory.
   Value *gpuShared();
+  /// tsl_gpu_mma_16816: the warp's D = A B + C on tensor cores; \p kind 0
+  /// f16, 1 bf16; \p a, \p b and \p acc point to the lane's fragments (4
+  /// and 2 i32 words, 4 floats updated in place). Every lane of the warp
+  /// must call it.
+  void gpuMma16816(int32_t kind, Value *a, Value *b, Value *acc);
   /// The (value, index) pair of the block's threads that \p first picks
   /// (first(av, ai, bv, bi): whether pair a wins over pair b; it must be a
   /// total order, duplicates allowed), every thread getting it. Shared
@@ -689,7 +694,43 @@ private:
   /// \p count elements: a mean divides (0 / 0 is NaN for an empty one), a
   /// bool is whether the count is nonzero; stored through store().
   Value *finishReduction(const Operation &op, Value *acc, Value *count);
+  /// One thread per result element looping over K (integer matmuls on
+  /// the GPU; the tiled kernel serves the float types).
   bool deviceMatmul(const Operation &op);
+
+  // --- TSL's GEMM kernel (CodegenDeviceMatmul.cpp) ------------------------
+  /// One block's work item of the tiled GEMM: a 128x128 output tile of one
+  /// batch entry (defined in CodegenDeviceMatmul.cpp).
+  struct GemmTile;
+  /// Host: matmul \p op (its result allocated) through TSL's own kernel:
+  /// the tiled GEMM for float types (tensor cores for f16/bf16, SIMT for
+  /// f32/f64), the per-element kernel for integers. Any sizes (empty M, N,
+  /// K or batch), batch strides as matmulDims gives them (0 broadcasts).
+  /// False with the error set when the kernel cannot be emitted.
+  bool launchGemmKernel(const Operation &op);
+  /// Kernel body: the blocks stride over (batch entry, tile row, tile
+  /// column) work items (uniform per block, so every thread of a block
+  /// meets the same barriers) and compute each tile with \p mma (tensor
+  /// cores) or the SIMT schedule.
+  bool gemmKernel(const Operation &op, bool mma);
+  /// SIMT tile: K in steps of 8 staged through shared memory in the
+  /// accumulator type, each thread an 8x8 register tile. Every thread of
+  /// the block must call it.
+  void gemmSimtTile(const GemmTile &g);
+  /// Tensor-core tile (f16/bf16): K in steps of 32 staged through shared
+  /// memory as 16-bit elements; each warp a 64x32 sub-tile of 4x4
+  /// m16n8k16 fragments accumulated in f32. Every thread must call it.
+  void gemmMmaTile(const GemmTile &g);
+  /// Tensor-core tile: the k step at \p k0 of operand tiles from global
+  /// into shared memory at \p as and \p bs (zero outside the matrices),
+  /// an element per load.
+  void gemmMmaStage(const GemmTile &g, Value *k0, Value *as, Value *bs);
+  /// gemmMmaStage with 128-bit loads of 8 elements: only where K and N are
+  /// multiples of 8 and both operands 16-byte aligned (gemmMmaTile checks).
+  void gemmMmaStageWide(const GemmTile &g, Value *k0, Value *as, Value *bs);
+  /// Guarded store of the tile's element (\p row, \p col) (absolute
+  /// indices in the batch entry's result matrix): nothing outside it.
+  void gemmStore(const GemmTile &g, Value *row, Value *col, Value *v);
   /// An elementwise op whose stored operands all have the result's shape
   /// (read at its flat index): deviceVectorElementwise lowers it.
   bool vectorizableOnDevice(const Operation &op) const;

@@ -89,6 +89,13 @@ Value *Codegen::gpuShared() {
   return b.CreateCall(primitive(*mod, "tsl_gpu_shared", type, false));
 }
 
+void Codegen::gpuMma16816(int32_t kind, Value *a, Value *bFrag, Value *acc) {
+  auto *type =
+      llvm::FunctionType::get(b.getVoidTy(), {i32, ptr, ptr, ptr}, false);
+  b.CreateCall(primitive(*mod, "tsl_gpu_mma_16816", type, true),
+               {b.getInt32(kind), a, bFrag, acc});
+}
+
 Value *Codegen::gpuShuffleXor(Value *v, int32_t laneMask) {
   auto *type = llvm::FunctionType::get(i32, {i32, i32}, false);
   llvm::FunctionCallee shfl = primitive(*mod, "tsl_gpu_shfl_xor", type, true);

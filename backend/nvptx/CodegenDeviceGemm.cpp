@@ -2,8 +2,9 @@
 // (tsl_rt_dev_gemm: cuBLASLt when it can be loaded, runtime/CublasLt.h) and
 // launches TSL's own kernel where it declines: on the emulator, without the
 // library, for integer element types, for an empty K and for batch
-// broadcasting that one stride per operand cannot express. The decision is
-// made per call, at run time, so one variant serves every machine.
+// broadcasting that one stride per operand cannot express
+// (launchGemmKernel: CodegenDeviceMatmul.cpp). The decision is made per
+// call, at run time, so one variant serves every machine.
 #include "backend/common/Codegen.h"
 
 namespace tsl::backend {
@@ -21,7 +22,7 @@ bool Codegen::deviceGemm(const Operation &op) {
   DType t = fn.type(op.operands[0]).dtype;
   Value *dst = allocateResult(op);
   if (!libraryGemmType(t))
-    return launchPerElement(op);
+    return launchGemmKernel(op);
   MatmulDims md = matmulDims(op);
   // One stride per operand over the flattened batch: the operand's whole
   // matrix block per entry (it has every batch dim) or 0 (it has none of
@@ -64,7 +65,7 @@ bool Codegen::deviceGemm(const Operation &op) {
   failIf(b.CreateICmpEQ(status, b.getInt32(1)), [] {});
   bool ok = true;
   ifThen(b.CreateICmpEQ(status, b.getInt32(2)),
-         [&] { ok = launchPerElement(op); });
+         [&] { ok = launchGemmKernel(op); });
   return ok;
 }
 

@@ -101,6 +101,41 @@ size_t useLibdevice(llvm::Module &m) {
   return calls.size();
 }
 
+/// The body of tsl_gpu_mma_16816 (its entry block is \p b's position):
+/// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16} through the NVVM
+/// intrinsic of the kind (a constant once inlined, so one side folds away).
+void defineMma(llvm::IRBuilder<> &b, llvm::Function &f) {
+  llvm::LLVMContext &ctx = f.getContext();
+  llvm::Type *i32 = b.getInt32Ty(), *f32 = b.getFloatTy();
+  llvm::Type *halves = llvm::FixedVectorType::get(b.getHalfTy(), 2);
+  llvm::Value *kind = f.getArg(0), *a = f.getArg(1), *bf = f.getArg(2),
+              *acc = f.getArg(3);
+  auto *f16 = llvm::BasicBlock::Create(ctx, "f16", &f);
+  auto *bf16 = llvm::BasicBlock::Create(ctx, "bf16", &f);
+  b.CreateCondBr(b.CreateICmpEQ(kind, b.getInt32(0)), f16, bf16);
+  auto emit = [&](llvm::Intrinsic::ID id, llvm::Type *word) {
+    std::vector<llvm::Value *> args;
+    auto words = [&](llvm::Value *p, unsigned n) {
+      for (unsigned i = 0; i < n; ++i)
+        args.push_back(b.CreateBitCast(
+            b.CreateLoad(i32, b.CreateConstGEP1_32(i32, p, i)), word));
+    };
+    words(a, 4);
+    words(bf, 2);
+    for (unsigned i = 0; i < 4; ++i)
+      args.push_back(b.CreateLoad(f32, b.CreateConstGEP1_32(f32, acc, i)));
+    llvm::Value *d = b.CreateIntrinsic(id, {}, args);
+    for (unsigned i = 0; i < 4; ++i)
+      b.CreateStore(b.CreateExtractValue(d, i),
+                    b.CreateConstGEP1_32(f32, acc, i));
+    b.CreateRetVoid();
+  };
+  b.SetInsertPoint(f16);
+  emit(llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32, halves);
+  b.SetInsertPoint(bf16);
+  emit(llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16, i32);
+}
+
 /// Defines the device primitives (runtime/DevicePrimitives.def) the
 /// lowering declared with NVVM intrinsics, internal and always inlined.
 void definePrimitives(llvm::Module &m) {
@@ -135,6 +170,8 @@ void definePrimitives(llvm::Module &m) {
       b.CreateRet(b.CreateIntrinsic(id, {},
                                     {b.getInt32(0xffffffff), f->getArg(0),
                                      f->getArg(1), b.getInt32(31)}));
+  if (llvm::Function *f = define("tsl_gpu_mma_16816"))
+    defineMma(b, *f);
   if (define("tsl_gpu_shared")) {
     // Dynamic shared memory: its size is the launch's.
     auto *smem = new llvm::GlobalVariable(

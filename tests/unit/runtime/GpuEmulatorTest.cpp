@@ -387,6 +387,98 @@ TEST(GpuEmulator, RoundRobinInThreadOrder) {
     EXPECT_EQ(log[static_cast<size_t>(i)], i % 64);
 }
 
+namespace {
+
+/// One m16n8k16 product per warp: warp w multiplies matrices a[w] (16x16)
+/// and b[w] (16x8) onto c[w] (16x8) into d[w].
+struct MmaArgs {
+  int32_t kind; ///< 0: f16, 1: bf16
+  const float *a, *b, *c;
+  float *d;
+};
+
+/// \p x (exactly representable) as f16 (kind 0) or bf16 (kind 1) bits.
+uint32_t lowBits(float x, int32_t kind) {
+  uint32_t f;
+  std::memcpy(&f, &x, sizeof f);
+  if (kind == 1 || x == 0)
+    return (f >> 16) & 0xffff;
+  uint32_t sign = f >> 31, exp = (f >> 23) & 255, man = f & 0x7fffff;
+  return (sign << 15) | ((exp - 127 + 15) << 10) | (man >> 13);
+}
+
+/// Two elements in one fragment word, the first in the low half.
+uint32_t pair(float lo, float hi, int32_t kind) {
+  return lowBits(lo, kind) | (lowBits(hi, kind) << 16);
+}
+
+/// Packs this lane's fragments as the PTX ISA lays them out (written from
+/// its tables: a_i at row g (+8 for i in 2,3,6,7), column 2t + i % 2 (+8
+/// for i >= 4); b_i at row 2t + i % 2 (+8 for i >= 2), column g; c_i at
+/// row g (+8 for i >= 2), column 2t + i % 2) and multiplies.
+void mmaKernel(void *p) {
+  auto &x = *static_cast<MmaArgs *>(p);
+  int32_t tid = tsl_gpu_thread_idx(), w = tid / 32, l = tid % 32;
+  int32_t g = l / 4, t = l % 4;
+  const float *a = x.a + w * 256, *b = x.b + w * 128, *c = x.c + w * 128;
+  auto at = [&](int32_t r, int32_t k) { return a[r * 16 + k]; };
+  auto bt = [&](int32_t k, int32_t n) { return b[k * 8 + n]; };
+  uint32_t af[4] = {pair(at(g, 2 * t), at(g, 2 * t + 1), x.kind),
+                    pair(at(g + 8, 2 * t), at(g + 8, 2 * t + 1), x.kind),
+                    pair(at(g, 2 * t + 8), at(g, 2 * t + 9), x.kind),
+                    pair(at(g + 8, 2 * t + 8), at(g + 8, 2 * t + 9), x.kind)};
+  uint32_t bf[2] = {pair(bt(2 * t, g), bt(2 * t + 1, g), x.kind),
+                    pair(bt(2 * t + 8, g), bt(2 * t + 9, g), x.kind)};
+  float acc[4] = {c[g * 8 + 2 * t], c[g * 8 + 2 * t + 1],
+                  c[(g + 8) * 8 + 2 * t], c[(g + 8) * 8 + 2 * t + 1]};
+  tsl_gpu_mma_16816(x.kind, af, bf, acc);
+  float *d = x.d + w * 128;
+  d[g * 8 + 2 * t] = acc[0];
+  d[g * 8 + 2 * t + 1] = acc[1];
+  d[(g + 8) * 8 + 2 * t] = acc[2];
+  d[(g + 8) * 8 + 2 * t + 1] = acc[3];
+}
+
+/// Lane 0 multiplies f16, the others bf16.
+void mixedMmaKinds(void *) {
+  uint32_t a[4] = {}, b[2] = {};
+  float acc[4] = {};
+  tsl_gpu_mma_16816(tsl_gpu_thread_idx() == 0 ? 0 : 1, a, b, acc);
+}
+
+} // namespace
+
+TEST(GpuEmulator, TensorCoreMultiplyBothTypes) {
+  const int32_t warps = 2;
+  // Multiples of 1/4 in -2..2: exact in f16, bf16 and every f32 sum.
+  std::vector<float> a(warps * 256), b(warps * 128), c(warps * 128);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = float(int32_t(i * 37 % 17) - 8) / 4;
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = float(int32_t(i * 11 % 13) - 6) / 4;
+  for (size_t i = 0; i < c.size(); ++i)
+    c[i] = float(int32_t(i % 7) - 3);
+  for (int32_t kind : {0, 1}) {
+    std::vector<float> d(warps * 128, -1.f);
+    MmaArgs args{kind, a.data(), b.data(), c.data(), d.data()};
+    ASSERT_EQ(launch(mmaKernel, args, 1, 32 * warps), "");
+    for (int32_t w = 0; w < warps; ++w)
+      for (int32_t m = 0; m < 16; ++m)
+        for (int32_t n = 0; n < 8; ++n) {
+          float ref = c[size_t(w * 128 + m * 8 + n)];
+          for (int32_t k = 0; k < 16; ++k)
+            ref += a[size_t(w * 256 + m * 16 + k)] *
+                   b[size_t(w * 128 + k * 8 + n)];
+          EXPECT_EQ(d[size_t(w * 128 + m * 8 + n)], ref)
+              << "kind " << kind << " warp " << w << " at " << m << "," << n;
+        }
+  }
+  int unused = 0;
+  EXPECT_EQ(launch(mixedMmaKinds, unused, 1, 32),
+            "emulator: divergent shuffle: in warp 0 of block 0, lane 0 calls "
+            "tsl_gpu_mma_16816 of kind 0 and lane 1 of kind 1");
+}
+
 TEST(GpuEmulator, NestedLaunchIsAnError) {
   std::string nested;
   EXPECT_EQ(launch(nestedLaunch, nested, 1, 32), "");
@@ -402,24 +494,30 @@ TEST(GpuEmulator, PrimitivesOutsideALaunch) {
   EXPECT_EQ(tsl_gpu_shfl_xor(42, 1), 42);
   EXPECT_EQ(tsl_gpu_shfl_idx(43, 3), 43);
   EXPECT_EQ(tsl_gpu_shared(), nullptr);
+  uint32_t a[4] = {0x3c003c00, 0x3c003c00, 0x3c003c00, 0x3c003c00};
+  uint32_t b[2] = {0x3c003c00, 0x3c003c00};
+  float acc[4] = {1, 2, 3, 4};
+  tsl_gpu_mma_16816(0, a, b, acc); // no warp: nothing happens
+  EXPECT_EQ(acc[0], 1.f);
+  EXPECT_EQ(acc[3], 4.f);
 }
 
 TEST(GpuEmulator, PrimitivesByName) {
   size_t n = 0;
   const EmulatedPrimitive *table = emulatedPrimitives(&n);
-  ASSERT_EQ(n, 8u);
+  ASSERT_EQ(n, 9u);
   std::vector<std::string> names;
   for (size_t i = 0; i < n; ++i) {
     names.push_back(table[i].name);
     EXPECT_NE(table[i].address, nullptr);
   }
   EXPECT_EQ(names,
-            (std::vector<std::string>{"tsl_gpu_thread_idx", "tsl_gpu_block_idx",
-                                      "tsl_gpu_block_dim", "tsl_gpu_grid_dim",
-                                      "tsl_gpu_barrier", "tsl_gpu_shfl_xor",
-                                      "tsl_gpu_shfl_idx", "tsl_gpu_shared"}));
+            (std::vector<std::string>{
+                "tsl_gpu_thread_idx", "tsl_gpu_block_idx", "tsl_gpu_block_dim",
+                "tsl_gpu_grid_dim", "tsl_gpu_barrier", "tsl_gpu_shfl_xor",
+                "tsl_gpu_shfl_idx", "tsl_gpu_mma_16816", "tsl_gpu_shared"}));
   EXPECT_EQ(table[0].address, reinterpret_cast<void *>(&tsl_gpu_thread_idx));
-  EXPECT_EQ(table[7].address, reinterpret_cast<void *>(&tsl_gpu_shared));
+  EXPECT_EQ(table[8].address, reinterpret_cast<void *>(&tsl_gpu_shared));
 }
 
 TEST(GpuEmulator, ConcurrentHostThreads) {
