@@ -81,6 +81,10 @@ public:
     Value *batch, *M, *N, *K;
     Value *a, *strideA, *b, *strideB, *d, *strideD;
   };
+  /// Host: asks the device's GEMM library to enqueue \p g
+  /// (tsl_rt_dev_gemm); returns from the host function on its failure,
+  /// else the i32 status: 0 enqueued, 2 declined (run a kernel instead).
+  Value *callLibraryGemm(const GemmOperands &g);
   /// Host: \p g through the device's GEMM library, or emitGemmKernel where
   /// it declines (decided at run time).
   bool emitGemm(const GemmOperands &g);

@@ -19,27 +19,7 @@ constexpr int64_t kColumnBytes = int64_t{256} << 20;
 } // namespace
 
 bool Codegen::emitGemm(const GemmOperands &g) {
-  // tsl_rt_gemm (KernelAbi.h).
-  auto *gemmType = llvm::StructType::get(
-      ctx, {i32, i32, i64, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64});
-  Value *desc = entryAlloca(gemmType);
-  Value *fields[] = {b.getInt32(static_cast<int32_t>(g.dtype)),
-                     b.getInt32(0),
-                     g.batch,
-                     g.M,
-                     g.N,
-                     g.K,
-                     g.a,
-                     g.strideA,
-                     g.b,
-                     g.strideB,
-                     g.d,
-                     g.strideD};
-  for (unsigned i = 0; i < std::size(fields); ++i)
-    b.CreateStore(fields[i], b.CreateStructGEP(gemmType, desc, i));
-  Value *status =
-      b.CreateCall(runtime("tsl_rt_dev_gemm", i32, {ptr, ptr}), {ctxArg, desc});
-  failIf(b.CreateICmpEQ(status, b.getInt32(1)), [] {});
+  Value *status = callLibraryGemm(g);
   bool ok = true;
   ifThen(b.CreateICmpEQ(status, b.getInt32(2)),
          [&] { ok = emitGemmKernel(g); });

@@ -41,32 +41,40 @@ bool Codegen::deviceGemm(const Operation &op) {
     return b.CreateSelect(none, b.getInt64(0),
                           b.CreateSelect(full, block, b.getInt64(-1)));
   };
-  Value *batch = product(md.batch);
-  // tsl_rt_gemm (KernelAbi.h).
-  auto *gemmType = llvm::StructType::get(
-      ctx, {i32, i32, i64, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64});
-  Value *g = entryAlloca(gemmType);
-  Value *fields[] = {dtypeCode(op.operands[0]),
-                     b.getInt32(0),
-                     batch,
-                     md.M,
-                     md.N,
-                     md.K,
-                     bufs[op.operands[0]],
-                     flatStride(md.sa, b.CreateMul(md.M, md.K)),
-                     bufs[op.operands[1]],
-                     flatStride(md.sc, b.CreateMul(md.K, md.N)),
-                     dst,
-                     b.CreateMul(md.M, md.N)};
-  for (unsigned i = 0; i < std::size(fields); ++i)
-    b.CreateStore(fields[i], b.CreateStructGEP(gemmType, g, i));
-  Value *status =
-      b.CreateCall(runtime("tsl_rt_dev_gemm", i32, {ptr, ptr}), {ctxArg, g});
-  failIf(b.CreateICmpEQ(status, b.getInt32(1)), [] {});
+  Value *status = callLibraryGemm(
+      {t, product(md.batch), md.M, md.N, md.K, bufs[op.operands[0]],
+       flatStride(md.sa, b.CreateMul(md.M, md.K)), bufs[op.operands[1]],
+       flatStride(md.sc, b.CreateMul(md.K, md.N)), dst,
+       b.CreateMul(md.M, md.N)});
   bool ok = true;
   ifThen(b.CreateICmpEQ(status, b.getInt32(2)),
          [&] { ok = launchGemmKernel(op); });
   return ok;
+}
+
+Value *Codegen::callLibraryGemm(const GemmOperands &g) {
+  // tsl_rt_gemm (KernelAbi.h).
+  auto *gemmType = llvm::StructType::get(
+      ctx, {i32, i32, i64, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64});
+  Value *desc = entryAlloca(gemmType);
+  Value *fields[] = {b.getInt32(static_cast<int32_t>(g.dtype)),
+                     b.getInt32(0),
+                     g.batch,
+                     g.M,
+                     g.N,
+                     g.K,
+                     g.a,
+                     g.strideA,
+                     g.b,
+                     g.strideB,
+                     g.d,
+                     g.strideD};
+  for (unsigned i = 0; i < std::size(fields); ++i)
+    b.CreateStore(fields[i], b.CreateStructGEP(gemmType, desc, i));
+  Value *status =
+      b.CreateCall(runtime("tsl_rt_dev_gemm", i32, {ptr, ptr}), {ctxArg, desc});
+  failIf(b.CreateICmpEQ(status, b.getInt32(1)), [] {});
+  return status;
 }
 
 } // namespace tsl::backend
