@@ -1,5 +1,7 @@
 #include "runtime/CublasLt.h"
 
+#include "runtime/Variant.h"
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -154,18 +156,12 @@ std::string probeCublasLt(const std::vector<std::string> &names,
   return api ? api->path : "";
 }
 
-std::string cublasLtPath(std::string &why) {
-  const CublasLtApi *api = CublasLtApi::get(why);
-  return api ? api->path : "";
-}
-
 /// A problem's descriptors and chosen algorithm.
 struct CublasLtGemm::Plan {
   const CublasLtApi *api = nullptr;
   MatmulDesc desc = nullptr;
   Layout a = nullptr, b = nullptr, d = nullptr;
   Algo algo{};
-  size_t workspaceSize = 0;
   bool f64 = false;
   ~Plan() {
     for (Layout l : {a, b, d})
@@ -224,23 +220,18 @@ int32_t alignmentOf(const void *p, int64_t strideBytes) {
   return static_cast<int32_t>(bits & (~bits + 1));
 }
 
-size_t elementBytes(int32_t dtype) {
-  return dtype == 7 ? 8 : dtype == 6 ? 4 : 2;
-}
-
 } // namespace
 
-const CublasLtGemm::Plan *CublasLtGemm::plan(const GemmProblem &p,
+const CublasLtGemm::Plan *CublasLtGemm::plan(const tsl_rt_gemm &p,
                                              GemmOutcome &outcome,
                                              std::string &error) {
+  bool transA = (p.flags & 1) != 0, transB = (p.flags & 2) != 0;
   int64_t eb = static_cast<int64_t>(elementBytes(p.dtype));
-  int32_t align = std::min({alignmentOf(p.a, p.strideA * eb),
-                            alignmentOf(p.b, p.strideB * eb),
-                            alignmentOf(p.d, p.strideD * eb)});
-  Key key{p.dtype,   p.batch,   p.M,
-          p.N,       p.K,       p.strideA,
-          p.strideB, p.strideD, (p.transA ? 1 : 0) | (p.transB ? 2 : 0),
-          align};
+  int32_t align = std::min({alignmentOf(p.a, p.stride_a * eb),
+                            alignmentOf(p.b, p.stride_b * eb),
+                            alignmentOf(p.d, p.stride_d * eb)});
+  Key key{p.dtype,    p.batch,    p.m,        p.n,           p.k,
+          p.stride_a, p.stride_b, p.stride_d, (p.flags & 3), align};
   if (auto it = plans_.find(key); it != plans_.end())
     return it->second.get();
   if (plans_.size() >= kMaxPlans)
@@ -263,7 +254,7 @@ const CublasLtGemm::Plan *CublasLtGemm::plan(const GemmProblem &p,
   };
   // Row-major D = A B is column-major D^T = B^T A^T: cuBLASLt's "A" is our
   // B and its "B" our A, with m = N and n = M.
-  int32_t opA = p.transB ? kOpT : kOpN, opB = p.transA ? kOpT : kOpN;
+  int32_t opA = transB ? kOpT : kOpN, opB = transA ? kOpT : kOpN;
   auto layout = [&](Layout &l, uint64_t rows, uint64_t cols, int64_t ld,
                     int64_t stride) {
     if (!check(a.layoutCreate(&l, type, rows, cols, ld),
@@ -284,11 +275,11 @@ const CublasLtGemm::Plan *CublasLtGemm::plan(const GemmProblem &p,
             "cublasLtMatmulDescSetAttribute") &&
       check(a.descSet(plan->desc, kDescTransB, &opB, sizeof opB),
             "cublasLtMatmulDescSetAttribute") &&
-      (p.transB ? layout(plan->a, u(p.K), u(p.N), p.K, p.strideB)
-                : layout(plan->a, u(p.N), u(p.K), p.N, p.strideB)) &&
-      (p.transA ? layout(plan->b, u(p.M), u(p.K), p.M, p.strideA)
-                : layout(plan->b, u(p.K), u(p.M), p.K, p.strideA)) &&
-      layout(plan->d, u(p.N), u(p.M), p.N, p.strideD);
+      (transB ? layout(plan->a, u(p.k), u(p.n), p.k, p.stride_b)
+              : layout(plan->a, u(p.n), u(p.k), p.n, p.stride_b)) &&
+      (transA ? layout(plan->b, u(p.m), u(p.k), p.m, p.stride_a)
+              : layout(plan->b, u(p.k), u(p.m), p.k, p.stride_a)) &&
+      layout(plan->d, u(p.n), u(p.m), p.n, p.stride_d);
   if (!made) {
     outcome = GemmOutcome::Failed;
     return nullptr;
@@ -323,15 +314,15 @@ const CublasLtGemm::Plan *CublasLtGemm::plan(const GemmProblem &p,
     return nullptr;
   }
   plan->algo = result.algo;
-  plan->workspaceSize = result.workspaceSize;
   return (plans_[key] = std::move(plan)).get();
 }
 
-GemmOutcome CublasLtGemm::run(const GemmProblem &p, CUstream stream,
+GemmOutcome CublasLtGemm::run(const tsl_rt_gemm &p, CUstream stream,
                               std::string &error) {
-  if (p.dtype < 4 || p.dtype > 7 || p.K == 0 || p.strideA < 0 || p.strideB < 0)
+  if (p.dtype < 4 || p.dtype > 7 || p.k == 0 || p.stride_a < 0 ||
+      p.stride_b < 0)
     return GemmOutcome::Unavailable;
-  if (p.batch == 0 || p.M == 0 || p.N == 0)
+  if (p.batch == 0 || p.m == 0 || p.n == 0)
     return GemmOutcome::Done;
   if (p.batch > INT32_MAX)
     return GemmOutcome::Unavailable;

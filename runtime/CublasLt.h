@@ -11,6 +11,7 @@
 /// ABI (no CUDA headers needed to build).
 
 #include "runtime/CudaDriver.h"
+#include "runtime/KernelAbi.h"
 
 #include <cstdint>
 #include <map>
@@ -22,23 +23,6 @@
 
 namespace tsl::rt {
 
-/// A row-major batched GEMM: D[i] = op(A[i]) @ op(B[i]) for i < batch, with
-/// D[i] an M×N matrix. A[i] is stored [M, K] (transposed: [K, M]), B[i]
-/// [K, N] (transposed: [N, K]), each contiguous; the strides between
-/// batch entries are in elements (0: one matrix for every entry).
-struct GemmProblem {
-  int32_t dtype = 0; ///< tsl::DType code: f16 4, bf16 5, f32 6, f64 7
-  int64_t batch = 1, M = 0, N = 0, K = 0;
-  const void *a = nullptr;
-  int64_t strideA = 0;
-  bool transA = false;
-  const void *b = nullptr;
-  int64_t strideB = 0;
-  bool transB = false;
-  void *d = nullptr;
-  int64_t strideD = 0;
-};
-
 /// What a library GEMM did.
 enum class GemmOutcome {
   Done,       ///< enqueued on the stream
@@ -46,10 +30,6 @@ enum class GemmOutcome {
   Unavailable ///< not for this problem: the caller runs its own kernel
 };
 
-/// The loaded library: its path, or "" with \p why ("cuBLASLt disabled by
-/// TSL_CUBLASLT=off", "libcublasLt.so.13 cannot be loaded: ...", a missing
-/// entry point). Loaded once per process; needs no GPU.
-std::string cublasLtPath(std::string &why);
 /// The first of \p names (dlopen names or paths) that loads with every
 /// entry point TSL calls, or "" with \p why; not cached (tests, tools).
 std::string probeCublasLt(const std::vector<std::string> &names,
@@ -68,12 +48,12 @@ public:
                                             std::string &why);
   ~CublasLtGemm();
 
-  /// Enqueues \p p on \p stream (null: the device's own). f16 and bf16 run
-  /// on tensor cores with f32 accumulation; f32 in full f32 (PyTorch's
-  /// default) unless TSL_ALLOW_TF32=1; f64 in f64. Unavailable for other
-  /// element types, empty K (the result is zeros) and problems cuBLASLt has
-  /// no algorithm for; Done at once when the result is empty.
-  GemmOutcome run(const GemmProblem &p, CUstream stream, std::string &error);
+  /// Enqueues \p p (row-major, KernelAbi.h) on \p stream (null: the device's
+  /// own). f16 and bf16 run on tensor cores with f32 accumulation; f32 in full
+  /// f32 (PyTorch's default) unless TSL_ALLOW_TF32=1; f64 in f64. Unavailable
+  /// for other element types, empty K (the result is zeros) and problems
+  /// cuBLASLt has no algorithm for; Done at once when the result is empty.
+  GemmOutcome run(const tsl_rt_gemm &p, CUstream stream, std::string &error);
 
   const std::string &path() const { return path_; }
 
@@ -82,7 +62,7 @@ private:
   CublasLtGemm() = default;
   /// The cached plan for \p p, or null with \p outcome (Unavailable or
   /// Failed with \p error).
-  const Plan *plan(const GemmProblem &p, GemmOutcome &outcome,
+  const Plan *plan(const tsl_rt_gemm &p, GemmOutcome &outcome,
                    std::string &error);
   /// The workspace for \p stream (allocated once), or 0 with \p error.
   CUdeviceptr workspace(CUstream stream, std::string &error);

@@ -124,7 +124,7 @@ std::string GpuDevice::gemmPath() {
          ")";
 }
 
-GemmOutcome GpuDevice::gemm(const GemmProblem &p, std::string &error,
+GemmOutcome GpuDevice::gemm(const tsl_rt_gemm &p, std::string &error,
                             CUstream stream) {
   if (!cuda_ || !libraryGemm_)
     return GemmOutcome::Unavailable;
@@ -236,22 +236,8 @@ const char *GpuDevice::Call::status(void *self, int64_t *status) {
 int32_t GpuDevice::Call::gemm(void *self, const tsl_rt_gemm *g,
                               const char **error) {
   auto *c = static_cast<Call *>(self);
-  GemmProblem p;
-  p.dtype = g->dtype;
-  p.batch = g->batch;
-  p.M = g->m;
-  p.N = g->n;
-  p.K = g->k;
-  p.a = g->a;
-  p.strideA = g->stride_a;
-  p.transA = (g->flags & 1) != 0;
-  p.b = g->b;
-  p.strideB = g->stride_b;
-  p.transB = (g->flags & 2) != 0;
-  p.d = g->d;
-  p.strideD = g->stride_d;
   std::string message;
-  switch (c->device_.gemm(p, message, c->stream_)) {
+  switch (c->device_.gemm(*g, message, c->stream_)) {
   case GemmOutcome::Done:
     return 0;
   case GemmOutcome::Unavailable:

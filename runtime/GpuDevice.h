@@ -52,7 +52,7 @@ public:
   /// Enqueues \p p on \p stream through cuBLASLt (CublasLt.h; opened at
   /// the first GEMM, logged under TSL_LOGS=perf): Unavailable on the
   /// emulator and without the library, and the caller runs its own kernel.
-  GemmOutcome gemm(const GemmProblem &p, std::string &error,
+  GemmOutcome gemm(const tsl_rt_gemm &p, std::string &error,
                    CUstream stream = nullptr);
   /// Whether gemm may use the library (default: yes); off, every GEMM
   /// runs on TSL's generated kernel (benchmarks compare the two).

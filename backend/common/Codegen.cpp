@@ -494,13 +494,18 @@ bool Codegen::reduceLastAxis(const Operation &op,
   return true;
 }
 
+std::vector<bool> Codegen::reducedAxes(const Operation &op) const {
+  const auto &axes = op.intsAttr("axes");
+  std::vector<bool> red(fn.type(op.operands[0]).rank(), axes.empty());
+  for (int64_t a : axes)
+    red[static_cast<size_t>(a)] = true;
+  return red;
+}
+
 bool Codegen::reduce(const Operation &op) {
   const TensorType &in = fn.type(op.operands[0]);
   DType t = in.dtype;
-  const auto &axes = op.intsAttr("axes");
-  std::vector<bool> red(in.rank(), axes.empty());
-  for (int64_t a : axes)
-    red[a] = true;
+  std::vector<bool> red = reducedAxes(op);
   std::vector<Value *> inShape = dims(in);
   std::vector<Value *> keep;
   for (size_t i = 0; i < in.rank(); ++i)

@@ -311,6 +311,9 @@ private:
   bool elementwise(const Operation &op);
 
   bool reduce(const Operation &op);
+  /// Which axes of its operand reduction \p op reduces (all of them when
+  /// it names none).
+  std::vector<bool> reducedAxes(const Operation &op) const;
 
   /// Sizes of a (batched, broadcasting) matmul: [batch..., M, K] @
   /// [batch..., K, N], with each operand's batch strides (0 where it

@@ -145,13 +145,8 @@ Codegen::blockReduce(Value *partial, Value *identity,
   // Lane 0 of each warp leaves its result in slot `warp`; after the
   // barrier every warp combines the slots the same way, so every thread
   // gets the same value without a second round through shared memory.
-  llvm::BasicBlock *write = llvm::BasicBlock::Create(ctx, "warpout", kernel);
-  llvm::BasicBlock *joined = llvm::BasicBlock::Create(ctx, "warpsdone", kernel);
-  b.CreateCondBr(b.CreateICmpEQ(lane, b.getInt64(0)), write, joined);
-  b.SetInsertPoint(write);
-  b.CreateStore(v, b.CreateGEP(t, shared, warp));
-  b.CreateBr(joined);
-  b.SetInsertPoint(joined);
+  ifThen(b.CreateICmpEQ(lane, b.getInt64(0)),
+         [&] { b.CreateStore(v, b.CreateGEP(t, shared, warp)); });
   gpuBarrier();
   // Lane l reads slot l; lanes past the warp count bring the identity.
   Value *inRange = b.CreateICmpULT(lane, warps);
@@ -186,14 +181,10 @@ std::pair<Value *, Value *> Codegen::blockArgReduce(
   // 32 values (8-byte slots), then 32 indices.
   Value *values = gpuShared();
   Value *indices = b.CreateConstGEP1_64(b.getInt8Ty(), values, 32 * 8);
-  auto *write = llvm::BasicBlock::Create(ctx, "argout", kernel);
-  auto *joined = llvm::BasicBlock::Create(ctx, "argjoin", kernel);
-  b.CreateCondBr(b.CreateICmpEQ(lane, b.getInt64(0)), write, joined);
-  b.SetInsertPoint(write);
-  b.CreateStore(v, b.CreateGEP(i64, values, warp)); // 8-byte slots
-  b.CreateStore(i, b.CreateGEP(i64, indices, warp));
-  b.CreateBr(joined);
-  b.SetInsertPoint(joined);
+  ifThen(b.CreateICmpEQ(lane, b.getInt64(0)), [&] {
+    b.CreateStore(v, b.CreateGEP(i64, values, warp)); // 8-byte slots
+    b.CreateStore(i, b.CreateGEP(i64, indices, warp));
+  });
   gpuBarrier();
   // Lanes past the warp count repeat slot 0: a duplicate changes no pick.
   Value *slot =
@@ -234,13 +225,8 @@ std::pair<Value *, Value *> Codegen::blockExclusiveScan(Value *count,
   Value *shared = b.CreateConstGEP1_64(b.getInt8Ty(), gpuShared(),
                                        static_cast<uint64_t>(sharedOffset));
   // The last lane of each warp holds the warp's total.
-  auto *write = llvm::BasicBlock::Create(ctx, "scanout", kernel);
-  auto *joined = llvm::BasicBlock::Create(ctx, "scanjoin", kernel);
-  b.CreateCondBr(b.CreateICmpEQ(lane, b.getInt64(31)), write, joined);
-  b.SetInsertPoint(write);
-  b.CreateStore(x, b.CreateGEP(i64, shared, warp));
-  b.CreateBr(joined);
-  b.SetInsertPoint(joined);
+  ifThen(b.CreateICmpEQ(lane, b.getInt64(31)),
+         [&] { b.CreateStore(x, b.CreateGEP(i64, shared, warp)); });
   gpuBarrier();
   // Each thread adds the totals of the warps before its own (at most 31
   // loads from shared memory) and sums all of them for the block.

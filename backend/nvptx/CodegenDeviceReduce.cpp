@@ -62,10 +62,7 @@ void unflatten(llvm::IRBuilder<> &b, Value *i,
 bool Codegen::reducedAxesRun(const Operation &op, size_t &first,
                              size_t &end) const {
   size_t rank = fn.type(op.operands[0]).rank();
-  const auto &axes = op.intsAttr("axes");
-  std::vector<bool> red(rank, axes.empty());
-  for (int64_t a : axes)
-    red[static_cast<size_t>(a)] = true;
+  std::vector<bool> red = reducedAxes(op);
   first = 0;
   while (first < rank && !red[first])
     ++first;
@@ -333,10 +330,7 @@ bool Codegen::launchReduce(const Operation &op) {
 bool Codegen::deviceReduce(const Operation &op) {
   const TensorType &in = fn.type(op.operands[0]);
   DType t = in.dtype;
-  const auto &axes = op.intsAttr("axes");
-  std::vector<bool> red(in.rank(), axes.empty());
-  for (int64_t a : axes)
-    red[a] = true;
+  std::vector<bool> red = reducedAxes(op);
   std::vector<Value *> inShape = dims(in), keep, reduced;
   Value *count = b.getInt64(1);
   for (size_t i = 0; i < in.rank(); ++i) {

@@ -167,14 +167,15 @@ bool Codegen::launchRowGroup(const RowGroup &g) {
     return false;
   // A block per row, or kWarpRowBlock / 32 rows per block; 32 slots of 8
   // bytes: blockReduce's.
+  Value *byWarp = rowUsesWarp(n);
   Value *warpRows = b.getInt64(kWarpRowBlock / 32);
   Value *blocks = b.CreateSelect(
-      rowUsesWarp(n),
+      byWarp,
       b.CreateSDiv(b.CreateAdd(rows, b.getInt64(kWarpRowBlock / 32 - 1)),
                    warpRows),
       rows);
   Value *threads =
-      b.CreateSelect(rowUsesWarp(n), b.getInt32(kWarpRowBlock), rowThreads(n));
+      b.CreateSelect(byWarp, b.getInt32(kWarpRowBlock), rowThreads(n));
   emitLaunch(k, slots, {blocks, threads, 32 * 8});
   for (size_t i = g.begin; i < g.end; ++i)
     for (ValueId v : freeAfter[i])
