@@ -896,6 +896,8 @@ bool runKernel(KernelContext &ctx) {
     return indexSelect(ctx);
   case OpCode::Topk:
     return topk(ctx);
+  case OpCode::Attention:
+    return attentionKernel(ctx);
   case OpCode::Assert:
     return true;
   default:

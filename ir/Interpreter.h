@@ -64,4 +64,10 @@ struct KernelContext {
 /// Runs one op (the kernel table hangs off the op table by OpCode).
 bool runKernel(KernelContext &ctx);
 
+/// The kernel of the fused attention op (ir/InterpAttention.cpp): per query
+/// row, softmax(q k^T * scale + mask) v in double. A row whose scores are
+/// all -inf, or hold a NaN, gives NaN, as the unfused ops do. Never fails
+/// once the shape rule held.
+bool attentionKernel(KernelContext &ctx);
+
 } // namespace tsl

@@ -9,7 +9,9 @@ size_t eliminateDeadCode(Function &fn) {
   std::vector<bool> keep(fn.ops.size(), false);
   for (size_t i = fn.ops.size(); i-- > 0;) {
     const Operation &op = fn.ops[i];
-    bool live = hasEffect(op.code);
+    // Only an integer division can fail (by zero); a float one gives inf.
+    bool live = hasEffect(op.code) && !(op.code == OpCode::Div &&
+                                        isFloat(fn.type(op.results[0]).dtype));
     for (ValueId r : op.results)
       live |= used[r];
     if (!live)

@@ -1,5 +1,5 @@
 // Shape rules of the ops computed by library kernels (conv2d, max_pool2d,
-// index_select, topk) and of the ops whose result sizes depend on values
+// index_select, topk, attention) and of the ops whose result sizes depend on values
 // (nonzero, masked_select, unique, item).
 #include "ir/ShapeRuleFamilies.h"
 
@@ -147,6 +147,54 @@ bool item(ShapeContext &ctx, std::vector<TensorType> &) {
                          x.numel().str());
 }
 
+/// attention(q [*B, S, D], k [*B, T, D], v [*B, T, E], scale [], mask?):
+/// [*B, S, E]. The batch dims of q, k and v are the same (the fusion pass
+/// only forms the op then); each mask dim is 1 or the score's dim.
+bool attention(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const auto &in = ctx.operands;
+  const TensorType &q = in[0], &k = in[1], &v = in[2];
+  if (!sameDtypes(ctx, 0) || !checkDataDType(ctx, q))
+    return false;
+  size_t rank = q.rank();
+  if (rank < 2 || k.rank() != rank || v.rank() != rank || in[3].rank() != 0)
+    return ctx.fail("attention needs q, k, v of one rank >= 2 and a 0-d "
+                    "scale, got " +
+                    operandList(ctx));
+  auto same = [&](const SymExpr &a, const SymExpr &b, const char *what) {
+    return ctx.require(SymCond::eq(a, b), what,
+                       std::string("attention ") + what + " differ in " +
+                           operandList(ctx));
+  };
+  for (size_t i = 0; i + 2 < rank; ++i)
+    if (!same(q.dims[i], k.dims[i], "batch dims") ||
+        !same(q.dims[i], v.dims[i], "batch dims"))
+      return false;
+  if (!same(q.dims[rank - 1], k.dims[rank - 1], "head sizes of q and k") ||
+      !same(k.dims[rank - 2], v.dims[rank - 2], "key counts of k and v"))
+    return false;
+  TensorType scores = q;
+  scores.dims[rank - 1] = k.dims[rank - 2];
+  if (in.size() == 5) {
+    const TensorType &mask = in[4];
+    if (mask.rank() > rank)
+      return ctx.fail("attention mask " + mask.str() +
+                      " has a higher rank than the scores " + scores.str());
+    size_t offset = rank - mask.rank();
+    for (size_t i = 0; i < mask.rank(); ++i)
+      if (!mask.dims[i].isConst(1) &&
+          !ctx.require(SymCond::eq(mask.dims[i], scores.dims[offset + i]),
+                       "mask broadcasts to the scores",
+                       "attention mask " + mask.str() +
+                           " does not broadcast to the scores " +
+                           scores.str()))
+        return false;
+  }
+  TensorType out = q;
+  out.dims[rank - 1] = v.dims[rank - 1];
+  results.push_back(out);
+  return true;
+}
+
 } // namespace
 
 bool library(ShapeContext &ctx, std::vector<TensorType> &results) {
@@ -159,6 +207,8 @@ bool library(ShapeContext &ctx, std::vector<TensorType> &results) {
     return indexSelect(ctx, results);
   case OpCode::Topk:
     return topk(ctx, results);
+  case OpCode::Attention:
+    return attention(ctx, results);
   default:
     return ctx.fail(std::string("no library rule for '") +
                     opInfo(ctx.op.code).name + "'");
