@@ -344,6 +344,8 @@ private:
   }
 
   bool library(const Operation &op);
+  /// The fused attention op as a call of tsl_rt_attention.
+  bool attention(const Operation &op);
 
   /// True when \p op is not lowered on its own: its result is computed
   /// inside its consumer (a fused loop, or a GEMM reading B^T).

@@ -291,6 +291,42 @@ Value *Codegen::shapeArray(const TensorType &t) {
   return arr;
 }
 
+/// The fused attention op through tsl_rt_attention: the batch dims as an
+/// array, the mask's element strides over the scores' axes (0 on axes it
+/// broadcasts or lacks).
+bool Codegen::attention(const Operation &op) {
+  Value *dst = allocateResult(op);
+  const TensorType &q = fn.type(op.operands[0]);
+  size_t rank = q.rank();
+  Value *strides = b.CreateAlloca(i64, b.getInt32(static_cast<int>(rank)));
+  Value *mask = llvm::ConstantPointerNull::get(llvm::PointerType::get(ctx, 0));
+  if (op.operands.size() > 4) {
+    mask = bufs[op.operands[4]];
+    const TensorType &m = fn.type(op.operands[4]);
+    Value *step = b.getInt64(1);
+    for (size_t i = rank; i-- > 0;) {
+      size_t offset = rank - m.rank();
+      bool present = i >= offset && !m.dims[i - offset].isConst(1);
+      b.CreateStore(present ? step : b.getInt64(0),
+                    b.CreateConstGEP1_64(i64, strides, i));
+      if (present)
+        step = b.CreateMul(step, expr(m.dims[i - offset]));
+    }
+  }
+  const TensorType &k = fn.type(op.operands[1]), &v = fn.type(op.operands[2]);
+  checkStatus(b.CreateCall(
+      runtime("tsl_rt_attention", i32,
+              {ptr, i32, ptr, i32, i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr,
+               ptr, i32, ptr}),
+      {ctxArg, dtypeCode(op.operands[0]), shapeArray(q),
+       b.getInt32(static_cast<int>(rank - 2)), expr(q.dims[rank - 2]),
+       expr(k.dims[rank - 2]), expr(q.dims[rank - 1]), expr(v.dims[rank - 1]),
+       bufs[op.operands[0]], bufs[op.operands[1]], bufs[op.operands[2]],
+       bufs[op.operands[3]], mask, strides,
+       b.getInt32(op.boolAttr("causal") ? 1 : 0), dst}));
+  return true;
+}
+
 bool Codegen::library(const Operation &op) {
   ValueId x = op.operands[0];
   switch (op.code) {
@@ -310,6 +346,8 @@ bool Codegen::library(const Operation &op) {
          b.getInt64(pd[1]), dst}));
     return true;
   }
+  case OpCode::Attention:
+    return attention(op);
   case OpCode::MaxPool2d: {
     Value *dst = allocateResult(op);
     auto k = op.intsAttr("kernel"), st = op.intsAttr("stride"),

@@ -1,0 +1,325 @@
+// attention's library kernel on the CPU (tsl_rt_attention): softmax(q k^T *
+// scale + mask) v computed flash-style, so the S x T scores are never
+// stored. For each batch entry and block of 240 query rows (two of the GEMM's
+// row blocks, so each packed key block serves many rows) it walks the keys in
+// blocks of 256: the block's scores come from the runtime's GEMM (k read as a
+// transposed B, in place), then each row is scaled, masked, and turned into
+// exponentials against a running maximum (earlier blocks' sums and outputs are
+// rescaled when the maximum grows), and the output block gains P @ v from a
+// second GEMM. f16 and bf16 compute in f32 (inputs converted per batch entry,
+// the result rounded once); f64 runs a scalar loop in double.
+#include "runtime/Gemm.h"
+#include "runtime/KernelAbi.h"
+#include "support/Float16.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <limits>
+
+namespace {
+
+enum Code : int32_t { F16 = 4, BF16 = 5, F32 = 6, F64 = 7 };
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma")
+namespace avx512 {
+typedef float Vec __attribute__((vector_size(64)));
+constexpr int64_t Lanes = 16;
+#include "runtime/AttentionRow.inc"
+} // namespace avx512
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace avx2 {
+typedef float Vec __attribute__((vector_size(32)));
+constexpr int64_t Lanes = 8;
+#include "runtime/AttentionRow.inc"
+} // namespace avx2
+#pragma GCC pop_options
+
+namespace portable {
+typedef float Vec __attribute__((vector_size(16)));
+constexpr int64_t Lanes = 4;
+#include "runtime/AttentionRow.inc"
+} // namespace portable
+
+/// The row steps for this CPU's instruction set.
+struct RowOps {
+  float (*scaleMaskMax)(float *, int64_t, float, const float *, int64_t,
+                        int64_t);
+  float (*expShiftSum)(float *, int64_t, float);
+  void (*rescaleAdd)(float *, const float *, int64_t, float);
+};
+#define TSL_ROW_OPS(ns)                                                        \
+  RowOps { ns::scaleMaskMax, ns::expShiftSum, ns::rescaleAdd }
+
+const RowOps &rowOps() {
+  static const RowOps ops = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+      return TSL_ROW_OPS(avx512);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+      return TSL_ROW_OPS(avx2);
+    return TSL_ROW_OPS(portable);
+  }();
+  return ops;
+}
+#undef TSL_ROW_OPS
+
+constexpr int64_t kQueryRows = 240, kKeyCols = 256;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+/// One call's sizes and options.
+struct Problem {
+  int32_t dtype;
+  int64_t batch, S, T, D, E;
+  const int64_t *batchShape;
+  int32_t batchRank;
+  const int64_t *maskStrides; ///< batchRank + 2 entries, 0 = broadcast
+  bool causal;
+
+  /// The mask's offset for flat batch entry \p b.
+  int64_t maskBase(int64_t b) const {
+    int64_t base = 0;
+    for (int32_t i = batchRank; i-- > 0;) {
+      base += (b % batchShape[i]) * maskStrides[i];
+      b /= batchShape[i];
+    }
+    return base;
+  }
+  int64_t maskRowStride() const { return maskStrides[batchRank]; }
+  int64_t maskColStride() const { return maskStrides[batchRank + 1]; }
+};
+
+/// Element \p i of \p p (f16, bf16 or f32) as f32.
+float loadFloat(int32_t d, const void *p, int64_t i) {
+  if (d == F32)
+    return static_cast<const float *>(p)[i];
+  uint16_t h = static_cast<const uint16_t *>(p)[i];
+  return d == F16 ? tsl::halfToFloat(h) : tsl::bf16ToFloat(h);
+}
+
+void storeFloat(int32_t d, void *p, int64_t i, float v) {
+  if (d == F32)
+    static_cast<float *>(p)[i] = v;
+  else
+    static_cast<uint16_t *>(p)[i] =
+        d == F16 ? tsl::floatToHalf(v) : tsl::floatToBF16(v);
+}
+
+/// Scratch of one f32-path call, carved from one allocation.
+struct Scratch {
+  float *scores, *pv, *out, *rowMax, *rowSum, *keep, *maskRow;
+  float *q, *k, *v; ///< f16/bf16 inputs of one batch entry as f32
+  void *block = nullptr;
+
+  bool allocate(const Problem &p) {
+    bool half = p.dtype != F32;
+    int64_t sizes[] = {kQueryRows * kKeyCols,
+                       kQueryRows * p.E,
+                       kQueryRows * p.E,
+                       kQueryRows,
+                       kQueryRows,
+                       kQueryRows,
+                       kKeyCols,
+                       half ? p.S * p.D : 0,
+                       half ? p.T * p.D : 0,
+                       half ? p.T * p.E : 0};
+    float **slots[] = {&scores, &pv,      &out, &rowMax, &rowSum,
+                       &keep,   &maskRow, &q,   &k,      &v};
+    int64_t total = 0;
+    for (int64_t s : sizes)
+      total += (s + 15) / 16 * 16;
+    block = std::aligned_alloc(64, static_cast<size_t>(total) * 4 + 64);
+    if (!block)
+      return false;
+    float *at = static_cast<float *>(block);
+    for (size_t i = 0; i < std::size(sizes); ++i) {
+      *slots[i] = at;
+      at += (sizes[i] + 15) / 16 * 16;
+    }
+    return true;
+  }
+  ~Scratch() { std::free(block); }
+};
+
+/// One block of \p rows query rows from \p i0 of one batch entry: \p q, \p k
+/// and \p v are that entry's f32 data, \p mask its mask (element type
+/// p.dtype) at the entry's base or null; writes rows of \p out.
+void queryBlock(const Problem &p, float scale, const float *q, const float *k,
+                const float *v, const void *mask, int64_t i0, int64_t rows,
+                Scratch &s, void *out, int64_t outBase) {
+  const RowOps &ops = rowOps();
+  std::fill(s.rowMax, s.rowMax + rows, kNegInf);
+  std::fill(s.rowSum, s.rowSum + rows, 0.0f);
+  std::fill(s.out, s.out + rows * p.E, 0.0f);
+  int64_t keys = p.causal ? std::min(p.T, i0 + rows) : p.T;
+  for (int64_t j0 = 0; j0 < keys; j0 += kKeyCols) {
+    int64_t nk = std::min(kKeyCols, keys - j0);
+    tsl::rt::GemmB kt{k + j0 * p.D, p.D, true};
+    tsl::rt::sgemm(rows, nk, p.D, q + i0 * p.D, p.D, kt, s.scores, nk, nullptr);
+    for (int64_t r = 0; r < rows; ++r) {
+      float *row = s.scores + r * nk;
+      const float *maskRow = nullptr;
+      int64_t maskStride = 1;
+      if (mask) {
+        int64_t at = (i0 + r) * p.maskRowStride() + j0 * p.maskColStride();
+        if (p.dtype == F32) {
+          maskRow = static_cast<const float *>(mask) + at;
+          maskStride = p.maskColStride();
+        } else {
+          for (int64_t j = 0; j < nk; ++j)
+            s.maskRow[j] = loadFloat(p.dtype, mask, at + j * p.maskColStride());
+          maskRow = s.maskRow;
+        }
+      }
+      int64_t keep =
+          p.causal ? std::clamp<int64_t>(i0 + r - j0 + 1, 0, nk) : nk;
+      float blockMax =
+          ops.scaleMaskMax(row, nk, scale, maskRow, maskStride, keep);
+      float old = s.rowMax[r];
+      float next = std::isnan(old) || std::isnan(blockMax)
+                       ? std::numeric_limits<float>::quiet_NaN()
+                       : std::max(old, blockMax);
+      if (next == kNegInf) { // nothing kept yet: this block adds nothing
+        std::fill(row, row + nk, 0.0f);
+        s.keep[r] = 1.0f;
+        continue;
+      }
+      s.keep[r] = std::exp(old - next); // 0 when old is -inf
+      s.rowSum[r] = s.rowSum[r] * s.keep[r] + ops.expShiftSum(row, nk, next);
+      s.rowMax[r] = next;
+    }
+    tsl::rt::GemmB vb{v + j0 * p.E, p.E, false};
+    tsl::rt::sgemm(rows, p.E, nk, s.scores, nk, vb, s.pv, p.E, nullptr);
+    for (int64_t r = 0; r < rows; ++r)
+      ops.rescaleAdd(s.out + r * p.E, s.pv + r * p.E, p.E, s.keep[r]);
+  }
+  // A row that kept nothing has sum 0: 0 / 0 gives NaN, as softmax does.
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < p.E; ++c)
+      storeFloat(p.dtype, out, outBase + (i0 + r) * p.E + c,
+                 s.out[r * p.E + c] / s.rowSum[r]);
+}
+
+/// f32, f16 and bf16: query blocks over f32 data.
+bool attentionFloat(tsl_rt_context *ctx, const Problem &p, float scale,
+                    const void *q, const void *k, const void *v,
+                    const void *mask, void *out) {
+  Scratch s;
+  if (!s.allocate(p)) {
+    tsl_rt_error(ctx, "out of memory (attention scratch)");
+    return false;
+  }
+  size_t bytes = p.dtype == F32 ? 4 : 2;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const float *qf, *kf, *vf;
+    if (p.dtype == F32) {
+      qf = static_cast<const float *>(q) + b * p.S * p.D;
+      kf = static_cast<const float *>(k) + b * p.T * p.D;
+      vf = static_cast<const float *>(v) + b * p.T * p.E;
+    } else {
+      for (int64_t i = 0; i < p.S * p.D; ++i)
+        s.q[i] = loadFloat(p.dtype, q, b * p.S * p.D + i);
+      for (int64_t i = 0; i < p.T * p.D; ++i)
+        s.k[i] = loadFloat(p.dtype, k, b * p.T * p.D + i);
+      for (int64_t i = 0; i < p.T * p.E; ++i)
+        s.v[i] = loadFloat(p.dtype, v, b * p.T * p.E + i);
+      qf = s.q, kf = s.k, vf = s.v;
+    }
+    const void *maskAt =
+        mask ? static_cast<const char *>(mask) + p.maskBase(b) * bytes
+             : nullptr;
+    for (int64_t i0 = 0; i0 < p.S; i0 += kQueryRows)
+      queryBlock(p, scale, qf, kf, vf, maskAt, i0,
+                 std::min(kQueryRows, p.S - i0), s, out, b * p.S * p.E);
+  }
+  return true;
+}
+
+/// f64: the definition row by row, in double (like the interpreter).
+bool attentionF64(tsl_rt_context *ctx, const Problem &p, double scale,
+                  const double *q, const double *k, const double *v,
+                  const double *mask, double *out) {
+  double *row =
+      static_cast<double *>(std::malloc(std::max<int64_t>(p.T, 1) * 8));
+  if (!row) {
+    tsl_rt_error(ctx, "out of memory (attention scratch)");
+    return false;
+  }
+  for (int64_t b = 0; b < p.batch; ++b) {
+    int64_t maskBase = mask ? p.maskBase(b) : 0;
+    for (int64_t i = 0; i < p.S; ++i) {
+      const double *qi = q + (b * p.S + i) * p.D;
+      double mx = -std::numeric_limits<double>::infinity();
+      bool nan = false;
+      for (int64_t j = 0; j < p.T; ++j) {
+        double sc = -std::numeric_limits<double>::infinity();
+        if (!p.causal || j <= i) {
+          const double *kj = k + (b * p.T + j) * p.D;
+          sc = 0;
+          for (int64_t d = 0; d < p.D; ++d)
+            sc += qi[d] * kj[d];
+          sc *= scale;
+          if (mask)
+            sc +=
+                mask[maskBase + i * p.maskRowStride() + j * p.maskColStride()];
+        }
+        row[j] = sc;
+        nan |= std::isnan(sc);
+        mx = std::max(mx, sc);
+      }
+      if (nan)
+        mx = std::numeric_limits<double>::quiet_NaN();
+      double sum = 0;
+      double *o = out + (b * p.S + i) * p.E;
+      std::fill(o, o + p.E, 0.0);
+      for (int64_t j = 0; j < p.T; ++j) {
+        double e = std::exp(row[j] - mx);
+        sum += e;
+        const double *vj = v + (b * p.T + j) * p.E;
+        for (int64_t c = 0; c < p.E; ++c)
+          o[c] += e * vj[c];
+      }
+      for (int64_t c = 0; c < p.E; ++c)
+        o[c] /= sum;
+    }
+  }
+  std::free(row);
+  return true;
+}
+
+} // namespace
+
+extern "C" int32_t
+tsl_rt_attention(tsl_rt_context *ctx, int32_t dtype, const int64_t *batchShape,
+                 int32_t batchRank, int64_t S, int64_t T, int64_t D, int64_t E,
+                 const void *q, const void *k, const void *v, const void *scale,
+                 const void *mask, const int64_t *maskStrides, int32_t causal,
+                 void *out) {
+  Problem p{dtype, 1,          S,         T,           D,
+            E,     batchShape, batchRank, maskStrides, causal != 0};
+  for (int32_t i = 0; i < batchRank; ++i)
+    p.batch *= batchShape[i];
+  if (p.batch <= 0 || S <= 0 || E <= 0)
+    return 0;
+  if (dtype == F64)
+    return attentionF64(
+               ctx, p, *static_cast<const double *>(scale),
+               static_cast<const double *>(q), static_cast<const double *>(k),
+               static_cast<const double *>(v),
+               static_cast<const double *>(mask), static_cast<double *>(out))
+               ? 0
+               : 1;
+  if (dtype != F32 && dtype != F16 && dtype != BF16) {
+    tsl_rt_error(ctx, "attention takes f16, bf16, f32 or f64");
+    return 1;
+  }
+  return attentionFloat(ctx, p, loadFloat(dtype, scale, 0), q, k, v, mask, out)
+             ? 0
+             : 1;
+}
