@@ -327,6 +327,21 @@ void benchTinyCall(Bench &bench, bool small) {
     std::printf("tiny 1000 f32: %.2f us\n", *t * 1e6);
 }
 
+/// Attention over S = T = 4096 keys, 16 heads of 64, bf16 (the fused op):
+/// latency and TFLOP/s (4 B H S T D flops: two GEMMs' worth).
+void benchAttention(Bench &bench, bool small) {
+  int64_t s = small ? 70 : 4096, heads = small ? 2 : 16, d = 64;
+  rt::FunctionTable attn = bench.table("attention_bf16");
+  std::string label = "attention S=T=" + std::to_string(s) + " heads=" +
+                      std::to_string(heads) + "x" + std::to_string(d) + " bf16";
+  std::vector<rt::CallArg> args;
+  for (int i = 0; i < 3; ++i)
+    args.push_back(bench.tensor({1, heads, s, d}, kBF16));
+  if (auto t = bench.median(label, attn, args, small ? 2 : 10))
+    std::printf("%s: %.4f ms = %.1f TFLOP/s\n", label.c_str(), *t * 1e3,
+                4.0 * heads * s * s * d / *t / 1e12);
+}
+
 /// The encoder layer across 20 sequence lengths: compiles, compile time
 /// (first call of a new length minus its steady time), steady latency.
 void benchEncoder(Bench &bench, bool small) {
@@ -402,6 +417,7 @@ int main(int argc, char **argv) {
   benchRowsAndReductions(bench, small);
   benchCompaction(bench, small);
   benchTinyCall(bench, small);
+  benchAttention(bench, small);
   benchEncoder(bench, small);
   return bench.failed() ? 1 : 0;
 }

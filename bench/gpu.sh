@@ -7,7 +7,8 @@
 # fraction of the copy bandwidth); sums over axis 0 of [8192, 1024] and axis
 # 1 of [64, 4096, 256]; nonzero of a 4096x4096 mask and masked_select over
 # 16M floats; the tiny call (exp(x)+1 on 1,000 floats, synchronized) vs
-# eager and torch.compile; matmul 4096^3 (f32, bf16) vs torch.matmul; and
+# eager and torch.compile; matmul 4096^3 (f32, bf16) vs torch.matmul;
+# attention S=T=4096, 16 heads of 64, bf16 vs scaled_dot_product_attention; and
 # nn.encoder_layer at D=1024 across 20 sequence lengths vs the same layer as
 # explicit PyTorch ops, eager and torch.compile(dynamic=True) (graphs and
 # recompiles printed). Needs a CUDA driver and PyTorch with CUDA
@@ -132,6 +133,15 @@ for name in ('f32', 'bf16'):
             t = float(m.group(1))
             print(f'matmul {name}{own}: {p[f"torch_mm_{name}_ms"] / t:.3f}x torch.matmul '
                   f'({target}; via {m.group(2)})')
+
+m = re.search(r'^attention S=T=(\d+) \S+ bf16: ([0-9.]+) ms = ([0-9.]+) TFLOP/s', tsl, re.M)
+if m is None:
+    print('attention bf16: not measured (TSL)')
+elif not missing('attention bf16', 'torch_attention_bf16_ms'):
+    t = float(m.group(2))
+    print(f'attention S=T={m.group(1)} bf16: TSL {t:.4f} ms ({m.group(3)} TFLOP/s), SDPA '
+          f'{p["torch_attention_bf16_ms"]:.4f} ms: {p["torch_attention_bf16_ms"] / t:.2f}x '
+          f'(target >= 0.8)')
 
 m = re.search(r'compiles (\d+), compile time ([0-9.]+) ms, mean latency ([0-9.]+) ms', tsl)
 keys = ('torch_encoder_eager_ms', 'torch_compile_encoder_ms', 'torch_compile_time_ms',

@@ -123,6 +123,14 @@ def matmuls():
         print(f'torch_mm_{name}_ms: {t * 1e3:.4f}')
 
 
+def attention():
+    s, heads = (70, 2) if small else (4096, 16)
+    q, k, v = (randn(1, heads, s, 64, dtype=torch.bfloat16) for _ in range(3))
+    f = torch.nn.functional.scaled_dot_product_attention
+    t = median(lambda: f(q, k, v), 2 if small else 10)
+    print(f'torch_attention_bf16_ms: {t * 1e3:.4f}')
+
+
 def rows_and_sums():
     r, c = (48, 1100) if small else (8192, 1024)
     for dtype, name in [(torch.float32, 'f32'), (torch.float16, 'f16')]:
@@ -212,5 +220,5 @@ def encoders():
 
 for name, fn in [('versions', versions), ('copy_ew', copy_and_ew), ('matmul', matmuls),
                  ('rows', rows_and_sums), ('compaction', compaction), ('tiny', tiny_call),
-                 ('encoder', encoders)]:
+                 ('attention', attention), ('encoder', encoders)]:
     section(name, fn)
