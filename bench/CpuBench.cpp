@@ -2,7 +2,7 @@
 // dispatch, JIT-compiled kernels). Prints one line per measurement;
 // bench/cpu.sh runs the NumPy/PyTorch peers in the same run and prints
 // ratios. Single-threaded. Optional arguments after the models file pick
-// groups of rows (dispatch ew mm encoder conv); none runs them all.
+// groups of rows (dispatch ew mm encoder conv attention); none runs them all.
 #include "runtime/FunctionTable.h"
 #include "tools/driver/JitCompiler.h"
 
@@ -81,7 +81,7 @@ double timeCall(rt::FunctionTable &table, const std::vector<rt::CallArg> &args,
 int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(
-        stderr, "usage: %s bench/models.tsl [dispatch|ew|mm|encoder|conv]...\n",
+        stderr, "usage: %s bench/models.tsl [dispatch|ew|mm|encoder|conv|attention]...\n",
         argv[0]);
     return 2;
   }
@@ -191,6 +191,16 @@ int main(int argc, char **argv) {
     std::printf("conv3x3 64ch N=4 56x56: %.2f ms = %.1f GFLOP/s; resnet_block: "
                 "%.2f ms\n",
                 tc * 1e3, 2.0 * 4 * 64 * 56 * 56 * 64 * 9 / tc / 1e9, tb * 1e3);
+  }
+  // Attention alone: 8 heads of 64 over S = T = 1024 (the fused op).
+  if (want("attention")) {
+    rt::FunctionTable attention("attention", &jit);
+    std::vector<Buffer> a;
+    for (int i = 0; i < 3; ++i)
+      a.push_back(randomBuffer({1, 8, 1024, 64}, rng));
+    double ta = timeCall(attention, argsOf(a), 5);
+    std::printf("attention B=1 H=8 S=T=1024 D=64: %.2f ms = %.1f GFLOP/s\n",
+                ta * 1e3, 4.0 * 8 * 1024 * 1024 * 64 / ta / 1e9);
   }
   return 0;
 }

@@ -3,7 +3,7 @@
 # run (NumPy/OpenBLAS, PyTorch eager, torch.compile), all single-threaded.
 # Makes a venv with the newest NumPy and PyTorch from PyPI on first use.
 #   bash bench/cpu.sh              every row
-#   bash bench/cpu.sh conv mm      only those groups (dispatch ew mm encoder conv)
+#   bash bench/cpu.sh conv mm      only those groups (dispatch ew mm encoder conv attention)
 set -euo pipefail
 source "$(dirname "$0")/venv.sh"
 # Rounds alternate TSL and the peers, and each figure is the best of its
@@ -71,4 +71,8 @@ if conv is not None:
           f'(target >= 0.67: within 1.5x)')
     print(f'ResNet basic block N=4 56x56 64ch: {p["torch_resnet_block"] / block:.2f}x PyTorch '
           f'1 thread (target >= 0.7)')
+att = best(r'attention B=1 H=8 S=T=1024 D=64: ([0-9.]+) ms')
+if att is not None:
+    print(f'attention 8 heads S=T=1024 D=64: {p["torch_attention"] / att:.2f}x '
+          f'scaled_dot_product_attention 1 thread (no target)')
 PY

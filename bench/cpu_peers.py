@@ -2,7 +2,7 @@
 """Peers for bench/cpu.sh, one thread each: NumPy (OpenBLAS) and PyTorch
 eager on the CPU, plus torch.compile(dynamic=True)'s per-call guard cost.
 Prints lines 'key: milliseconds' for the script to compare. Arguments pick
-groups (dispatch ew mm encoder conv), as for tsl_bench_cpu; none runs all."""
+groups (dispatch ew mm encoder conv attention), as for tsl_bench_cpu; none runs all."""
 import os
 import sys
 os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
@@ -69,6 +69,10 @@ with torch.no_grad():
         print(f'torch_conv3x3: {conv * 1e3:.3f}')
         block = BasicBlock(64).eval()
         print(f'torch_resnet_block: {median(lambda: block(x), 10) * 1e3:.3f}')
+    if want('attention'):
+        q, k, v = (torch.randn(1, 8, 1024, 64) for _ in range(3))
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        print(f'torch_attention: {median(lambda: sdpa(q, k, v), 5) * 1e3:.3f}')
     if want('encoder'):
         for B, S in [(1, 128), (4, 128), (1, 512), (8, 64)]:
             t = torch.randn(B, S, 256)
