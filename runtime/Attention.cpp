@@ -6,10 +6,12 @@
 // transposed B, in place), then each row is scaled, masked, and turned into
 // exponentials against a running maximum (earlier blocks' sums and outputs are
 // rescaled when the maximum grows), and the output block gains P @ v from a
-// second GEMM. f16 and bf16 compute in f32 (inputs converted per batch entry,
-// the result rounded once); f64 runs a scalar loop in double.
+// second GEMM. The (batch entry, query block) pairs are shared out over the
+// runtime's thread pool. f16 and bf16 compute in f32 (inputs widened once, the
+// result rounded once); f64 runs a scalar loop in double.
 #include "runtime/Gemm.h"
 #include "runtime/KernelAbi.h"
+#include "runtime/ThreadPool.h"
 #include "support/Float16.h"
 
 #include <algorithm>
@@ -111,40 +113,29 @@ void storeFloat(int32_t d, void *p, int64_t i, float v) {
         d == F16 ? tsl::floatToHalf(v) : tsl::floatToBF16(v);
 }
 
-/// Scratch of one f32-path call, carved from one allocation.
+/// One thread's scratch for query blocks, carved from one allocation.
 struct Scratch {
   float *scores, *pv, *out, *rowMax, *rowSum, *keep, *maskRow;
-  float *q, *k, *v; ///< f16/bf16 inputs of one batch entry as f32
-  void *block = nullptr;
 
-  bool allocate(const Problem &p) {
-    bool half = p.dtype != F32;
+  /// Floats one thread's scratch takes (each part rounded to 16 floats).
+  static int64_t floats(const Problem &p) {
+    return kQueryRows * kKeyCols + 2 * ((kQueryRows * p.E + 15) / 16 * 16) +
+           3 * kQueryRows + kKeyCols;
+  }
+  explicit Scratch(float *at, const Problem &p) {
+    float **slots[] = {&scores, &pv, &out, &rowMax, &rowSum, &keep, &maskRow};
     int64_t sizes[] = {kQueryRows * kKeyCols,
                        kQueryRows * p.E,
                        kQueryRows * p.E,
                        kQueryRows,
                        kQueryRows,
                        kQueryRows,
-                       kKeyCols,
-                       half ? p.S * p.D : 0,
-                       half ? p.T * p.D : 0,
-                       half ? p.T * p.E : 0};
-    float **slots[] = {&scores, &pv,      &out, &rowMax, &rowSum,
-                       &keep,   &maskRow, &q,   &k,      &v};
-    int64_t total = 0;
-    for (int64_t s : sizes)
-      total += (s + 15) / 16 * 16;
-    block = std::aligned_alloc(64, static_cast<size_t>(total) * 4 + 64);
-    if (!block)
-      return false;
-    float *at = static_cast<float *>(block);
+                       kKeyCols};
     for (size_t i = 0; i < std::size(sizes); ++i) {
       *slots[i] = at;
       at += (sizes[i] + 15) / 16 * 16;
     }
-    return true;
   }
-  ~Scratch() { std::free(block); }
 };
 
 /// One block of \p rows query rows from \p i0 of one batch entry: \p q, \p k
@@ -206,38 +197,57 @@ void queryBlock(const Problem &p, float scale, const float *q, const float *k,
                  s.out[r * p.E + c] / s.rowSum[r]);
 }
 
-/// f32, f16 and bf16: query blocks over f32 data.
+/// Converts \p n elements of \p src (f16 or bf16) to f32, in parallel.
+void widen(int32_t d, const void *src, int64_t n, float *dst) {
+  constexpr int64_t chunk = 1 << 16;
+  tsl::rt::ThreadPool::instance().parallelFor(
+      (n + chunk - 1) / chunk, [&](int64_t c) {
+        for (int64_t i = c * chunk; i < std::min(n, (c + 1) * chunk); ++i)
+          dst[i] = loadFloat(d, src, i);
+      });
+}
+
+/// f32, f16 and bf16: query blocks over f32 data (f16/bf16 inputs widened
+/// once), shared out over the thread pool; each block writes its own rows,
+/// so the result does not depend on the thread count.
 bool attentionFloat(tsl_rt_context *ctx, const Problem &p, float scale,
                     const void *q, const void *k, const void *v,
                     const void *mask, void *out) {
-  Scratch s;
-  if (!s.allocate(p)) {
+  tsl::rt::ThreadPool &pool = tsl::rt::ThreadPool::instance();
+  bool half = p.dtype != F32;
+  int64_t qn = p.batch * p.S * p.D, kn = p.batch * p.T * p.D,
+          vn = p.batch * p.T * p.E;
+  int64_t perThread = Scratch::floats(p);
+  int64_t total = perThread * pool.size() + (half ? qn + kn + vn + 48 : 0);
+  float *block = static_cast<float *>(
+      std::aligned_alloc(64, static_cast<size_t>(total) * 4 + 64));
+  if (!block) {
     tsl_rt_error(ctx, "out of memory (attention scratch)");
     return false;
   }
-  size_t bytes = p.dtype == F32 ? 4 : 2;
-  for (int64_t b = 0; b < p.batch; ++b) {
-    const float *qf, *kf, *vf;
-    if (p.dtype == F32) {
-      qf = static_cast<const float *>(q) + b * p.S * p.D;
-      kf = static_cast<const float *>(k) + b * p.T * p.D;
-      vf = static_cast<const float *>(v) + b * p.T * p.E;
-    } else {
-      for (int64_t i = 0; i < p.S * p.D; ++i)
-        s.q[i] = loadFloat(p.dtype, q, b * p.S * p.D + i);
-      for (int64_t i = 0; i < p.T * p.D; ++i)
-        s.k[i] = loadFloat(p.dtype, k, b * p.T * p.D + i);
-      for (int64_t i = 0; i < p.T * p.E; ++i)
-        s.v[i] = loadFloat(p.dtype, v, b * p.T * p.E + i);
-      qf = s.q, kf = s.k, vf = s.v;
-    }
+  const float *qf = static_cast<const float *>(q),
+              *kf = static_cast<const float *>(k),
+              *vf = static_cast<const float *>(v);
+  if (half) {
+    float *wide = block + perThread * pool.size();
+    widen(p.dtype, q, qn, wide);
+    widen(p.dtype, k, kn, wide + qn);
+    widen(p.dtype, v, vn, wide + qn + kn);
+    qf = wide, kf = wide + qn, vf = wide + qn + kn;
+  }
+  size_t bytes = half ? 2 : 4;
+  int64_t blocks = (p.S + kQueryRows - 1) / kQueryRows;
+  pool.parallelFor(p.batch * blocks, [&](int64_t item) {
+    int64_t b = item / blocks, i0 = item % blocks * kQueryRows;
+    Scratch s(block + perThread * tsl::rt::ThreadPool::threadIndex(), p);
     const void *maskAt =
         mask ? static_cast<const char *>(mask) + p.maskBase(b) * bytes
              : nullptr;
-    for (int64_t i0 = 0; i0 < p.S; i0 += kQueryRows)
-      queryBlock(p, scale, qf, kf, vf, maskAt, i0,
-                 std::min(kQueryRows, p.S - i0), s, out, b * p.S * p.E);
-  }
+    queryBlock(p, scale, qf + b * p.S * p.D, kf + b * p.T * p.D,
+               vf + b * p.T * p.E, maskAt, i0, std::min(kQueryRows, p.S - i0),
+               s, out, b * p.S * p.E);
+  });
+  std::free(block);
   return true;
 }
 

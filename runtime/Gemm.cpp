@@ -4,6 +4,7 @@
 // AVX2, 4 x 8 portable), chosen at run time by CPU features and the shape.
 #include "runtime/Gemm.h"
 #include "runtime/KernelAbi.h"
+#include "runtime/ThreadPool.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -105,6 +106,7 @@ Kernel chooseKernel() {
 /// every panel is fully written before it is read); freed at thread exit.
 struct Scratch {
   float *bp = nullptr, *ap = nullptr;
+  int apSlots = 0;
   Scratch() = default;
   Scratch(const Scratch &) = delete;
   Scratch &operator=(const Scratch &) = delete;
@@ -117,9 +119,16 @@ struct Scratch {
     if (!bp)
       bp = static_cast<float *>(
           std::aligned_alloc(64, static_cast<size_t>(k.bpFloats) * 4));
-    if (!ap)
+    // One A slot per pool thread (blocked() indexes them by threadIndex);
+    // regrown when the pool grows.
+    int threads = tsl::rt::ThreadPool::instance().size();
+    if (!ap || apSlots < threads) {
+      std::free(ap);
       ap = static_cast<float *>(
-          std::aligned_alloc(64, static_cast<size_t>(k.apFloats) * 4));
+          std::aligned_alloc(64, static_cast<size_t>(k.apFloats) * 4 *
+                                     static_cast<size_t>(threads)));
+      apSlots = ap ? threads : 0;
+    }
     return bp && ap;
   }
 };

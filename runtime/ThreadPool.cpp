@@ -1,0 +1,166 @@
+// The worker pool: workers sleep on a condition variable between loops; a
+// loop publishes (body, self, n) under the mutex with a new generation
+// number, and every thread takes indices from one atomic counter. The
+// caller returns once every index finished and every worker that joined
+// the loop has left it, and a new loop is published only when no worker is
+// inside an old one, so a late worker can never take an index of the next
+// loop with the previous loop's body.
+#include "runtime/ThreadPool.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <sched.h>
+#include <thread>
+#include <vector>
+
+namespace tsl::rt {
+
+namespace {
+
+/// True on pool workers and on a caller while it runs a loop: a nested
+/// loop runs inline.
+thread_local bool inParallelLoop = false;
+thread_local int poolIndex = 0;
+
+int defaultThreads() {
+  if (const char *env = std::getenv("TSL_NUM_THREADS")) {
+    char *end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && n >= 1 && n <= 4096)
+      return static_cast<int>(n);
+  }
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    return std::max(1, CPU_COUNT(&set));
+  unsigned hw = std::thread::hardware_concurrency();
+  return hw ? static_cast<int>(hw) : 1;
+}
+
+} // namespace
+
+struct ThreadPool::State {
+  std::mutex mutex;
+  std::condition_variable wake, finished;
+  std::vector<std::thread> workers;
+  int threads = 1;
+  bool stop = false;
+  uint64_t generation = 0;
+  // The loop in progress.
+  Body body = nullptr;
+  void *self = nullptr;
+  int64_t count = 0;
+  std::atomic<int64_t> next{0}, done{0};
+  int joined = 0; ///< workers inside the current loop (under mutex)
+  /// Held by the caller that owns the pool for one loop.
+  std::mutex owner;
+
+  /// Takes and runs indices of the current loop until none are left.
+  void work(Body b, void *s, int64_t n) {
+    for (int64_t i; (i = next.fetch_add(1)) < n;) {
+      b(s, i);
+      done.fetch_add(1);
+    }
+  }
+
+  void workerLoop(int index) {
+    inParallelLoop = true;
+    poolIndex = index;
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      wake.wait(lock, [&] { return stop || generation != seen; });
+      if (stop)
+        return;
+      seen = generation;
+      Body b = body;
+      void *s = self;
+      int64_t n = count;
+      ++joined;
+      lock.unlock();
+      work(b, s, n);
+      lock.lock();
+      if (--joined == 0)
+        finished.notify_all();
+    }
+  }
+
+  void startWorkers() {
+    while (static_cast<int>(workers.size()) < threads - 1) {
+      int index = static_cast<int>(workers.size()) + 1;
+      workers.emplace_back([this, index] { workerLoop(index); });
+    }
+  }
+
+  void stopWorkers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stop = true;
+    }
+    wake.notify_all();
+    for (std::thread &t : workers)
+      t.join();
+    workers.clear();
+    stop = false;
+  }
+};
+
+ThreadPool::ThreadPool() : state_(new State) {
+  state_->threads = defaultThreads();
+}
+
+ThreadPool::~ThreadPool() {
+  state_->stopWorkers();
+  delete state_;
+}
+
+ThreadPool &ThreadPool::instance() {
+  // Never destroyed: kernels may run from other static destructors.
+  static ThreadPool *pool = new ThreadPool();
+  return *pool;
+}
+
+int ThreadPool::size() const { return state_->threads; }
+
+int ThreadPool::threadIndex() { return poolIndex; }
+
+void ThreadPool::resize(int threads) {
+  std::lock_guard<std::mutex> owner(state_->owner);
+  state_->stopWorkers();
+  state_->threads = threads >= 1 ? threads : defaultThreads();
+}
+
+void ThreadPool::run(int64_t n, Body body, void *self) {
+  State &s = *state_;
+  std::unique_lock<std::mutex> owner(s.owner, std::defer_lock);
+  if (n <= 1 || s.threads <= 1 || inParallelLoop || !owner.try_lock()) {
+    for (int64_t i = 0; i < n; ++i)
+      body(self, i);
+    return;
+  }
+  inParallelLoop = true;
+  {
+    // A worker that woke too late for the previous loop may still be in
+    // it (finding nothing to take): it must leave before the counters are
+    // reset, or it could run an index of this loop with that loop's body.
+    std::unique_lock<std::mutex> lock(s.mutex);
+    s.finished.wait(lock, [&] { return s.joined == 0; });
+    s.startWorkers();
+    s.body = body;
+    s.self = self;
+    s.count = n;
+    s.next.store(0);
+    s.done.store(0);
+    ++s.generation;
+  }
+  s.wake.notify_all();
+  s.work(body, self, n);
+  {
+    std::unique_lock<std::mutex> lock(s.mutex);
+    s.finished.wait(lock, [&] { return s.done.load() == n && s.joined == 0; });
+  }
+  inParallelLoop = false;
+}
+
+} // namespace tsl::rt
