@@ -104,9 +104,17 @@ struct Codegen::AttentionTile {
   /// The mask's stored leaves' strides against the scores [*B, S, T].
   std::map<ValueId, std::vector<Value *>> maskStrides;
   Value *qs, *ks, *vs; ///< shared memory of the q, k and v tiles
+  /// The thread's pointers into them: the first element its fragments
+  /// read (every other is a constant offset from it). Tensor cores: q at
+  /// (its first row, 2 (lane % 4)), k at (lane / 4, 2 (lane % 4)), v^T at
+  /// (lane / 4, 2 (lane % 4)); SIMT: q's row, k's row 2 (lane % 4), v's
+  /// column 2 (lane % 4).
+  Value *qFrag, *kFrag, *vFrag;
   /// The thread: its lane's group (lane / 4) and place in the quad
   /// (lane % 4), its warp's first row in the tile.
   Value *tid, *group, *quad, *warpRow;
+  /// Emits the thread's values above anew at the builder's position.
+  std::function<void()> refreshThread;
   /// Registers (allocas SROA promotes): scores [fragsM][keys / 8][4],
   /// outputs [fragsM][ec / 8][4], the running max and sum of each of the
   /// thread's 2 fragsM rows, and fragment words for tsl_gpu_mma_16816.
@@ -192,12 +200,38 @@ bool Codegen::attentionKernel(const Operation &op) {
   a.qs = gpuShared();
   a.ks = b.CreateConstGEP1_64(a.elem, a.qs, c.rows() * c.qStride);
   a.vs = b.CreateConstGEP1_64(a.elem, a.ks, c.keys * c.kStride);
-  a.tid = gpuThreadIdx();
-  Value *lane = b.CreateAnd(a.tid, b.getInt64(31));
-  a.group = b.CreateLShr(lane, b.getInt64(2));
-  a.quad = b.CreateAnd(lane, b.getInt64(3));
-  a.warpRow = b.CreateMul(b.CreateLShr(a.tid, b.getInt64(5)),
-                          b.getInt64(16 * c.fragsM));
+  // The thread's values are recomputed from a volatile load of its index
+  // at the top of each key tile (and before the results): computed once,
+  // LLVM hoists every fragment and staging address derived from them out
+  // of the loops, hundreds of 64-bit values that then stay live (and
+  // spill) across the whole kernel; recomputed, they live within a tile.
+  Value *tidSlot = entryAlloca(i64);
+  b.CreateStore(gpuThreadIdx(), tidSlot);
+  a.refreshThread = [&a, this, tidSlot] {
+    const AttentionConfig &c = a.c;
+    a.tid = b.CreateLoad(i64, tidSlot, /*isVolatile=*/true);
+    Value *lane = b.CreateAnd(a.tid, b.getInt64(31));
+    a.group = b.CreateLShr(lane, b.getInt64(2));
+    a.quad = b.CreateAnd(lane, b.getInt64(3));
+    a.warpRow = b.CreateMul(b.CreateLShr(a.tid, b.getInt64(5)),
+                            b.getInt64(16 * c.fragsM));
+    Value *two = b.CreateMul(a.quad, b.getInt64(2));
+    auto at = [&](Value *tile, Value *row, int64_t stride, Value *col) {
+      return b.CreateGEP(
+          a.elem, tile, b.CreateAdd(b.CreateMul(row, b.getInt64(stride)), col));
+    };
+    Value *firstRow = b.CreateAdd(a.warpRow, a.group);
+    if (c.mma) {
+      a.qFrag = at(a.qs, firstRow, c.qStride, two);
+      a.kFrag = at(a.ks, a.group, c.kStride, two);
+      a.vFrag = at(a.vs, a.group, c.vStride, two);
+    } else {
+      a.qFrag = at(a.qs, firstRow, c.qStride, b.getInt64(0));
+      a.kFrag = at(a.ks, two, c.kStride, b.getInt64(0));
+      a.vFrag = at(a.vs, b.getInt64(0), c.vStride, two);
+    }
+  };
+  a.refreshThread();
   a.sAcc = entryAlloca(llvm::ArrayType::get(a.acc, c.fragsM * a.nS() * 4));
   a.oAcc = entryAlloca(llvm::ArrayType::get(a.acc, c.fragsM * a.nO() * 4));
   a.rowMax = entryAlloca(llvm::ArrayType::get(a.acc, 2 * c.fragsM));
@@ -251,9 +285,11 @@ void Codegen::attentionSlice(AttentionTile &a) {
                    c.kStride, false);
   };
   // q stays in shared memory for the whole slice when D fits one slice.
+  a.refreshThread();
   Value *qResident = b.CreateICmpSLE(a.D, b.getInt64(c.dk));
   ifThen(qResident, [&] { stageQ(b.getInt64(0)); });
   stridedLoop(b.getInt64(0), a.keyEnd, b.getInt64(c.keys), [&](Value *j0) {
+    a.refreshThread();
     attentionStage(a, a.v, a.vBase, j0, a.T, a.e0, a.E, c.keys, c.ec, a.vs,
                    c.vStride, c.mma);
     stageK(j0, b.getInt64(0));
@@ -274,6 +310,7 @@ void Codegen::attentionSlice(AttentionTile &a) {
     gpuBarrier(); // everyone read the tiles before the next overwrites them
   });
   // The row sums of the quad's four lanes, then the results.
+  a.refreshThread();
   for (int64_t fm = 0; fm < c.fragsM; ++fm)
     for (int64_t h = 0; h < 2; ++h) {
       Value *l = b.CreateLoad(
@@ -312,16 +349,65 @@ void Codegen::attentionStage(const AttentionTile &a, ValueId src, Value *base,
   // they compute.
   llvm::Type *st = c.mma ? b.getInt16Ty() : storageType(a.t);
   Value *zero = llvm::Constant::getNullValue(a.elem);
-  // Element (r, col) of the tile goes to shared (r, col) or (col, r).
-  auto put = [&](Value *r, Value *col, Value *x) {
-    Value *at = transpose
-                    ? b.CreateAdd(b.CreateMul(col, b.getInt64(stride)), r)
-                    : b.CreateAdd(b.CreateMul(r, b.getInt64(stride)), col);
-    b.CreateStore(x, b.CreateGEP(a.elem, dst, at));
-  };
-  // A stored element as the shared element type (raw bits on tensor cores).
-  auto element = [&](Value *at) -> Value * {
-    return b.CreateLoad(st, b.CreateGEP(st, bufs[src], at));
+  // Thread t copies runs of `width` elements: run t % runsPerRow of rows
+  // t / runsPerRow + k * rowsPerStep. Every address is the thread's
+  // pointer plus a constant (shared) or plus k steps of rowsPerStep * ld
+  // (global), so few registers stay live across the kernel's loops.
+  auto copy = [&](int64_t width, bool guarded) {
+    int64_t runsPerRow = cols / width, rowsPerStep = kAttnThreads / runsPerRow;
+    Value *r = b.CreateLShr(a.tid, b.getInt64(log2Of(runsPerRow)));
+    Value *col = b.CreateMul(b.CreateAnd(a.tid, b.getInt64(runsPerRow - 1)),
+                             b.getInt64(width));
+    Value *to = b.CreateGEP(
+        a.elem, dst,
+        transpose ? b.CreateAdd(b.CreateMul(col, b.getInt64(stride)), r)
+                  : b.CreateAdd(b.CreateMul(r, b.getInt64(stride)), col));
+    Value *row = b.CreateAdd(r0, r), *cc = b.CreateAdd(c0, col);
+    Value *from =
+        b.CreateGEP(st, bufs[src],
+                    b.CreateAdd(base, b.CreateAdd(b.CreateMul(row, ld), cc)));
+    Value *step = b.CreateMul(ld, b.getInt64(rowsPerStep));
+    Value *colOk = b.CreateICmpSLT(cc, ld);
+    auto *vec = llvm::FixedVectorType::get(st, static_cast<unsigned>(width));
+    for (int64_t k = 0; k < rows / rowsPerStep; ++k) {
+      if (k > 0)
+        from = b.CreateGEP(st, from, step);
+      Value *x;
+      if (!guarded) {
+        x = b.CreateAlignedLoad(vec, from, llvm::Align(16));
+      } else { // zero outside the matrix, never loaded there (it may be
+               // empty)
+        Value *ok = b.CreateAnd(
+            colOk,
+            b.CreateICmpSLT(b.CreateAdd(row, b.getInt64(k * rowsPerStep)),
+                            rowLimit));
+        llvm::BasicBlock *pre = b.GetInsertBlock();
+        auto *read = llvm::BasicBlock::Create(ctx, "attnread", kernel);
+        auto *join = llvm::BasicBlock::Create(ctx, "attnjoin", kernel);
+        b.CreateCondBr(ok, read, join);
+        b.SetInsertPoint(read);
+        Value *y = b.CreateLoad(st, from);
+        b.CreateBr(join);
+        b.SetInsertPoint(join);
+        llvm::PHINode *phi = b.CreatePHI(a.elem, 2);
+        phi->addIncoming(zero, pre);
+        phi->addIncoming(y, read);
+        x = b.CreateInsertElement(llvm::PoisonValue::get(vec), phi,
+                                  uint64_t(0));
+      }
+      int64_t rk = k * rowsPerStep;
+      if (!guarded && !transpose && stride * c.elemBytes % 16 == 0) {
+        // Shared rows are 16-byte aligned too: one 128-bit store.
+        b.CreateAlignedStore(x, b.CreateConstGEP1_64(a.elem, to, rk * stride),
+                             llvm::Align(16));
+        continue;
+      }
+      for (int64_t e = 0; e < width; ++e)
+        b.CreateStore(b.CreateExtractElement(x, e),
+                      b.CreateConstGEP1_64(a.elem, to,
+                                           transpose ? e * stride + rk
+                                                     : rk * stride + e));
+    }
   };
   int64_t width = 16 / c.elemBytes; // elements per 128-bit load
   Value *inside =
@@ -338,50 +424,14 @@ void Codegen::attentionStage(const AttentionTile &a, ValueId src, Value *base,
   auto *narrowSide = llvm::BasicBlock::Create(ctx, "attnnarrow", kernel);
   auto *staged = llvm::BasicBlock::Create(ctx, "attnstaged", kernel);
   b.CreateCondBr(wide, wideSide, narrowSide);
-  // Whole tile inside, runs of `width` elements 16-byte aligned: 128-bit
-  // loads (base, the row length and c0 are multiples of width).
+  // The whole tile inside, the row length a multiple of `width` and the
+  // buffer 16-byte aligned (base and c0 are multiples of width): 128-bit
+  // loads.
   b.SetInsertPoint(wideSide);
-  auto *vec = llvm::FixedVectorType::get(st, static_cast<unsigned>(width));
-  int64_t runs = cols / width;
-  for (int64_t it = 0; it < rows * runs / kAttnThreads; ++it) {
-    Value *idx = b.CreateAdd(a.tid, b.getInt64(it * kAttnThreads));
-    Value *r = b.CreateLShr(idx, b.getInt64(log2Of(runs)));
-    Value *col =
-        b.CreateMul(b.CreateAnd(idx, b.getInt64(runs - 1)), b.getInt64(width));
-    Value *at =
-        b.CreateAdd(base, b.CreateAdd(b.CreateMul(b.CreateAdd(r0, r), ld),
-                                      b.CreateAdd(c0, col)));
-    Value *x = b.CreateAlignedLoad(vec, b.CreateGEP(st, bufs[src], at),
-                                   llvm::Align(16));
-    for (int64_t e = 0; e < width; ++e)
-      put(r, b.CreateAdd(col, b.getInt64(e)), b.CreateExtractElement(x, e));
-  }
+  copy(width, false);
   b.CreateBr(staged);
-  // Else an element per load, zero outside the matrix (never loaded there:
-  // the matrix may be empty).
   b.SetInsertPoint(narrowSide);
-  for (int64_t it = 0; it < rows * cols / kAttnThreads; ++it) {
-    Value *idx = b.CreateAdd(a.tid, b.getInt64(it * kAttnThreads));
-    Value *r = b.CreateLShr(idx, b.getInt64(log2Of(cols)));
-    Value *col = b.CreateAnd(idx, b.getInt64(cols - 1));
-    Value *row = b.CreateAdd(r0, r), *cc = b.CreateAdd(c0, col);
-    Value *ok =
-        b.CreateAnd(b.CreateICmpSLT(row, rowLimit), b.CreateICmpSLT(cc, ld));
-    llvm::BasicBlock *pre = b.GetInsertBlock();
-    auto *read = llvm::BasicBlock::Create(ctx, "attnread", kernel);
-    auto *join = llvm::BasicBlock::Create(ctx, "attnjoin", kernel);
-    b.CreateCondBr(ok, read, join);
-    b.SetInsertPoint(read);
-    Value *x =
-        element(b.CreateAdd(base, b.CreateAdd(b.CreateMul(row, ld), cc)));
-    llvm::BasicBlock *readEnd = b.GetInsertBlock();
-    b.CreateBr(join);
-    b.SetInsertPoint(join);
-    llvm::PHINode *phi = b.CreatePHI(a.elem, 2);
-    phi->addIncoming(zero, pre);
-    phi->addIncoming(x, readEnd);
-    put(r, col, phi);
-  }
+  copy(1, true);
   b.CreateBr(staged);
   b.SetInsertPoint(staged);
 }
@@ -551,7 +601,6 @@ void Codegen::attentionSoftmax(const AttentionTile &a, Value *j0) {
 
 void Codegen::attentionValues(const AttentionTile &a, Value *j0) {
   const AttentionConfig &c = a.c;
-  Value *two = b.CreateMul(a.quad, b.getInt64(2));
   auto sValue = [&](int64_t fm, int64_t fn, int64_t i) {
     return b.CreateLoad(a.acc,
                         b.CreateConstGEP1_64(a.acc, a.sAcc, a.sAt(fm, fn, i)));
@@ -582,18 +631,17 @@ void Codegen::attentionValues(const AttentionTile &a, Value *j0) {
             b.CreateStore(words[w],
                           b.CreateConstGEP1_64(i32, a.aFrag, 4 * fm + w));
         }
-        Value *key = b.CreateAdd(two, b.getInt64(kg));
-        for (int64_t fe = 0; fe < a.nO(); ++fe) {
-          Value *n = b.CreateAdd(a.group, b.getInt64(8 * fe));
-          for (int64_t w = 0; w < 2; ++w) {
-            Value *at = b.CreateAdd(b.CreateMul(n, b.getInt64(c.vStride)),
-                                    b.CreateAdd(key, b.getInt64(8 * w)));
-            b.CreateStore(b.CreateAlignedLoad(i32,
-                                              b.CreateGEP(a.elem, a.vs, at),
-                                              llvm::Align(4)),
-                          b.CreateConstGEP1_64(i32, a.bFrag, 2 * fe + w));
-          }
-        }
+        // v^T's rows are E columns: the word of keys kg + 2 (lane % 4)
+        // (+ 8) of column 8 fe + lane / 4.
+        for (int64_t fe = 0; fe < a.nO(); ++fe)
+          for (int64_t w = 0; w < 2; ++w)
+            b.CreateStore(
+                b.CreateAlignedLoad(
+                    i32,
+                    b.CreateConstGEP1_64(a.elem, a.vFrag,
+                                         8 * fe * c.vStride + kg + 8 * w),
+                    llvm::Align(4)),
+                b.CreateConstGEP1_64(i32, a.bFrag, 2 * fe + w));
         for (int64_t fm = 0; fm < c.fragsM; ++fm)
           for (int64_t fe = 0; fe < a.nO(); ++fe)
             gpuMma16816(a.t == DType::F16 ? 0 : 1,
@@ -616,13 +664,9 @@ void Codegen::attentionValues(const AttentionTile &a, Value *j0) {
             p.push_back(gpuShuffleIdx(sValue(fm, jj / 8, 2 * h + jj % 2), src));
         for (int64_t fe = 0; fe < a.nO(); ++fe)
           for (int64_t e = 0; e < 2; ++e) {
-            Value *col = b.CreateAdd(two, b.getInt64(8 * fe + e));
             Value *vv = b.CreateLoad(
-                a.acc,
-                b.CreateGEP(a.acc, a.vs,
-                            b.CreateAdd(b.CreateMul(b.getInt64(jj),
-                                                    b.getInt64(c.vStride)),
-                                        col)));
+                a.acc, b.CreateConstGEP1_64(a.acc, a.vFrag,
+                                            jj * c.vStride + 8 * fe + e));
             for (int64_t fm = 0; fm < c.fragsM; ++fm)
               for (int64_t h = 0; h < 2; ++h) {
                 Value *&x = o[static_cast<size_t>(a.oAt(fm, fe, 2 * h + e))];
