@@ -93,6 +93,13 @@ public:
   /// Host: conv2d (float types) as im2col and GEMMs
   /// (CodegenDeviceConv.cpp).
   bool deviceConv(const Operation &op);
+  /// Host: attention (float types) as one fused flash-style kernel
+  /// (CodegenDeviceAttention.cpp): blocks stride over (batch entry, query
+  /// tile) work items, key tiles of k and v go through shared memory, the
+  /// softmax is online and no scores matrix is stored. Any sizes (empty
+  /// batch, S, T, D or E; D and E are cut into slices, so none is too
+  /// large). False with the error set when the kernel cannot be emitted.
+  bool deviceAttention(const Operation &op);
   /// Host: \p bytes of device scratch owned by the call (fails the op
   /// when the allocation does).
   Value *deviceScratch(Value *bytes);
@@ -497,7 +504,8 @@ private:
   std::pair<Value *, Value *> blockArgReduce(
       Value *value, Value *index,
       const std::function<Value *(Value *, Value *, Value *, Value *)> &first);
-  /// __shfl_sync of i64 \p v from lane \p srcLane (i64) of the warp.
+  /// __shfl_sync of \p v (i64, or any 32-bit type) from lane \p srcLane
+  /// (i64) of the warp.
   Value *gpuShuffleIdx(Value *v, Value *srcLane);
   /// for (i = from; cond(i); i = next(i)) body(i), in the current function
   /// (host or device); \p cond and \p next emit code at the loop's header
@@ -740,6 +748,41 @@ private:
   /// Guarded store of the tile's element (\p row, \p col) (absolute
   /// indices in the batch entry's result matrix): nothing outside it.
   void gemmStore(const GemmTile &g, Value *row, Value *col, Value *v);
+  // --- fused attention (CodegenDeviceAttention.cpp) ----------------------
+  /// One block's view of the attention kernel: its schedule, sizes, shared
+  /// memory, the thread's place in it and the current work item (defined in
+  /// CodegenDeviceAttention.cpp).
+  struct AttentionTile;
+  /// Kernel body: the blocks stride over (batch entry, query tile) work
+  /// items; per item, E in slices, and per slice the key tiles (the
+  /// causal bound skips tiles wholly above the diagonal). Every thread of
+  /// the block runs every loop the same number of times.
+  bool attentionKernel(const Operation &op);
+  /// One E slice of the current work item: the online softmax over the key
+  /// tiles and the slice's results stored. Every thread must call it.
+  void attentionSlice(AttentionTile &a);
+  /// Copies a rows x cols tile of the row-major matrix \p src (\p ld
+  /// elements a row, \p rowLimit rows) from (\p r0, \p c0) into shared
+  /// memory at \p dst (row stride \p stride, transposed when \p transpose),
+  /// zero outside the matrix: raw 16-bit elements on tensor cores, the
+  /// accumulator type otherwise.
+  void attentionStage(const AttentionTile &a, ValueId src, Value *base,
+                      Value *r0, Value *rowLimit, Value *c0, Value *ld,
+                      int64_t rows, int64_t cols, Value *dst, int64_t stride,
+                      bool transpose);
+  /// Adds the D slice staged in shared memory to the tile's scores (every
+  /// thread must call it): m16n8k16 fragments on tensor cores, fused
+  /// multiply-adds in the same fragment layout otherwise.
+  void attentionScores(const AttentionTile &a, Value *d0);
+  /// The online softmax step of key tile \p j0: scale, mask (causal, the
+  /// keys past T, the additive mask), the new row maxima across the lanes
+  /// of a row, the scores turned into probabilities, the row sums and the
+  /// output accumulators rescaled.
+  void attentionSoftmax(const AttentionTile &a, Value *j0);
+  /// Adds probabilities x the staged V tile to the output accumulators:
+  /// m16n8k16 with P rounded to the input type on tensor cores, warp
+  /// shuffles of P and fused multiply-adds otherwise.
+  void attentionValues(const AttentionTile &a, Value *j0);
   /// An elementwise op whose stored operands all have the result's shape
   /// (read at its flat index): deviceVectorElementwise lowers it.
   bool vectorizableOnDevice(const Operation &op) const;

@@ -79,6 +79,8 @@ bool Codegen::launchOnDevice(const Operation &op) {
     return deviceGemm(op);
   case OpCode::Conv2d:
     return deviceConv(op);
+  case OpCode::Attention:
+    return deviceAttention(op);
   default:
     break;
   }

@@ -200,6 +200,12 @@ Value *Codegen::gpuShuffleIdx(Value *v, Value *srcLane) {
   auto *type = llvm::FunctionType::get(i32, {i32, i32}, false);
   llvm::FunctionCallee shfl = primitive(*mod, "tsl_gpu_shfl_idx", type, true);
   Value *lane = b.CreateTrunc(srcLane, i32);
+  llvm::Type *t = v->getType();
+  if (t->getPrimitiveSizeInBits() == 32) // one shuffle
+    return b.CreateBitCast(b.CreateCall(shfl, {b.CreateBitCast(v, i32), lane}),
+                           t);
+  if (t != i64) // f64: as its bits
+    return b.CreateBitCast(gpuShuffleIdx(b.CreateBitCast(v, i64), srcLane), t);
   Value *lo = b.CreateCall(shfl, {b.CreateTrunc(v, i32), lane});
   Value *hi =
       b.CreateCall(shfl, {b.CreateTrunc(b.CreateLShr(v, 32), i32), lane});

@@ -101,6 +101,29 @@ size_t useLibdevice(llvm::Module &m) {
   return calls.size();
 }
 
+/// Replaces f32 llvm.exp2 (which the NVPTX target of LLVM 19 cannot
+/// select) with ex2.approx.f32, the hardware's base-2 exponential (2 ulp;
+/// -inf gives +0, NaN stays NaN). The fused attention kernel's softmax
+/// uses it; the emulator keeps libm's exp2f.
+void useNativeExp2(llvm::Module &m) {
+  std::vector<llvm::CallInst *> calls;
+  for (llvm::Function &f : m)
+    for (llvm::BasicBlock &bb : f)
+      for (llvm::Instruction &i : bb)
+        if (auto *call = llvm::dyn_cast<llvm::CallInst>(&i))
+          if (llvm::Function *callee = call->getCalledFunction())
+            if (callee->getIntrinsicID() == llvm::Intrinsic::exp2 &&
+                call->getType()->isFloatTy())
+              calls.push_back(call);
+  for (llvm::CallInst *call : calls) {
+    llvm::IRBuilder<> b(call);
+    llvm::Value *r = b.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx_f, {},
+                                       {call->getArgOperand(0)});
+    call->replaceAllUsesWith(r);
+    call->eraseFromParent();
+  }
+}
+
 /// The body of tsl_gpu_mma_16816 (its entry block is \p b's position):
 /// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16} through the NVVM
 /// intrinsic of the kind (a constant once inlined, so one side folds away).
@@ -245,6 +268,7 @@ bool compileToPtx(llvm::Module &m, int32_t numKernels, const std::string &arch,
   m.setTargetTriple(triple);
   m.setDataLayout(tm->createDataLayout());
   addKernelEntries(m, numKernels);
+  useNativeExp2(m);
   if (useLibdevice(m) > 0) {
     std::string path = findLibdevice();
     if (path.empty()) {
