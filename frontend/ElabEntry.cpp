@@ -1,6 +1,7 @@
 // Entry functions: parameters become symbols (or constants) from example
 // arguments or generically; plus the module-level check.
 #include "frontend/ElaboratorImpl.h"
+#include "ir/FuseAttention.h"
 #include "ir/Passes.h"
 #include "support/DeepStack.h"
 
@@ -489,6 +490,8 @@ bool Elaborator::finishEntry(const ast::FnDecl &decl, Frame &frame,
     }
   }
   eliminateDeadCode(fn);
+  if (fuseAttention(fn))
+    eliminateDeadCode(fn);
   env.minimizeGuards();
   warnPinnedDynamicDims();
   fn.symbols = env.symbols();
