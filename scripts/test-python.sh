@@ -8,7 +8,8 @@
 # build/python-build (scikit-build-core's build-dir), so a second run only
 # rebuilds what changed; ccache is on as for the main build, -j2
 # (TSL_JOBS). PyTorch and JAX tests run when those are importable in the
-# venv and are skipped otherwise.
+# venv and are skipped otherwise. With --no-tests it only builds and
+# installs (bench/python_overhead.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TSL_BUILD_DIR:-$root/build}
@@ -25,5 +26,6 @@ start=$(date +%s)
 CMAKE_BUILD_PARALLEL_LEVEL=${TSL_JOBS:-2} "$venv/bin/pip" install -q --no-build-isolation \
   --config-settings=build-dir="$build/python-build" "$root/python"
 echo "test-python: package built and installed in $(( $(date +%s) - start )) s"
+[ "${1:-}" = "--no-tests" ] && exit 0
 cd "$build"
 TSL_CACHE_DIR=off "$venv/bin/python" -m pytest -q -rs "$root/python/tests"

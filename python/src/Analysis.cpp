@@ -26,10 +26,9 @@ std::string exampleSpec(const ModuleState &module, const std::string &name,
   // An array: its element type and shape.
   ImportedTensor imported;
   rt::CallArg arg;
-  std::string what = "example '" + name + "'";
-  if (!importTensor(value, module.placement, what.c_str(), imported, arg))
+  if (!importTensor(value, module.placement, name, imported, arg, "example"))
     raiseError(ErrorKind::InvalidArgument,
-               "error: " + what +
+               "error: example '" + name + "'" +
                    " must be a type such as \"f32[4, 8]\", an int, or an "
                    "array");
   std::string type = std::string(dtypeName(arg.dtype)) + "[";

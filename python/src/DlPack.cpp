@@ -64,9 +64,15 @@ std::string describeDevice(tsl_device d) {
          std::to_string(d.device_id);
 }
 
-[[noreturn]] void invalid(const char *what, const std::string &message) {
-  raiseError(ErrorKind::InvalidArgument,
-             std::string("error: ") + what + " " + message);
+/// Who an error is about: "argument 'x'" (made only for a message).
+struct Subject {
+  const char *noun;
+  const std::string &name;
+};
+
+[[noreturn]] void invalid(const Subject &who, const std::string &message) {
+  raiseError(ErrorKind::InvalidArgument, std::string("error: ") + who.noun +
+                                             " '" + who.name + "' " + message);
 }
 
 std::string listOf(const int64_t *v, int32_t n) {
@@ -76,19 +82,40 @@ std::string listOf(const int64_t *v, int32_t n) {
   return s + "]";
 }
 
-/// Calls `obj.__dlpack__(**kwargs)` for \p method; null (Python error
-/// cleared into \p error) on failure.
-nb::object callDlpack(nb::handle method, nb::handle stream, bool versioned,
+/// Interned attribute names (made once; kept for the process).
+PyObject *interned(const char *name) {
+  PyObject *s = PyUnicode_InternFromString(name);
+  if (!s)
+    throw nb::python_error();
+  return s;
+}
+
+PyObject *dlpackName() {
+  static PyObject *name = interned("__dlpack__");
+  return name;
+}
+
+/// Calls `obj.__dlpack__(stream=..., max_version=(1, 0))` with the keywords
+/// that are given; null (Python error cleared into \p error) on failure.
+nb::object callDlpack(nb::handle obj, nb::handle stream, bool versioned,
                       std::string &error) {
-  nb::dict kwargs;
-  if (stream.is_valid())
-    kwargs["stream"] = stream;
-  if (versioned)
-    kwargs["max_version"] = nb::make_tuple(1, 0);
-  PyObject *r =
-      kwargs.size() == 0
-          ? PyObject_CallNoArgs(method.ptr())
-          : PyObject_Call(method.ptr(), nb::tuple().ptr(), kwargs.ptr());
+  PyObject *r;
+  if (!stream.is_valid() && !versioned) {
+    // The common case, without a bound method or keyword dict.
+    PyObject *self = obj.ptr();
+    r = PyObject_VectorcallMethod(dlpackName(), &self,
+                                  1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+  } else {
+    nb::dict kwargs;
+    if (stream.is_valid())
+      kwargs["stream"] = stream;
+    if (versioned)
+      kwargs["max_version"] = nb::make_tuple(1, 0);
+    nb::object method = nb::steal(PyObject_GetAttr(obj.ptr(), dlpackName()));
+    r = method.is_valid()
+            ? PyObject_Call(method.ptr(), nb::tuple().ptr(), kwargs.ptr())
+            : nullptr;
+  }
   if (r)
     return nb::steal(r);
   nb::python_error e; // fetches and clears the error
@@ -97,16 +124,13 @@ nb::object callDlpack(nb::handle method, nb::handle stream, bool versioned,
 }
 
 /// The producer's capsule for \p obj (a capsule itself, or what its
-/// `__dlpack__` returns); invalid when \p obj has no `__dlpack__`.
-nb::object capsuleOf(nb::handle obj, const Placement &where, const char *what) {
+/// `__dlpack__` returns); invalid when \p obj's type has no `__dlpack__`.
+nb::object capsuleOf(nb::handle obj, const Placement &where,
+                     const Subject &what) {
   if (PyCapsule_CheckExact(obj.ptr()))
     return nb::borrow(obj);
-  PyObject *m = PyObject_GetAttrString(obj.ptr(), "__dlpack__");
-  if (!m) {
-    PyErr_Clear();
+  if (!_PyType_Lookup(Py_TYPE(obj.ptr()), dlpackName()))
     return nb::object();
-  }
-  nb::object method = nb::steal(m);
   nb::object stream;
   if (where.deviceType == kDLCUDA) {
     // Ask where it lives first: only a CUDA producer takes our stream.
@@ -128,9 +152,9 @@ nb::object capsuleOf(nb::handle obj, const Placement &where, const char *what) {
   std::string error;
   // Unversioned first (what every producer has); then DLPack 1.0, which a
   // read-only array needs (NumPy refuses the old capsule for it).
-  nb::object capsule = callDlpack(method, stream, false, error);
+  nb::object capsule = callDlpack(obj, stream, false, error);
   if (!capsule.is_valid())
-    capsule = callDlpack(method, stream, true, error);
+    capsule = callDlpack(obj, stream, true, error);
   if (!capsule.is_valid())
     invalid(what, "cannot be exported through DLPack: " + error);
   return capsule;
@@ -151,8 +175,10 @@ tsl_dtype dlpackDtype(int32_t dtype) {
   return dtype >= 0 && dtype < 8 ? table[dtype] : tsl_dtype{0, 0, 0};
 }
 
-bool importTensor(nb::handle obj, const Placement &where, const char *what,
-                  ImportedTensor &out, rt::CallArg &arg) {
+bool importTensor(nb::handle obj, const Placement &where,
+                  const std::string &name, ImportedTensor &out,
+                  rt::CallArg &arg, const char *noun) {
+  Subject what{noun, name};
   nb::object capsule = capsuleOf(obj, where, what);
   if (!capsule.is_valid())
     return false;

@@ -54,13 +54,14 @@ struct ImportedTensor {
 
 /// Imports \p obj (an object with `__dlpack__`, or a DLPack capsule) as a
 /// call argument without copying. Returns false, with no Python error, when
-/// \p obj has neither; raises tsl.Error (kind invalid_argument, naming
-/// \p what: "argument 'x'") for a tensor on another device, of an element
-/// type TSL lacks, not row-major contiguous (never copied), misaligned, or
-/// with more than 32 dims. On success \p arg holds the element type, shape
-/// and data pointer.
-bool importTensor(nb::handle obj, const Placement &where, const char *what,
-                  ImportedTensor &out, rt::CallArg &arg);
+/// \p obj has neither; raises tsl.Error (kind invalid_argument, naming it
+/// "<noun> '<name>'": "argument 'x'") for a tensor on another device, of an
+/// element type TSL lacks, not row-major contiguous (never copied),
+/// misaligned, or with more than 32 dims. On success \p arg holds the
+/// element type, shape and data pointer.
+bool importTensor(nb::handle obj, const Placement &where,
+                  const std::string &name, ImportedTensor &out,
+                  rt::CallArg &arg, const char *noun = "argument");
 
 /// The name of element type code \p dtype (KernelAbi.h): "f32", "bf16"...
 const char *dtypeName(int32_t dtype);

@@ -32,48 +32,53 @@ Function::Function(std::shared_ptr<ModuleState> module, std::string name,
       std::make_unique<rt::FunctionTable>(name_, module_->jit.get(), options);
 }
 
-void Function::orderArgs(nb::args &args, nb::kwargs &kwargs,
+void Function::orderArgs(nb::handle args, nb::handle kwargs,
                          std::vector<nb::handle> &ordered) const {
   size_t n = params_.size();
   auto signature = [&] { return "'" + name_ + "(" + joined(params_) + ")'"; };
-  if (args.size() > n)
+  size_t positional = static_cast<size_t>(PyTuple_GET_SIZE(args.ptr()));
+  size_t keywords = kwargs.is_valid()
+                        ? static_cast<size_t>(PyDict_GET_SIZE(kwargs.ptr()))
+                        : 0;
+  if (positional + keywords > n && (positional >= n || !keywords))
     badCall(signature() + " takes " + std::to_string(n) + " arguments, got " +
-            std::to_string(args.size() + kwargs.size()));
-  for (size_t i = 0; i < args.size(); ++i)
-    ordered[i] = args[i];
-  for (auto [key, value] : kwargs) {
-    std::string k = nb::cast<std::string>(key);
-    size_t i = 0;
-    while (i < n && params_[i] != k)
-      ++i;
-    if (i == n)
-      badCall(signature() + " has no parameter '" + k + "'");
-    if (ordered[i].is_valid())
-      badCall("argument '" + k + "' of " + signature() + " is given twice");
-    ordered[i] = value;
+            std::to_string(positional + keywords));
+  for (size_t i = 0; i < positional; ++i)
+    ordered[i] = PyTuple_GET_ITEM(args.ptr(), i);
+  if (keywords) {
+    for (auto [key, value] : nb::borrow<nb::dict>(kwargs)) {
+      std::string k = nb::cast<std::string>(key);
+      size_t i = 0;
+      while (i < n && params_[i] != k)
+        ++i;
+      if (i == n)
+        badCall(signature() + " has no parameter '" + k + "'");
+      if (ordered[i].is_valid())
+        badCall("argument '" + k + "' of " + signature() + " is given twice");
+      ordered[i] = value;
+    }
   }
   for (size_t i = 0; i < n; ++i)
     if (!ordered[i].is_valid())
       badCall("missing argument '" + params_[i] + "' of " + signature());
 }
 
-nb::object Function::call(nb::args args, nb::kwargs kwargs) {
+nb::object Function::call(nb::handle args, nb::handle kwargs) {
   size_t n = params_.size();
   std::vector<nb::handle> ordered(n);
   orderArgs(args, kwargs, ordered);
   std::vector<rt::CallArg> callArgs(n);
   std::vector<ImportedTensor> imported(n);
-  std::string what;
   for (size_t i = 0; i < n; ++i) {
     PyObject *o = ordered[i].ptr();
     rt::CallArg &a = callArgs[i];
-    what = "argument '" + params_[i] + "'";
     // Python ints (and bool, an int) for int parameters; anything else with
     // __index__ (NumPy integer scalars) only when it is no tensor.
     bool isInt = PyLong_Check(o);
-    if (!isInt && importTensor(ordered[i], module_->placement, what.c_str(),
+    if (!isInt && importTensor(ordered[i], module_->placement, params_[i],
                                imported[i], a))
       continue;
+    std::string what = "argument '" + params_[i] + "'";
     if (!isInt && !PyIndex_Check(o))
       badCall(what + " is a " + std::string(Py_TYPE(o)->tp_name) +
               ": pass a tensor (an object with __dlpack__, such as a NumPy "
@@ -156,22 +161,41 @@ nb::object Function::guards(nb::kwargs examples) const {
   return guardReport(*module_, name_, examples);
 }
 
+namespace {
+
+/// tp_call of tsl.Function: straight to Function::call, without nanobind's
+/// overload dispatch (the per-call path bench/python_overhead.py measures).
+PyObject *callSlot(PyObject *self, PyObject *args, PyObject *kwargs) {
+  try {
+    Function *f = nb::inst_ptr<Function>(self);
+    return f->call(args, kwargs).release().ptr();
+  } catch (nb::python_error &e) {
+    e.restore();
+  } catch (const std::exception &e) { // std::bad_alloc and the like
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+PyType_Slot functionSlots[] = {{Py_tp_call, reinterpret_cast<void *>(callSlot)},
+                               {0, nullptr}};
+
+} // namespace
+
 void bindFunction(nb::module_ &m) {
   nb::class_<Function>(
-      m, "Function",
+      m, "Function", nb::type_slots(functionSlots),
       "A function of a tsl.Module. Calling it runs the first compiled "
       "variant whose guards accept the arguments, compiling a new one on a "
       "miss (with the GIL released); calls from several threads may run at "
-      "once.")
-      .def("__call__", &Function::call,
-           "Calls the function. Tensors are any objects with ``__dlpack__`` "
-           "(NumPy, PyTorch, JAX, CuPy), read in place: never copied, so "
-           "they must be row-major contiguous, aligned, and on the module's "
-           "device; ``int`` parameters take Python ints. Returns a "
-           "tsl.Tensor, a tuple of them for several results, or None. "
-           "Raises tsl.Error for a bad call (arity, rank, element type, "
-           "size, device, layout), a compile error for these argument types, "
-           "or a failed run-time check.")
+      "once.\n\n"
+      "``fn(*args, **kwargs)``: tensors are any objects with ``__dlpack__`` "
+      "(NumPy, PyTorch, JAX, CuPy), read in place: never copied, so they "
+      "must be row-major contiguous, aligned, and on the module's device; "
+      "``int`` parameters take Python ints. Returns a tsl.Tensor, a tuple "
+      "of them for several results, or None. Raises tsl.Error for a bad "
+      "call (arity, rank, element type, size, device, layout), a compile "
+      "error for these argument types, or a failed run-time check.")
       .def_prop_ro("stats", &Function::stats,
                    "tsl.Stats: compiles, recompiles with their reasons, "
                    "on-disk cache hits and calls so far.")

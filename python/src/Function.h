@@ -35,10 +35,11 @@ public:
   Function(std::shared_ptr<ModuleState> module, std::string name,
            std::vector<std::string> params);
 
-  /// Calls the function: positional and keyword arguments by parameter
-  /// name, tensors through DLPack, ints as ints. One tsl.Tensor, a tuple of
-  /// them for several results, None for none. Raises tsl.Error.
-  nb::object call(nb::args args, nb::kwargs kwargs);
+  /// Calls the function: \p args (a tuple) and \p kwargs (a dict, or an
+  /// invalid handle when there are none) by parameter name, tensors through
+  /// DLPack, ints as ints. One tsl.Tensor, a tuple of them for several
+  /// results, None for none. Raises tsl.Error.
+  nb::object call(nb::handle args, nb::handle kwargs);
   /// tsl.Stats of the calls so far.
   nb::object stats() const;
   /// A list of tsl.Variant, in dispatch order.
@@ -53,7 +54,7 @@ public:
 
 private:
   /// Puts positional and keyword arguments in parameter order.
-  void orderArgs(nb::args &args, nb::kwargs &kwargs,
+  void orderArgs(nb::handle args, nb::handle kwargs,
                  std::vector<nb::handle> &ordered) const;
 
   std::shared_ptr<ModuleState> module_;

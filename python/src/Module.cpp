@@ -145,6 +145,9 @@ Module *openModule(const std::string &name, std::optional<std::string> text,
 NB_MODULE(_tsl, m) {
   using namespace tsl::py;
   m.doc() = "The native part of the tsl package (use `import tsl`).";
+  // Functions and results may legitimately live until interpreter shutdown
+  // (module globals, framework caches): no leak report then.
+  nb::set_leak_warnings(false);
   bindTensor(m);
   bindFunction(m);
   nb::class_<Module>(m, "Module", "A loaded TSL module (see tsl.Module).")
