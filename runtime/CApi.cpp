@@ -413,6 +413,19 @@ void tsl_outputs_free(tsl_tensor *outputs, int32_t noutputs) {
   std::free(outputs);
 }
 
+tsl_status tsl_set_logs(const char *spec) {
+  if (!spec) {
+    tsl::rt::LogFlags::setActive(nullptr);
+    return TSL_OK;
+  }
+  tsl::rt::LogFlags flags;
+  std::string error;
+  if (!tsl::rt::LogFlags::parse(spec, flags, error))
+    return fail(TSL_INVALID_ARGUMENT, "tsl_set_logs: " + error);
+  tsl::rt::LogFlags::setActive(&flags);
+  return TSL_OK;
+}
+
 tsl_status tsl_function_stats(tsl_function *fn, int32_t *compiles,
                               int32_t *calls) {
   if (!fn)

@@ -89,8 +89,22 @@ std::string withValues(const std::string &check,
 
 } // namespace
 
+namespace {
+/// LogFlags::setActive's flags: bit 4 set when installed, bits 0-3 the
+/// flags (recompiles, guards, dynamic, perf).
+std::atomic<unsigned> activeLogs{0};
+} // namespace
+
 LogFlags LogFlags::fromEnvironment() {
   LogFlags f;
+  unsigned active = activeLogs.load(std::memory_order_relaxed);
+  if (active & 16) {
+    f.recompiles = active & 1;
+    f.guards = active & 2;
+    f.dynamic = active & 4;
+    f.perf = active & 8;
+    return f;
+  }
   const char *env = std::getenv("TSL_LOGS");
   if (!env)
     return f;
@@ -102,10 +116,48 @@ LogFlags LogFlags::fromEnvironment() {
   return f;
 }
 
+bool LogFlags::parse(const std::string &spec, LogFlags &out,
+                     std::string &error) {
+  out = LogFlags();
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = std::min(spec.find(',', start), spec.size());
+    std::string name = spec.substr(start, comma - start);
+    while (!name.empty() && name.front() == ' ')
+      name.erase(name.begin());
+    while (!name.empty() && name.back() == ' ')
+      name.pop_back();
+    if (name == "recompiles")
+      out.recompiles = true;
+    else if (name == "guards")
+      out.guards = true;
+    else if (name == "dynamic")
+      out.dynamic = true;
+    else if (name == "perf")
+      out.perf = true;
+    else if (name == "all")
+      out.recompiles = out.guards = out.dynamic = out.perf = true;
+    else if (!name.empty() && name != "none") {
+      error = "unknown log '" + name +
+              "' (known: recompiles, guards, dynamic, perf, all, none)";
+      return false;
+    }
+    start = comma + 1;
+  }
+  return true;
+}
+
+void LogFlags::setActive(const LogFlags *flags) {
+  unsigned v = 0;
+  if (flags)
+    v = 16u | (flags->recompiles ? 1u : 0u) | (flags->guards ? 2u : 0u) |
+        (flags->dynamic ? 4u : 0u) | (flags->perf ? 8u : 0u);
+  activeLogs.store(v, std::memory_order_relaxed);
+}
+
 FunctionTable::FunctionTable(std::string name, CompilerHook *hook,
                              TableOptions options)
-    : name_(std::move(name)), hook_(hook), options_(options),
-      log_(LogFlags::fromEnvironment()) {}
+    : name_(std::move(name)), hook_(hook), options_(options) {}
 
 void FunctionTable::publish(std::shared_ptr<VariantCode> v) {
   size_t index = variants_.size();
@@ -135,15 +187,16 @@ void FunctionTable::refreshDispatcher() {
     variants.push_back(published_[i].load(std::memory_order_relaxed));
   Dispatcher d;
   std::string error;
+  LogFlags log = LogFlags::fromEnvironment();
   auto start = std::chrono::steady_clock::now();
   if (!hook_->compileDispatcher(variants, d, error)) {
     // Still correct: select() tries the matchers one by one.
-    if (log_.perf)
+    if (log.perf)
       std::fprintf(stderr, "[tsl] perf: %s: no native dispatcher: %s\n",
                    name_.c_str(), error.c_str());
     return;
   }
-  if (log_.perf)
+  if (log.perf)
     std::fprintf(stderr,
                  "[tsl] perf: dispatcher of %s over %zu variants compiled in "
                  "%.1f ms\n",
@@ -170,6 +223,20 @@ int FunctionTable::dispatch(const std::vector<CallArg> &args,
 Stats FunctionTable::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return stats_;
+}
+
+std::vector<VariantSummary> FunctionTable::variantSummaries() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<VariantSummary> out;
+  for (const std::shared_ptr<VariantCode> &v : variants_) {
+    VariantSummary s;
+    s.checks = v->checks;
+    s.specialized = v->specialized;
+    s.fromCache = v->fromCache;
+    s.onDevice = v->device != nullptr;
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 size_t FunctionTable::numVariants() const {
@@ -241,6 +308,7 @@ int FunctionTable::select(size_t first, size_t count,
 
 bool FunctionTable::compileFor(const std::vector<CallArg> &args,
                                const std::string &reason, Error &error) {
+  LogFlags log = LogFlags::fromEnvironment();
   // Automatic dynamic: an auto dim whose value differs from the one a
   // variant specialized to becomes dynamic in the next compile.
   for (const auto &v : variants_) {
@@ -248,7 +316,7 @@ bool FunctionTable::compileFor(const std::vector<CallArg> &args,
     for (const auto &[name, value] : v->specialized) {
       auto it = now.find(name);
       if (it != now.end() && it->second != value &&
-          dynamicDims_.insert(name).second && log_.dynamic)
+          dynamicDims_.insert(name).second && log.dynamic)
         std::fprintf(stderr,
                      "[tsl] dynamic: %s: '%s' was %lld, now %lld: compiling it "
                      "as dynamic\n",
@@ -282,16 +350,16 @@ bool FunctionTable::compileFor(const std::vector<CallArg> &args,
     ++stats_.compiles;
   if (!variants_.empty())
     stats_.recompileReasons.push_back(reason);
-  if (log_.recompiles && !variants_.empty())
+  if (log.recompiles && !variants_.empty())
     std::fprintf(stderr, "[tsl] recompile %s: %s -> variant %zu%s\n",
                  name_.c_str(), reason.c_str(), variants_.size(),
                  allDynamic ? " (cache limit reached: all dims dynamic)" : "");
-  if (log_.guards)
+  if (log.guards)
     for (const std::string &c : code.checks)
       if (c.rfind("guard ", 0) == 0)
         std::fprintf(stderr, "[tsl] guards %s variant %zu: %s\n", name_.c_str(),
                      variants_.size(), c.c_str() + 6);
-  if (log_.perf)
+  if (log.perf)
     std::fprintf(stderr, "[tsl] perf: %s %s variant %zu in %.1f ms\n",
                  code.fromCache ? "loaded from the compile cache" : "compiled",
                  name_.c_str(), variants_.size(), ms);
@@ -386,6 +454,9 @@ bool FunctionTable::call(const std::vector<CallArg> &args,
     ++stats_.calls;
     if (stats_.callVariants.size() < 100000) // bounded: long-running programs
       stats_.callVariants.push_back(chosen);
+    if (stats_.variantCalls.size() <= static_cast<size_t>(chosen))
+      stats_.variantCalls.resize(chosen + 1, 0);
+    ++stats_.variantCalls[chosen];
   }
   variant = chosen;
   const VariantCode &v = *published_[chosen].load(std::memory_order_relaxed);

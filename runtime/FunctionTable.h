@@ -31,7 +31,22 @@ struct Stats {
   size_t calls = 0;
   /// The variant of each call (the first 100,000 calls).
   std::vector<int> callVariants;
+  /// How many calls each variant served, by variant index (every call).
+  std::vector<size_t> variantCalls;
   std::vector<std::string> recompileReasons;
+};
+
+/// What one variant of a table is, for embedders that list them (the
+/// Python package's `fn.variants`): no code, only descriptions.
+struct VariantSummary {
+  /// What its matcher checks of a call, in order: argument dims and ints
+  /// ("argument 'x' dim 0 must be N", "argument 'k' must be 3"), declared
+  /// ranges, and guards ("guard N == 4 (m.tsl:3:7, matmul)").
+  std::vector<std::string> checks;
+  /// auto dims and int params specialized to a value in this variant.
+  std::map<std::string, int64_t> specialized;
+  bool fromCache = false; ///< loaded from the on-disk compile cache
+  bool onDevice = false;  ///< a GPU variant
 };
 
 struct TableOptions {
@@ -44,7 +59,15 @@ struct TableOptions {
 /// Which events to log to stderr (TSL_LOGS=recompiles,guards,dynamic,perf).
 struct LogFlags {
   bool recompiles = false, guards = false, dynamic = false, perf = false;
+  /// The flags in effect now: those setActive() installed, else TSL_LOGS
+  /// (read at each call, so a table sees a change at its next event).
   static LogFlags fromEnvironment();
+  /// Parses a comma-separated list of the names above ("" or "none": no
+  /// logs, "all": every one). False with \p error naming an unknown name.
+  static bool parse(const std::string &spec, LogFlags &out, std::string &error);
+  /// Replaces TSL_LOGS for the whole process (every table, existing ones
+  /// too); null goes back to TSL_LOGS. Thread-safe (one atomic word).
+  static void setActive(const LogFlags *flags);
 };
 
 class FunctionTable {
@@ -73,6 +96,8 @@ public:
 
   Stats stats() const;
   size_t numVariants() const;
+  /// Every variant in dispatch order (first match wins).
+  std::vector<VariantSummary> variantSummaries() const;
   /// How many variants (from the first) the native dispatcher chooses
   /// among; 0 when there is none.
   size_t dispatcherCoverage() const {
@@ -110,7 +135,6 @@ private:
   std::string name_;
   CompilerHook *hook_;
   TableOptions options_;
-  LogFlags log_;
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<VariantCode>> variants_; ///< owned; only grows
   /// Lock-free view for dispatch: variants are never removed, so readers

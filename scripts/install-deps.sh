@@ -7,6 +7,7 @@ packages=(
   antlr4 libantlr4-runtime-dev default-jre-headless
   libz3-dev libgtest-dev libbenchmark-dev libedit-dev
   llvm-19-dev llvm-19-tools clang-19 libclang-rt-19-dev
+  python3-venv python3-dev
 )
 missing=()
 for p in "${packages[@]}"; do

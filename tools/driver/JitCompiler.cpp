@@ -34,7 +34,7 @@ JitCompiler::JitCompiler(std::string path)
 
 bool JitCompiler::ensureLoaded(std::string &error) {
   if (!module_)
-    module_ = loader_.load(path_);
+    module_ = text_ ? loader_.loadText(path_, *text_) : loader_.load(path_);
   if (!module_) {
     error = diagnosticText_.str();
     return false;
@@ -65,6 +65,15 @@ bool JitCompiler::check(std::string &error) {
   return true;
 }
 
+bool JitCompiler::check(Error &error) {
+  std::string text;
+  if (check(text))
+    return true;
+  std::lock_guard<std::mutex> lock(mutex_);
+  error = diagnosticsError(/*trim=*/true);
+  return false;
+}
+
 std::vector<std::string>
 JitCompiler::parameterNames(const std::string &function) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -76,6 +85,16 @@ JitCompiler::parameterNames(const std::string &function) {
   if (it != module_->fns.end())
     for (const ast::Param &p : it->second->params)
       names.push_back(p.name);
+  return names;
+}
+
+std::vector<std::string> JitCompiler::functionNames() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string error;
+  std::vector<std::string> names;
+  if (ensureLoaded(error))
+    for (const auto &entry : module_->fns)
+      names.push_back(entry.first);
   return names;
 }
 

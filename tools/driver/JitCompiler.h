@@ -15,6 +15,7 @@
 #include "runtime/Variant.h"
 
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 namespace tsl {
@@ -41,6 +42,12 @@ public:
   bool compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
                          rt::Dispatcher &out, std::string &error) override;
 
+  /// Compiles \p text instead of reading the file: the path given to the
+  /// constructor only names it in diagnostics (the Python package's
+  /// `tsl.compile`). File imports resolve from the current directory. Call
+  /// before anything loads the source.
+  void setSourceText(std::string text) { text_ = std::move(text); }
+
   /// Compiles GPU variants for \p device from now on (null: the CPU).
   /// GPU variants bypass the on-disk cache.
   void setDevice(std::shared_ptr<rt::GpuDevice> device) {
@@ -49,9 +56,15 @@ public:
 
   /// Loads and checks the file; false with the diagnostics as text.
   bool check(std::string &error);
+  /// check() with the error's kind (the first error's: Syntax, Type, Shape
+  /// or Io) and location; the message is the diagnostics as text.
+  bool check(Error &error);
 
   /// Parameter names of \p function in order (empty if unknown).
   std::vector<std::string> parameterNames(const std::string &function);
+  /// The names of the module's functions, sorted (empty when it does not
+  /// load).
+  std::vector<std::string> functionNames();
 
 private:
   bool ensureLoaded(std::string &error);
@@ -84,6 +97,7 @@ private:
                    const std::string &manifest);
 
   std::string path_;
+  std::optional<std::string> text_; ///< the source, when not read from path_
   std::mutex mutex_;
   SourceManager sm_;
   std::ostringstream diagnosticText_;

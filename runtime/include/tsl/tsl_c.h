@@ -118,6 +118,13 @@ void tsl_outputs_free(tsl_tensor *outputs, int32_t noutputs);
  * runtime): tsl_module_load_source then compiles variants on demand. */
 tsl_status tsl_runtime_enable_jit(tsl_runtime *rt);
 
+/* Which events the runtime and compiler log to stderr, for the whole
+ * process and every function (existing ones too): a comma-separated list of
+ * recompiles, guards, dynamic, perf ("all": every one; "" or "none": no
+ * logs), as TSL_LOGS takes them. NULL goes back to $TSL_LOGS. An unknown
+ * name is TSL_INVALID_ARGUMENT (and changes nothing). */
+tsl_status tsl_set_logs(const char *spec);
+
 /* How many variants were compiled and how many calls ran so far. */
 tsl_status tsl_function_stats(tsl_function *fn, int32_t *compiles,
                               int32_t *calls);

@@ -1,0 +1,54 @@
+#pragma once
+/// \file tsl.Tensor: a function's result, owning memory the runtime
+/// allocated (host memory, or device memory of a CUDA device or the GPU
+/// emulator), shared with NumPy, PyTorch, JAX or CuPy through DLPack.
+
+#include "python/src/Common.h"
+#include "runtime/FunctionTable.h"
+#include "tsl/tsl_c.h"
+
+#include <memory>
+#include <vector>
+
+namespace tsl::rt {
+class GpuDevice;
+}
+
+namespace tsl::py {
+
+class Tensor {
+public:
+  /// Takes \p out (its memory is freed with the tensor). \p gpu is the
+  /// device whose memory it is (kept alive), null for host memory; an
+  /// emulator's memory is host memory and is shown as on the CPU.
+  Tensor(rt::Output out, std::shared_ptr<rt::GpuDevice> gpu, int32_t deviceId);
+  ~Tensor();
+  Tensor(const Tensor &) = delete;
+  Tensor &operator=(const Tensor &) = delete;
+
+  /// The DLTensor view (compact row-major; strides null).
+  const tsl_tensor &view() const { return view_; }
+  const std::vector<int64_t> &shape() const { return out_.shape; }
+  int32_t dtype() const { return out_.dtype; }
+  /// Whether the memory is a CUDA device's (not host memory).
+  bool onCuda() const { return view_.device.device_type == 2; }
+  /// Bytes of data.
+  size_t nbytes() const;
+  /// "f32[4, 3]".
+  std::string typeString() const;
+  /// "cpu" or "cuda:N".
+  std::string deviceString() const;
+  /// A copy of a CUDA tensor in host memory (raises tsl.Error when the copy
+  /// fails).
+  Tensor *copyToHost() const;
+
+private:
+  rt::Output out_;
+  std::shared_ptr<rt::GpuDevice> gpu_;
+  tsl_tensor view_{};
+};
+
+/// Registers tsl._tsl.Tensor.
+void bindTensor(nb::module_ &m);
+
+} // namespace tsl::py
