@@ -504,7 +504,7 @@ private:
   std::pair<Value *, Value *> blockArgReduce(
       Value *value, Value *index,
       const std::function<Value *(Value *, Value *, Value *, Value *)> &first);
-  /// __shfl_sync of \p v (i64, or any 32-bit type) from lane \p srcLane
+  /// __shfl_sync of \p v (any 32- or 64-bit type) from lane \p srcLane
   /// (i64) of the warp.
   Value *gpuShuffleIdx(Value *v, Value *srcLane);
   /// for (i = from; cond(i); i = next(i)) body(i), in the current function
