@@ -18,7 +18,8 @@
 //   log sqrt rsqrt tanh sigmoid relu gelu erf abs sin cos where cast constant
 //   sym_scalar full arange reduce_sum reduce_mean reduce_max reduce_min
 //   argmax matmul reshape permute expand concat slice pad conv2d max_pool2d
-//   nonzero masked_select unique item index_select topk assert
+//   nonzero masked_select unique item index_select topk assert, and
+//   attention (formed by the fusion pass from softmax(e @ b^T * 0.5) @ e)
 // Not covered: none of the table's ops is left out (the test fails if one
 // is missing from the programs at the CI count). No case is left out: the
 // two mismatches this test found (casts to f16/bf16 fused into their
@@ -249,7 +250,7 @@ private:
 
   Tail floatTail() {
     std::string q = "q" + std::to_string(tails_++);
-    switch (pick(32)) {
+    switch (pick(33)) {
     case 0:
       return {"", "sum(e, axis=1)", "f32[?]"};
     case 1:
@@ -319,6 +320,12 @@ private:
       return {"", "cast(b, bf16)", "bf16[?, ?]"};
     case 30:
       return {"", "cast(b * 0.5, f16)", "f16[?, ?]"};
+    case 31: // the attention pattern: fused into one attention op
+      return {"let " + q + "s = e @ transpose(b, 0, 1) * 0.5;\n  let " + q +
+                  "e = exp(" + q + "s - max(" + q +
+                  "s, axis=-1, keepdim=true));\n  ",
+              q + "e / sum(" + q + "e, axis=-1, keepdim=true) @ e",
+              "f32[?, ?]"};
     default:
       return {"", "e", "f32[?, ?]"};
     }
