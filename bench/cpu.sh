@@ -51,7 +51,7 @@ peer_env+=("OMP_WAIT_POLICY=$omp_wait")
 echo "peers: OMP_WAIT_POLICY=$omp_wait (TSL's pool waits on a condition variable)"
 err=$(mktemp)
 trap 'rm -f "$err"' EXIT
-declare -A tsl peers
+declare -A tsl peers seen
 for ((r = 1; r <= rounds; ++r)); do
   for t in "${counts[@]}"; do
     out=$(TSL_NUM_THREADS=$t "$root/build/bin/tsl_bench_cpu" "$root/bench/models.tsl" "$@")
@@ -65,7 +65,12 @@ for ((r = 1; r <= rounds; ++r)); do
       exit 1
     fi
     peers[$t]+="$p"$'\n'
-    ((r == 1)) && grep '^info: ' <<<"$p" | sed "s/^info: /peers, $t thread(s): /"
+    # What the peers run on, once (the lines that change with the threads
+    # again for each count).
+    while IFS= read -r line; do
+      [ -n "${seen[$line]+x}" ] || echo "peers: $line"
+      seen[$line]=1
+    done < <(sed -n 's/^info: //p' <<<"$p")
     echo "--- round $r of $rounds, TSL on $t thread(s)"
     echo "$out"
   done

@@ -95,6 +95,9 @@ def print_info():
                              'MKL_ENABLE_INSTRUCTIONS', 'MKL_CBWR', 'ATEN_CPU_CAPABILITY')
                  if v in os.environ]
     print(f'info: kernel overrides in the peers\' environment: {", ".join(overrides) or "none"}')
+    if threads > 1:
+        print('info: the encoder with NumPy GEMMs runs on one thread only (two thread pools '
+              'in one process fight over the cores)')
     print(f'info: peers\' malloc: mallopt(M_MMAP_THRESHOLD and M_TRIM_THRESHOLD, 1 GiB) '
           f'{"applied" if malloc_tuned else "FAILED"}, as the TSL runtime does')
 
@@ -133,7 +136,11 @@ def encoders():
     """The encoder layer at tsl_bench_cpu's shapes (D=256, 4 heads, at four
     (B, S); D=768, 12 heads, at B=1 S=256): PyTorch's module eager, the
     explicit ops eager with PyTorch's and with NumPy's GEMMs, and the explicit
-    ops under one torch.compile(dynamic=True) for all shapes."""
+    ops under one torch.compile(dynamic=True) for all shapes. The NumPy-GEMM
+    layer runs on one thread only: on more, OpenBLAS's threads and PyTorch's
+    OpenMP threads are two pools in one process and take turns spinning on
+    each other's cores (2-100x slower here), which measures the mix, not a
+    peer anyone would run."""
     shapes = [(256, 4, 1, 128), (256, 4, 4, 128), (256, 4, 1, 512), (256, 4, 8, 64),
               (768, 12, 1, 256)]
     weights = {}
@@ -156,7 +163,9 @@ def encoders():
                                                      batch_first=True).eval()
             ms(f'torch_encoder_{tag}', median(lambda: layer(t), 5))
         ms(f'torch_encoder_ops_{tag}', median(lambda: encoder_layer(t, heads, *w), 5))
-        ms(f'numpy_encoder_ops_{tag}', median(lambda: encoder_layer(t, heads, *w, mm=numpy_mm), 5))
+        if threads == 1:  # see encoders()' docstring
+            ms(f'numpy_encoder_ops_{tag}',
+               median(lambda: encoder_layer(t, heads, *w, mm=numpy_mm), 5))
         ms(f'torch_compile_encoder_{tag}', median(lambda: compiled(t, heads, *w), 5))
     # Graphs compiled, frames (the first compile and each recompile), and the
     # recompiles as guard failures where this torch records them.
