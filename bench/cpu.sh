@@ -212,4 +212,6 @@ if len(counts) > 1:
         mine = T[n][tsl] / T[1][tsl]
         theirs = P[n][peer] / P[1][peer] if peer in P[1] and peer in P[n] else None
         print(f'{tsl:<40}{mine:>8.2f}{"-" if theirs is None else f"{theirs:.2f}":>8}  ({peer})')
+    print('(where the peers do not scale either, other work held the cores: see the load average)')
 PY
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
