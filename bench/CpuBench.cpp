@@ -1,9 +1,13 @@
 // CPU benchmarks of compiled TSL through the runtime (variant table, native
 // dispatch, JIT-compiled kernels). Prints one line per measurement;
 // bench/cpu.sh runs the NumPy/PyTorch peers in the same run and prints
-// ratios. Single-threaded. Optional arguments after the models file pick
-// groups of rows (dispatch ew mm encoder conv attention); none runs them all.
+// ratios. Runs on the runtime's thread pool as the environment sizes it
+// (TSL_NUM_THREADS, else the affinity mask; bench/cpu.sh runs it with 1 and
+// with every core) and prints that size first. Optional arguments after the
+// models file pick groups of rows (dispatch ew mm encoder rows conv
+// attention); none runs them all.
 #include "runtime/FunctionTable.h"
+#include "runtime/ThreadPool.h"
 #include "tools/driver/JitCompiler.h"
 
 #include <algorithm>
@@ -76,89 +80,85 @@ double timeCall(rt::FunctionTable &table, const std::vector<rt::CallArg> &args,
   });
 }
 
-} // namespace
+/// The encoder layer's weights for width \p d (feed-forward 4d), in
+/// nn.encoder_layer's argument order after x.
+std::vector<Buffer> encoderWeights(int64_t d, std::mt19937 &rng) {
+  std::vector<Buffer> w;
+  for (auto shape : std::vector<std::vector<int64_t>>{{d, d},
+                                                      {d, d},
+                                                      {d, d},
+                                                      {d, d},
+                                                      {d},
+                                                      {d},
+                                                      {d, 4 * d},
+                                                      {4 * d},
+                                                      {4 * d, d},
+                                                      {d},
+                                                      {d},
+                                                      {d}})
+    w.push_back(randomBuffer(shape, rng));
+  return w;
+}
 
-int main(int argc, char **argv) {
-  if (argc < 2) {
-    std::fprintf(
-        stderr, "usage: %s bench/models.tsl [dispatch|ew|mm|encoder|conv|attention]...\n",
-        argv[0]);
-    return 2;
-  }
-  JitCompiler jit(argv[1]);
-  std::mt19937 rng(1);
-  auto want = [&](const char *group) {
-    for (int i = 2; i < argc; ++i)
-      if (std::strcmp(argv[i], group) == 0)
-        return true;
-    return argc == 2;
-  };
+/// Dispatch: choosing the variant of a function with ten guards.
+void benchDispatch(JitCompiler &jit, std::mt19937 &rng) {
+  rt::FunctionTable table("guarded", &jit);
+  std::vector<Buffer> bufs;
+  for (int i = 0; i < 11; ++i)
+    bufs.push_back(randomBuffer({4}, rng));
+  std::vector<rt::CallArg> args = argsOf(bufs);
+  timeCall(table, args, 1); // compile
+  std::vector<int64_t> syms;
+  const int n = 1000000;
+  auto start = Clock::now();
+  int sink = 0;
+  for (int i = 0; i < n; ++i)
+    sink += table.dispatch(args, syms);
+  double ns =
+      std::chrono::duration<double, std::nano>(Clock::now() - start).count() /
+      n;
+  std::printf("dispatch (10 guards): %.1f ns per call%s\n", ns,
+              sink ? " (miss?)" : "");
+}
 
-  // Dispatch: choosing the variant of a function with ten guards.
-  if (want("dispatch")) {
-    rt::FunctionTable table("guarded", &jit);
-    std::vector<Buffer> bufs;
-    for (int i = 0; i < 11; ++i)
-      bufs.push_back(randomBuffer({4}, rng));
-    std::vector<rt::CallArg> args = argsOf(bufs);
-    timeCall(table, args, 1); // compile
-    std::vector<int64_t> syms;
-    const int n = 1000000;
-    auto start = Clock::now();
-    int sink = 0;
-    for (int i = 0; i < n; ++i)
-      sink += table.dispatch(args, syms);
-    double ns =
-        std::chrono::duration<double, std::nano>(Clock::now() - start).count() /
-        n;
-    std::printf("dispatch (10 guards): %.1f ns per call%s\n", ns,
-                sink ? " (miss?)" : "");
+/// Elementwise over 16M floats vs a plain copy.
+void benchElementwise(JitCompiler &jit, std::mt19937 &rng) {
+  rt::FunctionTable table("ew", &jit);
+  std::vector<Buffer> bufs{randomBuffer({1 << 24}, rng)};
+  double t = timeCall(table, argsOf(bufs), 15);
+  std::vector<float> dst(bufs[0].data.size());
+  double copy = median(15, [&] {
+    std::memcpy(dst.data(), bufs[0].data.data(), dst.size() * 4);
+  });
+  std::printf(
+      "relu(x*1.5+0.5)*2.0 16M f32: %.2f ms (copy %.2f ms, %.2fx the copy)\n",
+      t * 1e3, copy * 1e3, t / copy);
+}
+
+/// Matmul 1024^3 and 4096^3.
+void benchMatmul(JitCompiler &jit, std::mt19937 &rng) {
+  rt::FunctionTable table("mm", &jit);
+  for (int64_t n : {1024, 4096}) {
+    std::vector<Buffer> bufs{randomBuffer({n, n}, rng),
+                             randomBuffer({n, n}, rng)};
+    double t = timeCall(table, argsOf(bufs), n > 1024 ? 3 : 5);
+    std::printf("matmul %lld^3 f32: %.2f ms = %.1f GFLOP/s\n",
+                static_cast<long long>(n), t * 1e3, 2.0 * n * n * n / t / 1e9);
   }
-  // Elementwise over 16M floats vs a plain copy.
-  if (want("ew")) {
-    rt::FunctionTable table("ew", &jit);
-    std::vector<Buffer> bufs{randomBuffer({1 << 24}, rng)};
-    double t = timeCall(table, argsOf(bufs), 15);
-    std::vector<float> dst(bufs[0].data.size());
-    double copy = median(15, [&] {
-      std::memcpy(dst.data(), bufs[0].data.data(), dst.size() * 4);
-    });
-    std::printf(
-        "relu(x*1.5+0.5)*2.0 16M f32: %.2f ms (copy %.2f ms, %.2fx the copy)\n",
-        t * 1e3, copy * 1e3, t / copy);
-  }
-  // Matmul 1024^3.
-  if (want("mm")) {
-    rt::FunctionTable table("mm", &jit);
-    std::vector<Buffer> bufs{randomBuffer({1024, 1024}, rng),
-                             randomBuffer({1024, 1024}, rng)};
-    double t = timeCall(table, argsOf(bufs), 3);
-    std::printf("matmul 1024^3 f32: %.2f ms = %.1f GFLOP/s\n", t * 1e3,
-                2.0 * 1024 * 1024 * 1024 / t / 1e9);
-  }
-  // Softmax and the encoder layer at the (B, S).
+}
+
+/// Softmax and the encoder layer (D=256) at the (B, S), the static
+/// variant at B=4 S=128, and the layer at D=768 (B=1, S=256).
+void benchEncoder(JitCompiler &jit, std::mt19937 &rng) {
+  rt::FunctionTable softmax("softmax", &jit);
+  rt::FunctionTable encoder("encoder", &jit);
+  std::vector<Buffer> weights = encoderWeights(256, rng);
   for (auto [B, S] : std::vector<std::pair<int64_t, int64_t>>{
            {1, 128}, {4, 128}, {1, 512}, {8, 64}}) {
-    if (!want("encoder"))
-      break;
-    rt::FunctionTable softmax("softmax", &jit);
     std::vector<Buffer> x{randomBuffer({B, S, 256}, rng)};
     double ts = timeCall(softmax, argsOf(x), 500);
-    rt::FunctionTable encoder("encoder", &jit);
     std::vector<Buffer> e{x[0]};
-    for (auto shape : std::vector<std::vector<int64_t>>{{256, 256},
-                                                        {256, 256},
-                                                        {256, 256},
-                                                        {256, 256},
-                                                        {256},
-                                                        {256},
-                                                        {256, 1024},
-                                                        {1024},
-                                                        {1024, 256},
-                                                        {256},
-                                                        {256},
-                                                        {256}})
-      e.push_back(randomBuffer(shape, rng));
+    e.insert(e.end(), weights.begin(), weights.end());
     double te = timeCall(encoder, argsOf(e), 5);
     if (B == 4) {
       // The same shapes through a variant specialized to them (static).
@@ -172,35 +172,86 @@ int main(int argc, char **argv) {
                 static_cast<long long>(B), static_cast<long long>(S), ts * 1e3,
                 te * 1e3);
   }
-  // ResNet's 3x3 conv (64 channels, N=4, 56 x 56, bias) alone and in the
-  // basic block (bench/models.tsl).
-  if (want("conv")) {
-    rt::FunctionTable conv("conv3x3", &jit);
-    std::vector<Buffer> c{randomBuffer({4, 64, 56, 56}, rng),
-                          randomBuffer({64, 64, 3, 3}, rng),
-                          randomBuffer({64}, rng)};
-    double tc = timeCall(conv, argsOf(c), 10);
-    rt::FunctionTable block("resnet_block", &jit);
-    std::vector<Buffer> r{c[0]};
-    for (int i = 0; i < 2; ++i) {
-      r.push_back(randomBuffer({64, 64, 3, 3}, rng));
-      r.push_back(randomBuffer({64, 1, 1}, rng));
-      r.push_back(randomBuffer({64, 1, 1}, rng));
-    }
-    double tb = timeCall(block, argsOf(r), 10);
-    std::printf("conv3x3 64ch N=4 56x56: %.2f ms = %.1f GFLOP/s; resnet_block: "
-                "%.2f ms\n",
-                tc * 1e3, 2.0 * 4 * 64 * 56 * 56 * 64 * 9 / tc / 1e9, tb * 1e3);
+  rt::FunctionTable wide("encoder768", &jit);
+  std::vector<Buffer> e{randomBuffer({1, 256, 768}, rng)};
+  std::vector<Buffer> w = encoderWeights(768, rng);
+  e.insert(e.end(), w.begin(), w.end());
+  std::printf("encoder_layer D=768 B=1 S=256: %.2f ms\n",
+              timeCall(wide, argsOf(e), 5) * 1e3);
+}
+
+/// Softmax and layer_norm over rows of 768, [64, 512, 768].
+void benchRows(JitCompiler &jit, std::mt19937 &rng) {
+  rt::FunctionTable softmax("softmax768", &jit);
+  rt::FunctionTable layerNorm("layer_norm768", &jit);
+  std::vector<Buffer> x{randomBuffer({64, 512, 768}, rng)};
+  double ts = timeCall(softmax, argsOf(x), 10);
+  std::vector<Buffer> ln{x[0], randomBuffer({768}, rng),
+                         randomBuffer({768}, rng)};
+  double tl = timeCall(layerNorm, argsOf(ln), 10);
+  std::printf("softmax [64,512,768]: %.2f ms; layer_norm: %.2f ms\n", ts * 1e3,
+              tl * 1e3);
+}
+
+/// ResNet's 3x3 conv (64 channels, N=4, 56 x 56, bias) alone and in the
+/// basic block (bench/models.tsl).
+void benchConv(JitCompiler &jit, std::mt19937 &rng) {
+  rt::FunctionTable conv("conv3x3", &jit);
+  std::vector<Buffer> c{randomBuffer({4, 64, 56, 56}, rng),
+                        randomBuffer({64, 64, 3, 3}, rng),
+                        randomBuffer({64}, rng)};
+  double tc = timeCall(conv, argsOf(c), 10);
+  rt::FunctionTable block("resnet_block", &jit);
+  std::vector<Buffer> r{c[0]};
+  for (int i = 0; i < 2; ++i) {
+    r.push_back(randomBuffer({64, 64, 3, 3}, rng));
+    r.push_back(randomBuffer({64, 1, 1}, rng));
+    r.push_back(randomBuffer({64, 1, 1}, rng));
   }
-  // Attention alone: 8 heads of 64 over S = T = 1024 (the fused op).
-  if (want("attention")) {
-    rt::FunctionTable attention("attention", &jit);
-    std::vector<Buffer> a;
-    for (int i = 0; i < 3; ++i)
-      a.push_back(randomBuffer({1, 8, 1024, 64}, rng));
-    double ta = timeCall(attention, argsOf(a), 5);
-    std::printf("attention B=1 H=8 S=T=1024 D=64: %.2f ms = %.1f GFLOP/s\n",
-                ta * 1e3, 4.0 * 8 * 1024 * 1024 * 64 / ta / 1e9);
+  double tb = timeCall(block, argsOf(r), 10);
+  std::printf("conv3x3 64ch N=4 56x56: %.2f ms = %.1f GFLOP/s; resnet_block: "
+              "%.2f ms\n",
+              tc * 1e3, 2.0 * 4 * 64 * 56 * 56 * 64 * 9 / tc / 1e9, tb * 1e3);
+}
+
+/// Attention alone: 8 heads of 64 over S = T = 1024 (the fused op).
+void benchAttention(JitCompiler &jit, std::mt19937 &rng) {
+  rt::FunctionTable attention("attention", &jit);
+  std::vector<Buffer> a;
+  for (int i = 0; i < 3; ++i)
+    a.push_back(randomBuffer({1, 8, 1024, 64}, rng));
+  double ta = timeCall(attention, argsOf(a), 5);
+  std::printf("attention B=1 H=8 S=T=1024 D=64: %.2f ms = %.1f GFLOP/s\n",
+              ta * 1e3, 4.0 * 8 * 1024 * 1024 * 64 / ta / 1e9);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr,
+                 "usage: %s bench/models.tsl "
+                 "[dispatch|ew|mm|encoder|rows|conv|attention]...\n",
+                 argv[0]);
+    return 2;
   }
+  JitCompiler jit(argv[1]);
+  std::mt19937 rng(1);
+  auto want = [&](const char *group) {
+    for (int i = 2; i < argc; ++i)
+      if (std::strcmp(argv[i], group) == 0)
+        return true;
+    return argc == 2;
+  };
+  std::printf("threads: %d\n", rt::ThreadPool::instance().size());
+  using Bench = void (*)(JitCompiler &, std::mt19937 &);
+  const std::pair<const char *, Bench> groups[] = {
+      {"dispatch", benchDispatch},  {"ew", benchElementwise},
+      {"mm", benchMatmul},          {"encoder", benchEncoder},
+      {"rows", benchRows},          {"conv", benchConv},
+      {"attention", benchAttention}};
+  for (auto [name, bench] : groups)
+    if (want(name))
+      bench(jit, rng);
   return 0;
 }
