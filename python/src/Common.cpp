@@ -1,6 +1,7 @@
 // tsl.Error and the registered Python classes.
 #include "python/src/Common.h"
 
+#include <algorithm>
 #include <fstream>
 
 namespace tsl::py {
@@ -84,34 +85,12 @@ void registerClasses(nb::dict classes) {
   Py_INCREF(registry);
 }
 
-const char *kindName(ErrorKind kind) {
-  switch (kind) {
-  case ErrorKind::Syntax:
-    return "syntax";
-  case ErrorKind::Type:
-    return "type";
-  case ErrorKind::Shape:
-    return "shape";
-  case ErrorKind::Io:
-    return "io";
-  case ErrorKind::NotFound:
-    return "not_found";
-  case ErrorKind::InvalidArgument:
-    return "invalid_argument";
-  case ErrorKind::NoVariant:
-    return "no_variant";
-  case ErrorKind::CacheLimit:
-    return "cache_limit";
-  case ErrorKind::RuntimeCheck:
-    return "runtime_check";
-  case ErrorKind::Resource:
-    return "resource";
-  case ErrorKind::Unsupported:
-    return "unsupported";
-  case ErrorKind::Internal:
-    return "internal";
-  }
-  return "internal";
+std::string kindName(ErrorKind kind) {
+  // support/Error.h's name with '_' for ' ' ("not found" -> "not_found"): a
+  // Python identifier-like value for tsl.Error.kind.
+  std::string name = errorKindName(kind);
+  std::replace(name.begin(), name.end(), ' ', '_');
+  return name;
 }
 
 void raiseError(ErrorKind kind, const std::string &message) {

@@ -28,7 +28,7 @@ void registerClasses(nb::dict classes);
 /// The `kind` attribute of tsl.Error for \p kind: "syntax", "type",
 /// "shape", "io", "not_found", "invalid_argument", "no_variant",
 /// "cache_limit", "runtime_check", "resource", "unsupported", "internal".
-const char *kindName(ErrorKind kind);
+std::string kindName(ErrorKind kind);
 
 /// Raises tsl.Error(message, kind): sets the Python error and throws
 /// nb::python_error. \p message is the clang-style text
