@@ -220,7 +220,8 @@ bool attentionFloat(tsl_rt_context *ctx, const Problem &p, float scale,
   int64_t perThread = Scratch::floats(p);
   int64_t total = perThread * pool.size() + (half ? qn + kn + vn + 48 : 0);
   float *block = static_cast<float *>(
-      std::aligned_alloc(64, static_cast<size_t>(total) * 4 + 64));
+      // aligned_alloc wants a size that is a multiple of the alignment.
+      std::aligned_alloc(64, (static_cast<size_t>(total) * 4 + 63) / 64 * 64));
   if (!block) {
     tsl_rt_error(ctx, "out of memory (attention scratch)");
     return false;
