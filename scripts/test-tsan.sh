@@ -2,7 +2,8 @@
 # Builds the unit tests with ThreadSanitizer into build-tsan/ and runs the
 # runtime tests (the C/C++ API from several threads on the CPU and the GPU
 # emulator, the dispatcher, the JIT table: in tsl_unit_driver, which has the
-# compiler; GEMM and the GPU emulator's fibers: tsl_unit_runtime). Only those two executables are built.
+# compiler; GEMM, the thread pool and the GPU emulator's fibers:
+# tsl_unit_runtime). Only those two executables are built.
 # LLVM's JIT and libz3 are not instrumented: tests/tsan.supp lists what is
 # suppressed and why.
 set -euo pipefail
@@ -21,5 +22,5 @@ start=$(date +%s)
 export TSL_CACHE_DIR=off
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/tests/tsan.supp ${TSAN_OPTIONS:-}"
 "$build/bin/tsl_unit_driver" --gtest_filter='Devices/Fixture.*:Runtime.*:GpuRuntime.*:Dispatcher.*'
-"$build/bin/tsl_unit_runtime" --gtest_filter='Gemm.*:GpuEmulator.*'
+"$build/bin/tsl_unit_runtime" --gtest_filter='Gemm.*:GpuEmulator.*:ThreadPool.*'
 echo "tsan: runtime tests passed in $(( $(date +%s) - start )) s"
