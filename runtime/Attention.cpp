@@ -9,10 +9,10 @@
 // second GEMM. The (batch entry, query block) pairs are shared out over the
 // runtime's thread pool. f16 and bf16 compute in f32 (inputs widened once, the
 // result rounded once); f64 runs a scalar loop in double.
+#include "runtime/FloatElements.h"
 #include "runtime/Gemm.h"
 #include "runtime/KernelAbi.h"
 #include "runtime/ThreadPool.h"
-#include "support/Float16.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,7 +23,7 @@
 
 namespace {
 
-enum Code : int32_t { F16 = 4, BF16 = 5, F32 = 6, F64 = 7 };
+using namespace tsl::rt;
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,fma")
@@ -96,22 +96,6 @@ struct Problem {
   int64_t maskRowStride() const { return maskStrides[batchRank]; }
   int64_t maskColStride() const { return maskStrides[batchRank + 1]; }
 };
-
-/// Element \p i of \p p (f16, bf16 or f32) as f32.
-float loadFloat(int32_t d, const void *p, int64_t i) {
-  if (d == F32)
-    return static_cast<const float *>(p)[i];
-  uint16_t h = static_cast<const uint16_t *>(p)[i];
-  return d == F16 ? tsl::halfToFloat(h) : tsl::bf16ToFloat(h);
-}
-
-void storeFloat(int32_t d, void *p, int64_t i, float v) {
-  if (d == F32)
-    static_cast<float *>(p)[i] = v;
-  else
-    static_cast<uint16_t *>(p)[i] =
-        d == F16 ? tsl::floatToHalf(v) : tsl::floatToBF16(v);
-}
 
 /// One thread's scratch for query blocks, carved from one allocation.
 struct Scratch {

@@ -9,9 +9,9 @@
 // unpadded f32 conv reads the image itself as B. f16 and bf16 go through
 // f32 copies of the weights, each image and each result; f64 keeps a scalar
 // loop that accumulates in double.
+#include "runtime/FloatElements.h"
 #include "runtime/Gemm.h"
 #include "runtime/KernelAbi.h"
-#include "support/Float16.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -19,7 +19,7 @@
 
 namespace {
 
-enum Code : int32_t { F16 = 4, BF16 = 5, F32 = 6, F64 = 7 };
+using namespace tsl::rt;
 
 /// The sizes of one call: input [N, C, H, W], weights [O, C, KH, KW],
 /// strides, padding and output [N, O, OH, OW].
@@ -112,14 +112,6 @@ bool convImage(const Geometry &g, const float *image, int64_t Hs, int64_t Ws,
                         g.pixels(), bias);
 }
 
-/// Element \p i of \p p, of element type \p d (f16, bf16 or f32), as f32.
-float loadFloat(int32_t d, const void *p, int64_t i) {
-  if (d == F32)
-    return static_cast<const float *>(p)[i];
-  uint16_t h = static_cast<const uint16_t *>(p)[i];
-  return d == F16 ? tsl::halfToFloat(h) : tsl::bf16ToFloat(h);
-}
-
 /// Image \p n of \p x (element type \p d) as f32 [C, Hs, Ws] in \p dst,
 /// zero in the padding.
 void padImage(const Geometry &g, int32_t d, const void *x, int64_t n,
@@ -183,9 +175,8 @@ bool convFloat(tsl_rt_context *ctx, const Geometry &g, int32_t d, const void *x,
     }
     float *result = half ? of : static_cast<float *>(out) + n * outImage;
     ok = convImage(g, image, Hs, Ws, weights, b, result);
-    uint16_t *o = static_cast<uint16_t *>(out) + n * outImage;
     for (int64_t i = 0; ok && half && i < outImage; ++i)
-      o[i] = d == F16 ? tsl::floatToHalf(of[i]) : tsl::floatToBF16(of[i]);
+      storeFloat(d, out, n * outImage + i, of[i]);
   }
   std::free(scratch);
   if (!ok)
