@@ -462,7 +462,7 @@ bool Codegen::reduceLastAxis(const Operation &op,
   fmf.setAllowReassoc();
   fmf.setNoSignedZeros();
   Value *init = reductionIdentity(op.code, t);
-  loops(outer, [&](const std::vector<Value *> &idx) {
+  auto row = [&](const std::vector<Value *> &idx) {
     llvm::BasicBlock *pre = b.GetInsertBlock();
     auto *header = llvm::BasicBlock::Create(ctx, "row", kernel);
     auto *body = llvm::BasicBlock::Create(ctx, "rowbody", kernel);
@@ -491,7 +491,8 @@ bool Codegen::reduceLastAxis(const Operation &op,
     if (op.code == OpCode::ReduceMean)
       result = b.CreateFDiv(result, b.CreateSIToFP(n, acc));
     store(fn.type(op.results[0]).dtype, dst, offset(idx, outStrides), result);
-  });
+  };
+  loops(outer, row, n);
   return true;
 }
 
@@ -537,7 +538,8 @@ bool Codegen::reduce(const Operation &op) {
       accStrides[i] = b.getInt64(0);
   std::map<ValueId, std::vector<Value *>> inStrides;
   leafStrides(op.operands[0], inShape, in.dims, inStrides);
-  loops(inShape, [&](const std::vector<Value *> &idx) {
+  // Iterations share accumulators: one thread.
+  serialLoops(inShape, [&](const std::vector<Value *> &idx) {
     Value *slot = b.CreateGEP(acc, accBuf, offset(idx, accStrides));
     Value *cur = b.CreateLoad(acc, slot);
     Value *x = valueAt(op.operands[0], idx, inStrides);
@@ -634,7 +636,7 @@ bool Codegen::matmul(const Operation &op) {
     std::vector<Value *> outStrides = contiguousStrides(batch);
     Value *mn = b.CreateMul(M, N);
     llvm::Type *f32 = b.getFloatTy();
-    loops(batch, [&](const std::vector<Value *> &bi) {
+    auto gemm = [&](const std::vector<Value *> &bi) {
       Value *pa = b.CreateGEP(f32, bufs[op.operands[0]], offset(bi, sa));
       Value *pb = b.CreateGEP(f32, bBuf, offset(bi, sc));
       Value *pc =
@@ -642,7 +644,9 @@ bool Codegen::matmul(const Operation &op) {
       b.CreateCall(runtime(gemmName, b.getVoidTy(),
                            {i64, i64, i64, ptr, i64, ptr, i64, ptr, i64}),
                    {M, N, K, pa, K, pb, ldb, pc, N});
-    });
+    };
+    // One GEMM per thread at a time; a single one splits itself.
+    loops(batch, gemm, b.CreateMul(mn, K));
     return true;
   }
   llvm::Type *acc = computeType(t);
@@ -652,7 +656,8 @@ bool Codegen::matmul(const Operation &op) {
                                {ctxArg, b.CreateMul(mn, b.getInt64(8))});
   failOpIf(b.CreateIsNull(accBuf));
   std::vector<Value *> outStrides = contiguousStrides(batch);
-  loops(batch, [&](const std::vector<Value *> &bi) {
+  // Batch entries share the accumulators: one thread.
+  serialLoops(batch, [&](const std::vector<Value *> &bi) {
     Value *baseA = offset(bi, sa), *baseC = offset(bi, sc);
     Value *baseO = b.CreateMul(offset(bi, outStrides), mn);
     loops({mn}, [&](const std::vector<Value *> &z) {

@@ -57,6 +57,51 @@ public:
   bool lowerOp(const Operation &op);
   /// Sequential loops over \p extents (the body may nest more loops).
   void serialLoops(const std::vector<Value *> &extents, const LoopBody &body);
+  /// What a parallel loop does per chunk besides its iterations: \p before
+  /// runs in the host function with the chunk count (i64) before the loop
+  /// (to allocate per-chunk scratch), \p enter at the start of each chunk
+  /// with its index (i64, in [0, chunks)). Either may be empty.
+  struct ChunkHooks {
+    std::function<void(Value *chunks)> before;
+    std::function<void(Value *chunk)> enter;
+  };
+  /// Host code (CodegenParallel.cpp): \p body for every index of
+  /// \p extents, whose iterations are independent and write disjoint data.
+  /// The outer indices (all but the last extent; the only one for rank 1)
+  /// are cut into chunks by tsl_rt_parallel_chunks, so that a chunk holds
+  /// at least kParallelChunkWork elements of work (\p work per index, null
+  /// for 1, times the last extent), and the chunks run through
+  /// tsl_rt_parallel_for: the body is emitted once, into its own function
+  /// that takes the values it uses from the host function as arguments
+  /// (noalias where they are distinct fresh allocations). A body that
+  /// records failures or allocates (it uses the context) runs its chunks
+  /// in order on the calling thread. Loops known at compile time to be
+  /// smaller than two chunks stay inline and sequential.
+  void hostParallelLoops(const std::vector<Value *> &extents, Value *work,
+                         const LoopBody &body, const ChunkHooks &hooks = {});
+  /// Elements of work below which a chunk does not pay for waking a
+  /// thread (measured: bench/cpu.sh's scaling table).
+  static constexpr int64_t kParallelChunkWork = int64_t(1) << 15;
+
+private:
+  /// hostParallelLoops' chunk function `i32 (i64 chunk)`: the chunk's
+  /// share of [0, outer) unflattened over \p outerExtents, each outer index
+  /// looping over \p last (null for none). Values of the host function
+  /// appear in it as they are (closeOver fixes them).
+  llvm::Function *emitChunkFunction(const std::vector<Value *> &outerExtents,
+                                    Value *last, Value *outer, Value *chunks,
+                                    const LoopBody &body,
+                                    const ChunkHooks &hooks);
+  /// \p f rebuilt as a function whose arguments after its own are the
+  /// values of other functions it uses (returned in \p captures, in
+  /// argument order); \p f is erased.
+  llvm::Function *closeOver(llvm::Function *f, std::vector<Value *> &captures);
+  /// \p f named `tsl_body_<digest of its text>`, or an existing function
+  /// of that name (same text; \p f is erased): identical kernels keep
+  /// identical text (shareKernel).
+  llvm::Function *nameByText(llvm::Function *f);
+
+public:
   /// The buffer of \p v in the function being emitted (null before it is
   /// allocated).
   Value *buffer(ValueId v) const { return bufs[v]; }
@@ -239,10 +284,11 @@ private:
   Value *allocateResult(const Operation &op, size_t i = 0);
 
   /// for (idx...) over \p extents, calling \p body with the indices: an
-  /// op's outermost loop nest through Target::parallelLoop, nested ones
-  /// sequential.
-  void loops(const std::vector<Value *> &extents,
-             const std::function<void(const std::vector<Value *> &)> &body);
+  /// op's outermost loop nest through Target::parallelLoop (iterations
+  /// must be independent and write disjoint data; \p work as there),
+  /// nested ones sequential.
+  void loops(const std::vector<Value *> &extents, const LoopBody &body,
+             Value *work = nullptr);
   void loopLevel(const std::vector<Value *> &extents, size_t level,
                  std::vector<Value *> &idx,
                  const std::function<void(const std::vector<Value *> &)> &body);

@@ -20,18 +20,32 @@ bool Codegen::lowerRowGroup(const RowGroup &g) {
     if (!computedElsewhere(op))
       body.push_back(&op);
   }
-  // Results first: full tensors, or a row of scratch (the plan's).
+  // Results first: full tensors, or a row of scratch (the plan's) per
+  // chunk of rows (chunks run on different threads).
   std::map<ValueId, Value *> rowBase; // full buffers, offset per row
   std::set<ValueId> scratch(g.scratch.begin(), g.scratch.end());
+  std::map<ValueId, Value *> scratchBase; // offset per chunk
   for (const Operation *op : body) {
-    opIndex = static_cast<int32_t>(op - fn.ops.data());
     ValueId v = op->results[0];
-    if (scratch.count(v)) {
-      allocate(v, expr(fn.type(v).dims.back()));
-    } else {
+    if (!scratch.count(v)) {
+      opIndex = static_cast<int32_t>(op - fn.ops.data());
       rowBase[v] = allocateResult(*op);
     }
   }
+  ChunkHooks hooks;
+  hooks.before = [&](Value *chunks) {
+    for (const Operation *op : body)
+      if (ValueId v = op->results[0]; scratch.count(v)) {
+        opIndex = static_cast<int32_t>(op - fn.ops.data());
+        scratchBase[v] =
+            allocate(v, b.CreateMul(expr(fn.type(v).dims.back()), chunks));
+      }
+  };
+  hooks.enter = [&](Value *chunk) {
+    for (auto &[v, base] : scratchBase)
+      bufs[v] = b.CreateGEP(storageType(fn.type(v).dtype), base,
+                            b.CreateMul(chunk, expr(fn.type(v).dims.back())));
+  };
   for (const Operation *op : body) {
     std::vector<ValueId> read;
     for (ValueId o : op->operands)
@@ -45,22 +59,36 @@ bool Codegen::lowerRowGroup(const RowGroup &g) {
   Value *rows = b.getInt64(1);
   for (const SymExpr &d : g.lead)
     rows = b.CreateMul(rows, expr(d));
-  bool ok = true;
-  loops({rows}, [&](const std::vector<Value *> &r) {
-    for (auto &[v, base] : rowBase)
-      bufs[v] = b.CreateGEP(storageType(fn.type(v).dtype), base,
-                            b.CreateMul(r[0], expr(fn.type(v).dims.back())));
-    rowLead = g.lead;
-    preallocated = true;
-    for (const Operation *op : body) {
-      opIndex = static_cast<int32_t>(op - fn.ops.data());
-      if (!(ok = lowerOp(*op)))
-        break;
+  // Work per row: its length times the ops that pass over it.
+  Value *work = b.getInt64(static_cast<int64_t>(body.size()));
+  for (const Operation *op : body)
+    if (const TensorType &t = fn.type(op->results[0]);
+        t.rank() == g.lead.size() + 1 && !t.dims.back().isConst(1)) {
+      work = b.CreateMul(work, expr(t.dims.back()));
+      break;
     }
-    rowLead.clear();
-    preallocated = false;
-  });
+  bool ok = true;
+  hostParallelLoops(
+      {rows}, work,
+      [&](const std::vector<Value *> &r) {
+        for (auto &[v, base] : rowBase)
+          bufs[v] =
+              b.CreateGEP(storageType(fn.type(v).dtype), base,
+                          b.CreateMul(r[0], expr(fn.type(v).dims.back())));
+        rowLead = g.lead;
+        preallocated = true;
+        for (const Operation *op : body) {
+          opIndex = static_cast<int32_t>(op - fn.ops.data());
+          if (!(ok = lowerOp(*op)))
+            break;
+        }
+        rowLead.clear();
+        preallocated = false;
+      },
+      hooks);
   for (auto &[v, base] : rowBase)
+    bufs[v] = base;
+  for (auto &[v, base] : scratchBase)
     bufs[v] = base;
   // Intermediates die after the row loop, never inside it.
   for (size_t i = g.begin; i < g.end; ++i)

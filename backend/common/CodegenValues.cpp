@@ -320,11 +320,10 @@ Value *Codegen::allocateResult(const Operation &op, size_t i) {
 }
 
 /// for (idx...) over \p extents, calling \p body with the indices.
-void Codegen::loops(
-    const std::vector<Value *> &extents,
-    const std::function<void(const std::vector<Value *> &)> &body) {
+void Codegen::loops(const std::vector<Value *> &extents, const LoopBody &body,
+                    Value *work) {
   if (loopNesting == 0)
-    target.parallelLoop(*this, extents, body);
+    target.parallelLoop(*this, extents, work, body);
   else
     serialLoops(extents, body);
 }

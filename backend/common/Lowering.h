@@ -37,6 +37,10 @@ inline constexpr const char *kShapesName = "tsl_result_shapes";
 /// row group, see LoweringOptions::outlineOpsAbove); the rest of the name is
 /// a digest of the kernel's code, so equal kernels have equal names.
 inline constexpr const char *kKernelFunctionPrefix = "tsl_k_";
+/// Name prefix of the chunk functions of parallel loops (internal to the
+/// kernel or entry point that runs them; named by a digest of their code,
+/// like kernels). Each compiled unit carries the ones its functions use.
+inline constexpr const char *kBodyFunctionPrefix = "tsl_body_";
 
 /// How a function is lowered.
 struct LoweringOptions {

@@ -78,12 +78,16 @@ public:
   virtual void lowerCallEnd(backend::Codegen &) const {}
 
   /// Emits the outermost loop nest of an op over \p extents (every index,
-  /// once): sequential loops on the CPU; in a device kernel, one
-  /// grid-stride loop over the flattened extents, shared by the threads.
-  /// Nested loops inside \p body are always sequential (Codegen::loops).
+  /// once; iterations independent, writing disjoint data): on the CPU,
+  /// chunks of the outer indices on the runtime's thread pool when the
+  /// loop is large enough; in a device kernel, one grid-stride loop over
+  /// the flattened extents, shared by the threads. \p work (i64, or null
+  /// for 1) is the elements of work one index stands for (a row's length
+  /// when the body loops over a row). Nested loops inside \p body are
+  /// always sequential (Codegen::loops).
   virtual void parallelLoop(backend::Codegen &cg,
                             const std::vector<llvm::Value *> &extents,
-                            const LoopBody &body) const = 0;
+                            llvm::Value *work, const LoopBody &body) const = 0;
 };
 
 } // namespace tsl

@@ -25,8 +25,8 @@ llvm::Value *CpuTarget::readToHost(backend::Codegen &cg, ValueId v) const {
 
 void CpuTarget::parallelLoop(backend::Codegen &cg,
                              const std::vector<llvm::Value *> &extents,
-                             const LoopBody &body) const {
-  cg.serialLoops(extents, body);
+                             llvm::Value *work, const LoopBody &body) const {
+  cg.hostParallelLoops(extents, work, body);
 }
 
 const Target &cpuTarget() {

@@ -27,10 +27,11 @@ public:
   /// The value's own buffer: host memory.
   bool lowerRowGroup(backend::Codegen &cg, const RowGroup &g) const override;
   llvm::Value *readToHost(backend::Codegen &cg, ValueId v) const override;
-  /// Sequential loops, one per extent.
+  /// Chunks of the outer indices on the runtime's thread pool
+  /// (Codegen::hostParallelLoops).
   void parallelLoop(backend::Codegen &cg,
                     const std::vector<llvm::Value *> &extents,
-                    const LoopBody &body) const override;
+                    llvm::Value *work, const LoopBody &body) const override;
 };
 
 /// The one CpuTarget.

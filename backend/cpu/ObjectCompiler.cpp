@@ -13,6 +13,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -54,16 +55,39 @@ void dropUnused(llvm::Module &m) {
       g.eraseFromParent();
 }
 
-/// A copy of \p m with only \p functions and the constants they read
-/// defined; the functions are exported (hidden) for the other units.
+/// \p functions and the chunk functions of parallel loops (internal,
+/// kBodyFunctionPrefix) they reach: what one unit defines.
+std::set<const llvm::Function *>
+withBodies(const std::set<const llvm::Function *> &functions) {
+  std::set<const llvm::Function *> all = functions;
+  std::vector<const llvm::Function *> todo(functions.begin(), functions.end());
+  while (!todo.empty()) {
+    const llvm::Function *f = todo.back();
+    todo.pop_back();
+    for (const llvm::BasicBlock &bb : *f)
+      for (const llvm::Instruction &inst : bb)
+        for (const llvm::Value *v : inst.operand_values())
+          if (auto *callee = llvm::dyn_cast<llvm::Function>(v);
+              callee && callee->hasLocalLinkage() &&
+              callee->getName().starts_with(kBodyFunctionPrefix) &&
+              all.insert(callee).second)
+            todo.push_back(callee);
+  }
+  return all;
+}
+
+/// A copy of \p m with only \p functions (and the chunk functions they
+/// use, kept internal) and the constants they read defined; the functions
+/// are exported (hidden) for the other units.
 std::unique_ptr<llvm::Module>
 unitOf(const llvm::Module &m,
        const std::set<const llvm::Function *> &functions) {
+  std::set<const llvm::Function *> defined = withBodies(functions);
   llvm::ValueToValueMapTy map;
   std::unique_ptr<llvm::Module> unit =
       llvm::CloneModule(m, map, [&](const llvm::GlobalValue *g) {
         if (auto *f = llvm::dyn_cast<llvm::Function>(g))
-          return functions.count(f) > 0;
+          return defined.count(f) > 0;
         auto *var = llvm::dyn_cast<llvm::GlobalVariable>(g);
         return var && var->hasLocalLinkage(); // messages they may report
       });
@@ -74,7 +98,37 @@ unitOf(const llvm::Module &m,
       copy->setVisibility(llvm::GlobalValue::HiddenVisibility);
   }
   dropUnused(*unit);
+  // Declarations in name order: where the whole module first declared an
+  // intrinsic depends on the other kernels, and must not change this
+  // unit's bitcode (its cache key).
+  std::vector<llvm::Function *> declarations;
+  for (llvm::Function &f : *unit)
+    if (f.isDeclaration())
+      declarations.push_back(&f);
+  std::sort(declarations.begin(), declarations.end(),
+            [](llvm::Function *x, llvm::Function *y) {
+              return x->getName() < y->getName();
+            });
+  for (llvm::Function *f : declarations) {
+    f->removeFromParent();
+    unit->getFunctionList().push_back(f);
+  }
   return unit;
+}
+
+/// Erases the chunk functions nothing in \p m uses any more (their kernels
+/// became declarations): the rest's unit, and its cache key, does not
+/// change when a kernel does.
+void dropUnusedBodies(llvm::Module &m) {
+  for (bool erased = true; erased;) {
+    erased = false;
+    for (llvm::Function &f : llvm::make_early_inc_range(m))
+      if (f.hasLocalLinkage() && f.use_empty() &&
+          f.getName().starts_with(kBodyFunctionPrefix)) {
+        f.eraseFromParent();
+        erased = true;
+      }
+  }
 }
 
 /// Makes \p f a declaration of what another unit defines.
@@ -185,6 +239,7 @@ bool compileToObjects(std::unique_ptr<llvm::Module> m, bool pic,
     declareOnly(*f);
   for (const llvm::Function *f : entries)
     declareOnly(*const_cast<llvm::Function *>(f));
+  dropUnusedBodies(*m);
   units[0].bitcode = bitcodeOf(*m);
   m.reset();
   if (entries.empty())

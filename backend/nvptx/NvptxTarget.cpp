@@ -37,7 +37,7 @@ llvm::Value *NvptxTarget::readToHost(backend::Codegen &cg, ValueId v) const {
 
 void NvptxTarget::parallelLoop(backend::Codegen &cg,
                                const std::vector<llvm::Value *> &extents,
-                               const LoopBody &body) const {
+                               llvm::Value *, const LoopBody &body) const {
   if (cg.inKernel())
     cg.gridStrideLoops(extents, body);
   else

@@ -38,7 +38,7 @@ public:
   /// in host code, sequential loops.
   void parallelLoop(backend::Codegen &cg,
                     const std::vector<llvm::Value *> &extents,
-                    const LoopBody &body) const override;
+                    llvm::Value *work, const LoopBody &body) const override;
 };
 
 /// The one NvptxTarget.
