@@ -1,13 +1,14 @@
-// The worker pool: workers sleep on a condition variable between loops; a
-// loop publishes (body, self, n) under the mutex with a new generation
-// number, and every thread takes indices from one atomic counter. The
-// caller returns once every index finished and every worker that joined
-// the loop has left it, and a new loop is published only when no worker is
-// inside an old one, so a late worker can never take an index of the next
+// The worker pool: between loops workers poll briefly, then sleep on a
+// condition variable; a loop publishes (body, self, n) under the mutex with
+// a new generation number, and every thread takes indices from one atomic
+// counter. The caller returns once every index finished and every worker that
+// joined the loop has left it, and a new loop is published only when no worker
+// is inside an old one, so a late worker can never take an index of the next
 // loop with the previous loop's body.
 #include "runtime/ThreadPool.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -18,6 +19,17 @@
 namespace tsl::rt {
 
 namespace {
+
+/// How long a worker polls for the next loop before it sleeps.
+constexpr std::chrono::microseconds kSpinTime{50};
+
+inline void spinPause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
 
 /// True on pool workers and on a caller while it runs a loop: a nested
 /// loop runs inline.
@@ -46,7 +58,9 @@ struct ThreadPool::State {
   std::vector<std::thread> workers;
   int threads = 1;
   bool stop = false;
-  uint64_t generation = 0;
+  /// Written under the mutex; read without it by workers spinning for
+  /// the next loop.
+  std::atomic<uint64_t> generation{0};
   // The loop in progress.
   Body body = nullptr;
   void *self = nullptr;
@@ -70,7 +84,19 @@ struct ThreadPool::State {
     uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
-      wake.wait(lock, [&] { return stop || generation != seen; });
+      if (!stop && generation.load() == seen) {
+        // An op's loops come back to back: a short spin catches the next
+        // one without a futex wake-up (tens of microseconds on a busy
+        // machine); after that the worker sleeps.
+        lock.unlock();
+        auto until = std::chrono::steady_clock::now() + kSpinTime;
+        while (generation.load(std::memory_order_relaxed) == seen &&
+               std::chrono::steady_clock::now() < until)
+          for (int i = 0; i < 16; ++i)
+            spinPause();
+        lock.lock();
+      }
+      wake.wait(lock, [&] { return stop || generation.load() != seen; });
       if (stop)
         return;
       seen = generation;
