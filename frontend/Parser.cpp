@@ -788,6 +788,12 @@ std::unique_ptr<ast::Module> parseSource(SourceManager &sm, uint32_t file,
     }
     if (!lexOk)
       return nullptr;
+    if (tokens.empty()) { // only comments and blanks: an empty module
+      auto module = std::make_unique<ast::Module>();
+      module->path = sm.name(file);
+      module->file = file;
+      return module;
+    }
     // Parse the tokens already lexed: fast SLL prediction first, one item
     // (and one statement of a function) at a time, building the AST as it
     // goes; full LL with error reporting over the whole file only when SLL
