@@ -1,5 +1,6 @@
 // Expressions: names, operators, literals, member access and indexing.
 #include "frontend/ElaboratorImpl.h"
+#include "support/Spelling.h"
 
 #include <algorithm>
 #include <cmath>
@@ -62,6 +63,37 @@ bool Elaborator::lookupName(const std::string &name, SourceRange range,
     out.range = range;
     return true;
   }
+  return unknownName(name, range, frame);
+}
+
+bool Elaborator::unknownName(const std::string &name, SourceRange range,
+                             const Frame &frame) {
+  const LoadedModule &m = *frame.module;
+  if (std::find(m.stdlibModules.begin(), m.stdlibModules.end(), name) !=
+      m.stdlibModules.end())
+    return error(range, "unknown name '" + name + "'",
+                 "import the standard library module: add 'import " + name +
+                     ";' at the top of the file");
+  std::vector<std::string> candidates;
+  for (const auto &scope : frame.scopes)
+    for (const auto &entry : scope)
+      candidates.push_back(entry.first);
+  for (const auto &entry : frame.dims)
+    candidates.push_back(entry.first);
+  for (const auto &entry : m.fns)
+    candidates.push_back(entry.first);
+  for (const auto &entry : m.dims)
+    candidates.push_back(entry.first);
+  for (const auto &entry : m.imports)
+    candidates.push_back(entry.first);
+  for (std::string &b : builtinNames())
+    candidates.push_back(std::move(b));
+  for (const char *t :
+       {"bool", "i8", "i32", "i64", "f16", "bf16", "f32", "f64"})
+    candidates.push_back(t);
+  if (auto close = closestSpelling(name, candidates))
+    return error(range, "unknown name '" + name + "'",
+                 "did you mean '" + *close + "'?");
   return error(range, "unknown name '" + name + "'");
 }
 
@@ -522,10 +554,16 @@ bool Elaborator::eval(const ast::Expr &e, Frame &frame, SemValue &out) {
       return false;
     if (base.kind == SemValue::Kind::Module) {
       auto it = base.module->fns.find(e.text);
-      if (it == base.module->fns.end())
-        return error(e.opRanges[0], "module '" +
-                                        sourceText(e.operands[0]->range) +
-                                        "' has no function '" + e.text + "'");
+      if (it == base.module->fns.end()) {
+        std::vector<std::string> names;
+        for (const auto &entry : base.module->fns)
+          names.push_back(entry.first);
+        std::optional<std::string> close = closestSpelling(e.text, names);
+        return error(e.opRanges[0],
+                     "module '" + sourceText(e.operands[0]->range) +
+                         "' has no function '" + e.text + "'",
+                     close ? "did you mean '" + *close + "'?" : "");
+      }
       out.kind = SemValue::Kind::Fn;
       out.fn = it->second;
       out.module = base.module;

@@ -180,6 +180,10 @@ public:
   bool eval(const ast::Expr &e, Frame &frame, SemValue &out);
   bool lookupName(const std::string &name, SourceRange range, Frame &frame,
                   SemValue &out);
+  /// Reports \p name as unknown, with a hint: the standard library module
+  /// to import, or the closest name in scope ("did you mean").
+  bool unknownName(const std::string &name, SourceRange range,
+                   const Frame &frame);
   bool toTensor(const SemValue &v, std::optional<DType> like, SourceRange range,
                 ValueId &out);
   bool binary(const std::string &op, SemValue a, SemValue b,
@@ -202,6 +206,8 @@ public:
   // --- builtins (Builtins.cpp) ---
   /// Whether \p name is a builtin function (see builtinNames()).
   static bool isBuiltin(const std::string &name);
+  /// Every builtin function's name, in name order.
+  static std::vector<std::string> builtinNames();
   /// Elaborates a call of builtin \p name through its handler; false after
   /// reporting an error (arguments that do not bind, wrong kinds, the op's
   /// shape rule).

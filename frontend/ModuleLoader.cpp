@@ -55,6 +55,12 @@ const LoadedModule *ModuleLoader::loadText(const std::string &name,
 }
 
 bool ModuleLoader::indexNames(LoadedModule &m) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(stdlibDir_, ec), end;
+       !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".tsl")
+      m.stdlibModules.push_back(it->path().stem().string());
+  std::sort(m.stdlibModules.begin(), m.stdlibModules.end());
   bool ok = true;
   for (const ast::FnDecl &f : m.ast->fns) {
     auto [it, inserted] = m.fns.emplace(f.name, &f);

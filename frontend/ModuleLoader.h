@@ -26,6 +26,9 @@ struct LoadedModule {
   std::map<std::string, const ast::FnDecl *> fns;
   std::map<std::string, const ast::DimDecl *> dims;
   std::map<std::string, const LoadedModule *> imports;
+  /// The standard library's modules (`import NAME;` finds them), for the
+  /// hint on a name that is one of them but not imported.
+  std::vector<std::string> stdlibModules;
 };
 
 /// Owns every loaded module for one compilation.
