@@ -601,10 +601,18 @@ void print(SymExpr e, std::string &out, int context) {
       else
         out += neg ? " - " : " + ";
       first = false;
-      if (mag != 1) {
+      SymExpr m = e.operands()[i];
+      // A quotient or remainder right of `*` or of a leading `-` needs
+      // its parentheses: `2 * E / 2` reads as (2 * E) / 2, and `-E / 2` as
+      // (-E) / 2, which floor division rounds differently.
+      bool quotient =
+          m.kind() == SymExpr::Kind::FloorDiv || m.kind() == SymExpr::Kind::Mod;
+      if (mag != 1)
         out += std::to_string(mag) + " * ";
-      }
-      printMonomial(e.operands()[i], out);
+      if (quotient && (mag != 1 || (neg && i == 0)))
+        print(m, out, 2);
+      else
+        printMonomial(m, out);
     }
     int64_t k = e.addConstant();
     if (k != 0) {

@@ -28,7 +28,12 @@ size_t editDistance(std::string_view a, std::string_view b) {
 std::optional<std::string>
 closestSpelling(std::string_view name,
                 const std::vector<std::string> &candidates) {
-  size_t limit = name.size() <= 4 ? 1 : name.size() <= 8 ? 2 : 3;
+  size_t limit = name.size() <= 1   ? 0
+                 : name.size() <= 4 ? 1
+                 : name.size() <= 8 ? 2
+                                    : 3;
+  if (limit == 0)
+    return std::nullopt; // any one letter is one edit from any other
   std::optional<std::string> best;
   size_t bestDistance = limit + 1;
   for (const std::string &c : candidates) {
