@@ -2,12 +2,14 @@
 
 #include "backend/cpu/CpuKernel.h"
 #include "frontend/Elaborator.h"
+#include "frontend/Parser.h"
 #include "ir/IrText.h"
 #include "ir/TensorIO.h"
 #include "shapes/SymCond.h"
 #include "tools/driver/Driver.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -78,7 +80,8 @@ struct Synthetic {
 /// entries as typed (`<input>` for the current one, `<input N>` before).
 void reportMapped(const std::vector<Diagnostic> &all, const SourceManager &sm,
                   uint32_t synFile, const Synthetic &syn,
-                  const std::vector<std::string> &entries, unsigned current,
+                  const std::vector<std::string> &entries,
+                  const std::vector<std::string> &entryNames, unsigned current,
                   std::ostream &err) {
   SourceManager mapped;
   std::map<unsigned, uint32_t> buffers;
@@ -86,8 +89,11 @@ void reportMapped(const std::vector<Diagnostic> &all, const SourceManager &sm,
     auto it = buffers.find(entry);
     if (it != buffers.end())
       return it->second;
-    std::string name =
-        entry == current ? "<input>" : "<input " + std::to_string(entry) + ">";
+    std::string name = entry < entryNames.size() && !entryNames[entry].empty()
+                           ? entryNames[entry]
+                       : entry == current
+                           ? "<input>"
+                           : "<input " + std::to_string(entry) + ">";
     uint32_t id =
         mapped.addBuffer(name, entry < entries.size() ? entries[entry] : "");
     buffers[entry] = id;
@@ -214,6 +220,44 @@ bool closedSlice(const Function &fn, Function &out) {
   return true;
 }
 
+/// \p text without blanks (how two declarations are compared).
+std::string withoutBlanks(std::string_view text) {
+  std::string s;
+  for (char c : text)
+    if (!std::isspace(static_cast<unsigned char>(c)))
+      s += c;
+  return s;
+}
+
+/// \p text with each dim declaration that repeats one in \p known (the
+/// same name and the same text but for blanks: same kind, range and value)
+/// blanked out, keeping every offset; the others are added to \p known. A
+/// different declaration of a known name stays, and elaboration reports it
+/// ("declared twice"). Text that does not parse is returned as it is.
+std::string dropRepeatedDims(const std::string &text,
+                             std::map<std::string, std::string> &known) {
+  SourceManager sm;
+  std::ostringstream ignored;
+  DiagnosticEngine diags(sm, ignored);
+  uint32_t file = sm.addBuffer("<items>", text);
+  std::unique_ptr<ast::Module> m = parseSource(sm, file, diags);
+  if (!m)
+    return text;
+  std::string out = text;
+  for (const ast::DimDecl &d : m->dims) {
+    size_t begin = d.range.begin.offset, end = d.range.end.offset;
+    if (end < out.size() && out[end] == ';')
+      ++end;
+    std::string decl = withoutBlanks(text.substr(begin, end - begin));
+    auto [it, fresh] = known.emplace(d.name, decl);
+    if (!fresh && it->second == decl)
+      for (size_t i = begin; i < end; ++i)
+        if (out[i] != '\n')
+          out[i] = ' ';
+  }
+  return out;
+}
+
 } // namespace
 
 ReplSession::ReplSession(std::ostream &out, std::ostream &err)
@@ -302,6 +346,41 @@ std::string ReplSession::itemsText() const {
   return s;
 }
 
+void ReplSession::locateInEntries(Function &fn) const {
+  // Where each line of itemsText() starts, and where each item does.
+  std::string text = itemsText();
+  std::vector<size_t> lineStarts{0};
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\n')
+      lineStarts.push_back(i + 1);
+  auto relocate = [&](Location &loc) {
+    if (loc.file != kSessionName || loc.line == 0 ||
+        loc.line > lineStarts.size())
+      return;
+    size_t offset = lineStarts[loc.line - 1] + (loc.col ? loc.col - 1 : 0);
+    size_t start = 0;
+    for (const Piece &p : items_) {
+      if (offset >= start && offset <= start + p.text.size()) {
+        const std::string &entry = entries_[p.entry];
+        size_t at = std::min(entry.size(), p.entryOffset + (offset - start));
+        loc.file = !entryNames_[p.entry].empty()
+                       ? entryNames_[p.entry]
+                       : "<input " + std::to_string(p.entry) + ">";
+        loc.line = 1 + static_cast<unsigned>(
+                           std::count(entry.begin(), entry.begin() + at, '\n'));
+        size_t lineStart = entry.rfind('\n', at ? at - 1 : 0);
+        lineStart =
+            lineStart == std::string::npos || at == 0 ? 0 : lineStart + 1;
+        loc.col = static_cast<unsigned>(at - lineStart) + 1;
+        return;
+      }
+      start += p.text.size() + 1;
+    }
+  };
+  for (Operation &op : fn.ops)
+    relocate(op.loc);
+}
+
 namespace {
 
 /// The session's parts, for building the synthetic function.
@@ -310,6 +389,7 @@ struct Parts {
   const std::vector<std::pair<std::string, Piece>> &decls;
   const std::vector<Piece> &stmts;
   const std::vector<std::string> &entries;
+  const std::vector<std::string> &entryNames; ///< a loaded file's path, or ""
   const std::string &stdlib;
   unsigned current;
 };
@@ -389,7 +469,7 @@ Outcome elaborateSession(const Parts &parts, const Piece *extraStmt,
   bool ok = m && elaborateFunction(*m, "__repl", options, diags, outcome.fn);
   if (!diags.diagnostics().empty())
     reportMapped(diags.diagnostics(), sm, file, syn, parts.entries,
-                 parts.current, err);
+                 parts.entryNames, parts.current, err);
   outcome.ok = ok;
   return outcome;
 }
@@ -402,6 +482,7 @@ bool ReplSession::execute(const std::string &entryText) {
     return true;
   entry_ = static_cast<unsigned>(entries_.size());
   entries_.push_back(entry);
+  entryNames_.push_back("");
   if (entry[0] == ':')
     return command(entry);
   static const std::regex item("^(dim|fn|import)\\b");
@@ -431,17 +512,21 @@ bool ReplSession::execute(const std::string &entryText) {
 bool ReplSession::addItems(const std::string &typed) {
   // `dim N: dynamic` and `import nn` may omit the final ';' at the prompt.
   std::string text = typed;
-  if ((text.rfind("dim", 0) == 0 || text.rfind("import", 0) == 0) &&
+  if (entryNames_[entry_].empty() &&
+      (text.rfind("dim", 0) == 0 || text.rfind("import", 0) == 0) &&
       text.back() != ';' && text.back() != '}')
     text += ";";
-  Piece p{text, entry_, 0};
+  std::map<std::string, std::string> dims = dimTexts_;
+  Piece p{dropRepeatedDims(text, dims), entry_, 0};
   items_.push_back(p);
-  Parts parts{items_, decls_, stmts_, entries_, stdlibDir_, entry_};
+  Parts parts{items_,      decls_,     stmts_, entries_,
+              entryNames_, stdlibDir_, entry_};
   Outcome o = elaborateSession(parts, nullptr, nullptr, nullptr, err_);
   if (!o.ok) {
     items_.pop_back();
     return false;
   }
+  dimTexts_ = std::move(dims);
   return true;
 }
 
@@ -453,7 +538,8 @@ bool ReplSession::declare(const std::string &name, const std::string &type) {
     }
   size_t offset = entries_[entry_].find(type, entries_[entry_].find(':'));
   decls_.push_back({name, Piece{type, entry_, offset}});
-  Parts parts{items_, decls_, stmts_, entries_, stdlibDir_, entry_};
+  Parts parts{items_,      decls_,     stmts_, entries_,
+              entryNames_, stdlibDir_, entry_};
   Piece probe{name, entry_, entries_[entry_].find(name)};
   Outcome o = elaborateSession(parts, nullptr, &probe, nullptr, err_);
   if (!o.ok) {
@@ -467,7 +553,8 @@ bool ReplSession::declare(const std::string &name, const std::string &type) {
 bool ReplSession::statement(const std::string &text,
                             const std::vector<std::string> &names) {
   Piece stmt{text, entry_, 0};
-  Parts parts{items_, decls_, stmts_, entries_, stdlibDir_, entry_};
+  Parts parts{items_,      decls_,     stmts_, entries_,
+              entryNames_, stdlibDir_, entry_};
   std::string probeText;
   for (size_t i = 0; i < names.size(); ++i)
     probeText += (i ? ", " : "") + names[i];
@@ -494,7 +581,8 @@ bool ReplSession::statement(const std::string &text,
 bool ReplSession::expression(const std::string &text, bool typeOnly) {
   size_t offset = entries_[entry_].find(text);
   Piece probe{text, entry_, offset == std::string::npos ? 0 : offset};
-  Parts parts{items_, decls_, stmts_, entries_, stdlibDir_, entry_};
+  Parts parts{items_,      decls_,     stmts_, entries_,
+              entryNames_, stdlibDir_, entry_};
   Outcome o = elaborateSession(parts, nullptr, &probe, nullptr, err_);
   if (!o.ok)
     return false;
@@ -520,7 +608,8 @@ bool ReplSession::expression(const std::string &text, bool typeOnly) {
 bool ReplSession::simplify(const std::string &text) {
   size_t offset = entries_[entry_].find(text);
   Piece probe{text, entry_, offset == std::string::npos ? 0 : offset};
-  Parts parts{items_, decls_, stmts_, entries_, stdlibDir_, entry_};
+  Parts parts{items_,      decls_,     stmts_, entries_,
+              entryNames_, stdlibDir_, entry_};
   std::ostringstream errors;
   Outcome o = elaborateSession(parts, nullptr, &probe, nullptr, errors);
   if (!o.ok) {
@@ -546,7 +635,8 @@ bool ReplSession::simplify(const std::string &text) {
 bool ReplSession::prove(const std::string &text) {
   size_t offset = entries_[entry_].find(text);
   Piece probe{text, entry_, offset == std::string::npos ? 0 : offset};
-  Parts parts{items_, decls_, stmts_, entries_, stdlibDir_, entry_};
+  Parts parts{items_,      decls_,     stmts_, entries_,
+              entryNames_, stdlibDir_, entry_};
   Inspector inspect = [](const ShapeEnv &env, const ProbeResult &r,
                          Outcome &o) {
     if (r.kind != ProbeResult::Kind::Cond)
@@ -576,7 +666,8 @@ bool ReplSession::prove(const std::string &text) {
 }
 
 bool ReplSession::facts() {
-  Parts parts{items_, decls_, stmts_, entries_, stdlibDir_, entry_};
+  Parts parts{items_,      decls_,     stmts_, entries_,
+              entryNames_, stdlibDir_, entry_};
   Inspector inspect = [](const ShapeEnv &env, const ProbeResult &, Outcome &o) {
     std::string s =
         "symbols:" + std::string(env.symbols().empty() ? " none" : "") + "\n";
@@ -622,7 +713,7 @@ bool ReplSession::compileCall(const std::string &argsText, bool withData,
   }
   ModuleLoader loader(sm, diags);
   loader.setStdlibDir(stdlibDir_);
-  const LoadedModule *m = loader.loadText("<session>", itemsText());
+  const LoadedModule *m = loader.loadText(kSessionName, itemsText());
   if (!m)
     return false;
   ElaborateOptions options;
@@ -630,7 +721,10 @@ bool ReplSession::compileCall(const std::string &argsText, bool withData,
   for (const ArgSpec &a : args)
     (*options.examples)[a.name] =
         ExampleArg{a.isInt, a.intValue, a.dtype, a.shape};
-  return elaborateFunction(*m, fnName, options, diags, fn);
+  if (!elaborateFunction(*m, fnName, options, diags, fn))
+    return false;
+  locateInEntries(fn);
+  return true;
 }
 
 bool ReplSession::guards(const std::string &argsText) {
@@ -649,10 +743,11 @@ bool ReplSession::ir(const std::string &fnName) {
   DiagnosticEngine diags(sm, err_);
   ModuleLoader loader(sm, diags);
   loader.setStdlibDir(stdlibDir_);
-  const LoadedModule *m = loader.loadText("<session>", itemsText());
+  const LoadedModule *m = loader.loadText(kSessionName, itemsText());
   Function fn;
   if (!m || !elaborateFunction(*m, trim(fnName), ElaborateOptions{}, diags, fn))
     return false;
+  locateInEntries(fn);
   out_ << printFunction(fn);
   return true;
 }
@@ -665,8 +760,10 @@ bool ReplSession::load(const std::string &path) {
   }
   std::ostringstream buf;
   buf << in.rdbuf();
-  // The file's text becomes this entry's text, so errors point into it.
+  // The file's text becomes this entry's text, and its path the entry's
+  // name, so errors and IR locations point into the file.
   entries_[entry_] = buf.str();
+  entryNames_[entry_] = trim(path);
   return addItems(buf.str());
 }
 
@@ -712,6 +809,7 @@ bool ReplSession::command(const std::string &line) {
     return quit_ = true, true;
   if (name == ":reset") {
     items_.clear();
+    dimTexts_.clear();
     decls_.clear();
     stmts_.clear();
     boundNames_.clear();

@@ -11,6 +11,7 @@
 #include "tools/driver/Driver.h"
 
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,11 @@ private:
   void help();
 
   std::string itemsText() const;
+  /// The name of the module itemsText() is loaded as.
+  static constexpr const char *kSessionName = "<session>";
+  /// Points \p fn's op locations (in itemsText()) at the entries the
+  /// items came from: a loaded file's path, else `<input N>`.
+  void locateInEntries(Function &fn) const;
   /// Parses `FN ARG=VALUE...` and elaborates FN of the session's items for
   /// those arguments (`:guards`, `:run`).
   bool compileCall(const std::string &argsText, bool withData,
@@ -71,6 +77,11 @@ private:
   std::vector<Piece> items_;
   std::vector<std::pair<std::string, Piece>> decls_; ///< name, type text
   std::vector<std::string> entries_;                 ///< every entry as typed
+  /// Per entry: the path of a file `:load` read, else "" (`<input N>`).
+  std::vector<std::string> entryNames_;
+  /// The session's dims: name -> declaration text without blanks (a
+  /// repeated identical declaration is dropped, see addItems).
+  std::map<std::string, std::string> dimTexts_;
   std::vector<Piece> stmts_;
   std::vector<std::string> boundNames_;
   unsigned entry_ = 0;
