@@ -59,9 +59,19 @@ public:
   void syntaxError(antlr4::Recognizer *recognizer, antlr4::Token *offending,
                    size_t line, size_t col, const std::string &msg,
                    std::exception_ptr) override {
-    if (failed)
-      return; // Only the first syntax error: later ones are usually cascades.
+    // Recovery: after an error the parser resynchronizes; errors before
+    // the next ';' or '}' are usually cascades of the first, so a new one
+    // is reported only past that point (one per statement or item, as
+    // clang does), up to kMaxSyntaxErrors.
+    size_t at = offending && offending->getType() != antlr4::Token::EOF
+                    ? offending->getStartIndex()
+                    : sm.text(file).size();
+    if (failed && (at <= resyncAt || reported >= kMaxSyntaxErrors))
+      return;
     failed = true;
+    ++reported;
+    std::string_view text = sm.text(file);
+    resyncAt = std::min(text.find_first_of(";}", at), text.size());
     SourceRange range;
     if (offending && offending->getType() != antlr4::Token::EOF) {
       range = SourceRange(sm.locAt(file, offending->getStartIndex()),
@@ -107,9 +117,13 @@ public:
   }
 
 private:
+  static constexpr int kMaxSyntaxErrors = 10;
   const SourceManager &sm;
   uint32_t file;
   DiagnosticEngine &diags;
+  size_t resyncAt =
+      0; ///< offset of the ';' or '}' ending the last error's region
+  int reported = 0;
 };
 
 /// Builds the AST from a parse tree that parsed without errors.
