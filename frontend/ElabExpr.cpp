@@ -452,15 +452,27 @@ bool Elaborator::indexTensor(const ast::Expr &e, const SemValue &base,
       SymExpr i;
       if (!eval(*item.index, frame, sv) || !asInt(sv, "an index", i))
         return false;
+      // Python's rule, also for an index known only at run time: a
+      // negative index counts from the end (-n <= i < n; `i mod n` is the
+      // position). An index that cannot be negative skips the modulo.
       if (i.isConst() && i.constValue() < 0)
         i = n + i;
-      if (!requireCond(SymCond::conj(SymCond::ge(i, 0), SymCond::lt(i, n)),
+      // (Within bounds, `S - 1` cannot be negative: S >= 1 there.)
+      bool mayBeNegative =
+          env.prove(SymCond::disj(SymCond::lt(i, -n), SymCond::ge(i, 0))) !=
+          Truth::True;
+      SymExpr lowest = mayBeNegative ? -n : SymExpr(0);
+      if (!requireCond(SymCond::conj(SymCond::ge(i, lowest), SymCond::lt(i, n)),
                        item.range, "index", "index in bounds",
                        "index " + sourceText(item.index->range) +
                            " is out of bounds for axis " +
-                           std::to_string(axis) + " of size " + n.str()))
+                           std::to_string(axis) + " of size " + n.str() +
+                           (mayBeNegative
+                                ? " (valid: " + env.simplify(-n).str() +
+                                      " to " + env.simplify(n - 1).str() + ")"
+                                : "")))
         return false;
-      starts.push_back(i);
+      starts.push_back(mayBeNegative ? env.simplify(SymExpr::mod(i, n)) : i);
       sizes.push_back(1);
     }
   }

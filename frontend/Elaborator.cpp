@@ -190,7 +190,19 @@ bool Elaborator::requireCond(const SymCond &cond, SourceRange range,
                              const std::string &message) {
   size_t before = env.assertions().size();
   if (env.require(cond, range, op, reason) == ShapeEnv::Resolution::Violated) {
-    diags.error(ErrorKind::Shape, range, message);
+    // The sizes and ints of this call that make it false, when known.
+    std::string values;
+    for (const std::string &name : cond.symbols())
+      if (std::optional<int64_t> v = env.hintValue(SymExpr::symbol(name)))
+        values +=
+            (values.empty() ? "" : ", ") + name + " = " + std::to_string(*v);
+    Diagnostic d;
+    d.kind = ErrorKind::Shape;
+    d.range = range;
+    d.message = message;
+    if (!values.empty())
+      d.notes.push_back({range, "with " + values});
+    diags.report(std::move(d));
     return false;
   }
   for (size_t i = before; i < env.assertions().size(); ++i) {
