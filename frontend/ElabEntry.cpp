@@ -494,6 +494,11 @@ bool Elaborator::finishEntry(const ast::FnDecl &decl, Frame &frame,
     eliminateDeadCode(fn);
   env.minimizeGuards();
   warnPinnedDynamicDims();
+  // Result types as the facts simplify them (`check(pos < 5)` makes
+  // min(5, pos + 1) just pos + 1): what guards reports and callers read.
+  for (ValueId r : fn.results)
+    for (SymExpr &d : fn.values[r].type.dims)
+      d = env.simplifyWithFacts(d);
   fn.symbols = env.symbols();
   for (const ShapeFact &g : env.guards())
     fn.guards.push_back({g.cond, locOf(g.origin), g.op, g.reason});

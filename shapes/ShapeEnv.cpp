@@ -181,38 +181,39 @@ private:
 
 /// Replaces min/max atoms whose operands are ordered over the symbol ranges
 /// by the smaller/larger operand (min(64*S, 512*S) is 64*S for S >= 0).
-SymExpr refine(SymExpr e, const IntervalEval &iv) {
+/// \p e with each min/max decided where \p le (`a <= b` holds: true, or
+/// false when unknown) decides it.
+template <class Le> SymExpr refineBy(SymExpr e, const Le &le) {
   if (e.isConst() || e.isSymbol())
     return e;
-  std::map<std::string, SymExpr> none;
   switch (e.kind()) {
   case SymExpr::Kind::Min:
   case SymExpr::Kind::Max: {
-    SymExpr a = refine(e.operands()[0], iv), b = refine(e.operands()[1], iv);
-    Interval d = iv.of(a - b);
+    SymExpr a = refineBy(e.operands()[0], le),
+            b = refineBy(e.operands()[1], le);
     bool isMin = e.kind() == SymExpr::Kind::Min;
-    if (d.hi <= 0)
+    if (le(a, b))
       return isMin ? a : b;
-    if (d.lo >= 0)
+    if (le(b, a))
       return isMin ? b : a;
     return isMin ? SymExpr::min(a, b) : SymExpr::max(a, b);
   }
   case SymExpr::Kind::FloorDiv:
-    return SymExpr::floorDiv(refine(e.operands()[0], iv),
-                             refine(e.operands()[1], iv));
+    return SymExpr::floorDiv(refineBy(e.operands()[0], le),
+                             refineBy(e.operands()[1], le));
   case SymExpr::Kind::Mod:
-    return SymExpr::mod(refine(e.operands()[0], iv),
-                        refine(e.operands()[1], iv));
+    return SymExpr::mod(refineBy(e.operands()[0], le),
+                        refineBy(e.operands()[1], le));
   case SymExpr::Kind::Add: {
     SymExpr sum = e.addConstant();
     for (size_t i = 0; i < e.operands().size(); ++i)
-      sum = sum + refine(e.operands()[i], iv) * SymExpr(e.coefficients()[i]);
+      sum = sum + refineBy(e.operands()[i], le) * SymExpr(e.coefficients()[i]);
     return sum;
   }
   case SymExpr::Kind::Mul: {
     SymExpr prod = 1;
     for (size_t i = 0; i < e.operands().size(); ++i) {
-      SymExpr f = refine(e.operands()[i], iv);
+      SymExpr f = refineBy(e.operands()[i], le);
       for (int64_t k = 0; k < e.coefficients()[i]; ++k)
         prod = prod * f;
     }
@@ -221,6 +222,12 @@ SymExpr refine(SymExpr e, const IntervalEval &iv) {
   default:
     return e;
   }
+}
+
+/// \p e with min/max decided by the symbols' ranges.
+SymExpr refine(SymExpr e, const IntervalEval &iv) {
+  return refineBy(e,
+                  [&](SymExpr a, SymExpr b) { return iv.of(a - b).hi <= 0; });
 }
 
 Truth notT(Truth t) {
@@ -382,6 +389,13 @@ void ShapeEnv::minimizeGuards() {
       kept.push_back(guards_[i]);
   }
   guards_ = std::move(kept);
+}
+
+SymExpr ShapeEnv::simplifyWithFacts(SymExpr e) const {
+  e = simplify(e);
+  return simplify(refineBy(e, [&](SymExpr a, SymExpr b) {
+    return prove(SymCond::le(a, b)) == Truth::True;
+  }));
 }
 
 SymExpr ShapeEnv::simplify(SymExpr e) const {

@@ -79,6 +79,10 @@ public:
   /// Rewrites \p e with the replacements the facts imply: `S == 4` turns S
   /// into 4, `U == V` turns the later symbol into the earlier one.
   SymExpr simplify(SymExpr e) const;
+  /// simplify(), then each min/max the prover decides from the facts
+  /// (`min(5, pos + 1)` is `pos + 1` after `check(pos < 5)`). Slower (it
+  /// may call Z3): for what is printed and kept, such as result types.
+  SymExpr simplifyWithFacts(SymExpr e) const;
 
   /// The value of \p e under the hints; nullopt if a symbol has no hint.
   std::optional<int64_t> hintValue(SymExpr e) const;
