@@ -3,6 +3,7 @@
 #include "shapes/Z3Solver.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace tsl {
@@ -455,8 +456,108 @@ std::optional<bool> ShapeEnv::hintTruth(const SymCond &cond) const {
   });
 }
 
-ShapeEnv::Resolution ShapeEnv::require(const SymCond &cond, SourceRange origin,
-                                       std::string op, std::string reason) {
+namespace {
+
+/// A monomial's symbols and their powers; false when it is not a product of
+/// symbols.
+bool powersOf(SymExpr m, std::map<std::string, int64_t> &powers) {
+  if (m.isSymbol()) {
+    powers[m.symbolName()] = 1;
+    return true;
+  }
+  if (m.kind() != SymExpr::Kind::Mul)
+    return false;
+  for (size_t i = 0; i < m.operands().size(); ++i) {
+    if (!m.operands()[i].isSymbol())
+      return false;
+    powers[m.operands()[i].symbolName()] = m.coefficients()[i];
+  }
+  return true;
+}
+
+SymExpr productOf(const std::map<std::string, int64_t> &powers) {
+  SymExpr p = 1;
+  for (const auto &[name, power] : powers)
+    for (int64_t k = 0; k < power; ++k)
+      p = p * SymExpr::symbol(name);
+  return p;
+}
+
+/// The integer r >= 0 with r^k == c, if there is one.
+std::optional<int64_t> exactRoot(int64_t c, int64_t k) {
+  if (c < 0 || k < 1)
+    return std::nullopt;
+  int64_t r = static_cast<int64_t>(std::llround(std::pow(double(c), 1.0 / k)));
+  for (int64_t t = std::max<int64_t>(r - 1, 0); t <= r + 1; ++t) {
+    i128 v = 1;
+    for (int64_t i = 0; i < k && v <= c; ++i)
+      v *= t;
+    if (v == c)
+      return t;
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+SymCond ShapeEnv::cancelCommonFactors(const SymCond &cond) const {
+  if (cond.kind() != SymCond::Kind::Eq)
+    return cond;
+  SymExpr d = cond.lhs() - cond.rhs();
+  if (d.kind() != SymExpr::Kind::Add || d.addConstant() != 0 ||
+      d.operands().size() < 2)
+    return cond;
+  std::vector<std::map<std::string, int64_t>> monomials(d.operands().size());
+  for (size_t i = 0; i < monomials.size(); ++i)
+    if (!powersOf(d.operands()[i], monomials[i]))
+      return cond;
+  // Symbols in every monomial, at their lowest power, that cannot be 0.
+  std::map<std::string, int64_t> common = monomials[0];
+  for (auto it = common.begin(); it != common.end();) {
+    for (const auto &m : monomials) {
+      auto f = m.find(it->first);
+      it->second = f == m.end() ? 0 : std::min(it->second, f->second);
+    }
+    SymExpr s = SymExpr::symbol(it->first);
+    if (it->second == 0 || prove(SymCond::ne(s, 0)) != Truth::True)
+      it = common.erase(it);
+    else
+      ++it;
+  }
+  if (common.empty())
+    return cond;
+  SymExpr lhs = 0, rhs = 0;
+  for (size_t i = 0; i < monomials.size(); ++i) {
+    for (const auto &[name, power] : common)
+      monomials[i][name] -= power;
+    std::erase_if(monomials[i], [](const auto &e) { return e.second == 0; });
+    int64_t c = d.coefficients()[i];
+    if (c > 0)
+      lhs = lhs + productOf(monomials[i]) * SymExpr(c);
+    else
+      rhs = rhs + productOf(monomials[i]) * SymExpr(-c);
+  }
+  // `R * R == 16` with R >= 0: R == 4 (or false when 16 has no such root).
+  for (auto [x, c] : {std::pair{lhs, rhs}, std::pair{rhs, lhs}}) {
+    std::map<std::string, int64_t> powers;
+    if (c.isConst() && powersOf(x, powers) && powers.size() == 1) {
+      SymExpr s = SymExpr::symbol(powers.begin()->first);
+      if (prove(SymCond::ge(s, 0)) == Truth::True) {
+        std::optional<int64_t> r =
+            exactRoot(c.constValue(), powers.begin()->second);
+        return r ? SymCond::eq(s, *r) : SymCond::truth(false);
+      }
+    }
+  }
+  return SymCond::eq(lhs, rhs);
+}
+
+ShapeEnv::Resolution ShapeEnv::require(const SymCond &original,
+                                       SourceRange origin, std::string op,
+                                       std::string reason) {
+  // `I * R * R == 16 * I` with I >= 1: the guard `R == 4` on the backed
+  // dim, not a runtime assertion over the unbacked one.
+  SymCond cond = cancelCommonFactors(original);
   switch (prove(cond)) {
   case Truth::True:
     return Resolution::Proven;

@@ -88,6 +88,13 @@ public:
   std::optional<int64_t> hintValue(SymExpr e) const;
   std::optional<bool> hintTruth(const SymCond &cond) const;
 
+  /// \p cond with the factors common to both sides of an equation divided
+  /// out where they are provably non-zero (`I * R * R == 16 * I` with
+  /// I >= 1 is `R * R == 16`), and `s^k == c` for a non-negative symbol
+  /// solved (`R == 4`, or false when c has no integer root). Other
+  /// conditions are returned as they are.
+  SymCond cancelCommonFactors(const SymCond &cond) const;
+
   /// How a requirement was met.
   enum class Resolution { Proven, Guarded, Asserted, Violated };
 

@@ -142,3 +142,46 @@ INSTANTIATE_TEST_SUITE_P(
                       ProveCase{"N", "", "N * N >= 0", T}));
 
 } // namespace
+
+namespace {
+
+/// cancelCommonFactors: symbols with ranges, an equation, what it becomes.
+struct CancelCase {
+  const char *symbols;
+  const char *cond;
+  const char *expected; // as SymCond::str() prints it
+};
+
+class CancelFactors : public ::testing::TestWithParam<CancelCase> {};
+
+TEST_P(CancelFactors, DividesOutNonZeroFactors) {
+  const CancelCase &c = GetParam();
+  ShapeEnv env;
+  setup(env, c.symbols, "");
+  SymCond cond;
+  std::string err;
+  ASSERT_TRUE(parseSymCond(c.cond, cond, err)) << err;
+  EXPECT_EQ(env.cancelCommonFactors(cond).str(), c.expected) << c.cond;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ShapeEnv, CancelFactors,
+    ::testing::Values(
+        // The held-out case: I unbacked 1..1024, R a dim.
+        CancelCase{"I:1..1024; R:0..", "I * R * R == 16 * I", "R == 4"},
+        CancelCase{"I:1..1024; R:0..", "I * R * R == 15 * I", "false"},
+        CancelCase{"I:1..; R:0..", "I * R * R * R == 27 * I", "R == 3"},
+        // Both sides keep a symbol: the equation of what is left.
+        CancelCase{"I:1..; A:0..; B:0..", "I * A == I * B", "A == B"},
+        CancelCase{"I:1..; A:0..; B:0..", "I * I * A == 2 * I * B",
+                   "A * I == 2 * B"},
+        // A factor that may be 0 stays (I == 0 satisfies it for any R).
+        CancelCase{"I:0..; R:0..", "I * R * R == 16 * I",
+                   "I * R * R == 16 * I"},
+        // Nothing common, or not a product of symbols: unchanged.
+        CancelCase{"A:1..; B:1..", "A * B == 16", "A * B == 16"},
+        CancelCase{"A:1..; B:1..", "A * (B / 2) == 4 * A",
+                   "A * (B / 2) == 4 * A"},
+        CancelCase{"A:1..; B:1..", "A * B < 4 * A", "A * B < 4 * A"}));
+
+} // namespace
