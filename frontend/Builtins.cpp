@@ -611,13 +611,6 @@ bool Elaborator::isBuiltin(const std::string &name) {
   return builtinTable().count(name) != 0;
 }
 
-std::vector<std::string> Elaborator::builtinNames() {
-  std::vector<std::string> names;
-  for (const auto &entry : builtinTable())
-    names.push_back(entry.first);
-  return names;
-}
-
 bool Elaborator::callBuiltin(const std::string &name,
                              std::vector<CallArg> &args, SourceRange range,
                              SemValue &out) {

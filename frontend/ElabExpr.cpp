@@ -86,8 +86,8 @@ bool Elaborator::unknownName(const std::string &name, SourceRange range,
     candidates.push_back(entry.first);
   for (const auto &entry : m.imports)
     candidates.push_back(entry.first);
-  for (std::string &b : builtinNames())
-    candidates.push_back(std::move(b));
+  const std::vector<std::string> &builtins = tsl::builtinNames();
+  candidates.insert(candidates.end(), builtins.begin(), builtins.end());
   for (const char *t :
        {"bool", "i8", "i32", "i64", "f16", "bf16", "f32", "f64"})
     candidates.push_back(t);

@@ -206,8 +206,6 @@ public:
   // --- builtins (Builtins.cpp) ---
   /// Whether \p name is a builtin function (see builtinNames()).
   static bool isBuiltin(const std::string &name);
-  /// Every builtin function's name, in name order.
-  static std::vector<std::string> builtinNames();
   /// Elaborates a call of builtin \p name through its handler; false after
   /// reporting an error (arguments that do not bind, wrong kinds, the op's
   /// shape rule).
