@@ -362,6 +362,78 @@ bool concat(BuiltinCall &c) {
   return c.result(r);
 }
 
+/// clamp(x, min=None, max=None): maximum with min, then minimum with max
+/// (torch.clamp; a NaN stays NaN).
+bool clamp(BuiltinCall &c) {
+  if (!c.bind({"x", "min?", "max?"}))
+    return false;
+  if (!c.a[1] && !c.a[2])
+    return c.el.error(c.range, "clamp needs min or max (or both)");
+  SemValue v = *c.a[0];
+  if (v.kind != SemValue::Kind::Tensor)
+    return c.el.error(v.range, "'clamp' needs a tensor for x, got " +
+                                   std::string(kindName(v.kind)));
+  if (c.a[1] && !c.el.tensorBinary(OpCode::Maximum, v, *c.a[1], c.range, v))
+    return false;
+  if (c.a[2] && !c.el.tensorBinary(OpCode::Minimum, v, *c.a[2], c.range, v))
+    return false;
+  c.out = v;
+  return true;
+}
+
+/// \p x with a new axis of size 1 at \p axis (in [-(rank + 1), rank]).
+bool insertAxis(BuiltinCall &c, ValueId x, int64_t axis, SourceRange where,
+                ValueId &r) {
+  const TensorType &t = c.el.fn.type(x);
+  if (!c.el.normalizeAxis(axis, t.rank() + 1, where, axis))
+    return false;
+  std::vector<SymExpr> shape = t.dims;
+  shape.insert(shape.begin() + axis, SymExpr(1));
+  return c.el.emit1(OpCode::Reshape, {x}, {{"shape", shape}}, c.range, r);
+}
+
+/// unsqueeze(x, dim): a new axis of size 1 (torch.unsqueeze).
+bool unsqueeze(BuiltinCall &c) {
+  if (!c.bind({"x", "dim"}))
+    return false;
+  ValueId x, r;
+  int64_t axis;
+  if (!c.tensorArg(c.a[0], "x", x) || !c.el.asConstInt(*c.a[1], "dim", axis) ||
+      !insertAxis(c, x, axis, c.a[1]->range, r))
+    return false;
+  return c.result(r);
+}
+
+/// stack(tensors, axis=0): the tensors, which must have one shape, joined
+/// along a new axis (torch.stack).
+bool stack(BuiltinCall &c) {
+  if (!c.bind({"tensors", "axis?"}))
+    return false;
+  const SemValue &list = *c.a[0];
+  if (list.kind != SemValue::Kind::List && list.kind != SemValue::Kind::Tuple)
+    return c.el.error(list.range, "stack needs a list of tensors like [a, b]");
+  if (list.elems.empty())
+    return c.el.error(list.range, "stack needs at least one tensor");
+  int64_t axis = 0;
+  if (c.a[1] && !c.el.asConstInt(*c.a[1], "the axis", axis))
+    return false;
+  std::vector<ValueId> ids;
+  for (const SemValue &v : list.elems) {
+    ValueId id, r;
+    if (!c.tensorArg(&v, "each element", id) ||
+        !insertAxis(c, id, axis, c.a[1] ? c.a[1]->range : c.range, r))
+      return false;
+    ids.push_back(r);
+  }
+  int64_t at = axis < 0
+                   ? axis + static_cast<int64_t>(c.el.fn.type(ids[0]).rank())
+                   : axis;
+  ValueId r;
+  if (!c.el.emit1(OpCode::Concat, ids, {{"axis", at}}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
 bool pad(BuiltinCall &c) {
   if (!c.bind({"x", "pad", "value?"}))
     return false;
@@ -568,6 +640,9 @@ const std::map<std::string, Builtin, std::less<>> &builtinTable() {
         {"transpose", {transpose}},
         {"permute", {permute}},
         {"concat", {concat}},
+        {"stack", {stack}},
+        {"unsqueeze", {unsqueeze}},
+        {"clamp", {clamp}},
         {"pad", {pad}},
         {"arange", {arange}},
         {"zeros", {filled}},

@@ -210,6 +210,22 @@ bool Elaborator::normalizeAxis(int64_t axis, size_t rank, SourceRange range,
   return true;
 }
 
+bool Elaborator::tensorRemainder(SemValue a, SemValue b, SourceRange range,
+                                 SourceRange opRange, SemValue &out) {
+  // Python's %: a - (a // b) * b, with the sign of b; `/` on integer
+  // tensors is already floor division (and fails on a zero divisor).
+  SemValue quotient, product;
+  if (!tensorBinary(OpCode::Div, a, b, range, quotient))
+    return false;
+  if (isFloat(fn.type(quotient.tensor).dtype))
+    return error(opRange, "not supported: '%' on float tensors",
+                 "use integer tensors, or x - y * cast(cast(x / y, i64), " +
+                     std::string(dtypeName(fn.type(quotient.tensor).dtype)) +
+                     ") where truncation is what you want");
+  return tensorBinary(OpCode::Mul, quotient, b, range, product) &&
+         tensorBinary(OpCode::Sub, a, product, range, out);
+}
+
 bool Elaborator::tensorBinary(OpCode code, SemValue a, SemValue b,
                               SourceRange range, SemValue &out) {
   std::optional<DType> like;
@@ -310,6 +326,8 @@ bool Elaborator::binary(const std::string &op, SemValue a, SemValue b,
         {"/", OpCode::Div}, {"==", OpCode::Eq}, {"!=", OpCode::Ne},
         {"<", OpCode::Lt},  {"<=", OpCode::Le}, {">", OpCode::Gt},
         {">=", OpCode::Ge}};
+    if (op == "%")
+      return tensorRemainder(a, b, range, opRange, out);
     auto it = codes.find(op);
     if (it == codes.end())
       return error(opRange, "'" + op + "' is not defined on tensors");

@@ -186,6 +186,10 @@ public:
                    const Frame &frame);
   bool toTensor(const SemValue &v, std::optional<DType> like, SourceRange range,
                 ValueId &out);
+  /// `a % b` on tensors (Python's remainder: the sign of b) for integer
+  /// types; "not supported" on floats.
+  bool tensorRemainder(SemValue a, SemValue b, SourceRange range,
+                       SourceRange opRange, SemValue &out);
   bool binary(const std::string &op, SemValue a, SemValue b,
               SourceRange opRange, SourceRange range, SemValue &out);
   bool unaryOp(const std::string &op, SemValue a, SourceRange range,
