@@ -210,6 +210,27 @@ bool Elaborator::normalizeAxis(int64_t axis, size_t rank, SourceRange range,
   return true;
 }
 
+bool Elaborator::transposed(ValueId x, bool matrices, SourceRange range,
+                            SourceRange memberRange, SemValue &out) {
+  size_t rank = fn.type(x).rank();
+  std::vector<int64_t> perm(rank);
+  for (size_t k = 0; k < rank; ++k)
+    perm[k] = static_cast<int64_t>(k);
+  if (matrices) {
+    if (rank < 2)
+      return error(memberRange, ".mT needs a tensor of rank 2 or more, got " +
+                                    fn.type(x).str());
+    std::swap(perm[rank - 2], perm[rank - 1]);
+  } else {
+    std::reverse(perm.begin(), perm.end()); // NumPy's .T: every axis
+  }
+  ValueId r;
+  if (!emit1(OpCode::Permute, {x}, {{"perm", perm}}, range, r))
+    return false;
+  out = SemValue::ofTensor(r, range);
+  return true;
+}
+
 bool Elaborator::tensorRemainder(SemValue a, SemValue b, SourceRange range,
                                  SourceRange opRange, SemValue &out) {
   // Python's %: a - (a // b) * b, with the sign of b; `/` on integer
@@ -608,10 +629,14 @@ bool Elaborator::eval(const ast::Expr &e, Frame &frame, SemValue &out) {
         out.elems.push_back(SemValue::ofInt(d, e.range));
       return true;
     }
+    if (base.kind == SemValue::Kind::Tensor &&
+        (e.text == "T" || e.text == "mT"))
+      return transposed(base.tensor, e.text == "mT", e.range, e.opRanges[0],
+                        out);
     return error(e.opRanges[0], std::string(kindName(base.kind)) +
                                     " has no member '" + e.text + "'" +
                                     (base.kind == SemValue::Kind::Tensor
-                                         ? " (tensors have .shape)"
+                                         ? " (tensors have .shape, .T and .mT)"
                                          : ""));
   }
   case K::Index: {

@@ -186,6 +186,10 @@ public:
                    const Frame &frame);
   bool toTensor(const SemValue &v, std::optional<DType> like, SourceRange range,
                 ValueId &out);
+  /// `x.T` (every axis reversed, as NumPy's; a matrix's transpose) or, with
+  /// \p matrices, `x.mT` (the last two axes swapped; rank >= 2).
+  bool transposed(ValueId x, bool matrices, SourceRange range,
+                  SourceRange memberRange, SemValue &out);
   /// `a % b` on tensors (Python's remainder: the sign of b) for integer
   /// types; "not supported" on floats.
   bool tensorRemainder(SemValue a, SemValue b, SourceRange range,
