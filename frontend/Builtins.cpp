@@ -335,21 +335,28 @@ bool permute(BuiltinCall &c) {
   return c.result(r);
 }
 
-bool concat(BuiltinCall &c) {
-  if (!c.bind({"tensors", "axis?"}))
-    return false;
-  const SemValue &list = *c.a[0];
+/// The tensors of a list argument `[a, b, ...]` (concat, stack): at least
+/// one, each a tensor.
+bool tensorList(BuiltinCall &c, const SemValue &list,
+                std::vector<ValueId> &ids) {
   if (list.kind != SemValue::Kind::List && list.kind != SemValue::Kind::Tuple)
-    return c.el.error(list.range, "concat needs a list of tensors like [a, b]");
+    return c.el.error(list.range,
+                      c.name + " needs a list of tensors like [a, b]");
   if (list.elems.empty())
-    return c.el.error(list.range, "concat needs at least one tensor");
-  std::vector<ValueId> ids;
+    return c.el.error(list.range, c.name + " needs at least one tensor");
   for (const SemValue &v : list.elems) {
     ValueId id;
     if (!c.tensorArg(&v, "each element", id))
       return false;
     ids.push_back(id);
   }
+  return true;
+}
+
+bool concat(BuiltinCall &c) {
+  std::vector<ValueId> ids;
+  if (!c.bind({"tensors", "axis?"}) || !tensorList(c, *c.a[0], ids))
+    return false;
   int64_t axis = 0;
   if (c.a[1] && !c.el.asConstInt(*c.a[1], "the axis", axis))
     return false;
@@ -407,24 +414,14 @@ bool unsqueeze(BuiltinCall &c) {
 /// stack(tensors, axis=0): the tensors, which must have one shape, joined
 /// along a new axis (torch.stack).
 bool stack(BuiltinCall &c) {
-  if (!c.bind({"tensors", "axis?"}))
-    return false;
-  const SemValue &list = *c.a[0];
-  if (list.kind != SemValue::Kind::List && list.kind != SemValue::Kind::Tuple)
-    return c.el.error(list.range, "stack needs a list of tensors like [a, b]");
-  if (list.elems.empty())
-    return c.el.error(list.range, "stack needs at least one tensor");
-  int64_t axis = 0;
-  if (c.a[1] && !c.el.asConstInt(*c.a[1], "the axis", axis))
-    return false;
   std::vector<ValueId> ids;
-  for (const SemValue &v : list.elems) {
-    ValueId id, r;
-    if (!c.tensorArg(&v, "each element", id) ||
-        !insertAxis(c, id, axis, c.a[1] ? c.a[1]->range : c.range, r))
+  int64_t axis = 0;
+  if (!c.bind({"tensors", "axis?"}) || !tensorList(c, *c.a[0], ids) ||
+      (c.a[1] && !c.el.asConstInt(*c.a[1], "the axis", axis)))
+    return false;
+  for (ValueId &id : ids)
+    if (!insertAxis(c, id, axis, c.a[1] ? c.a[1]->range : c.range, id))
       return false;
-    ids.push_back(r);
-  }
   int64_t at = axis < 0
                    ? axis + static_cast<int64_t>(c.el.fn.type(ids[0]).rank())
                    : axis;
