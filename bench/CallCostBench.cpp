@@ -187,8 +187,10 @@ int main(int argc, char **argv) {
     size_t guards = 0;
     for (const std::string &c : code.checks)
       guards += c.rfind("guard ", 0) == 0;
-    std::printf("%s: %zu guards in its matcher, %d arguments of %lld f32\n",
-                kFunction, guards, kArgs, static_cast<long long>(kSize));
+    std::printf("%s: %zu guards in its matcher, %d arguments of %lld f32, "
+                "%zu values\n",
+                kFunction, guards, kArgs, static_cast<long long>(kSize),
+                code.numValues);
   }
 
   auto add = [](benchmark::internal::Benchmark *b) {

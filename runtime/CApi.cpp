@@ -19,7 +19,7 @@ namespace {
 thread_local std::string lastError;
 
 /// DLPack (code, bits) to the element type codes of KernelAbi.h, or -1.
-int32_t dtypeOf(tsl_dtype t) {
+inline int32_t dtypeOf(tsl_dtype t) {
   if (t.lanes != 1)
     return -1;
   switch (t.code << 8 | t.bits) {
@@ -126,6 +126,58 @@ void setCompilerFactory(tsl_runtime *rt, CompilerFactory factory) {
 } // namespace tsl::rt
 
 using tsl::rt::fail;
+
+namespace {
+
+/// Checks tensor argument \p i of a call on \p device, in order: its
+/// device, element type, shape, strides (row-major contiguous), byte
+/// offset and alignment. TSL_OK, or the first problem's status with its
+/// message recorded (the C API's messages name the argument).
+[[gnu::cold, gnu::noinline]] tsl_status
+checkTensor(int32_t i, const tsl_tensor &t, const tsl_device &device) {
+  auto which = [i] { return "argument " + std::to_string(i); };
+  if (t.device.device_type != device.device_type ||
+      (device.device_type == 2 && t.device.device_id != device.device_id))
+    return fail(
+        TSL_INVALID_ARGUMENT,
+        which() + " is on device " + std::to_string(t.device.device_type) +
+            ":" + std::to_string(t.device.device_id) +
+            " but this runtime runs on " + std::to_string(device.device_type) +
+            ":" + std::to_string(device.device_id));
+  int32_t dtype = dtypeOf(t.dtype);
+  if (dtype < 0)
+    return fail(TSL_INVALID_ARGUMENT,
+                which() + " has an unsupported element type");
+  if (t.ndim < 0 || t.ndim > 32 || (t.ndim > 0 && !t.shape))
+    return fail(TSL_INVALID_ARGUMENT, which() + " has an invalid shape");
+  if (t.strides) {
+    int64_t expect = 1;
+    for (int32_t d = t.ndim; d-- > 0;) {
+      if (t.shape[d] != 1 && t.strides[d] != expect)
+        return fail(TSL_UNSUPPORTED, which() + " is not row-major contiguous");
+      if (__builtin_mul_overflow(expect, t.shape[d], &expect))
+        return fail(TSL_INVALID_ARGUMENT,
+                    which() + " has a size that does not fit in 64 bits");
+    }
+  }
+  // Kernels load whole elements: like DLPack, data + byte_offset must be
+  // aligned to the element size (misaligned tensors are rejected, not
+  // copied, so a call never copies behind the caller's back).
+  uintptr_t address = 0;
+  if (t.data && __builtin_add_overflow(reinterpret_cast<uintptr_t>(t.data),
+                                       t.byte_offset, &address))
+    return fail(TSL_INVALID_ARGUMENT,
+                which() + " has a byte_offset past the end of memory");
+  size_t align = tsl::rt::elementBytes(dtype);
+  if (t.data && align > 1 && address % align != 0)
+    return fail(TSL_INVALID_ARGUMENT,
+                which() + " is misaligned: data + byte_offset is not a " +
+                    "multiple of " + std::to_string(align) +
+                    " bytes, the size of its elements");
+  return TSL_OK;
+}
+
+} // namespace
 
 extern "C" {
 
@@ -323,72 +375,43 @@ tsl_status tsl_function_call_on_stream(tsl_function *fn, const tsl_arg *args,
   if (stream && fn->device.device_type != 2)
     return fail(TSL_INVALID_ARGUMENT,
                 "tsl_function_call_on_stream: a stream needs a CUDA runtime");
-  // Views of the caller's arguments: a call copies no shapes, and formats
-  // no text unless it fails.
-  tsl::rt::Scratch<tsl::rt::ArgRef, 16> callArgs;
-  tsl::rt::ArgRef *refs =
-      callArgs.resizeForOverwrite(static_cast<size_t>(nargs));
+  // Views of the caller's arguments, gathered for dispatch as they are
+  // checked: a call copies no shapes, and formats no text unless it fails.
+  tsl::rt::CallInput callInput;
+  callInput.begin(static_cast<size_t>(nargs));
+  const tsl_device device = fn->device;
   for (int32_t i = 0; i < nargs; ++i) {
-    tsl::rt::ArgRef &a = refs[i];
-    a = tsl::rt::ArgRef();
     const tsl_arg &in = args[i];
-    auto which = [i] { return "argument " + std::to_string(i); };
     if (in.is_int) {
-      a.isInt = true;
-      a.intValue = in.int_value;
+      callInput.set(i, {true, in.int_value, 0, 0, nullptr, nullptr});
       continue;
     }
     const tsl_tensor &t = in.tensor;
-    if (t.device.device_type != fn->device.device_type ||
-        (fn->device.device_type == 2 &&
-         t.device.device_id != fn->device.device_id))
-      return fail(TSL_INVALID_ARGUMENT,
-                  which() + " is on device " +
-                      std::to_string(t.device.device_type) + ":" +
-                      std::to_string(t.device.device_id) +
-                      " but this runtime runs on " +
-                      std::to_string(fn->device.device_type) + ":" +
-                      std::to_string(fn->device.device_id));
-    a.dtype = dtypeOf(t.dtype);
-    if (a.dtype < 0)
-      return fail(TSL_INVALID_ARGUMENT,
-                  which() + " has an unsupported element type");
-    if (t.ndim < 0 || t.ndim > 32 || (t.ndim > 0 && !t.shape))
-      return fail(TSL_INVALID_ARGUMENT, which() + " has an invalid shape");
-    a.rank = static_cast<size_t>(t.ndim);
-    a.shape = t.ndim > 0 ? t.shape : nullptr;
-    if (t.strides) {
-      int64_t expect = 1;
-      for (int32_t d = t.ndim; d-- > 0;) {
-        if (t.shape[d] != 1 && t.strides[d] != expect)
-          return fail(TSL_UNSUPPORTED,
-                      which() + " is not row-major contiguous");
-        if (__builtin_mul_overflow(expect, t.shape[d], &expect))
-          return fail(TSL_INVALID_ARGUMENT,
-                      which() + " has a size that does not fit in 64 bits");
-      }
-    }
-    // Kernels load whole elements: like DLPack, data + byte_offset must
-    // be aligned to the element size (misaligned tensors are rejected,
-    // not copied, so a call never copies behind the caller's back).
+    // The common case in one test; anything unusual is looked at (and
+    // explained) by checkTensor.
+    int32_t dtype = dtypeOf(t.dtype);
     uintptr_t address = 0;
-    if (t.data && __builtin_add_overflow(reinterpret_cast<uintptr_t>(t.data),
-                                         t.byte_offset, &address))
-      return fail(TSL_INVALID_ARGUMENT,
-                  which() + " has a byte_offset past the end of memory");
-    size_t align = tsl::rt::elementBytes(a.dtype);
-    if (t.data && (address & (align - 1)) != 0) // align: a power of two
-      return fail(TSL_INVALID_ARGUMENT,
-                  which() + " is misaligned: data + byte_offset is not a " +
-                      "multiple of " + std::to_string(align) +
-                      " bytes, the size of its elements");
-    a.data =
-        t.data ? static_cast<const char *>(t.data) + t.byte_offset : nullptr;
+    bool pastTheEnd = __builtin_add_overflow(
+        reinterpret_cast<uintptr_t>(t.data), t.byte_offset, &address);
+    size_t align = tsl::rt::elementBytes(dtype); // a power of two
+    bool unusual =
+        (t.device.device_type != device.device_type) |
+        ((device.device_type == 2) & (t.device.device_id != device.device_id)) |
+        (dtype < 0) | (static_cast<uint32_t>(t.ndim) > 32) |
+        ((t.ndim > 0) & (t.shape == nullptr)) | (t.strides != nullptr) |
+        ((t.data != nullptr) & (pastTheEnd | ((address & (align - 1)) != 0)));
+    if (unusual)
+      if (tsl_status s = checkTensor(i, t, device); s != TSL_OK)
+        return s;
+    callInput.set(i, {false, 0, dtype, static_cast<size_t>(t.ndim),
+                      t.ndim > 0 ? t.shape : nullptr,
+                      t.data ? static_cast<const char *>(t.data) + t.byte_offset
+                             : nullptr});
   }
   tsl::rt::Results outs;
   int variant = -1;
   tsl::Error error;
-  if (!fn->table->call({refs, callArgs.size()}, outs, variant, error, stream))
+  if (!fn->table->call(callInput, outs, variant, error, stream))
     return fail(tsl::rt::statusFor(error.kind), std::move(error.message));
   // What the caller frees with tsl_outputs_free: the array, and each
   // result's data and shape. (malloc, not calloc, and no memset after it,

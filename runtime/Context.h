@@ -27,8 +27,10 @@ void releaseDeviceAllocations(tsl_rt_context *ctx);
 /// device, as tsl_rt_context_destroy does), forgets its error and failed op
 /// and detaches it from its device.
 inline void resetContext(tsl_rt_context *ctx) {
-  tsl_rt_context_release(ctx, nullptr, 0);
-  releaseDeviceAllocations(ctx);
+  if (!ctx->allocations.empty())
+    tsl_rt_context_release(ctx, nullptr, 0);
+  if (!ctx->deviceAllocations.empty())
+    releaseDeviceAllocations(ctx);
   ctx->error.clear();
   ctx->failedOp = -1;
   ctx->device = nullptr;

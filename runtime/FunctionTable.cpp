@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 #include <optional>
+#include <type_traits>
 
 namespace tsl::rt {
 
@@ -89,14 +90,15 @@ std::string withValues(const std::string &check,
   return list.empty() ? check : check + " with " + list;
 }
 
-/// Views of \p args in \p refs (no copies).
-template <size_t N>
-std::span<const ArgRef> refsOf(const std::vector<CallArg> &args,
-                               Scratch<ArgRef, N> &refs) {
-  ArgRef *out = refs.resizeForOverwrite(args.size());
-  for (size_t i = 0; i < args.size(); ++i)
-    out[i] = ArgRef::of(args[i]);
-  return {out, args.size()};
+/// Gathers \p args (views of them) in \p in.
+template <typename Arg> void gather(std::span<const Arg> args, CallInput &in) {
+  in.begin(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    if constexpr (std::is_same_v<Arg, CallArg>)
+      in.set(i, ArgRef::of(args[i]));
+    else
+      in.set(i, args[i]);
+  }
 }
 
 /// The context each thread's calls reuse: a call allocates none (contexts
@@ -265,13 +267,11 @@ void FunctionTable::addVariant(VariantCode variant) {
 
 int FunctionTable::dispatch(const std::vector<CallArg> &args,
                             std::vector<int64_t> &syms) const {
-  Scratch<ArgRef, 16> refs;
-  std::span<const ArgRef> views = refsOf(args, refs);
-  MatchInput in;
-  prepare(views, in, nullptr);
+  CallInput in;
+  gather(std::span<const CallArg>(args), in);
   Symbols bound;
-  int chosen = select(0, publishedCount_.load(std::memory_order_acquire), views,
-                      in, bound, nullptr);
+  int chosen = select(0, publishedCount_.load(std::memory_order_acquire), in,
+                      bound, nullptr);
   syms.assign(bound.data(), bound.data() + bound.size());
   return chosen;
 }
@@ -321,43 +321,11 @@ size_t FunctionTable::numVariants() const {
   return variants_.size();
 }
 
-bool FunctionTable::prepare(std::span<const ArgRef> args, MatchInput &in,
-                            Error *error) {
-  const int64_t limit = maxTensorBytes();
-  int64_t *signature = in.signature.resizeForOverwrite(args.size() + 1);
-  signature[0] = static_cast<int64_t>(args.size());
-  in.sizes.clear();
-  in.ints.clear();
-  bool suspect = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const ArgRef &a = args[i];
-    signature[i + 1] = argSignature(a.isInt, a.dtype, a.rank);
-    if (a.isInt) {
-      in.ints.push_back(a.intValue);
-      continue;
-    }
-    size_t at = in.sizes.size();
-    int64_t *sizes = in.sizes.resizeForOverwrite(at + a.rank) + at;
-    // The checks of checkArgs() folded in: sizes that multiply to at most
-    // the limit, and data where there are bytes.
-    int64_t bytes = static_cast<int64_t>(elementBytes(a.dtype));
-    bool bad = false;
-    for (size_t d = 0; d < a.rank; ++d) {
-      int64_t n = a.shape[d];
-      sizes[d] = n;
-      bad |= n < 0 || __builtin_mul_overflow(bytes, n, &bytes);
-    }
-    suspect |= bad || bytes > limit || (bytes != 0 && !a.data);
-  }
-  // Something is wrong: checkArgs() says what.
-  return !suspect || !error || checkArgs(args, *error);
-}
-
-int FunctionTable::select(size_t first, size_t count,
-                          std::span<const ArgRef> args, const MatchInput &in,
+int FunctionTable::select(size_t first, size_t count, const CallInput &in,
                           Symbols &syms, std::string *reason) const {
-  const int64_t *signature = in.signature.data(), *sizes = in.sizes.data(),
-                *ints = in.ints.data();
+  std::span<const ArgRef> args = in.args();
+  const int64_t *signature = in.signature(), *sizes = in.sizes(),
+                *ints = in.ints();
   const Dispatcher *d = dispatcher_.load(std::memory_order_acquire);
   if (!reason && first == 0 && d && d->count <= count) {
     // One native call chooses among the variants it was compiled for.
@@ -507,9 +475,10 @@ bool FunctionTable::call(const std::vector<CallArg> &args,
 bool FunctionTable::call(const std::vector<CallArg> &args,
                          std::vector<Output> &outputs, int &variant,
                          Error &error, void *stream) {
-  Scratch<ArgRef, 16> refs;
+  CallInput in;
+  gather(std::span<const CallArg>(args), in);
   Results results;
-  if (!call(refsOf(args, refs), results, variant, error, stream))
+  if (!call(in, results, variant, error, stream))
     return false;
   outputs.resize(results.size());
   for (size_t i = 0; i < results.size(); ++i) {
@@ -525,30 +494,35 @@ bool FunctionTable::call(const std::vector<CallArg> &args,
 
 bool FunctionTable::call(std::span<const ArgRef> args, Results &results,
                          int &variant, Error &error, void *stream) {
+  CallInput in;
+  gather(args, in);
+  return call(in, results, variant, error, stream);
+}
+
+bool FunctionTable::call(const CallInput &in, Results &results, int &variant,
+                         Error &error, void *stream) {
   results.items.clear();
   results.shapes.clear();
-  MatchInput in;
-  if (!prepare(args, in, &error))
+  if (in.suspect() && !checkArgs(in.args(), error))
     return false;
   Symbols syms;
-  int chosen = select(0, publishedCount_.load(std::memory_order_acquire), args,
-                      in, syms, nullptr);
-  if (chosen < 0 && (chosen = selectOrCompile(args, in, syms, error)) < 0)
+  int chosen = select(0, publishedCount_.load(std::memory_order_acquire), in,
+                      syms, nullptr);
+  if (chosen < 0 && (chosen = selectOrCompile(in, syms, error)) < 0)
     return false;
   countCall(chosen);
   variant = chosen;
   const VariantCode &v = *published_[chosen].load(std::memory_order_relaxed);
-  return run(v, args, syms, results, error, stream);
+  return run(v, in.args(), syms, results, error, stream);
 }
 
-int FunctionTable::selectOrCompile(std::span<const ArgRef> args,
-                                   const MatchInput &in, Symbols &syms,
+int FunctionTable::selectOrCompile(const CallInput &in, Symbols &syms,
                                    Error &error) {
   std::lock_guard<std::mutex> lock(mutex_);
   // Explain the miss, and look at variants other threads added meanwhile.
   std::string reason = "no variant compiled yet";
   size_t now = publishedCount_.load(std::memory_order_acquire);
-  int chosen = select(0, now, args, in, syms, &reason);
+  int chosen = select(0, now, in, syms, &reason);
   if (chosen >= 0)
     return chosen;
   if (!hook_) {
@@ -563,11 +537,11 @@ int FunctionTable::selectOrCompile(std::span<const ArgRef> args,
         ErrorKind::CacheLimit, "'" + name_ + "' has too many variants", {}};
     return -1;
   }
-  if (!compileFor(args, reason, error))
+  if (!compileFor(in.args(), reason, error))
     return -1;
   size_t last = publishedCount_.load(std::memory_order_acquire) - 1;
   std::string why;
-  if (select(last, last + 1, args, in, syms, &why) < 0) {
+  if (select(last, last + 1, in, syms, &why) < 0) {
     error = {ErrorKind::Internal,
              "the variant compiled for this call of '" + name_ +
                  "' rejects it: " + why,
@@ -605,9 +579,9 @@ void FunctionTable::countCall(int chosen) {
 bool FunctionTable::run(const VariantCode &v, std::span<const ArgRef> args,
                         Symbols &syms, Results &results, Error &error,
                         void *stream) const {
-  Scratch<void *, 64> buffers;
-  buffers.resize(v.numValues + 1, nullptr);
-  void **b = buffers.data();
+  Scratch<void *, 128> buffers;
+  void **b = buffers.resizeForOverwrite(v.numValues + 1);
+  std::memset(b, 0, (v.numValues + 1) * sizeof(void *));
   for (size_t i = 0; i < args.size(); ++i)
     if (!args[i].isInt)
       b[v.params[i].value] = const_cast<void *>(args[i].data);

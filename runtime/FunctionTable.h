@@ -4,6 +4,7 @@
 /// one all-dynamic variant), and calls run the chosen native kernel.
 
 #include "runtime/Variant.h"
+#include "support/SizeLimits.h"
 
 #include <algorithm>
 #include <array>
@@ -82,6 +83,67 @@ struct Output {
   std::vector<int64_t> shape;
   void *data = nullptr;
   bool onDevice = false;
+};
+
+/// One call's arguments as views, with what the dispatcher reads of them
+/// (see DispatchFn: the signature, every tensor's sizes in order, the ints
+/// in order), gathered in one pass by whoever makes the views (the C API
+/// while it checks its tsl_args). No allocation for up to 16 arguments
+/// with 64 dims in all. The views must outlive the call.
+class CallInput {
+public:
+  CallInput() = default;
+  CallInput(const CallInput &) = delete;
+  CallInput &operator=(const CallInput &) = delete;
+
+  /// Starts a call of \p count arguments, each set() once.
+  void begin(size_t count) {
+    args_.resizeForOverwrite(count);
+    int64_t *signature = signature_.resizeForOverwrite(count + 1);
+    signature[0] = static_cast<int64_t>(count);
+    sizes_.clear();
+    ints_.clear();
+    limit_ = maxTensorBytes();
+    suspect_ = false;
+  }
+  /// Argument \p i. Notes (cheaply) whether the call needs checkArgs():
+  /// a negative size, a byte size over the limit or out of int64, no data
+  /// where there are bytes. (Inlined: a call through memory would read
+  /// the ArgRef its caller just wrote field by field, a store-forwarding
+  /// stall per argument.)
+  [[gnu::always_inline]] void set(size_t i, const ArgRef &a) {
+    args_[i] = a;
+    signature_[i + 1] = argSignature(a.isInt, a.dtype, a.rank);
+    if (a.isInt) {
+      ints_.push_back(a.intValue);
+      return;
+    }
+    size_t at = sizes_.size();
+    int64_t *sizes = sizes_.resizeForOverwrite(at + a.rank) + at;
+    int64_t bytes = static_cast<int64_t>(elementBytes(a.dtype));
+    bool bad = false;
+    for (size_t d = 0; d < a.rank; ++d) {
+      int64_t n = a.shape[d];
+      sizes[d] = n;
+      bad |= (n < 0) | __builtin_mul_overflow(bytes, n, &bytes);
+    }
+    suspect_ |= bad | (bytes > limit_) | ((bytes != 0) & (a.data == nullptr));
+  }
+
+  std::span<const ArgRef> args() const { return {args_.data(), args_.size()}; }
+  const int64_t *signature() const { return signature_.data(); }
+  const int64_t *sizes() const { return sizes_.data(); }
+  const int64_t *ints() const { return ints_.data(); }
+  /// Whether set() saw an argument checkArgs() may reject.
+  bool suspect() const { return suspect_; }
+
+private:
+  Scratch<ArgRef, 16> args_;
+  Scratch<int64_t, 17> signature_;
+  Scratch<int64_t, 64> sizes_;
+  Scratch<int64_t, 16> ints_;
+  int64_t limit_ = 0;
+  bool suspect_ = false;
 };
 
 /// The results of one call in the call's own storage (no allocation for up
@@ -181,14 +243,16 @@ public:
   /// call() with the error's message only (tools that print it).
   bool call(const std::vector<CallArg> &args, std::vector<Output> &outputs,
             int &variant, std::string &error, void *stream = nullptr);
-  /// call() over views of the arguments with the results in \p results
-  /// (the C API's path): a call a variant already serves allocates and
-  /// formats nothing beyond what the kernel allocates for its results,
-  /// as long as the arguments' dims and the results fit Scratch's inline
-  /// storage. Errors (the slow path) are as call()'s, with \p results
-  /// empty.
+  /// call() over views of the arguments with the results in \p results:
+  /// a call a variant already serves allocates and formats nothing beyond
+  /// what the kernel allocates for its results, as long as the arguments
+  /// and the results fit CallInput's and Results' inline storage. Errors
+  /// (the slow path) are as call()'s, with \p results empty.
   bool call(std::span<const ArgRef> args, Results &results, int &variant,
             Error &error, void *stream = nullptr);
+  /// call() over arguments gathered in \p in (the C API's path).
+  bool call(const CallInput &in, Results &results, int &variant, Error &error,
+            void *stream = nullptr);
 
   Stats stats() const;
   size_t numVariants() const;
@@ -208,26 +272,14 @@ public:
 private:
   /// A call's symbol values (the matcher binds them, the kernel reads them).
   using Symbols = Scratch<int64_t, 64>;
-  /// What a call's matchers read (see DispatchFn), gathered once per call:
-  /// the signature, every tensor's sizes in order, the ints in order.
-  struct MatchInput {
-    Scratch<int64_t, 32> signature;
-    Scratch<int64_t, 64> sizes;
-    Scratch<int64_t, 16> ints;
-  };
-  /// Gathers \p in from \p args in one pass; with \p error it also checks
-  /// every tensor argument as checkArgs() does (false with its error).
-  static bool prepare(std::span<const ArgRef> args, MatchInput &in,
-                      Error *error);
   /// The first variant whose matcher accepts the call, or -1 with the
   /// reason the last one rejected it. Uses the native dispatcher for the
   /// variants it covers when no reason is wanted.
-  int select(size_t first, size_t count, std::span<const ArgRef> args,
-             const MatchInput &in, Symbols &syms, std::string *reason) const;
+  int select(size_t first, size_t count, const CallInput &in, Symbols &syms,
+             std::string *reason) const;
   /// The slow path of a call no published variant serves (under mutex_):
   /// explains the miss and compiles a variant; the chosen index or -1.
-  int selectOrCompile(std::span<const ArgRef> args, const MatchInput &in,
-                      Symbols &syms, Error &error);
+  int selectOrCompile(const CallInput &in, Symbols &syms, Error &error);
   /// Counts a call of variant \p chosen (lock-free).
   void countCall(int chosen);
   /// Makes variant \p v visible to lock-free readers (under mutex_).
@@ -235,7 +287,7 @@ private:
   /// Recompiles the native dispatcher over every variant (under mutex_).
   void refreshDispatcher();
   /// Checks every tensor argument's sizes, byte size and data pointer
-  /// (false with the first problem; the slow path of prepare()).
+  /// (false with the first problem; for calls CallInput finds suspect).
   static bool checkArgs(std::span<const ArgRef> args, Error &error);
   bool compileFor(std::span<const ArgRef> args, const std::string &reason,
                   Error &error);
