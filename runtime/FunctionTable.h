@@ -29,6 +29,7 @@ public:
   Scratch() = default;
   Scratch(const Scratch &) = delete;
   Scratch &operator=(const Scratch &) = delete;
+  ~Scratch() { delete[] heap_; }
 
   T *data() { return data_; }
   const T *data() const { return data_; }
@@ -37,7 +38,7 @@ public:
   const T &operator[](size_t i) const { return data_[i]; }
   /// Sets the size to \p n, keeping the first values; new ones are \p fill.
   void resize(size_t n, T fill = T()) {
-    if (n > N && n > heap_.size())
+    if (n > capacity_)
       grow(n);
     for (size_t i = size_; i < n; ++i)
       data_[i] = fill;
@@ -46,7 +47,7 @@ public:
   /// Sets the size to \p n without writing new values (the caller writes
   /// every one); returns data().
   T *resizeForOverwrite(size_t n) {
-    if (n > N && n > heap_.size())
+    if (n > capacity_)
       grow(n);
     size_ = n;
     return data_;
@@ -58,21 +59,24 @@ public:
   void clear() { size_ = 0; }
 
 private:
-  /// Moves the values to the heap with room for \p n.
+  /// Moves the values to the heap with room for \p n (at least twice the
+  /// old room).
   [[gnu::noinline]] void grow(size_t n) {
-    std::vector<T> grown(n);
-    std::copy(data_, data_ + size_, grown.begin());
-    heap_ = std::move(grown);
-    data_ = heap_.data();
+    size_t room = std::max(n, 2 * capacity_);
+    T *grown = new T[room];
+    std::copy(data_, data_ + size_, grown);
+    delete[] heap_;
+    heap_ = data_ = grown;
+    capacity_ = room;
   }
   /// Storage left uninitialized until resize() writes it.
   union Inline {
     Inline() {}
     T values[N];
   } inline_;
-  std::vector<T> heap_;
+  T *heap_ = nullptr;
   T *data_ = inline_.values;
-  size_t size_ = 0;
+  size_t size_ = 0, capacity_ = N;
 };
 
 /// A result tensor; `data` is malloc'd (or, from a GPU variant, device
@@ -112,22 +116,27 @@ public:
   /// the ArgRef its caller just wrote field by field, a store-forwarding
   /// stall per argument.)
   [[gnu::always_inline]] void set(size_t i, const ArgRef &a) {
+    // Locals, not members, in the loop: its int64 stores may alias them.
+    const int64_t *shape = a.shape, limit = limit_;
+    const size_t rank = a.rank;
+    const bool isInt = a.isInt, noData = a.data == nullptr;
+    const int32_t dtype = a.dtype;
     args_[i] = a;
-    signature_[i + 1] = argSignature(a.isInt, a.dtype, a.rank);
-    if (a.isInt) {
+    signature_[i + 1] = argSignature(isInt, dtype, rank);
+    if (isInt) {
       ints_.push_back(a.intValue);
       return;
     }
     size_t at = sizes_.size();
-    int64_t *sizes = sizes_.resizeForOverwrite(at + a.rank) + at;
-    int64_t bytes = static_cast<int64_t>(elementBytes(a.dtype));
+    int64_t *sizes = sizes_.resizeForOverwrite(at + rank) + at;
+    int64_t bytes = static_cast<int64_t>(elementBytes(dtype));
     bool bad = false;
-    for (size_t d = 0; d < a.rank; ++d) {
-      int64_t n = a.shape[d];
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t n = shape[d];
       sizes[d] = n;
       bad |= (n < 0) | __builtin_mul_overflow(bytes, n, &bytes);
     }
-    suspect_ |= bad | (bytes > limit_) | ((bytes != 0) & (a.data == nullptr));
+    suspect_ |= bad | (bytes > limit) | ((bytes != 0) & noData);
   }
 
   std::span<const ArgRef> args() const { return {args_.data(), args_.size()}; }
