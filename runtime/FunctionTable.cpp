@@ -101,37 +101,52 @@ template <typename Arg> void gather(std::span<const Arg> args, CallInput &in) {
   }
 }
 
-/// The context each thread's calls reuse: a call allocates none (contexts
-/// are reset between calls, keeping their storage). A call made while the
-/// thread's context is in use (a compiler hook that calls a table) gets a
-/// context of its own.
-struct ThreadContext {
+/// What each thread's calls reuse, so that a call allocates nothing: its
+/// kernel context (reset between calls, keeping its storage) and, for a
+/// kernel with more buffers than a call keeps on its stack, an array for
+/// them. A call made while these are in use (a kernel, or a compiler hook,
+/// that calls a table) gets its own.
+struct ThreadState {
   tsl_rt_context *ctx = nullptr;
-  bool busy = false;
-  ~ThreadContext() { tsl_rt_context_destroy(ctx); }
+  bool contextBusy = false, buffersBusy = false;
+  std::vector<void *> buffers; ///< grows to the largest kernel's
+  ~ThreadState() { tsl_rt_context_destroy(ctx); }
 };
-thread_local ThreadContext threadContext;
+thread_local ThreadState threadState;
 
 tsl_rt_context *acquireContext() {
-  ThreadContext &t = threadContext;
-  if (t.busy)
+  ThreadState &t = threadState;
+  if (t.contextBusy)
     return tsl_rt_context_create();
   if (!t.ctx)
     t.ctx = tsl_rt_context_create();
-  t.busy = true;
+  t.contextBusy = true;
   return t.ctx;
 }
 
 /// Ends \p ctx's call: what tsl_rt_context_destroy frees is freed.
 void releaseContext(tsl_rt_context *ctx) {
-  ThreadContext &t = threadContext;
+  ThreadState &t = threadState;
   if (ctx != t.ctx) {
     tsl_rt_context_destroy(ctx);
     return;
   }
   resetContext(ctx);
-  t.busy = false;
+  t.contextBusy = false;
 }
+
+/// The thread's array for \p n kernel buffers; null while in use.
+void **acquireBuffers(size_t n) {
+  ThreadState &t = threadState;
+  if (t.buffersBusy)
+    return nullptr;
+  if (t.buffers.size() < n)
+    t.buffers.resize(n);
+  t.buffersBusy = true;
+  return t.buffers.data();
+}
+
+void releaseBuffers() { threadState.buffersBusy = false; }
 
 } // namespace
 
@@ -579,18 +594,27 @@ void FunctionTable::countCall(int chosen) {
 bool FunctionTable::run(const VariantCode &v, std::span<const ArgRef> args,
                         Symbols &syms, Results &results, Error &error,
                         void *stream) const {
-  Scratch<void *, 128> buffers;
-  void **b = buffers.resizeForOverwrite(v.numValues + 1);
-  std::memset(b, 0, (v.numValues + 1) * sizeof(void *));
+  // The kernel's buffers: on the stack, or the thread's own array.
+  constexpr size_t kOnStack = 128;
+  Scratch<void *, kOnStack> onStack;
+  size_t n = v.numValues + 1;
+  void **threadOwned = n > kOnStack ? acquireBuffers(n) : nullptr;
+  void **b = threadOwned ? threadOwned : onStack.resizeForOverwrite(n);
+  std::memset(b, 0, n * sizeof(void *));
   for (size_t i = 0; i < args.size(); ++i)
     if (!args[i].isInt)
       b[v.params[i].value] = const_cast<void *>(args[i].data);
-  if (v.device)
-    return runOnDevice(v, b, syms, results, error, stream);
-  tsl_rt_context *ctx = acquireContext();
-  bool ok = finishRun(v, v.kernel(b, syms.data(), ctx), b, syms, ctx, results,
-                      error, stream);
-  releaseContext(ctx);
+  bool ok;
+  if (v.device) {
+    ok = runOnDevice(v, b, syms, results, error, stream);
+  } else {
+    tsl_rt_context *ctx = acquireContext();
+    ok = finishRun(v, v.kernel(b, syms.data(), ctx), b, syms, ctx, results,
+                   error, stream);
+    releaseContext(ctx);
+  }
+  if (threadOwned)
+    releaseBuffers();
   return ok;
 }
 

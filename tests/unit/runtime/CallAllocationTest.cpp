@@ -88,6 +88,23 @@ TEST_P(CallAllocation, ASteadyStateCallAllocatesNothing) {
   EXPECT_EQ(table.stats().calls, 102002u);
 }
 
+TEST(CallAllocation, AKernelOfManyBuffersAllocatesNothing) {
+  // More buffers than a call keeps on its stack: the thread's own array.
+  fake::Compiler compiler;
+  compiler.make = [](const std::vector<CallArg> &, bool, VariantCode &out,
+                     Error &) {
+    out = fake::scaleVariant(fake::matchAny);
+    out.numValues = 1000;
+    return true;
+  };
+  FunctionTable table("scale", &compiler);
+  Call c;
+  ASSERT_TRUE(callRefs(table, c, 100001)); // compiles, fills the call log
+  size_t before = newCalls;
+  ASSERT_TRUE(callRefs(table, c, 1000));
+  EXPECT_EQ(newCalls - before, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Dispatch, CallAllocation, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool> &info) {
                            return info.param ? "NativeDispatcher" : "Matchers";

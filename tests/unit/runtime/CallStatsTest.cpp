@@ -196,7 +196,9 @@ int32_t kernelCallingAnotherTable(void **buffers, int64_t *syms,
   std::vector<Output> inner;
   int variant;
   Error error;
-  if (!out || !innerTable->call({fake::vectorArg(x)}, inner, variant, error))
+  buffers[499] = out; // a buffer of its own, which the inner call must keep
+  if (!out || !innerTable->call({fake::vectorArg(x)}, inner, variant, error) ||
+      buffers[499] != out)
     return 1;
   for (int64_t i = 0; i < n; ++i) // 4x: the inner call doubled it
     out[i] = 2 * static_cast<const float *>(inner[0].data)[i];
@@ -206,15 +208,19 @@ int32_t kernelCallingAnotherTable(void **buffers, int64_t *syms,
 }
 
 TEST(CallStats, ACallFromInsideAKernelGetsItsOwnContext) {
+  // Both kernels have more buffers than a call keeps on its stack: the
+  // inner call must not take the outer call's array either.
   fake::Compiler innerCompiler, outerCompiler;
   innerCompiler.make = [](const std::vector<CallArg> &, bool, VariantCode &out,
                           Error &) {
     out = fake::scaleVariant(fake::matchAny, kernelRecordingContext);
+    out.numValues = 500;
     return true;
   };
   outerCompiler.make = [](const std::vector<CallArg> &, bool, VariantCode &out,
                           Error &) {
     out = fake::scaleVariant(fake::matchAny, kernelCallingAnotherTable);
+    out.numValues = 500;
     return true;
   };
   FunctionTable inner("inner", &innerCompiler), outer("outer", &outerCompiler);
