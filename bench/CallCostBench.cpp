@@ -32,15 +32,25 @@ constexpr int kArgs = 11;    // a0 .. a10
 constexpr int64_t kSize = 4; // elements per argument
 const char *kFunction = "guarded";
 
+/// The CPU model /proc/cpuinfo names, with its widest vector ISA.
 std::string cpuModel() {
   std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      size_t colon = line.find(':');
-      return colon == std::string::npos ? line : line.substr(colon + 2);
+  std::string line, model = "unknown", isa = "no AVX2";
+  while (std::getline(in, line)) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos)
+      continue;
+    if (line.rfind("model name", 0) == 0 && model == "unknown")
+      model = line.substr(colon + 2);
+    if (line.rfind("flags", 0) == 0) {
+      std::string flags = line.substr(colon) + " ";
+      isa = flags.find(" avx512f ") != std::string::npos ? "AVX-512"
+            : flags.find(" avx2 ") != std::string::npos  ? "AVX2"
+                                                         : "no AVX2";
+      break;
     }
-  return "unknown";
+  }
+  return model + " (" + isa + ")";
 }
 
 [[noreturn]] void die(const std::string &what) {
