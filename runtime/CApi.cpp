@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -17,26 +18,28 @@ namespace {
 
 thread_local std::string lastError;
 
-/// DLPack (code, bits) to the element type codes of KernelAbi.h.
-int32_t dtypeOf(tsl_dtype t) {
+/// DLPack (code, bits) to the element type codes of KernelAbi.h, or -1.
+inline int32_t dtypeOf(tsl_dtype t) {
   if (t.lanes != 1)
     return -1;
-  if (t.code == 6 && t.bits == 8)
+  switch (t.code << 8 | t.bits) {
+  case 6 << 8 | 8:
     return 0; // bool
-  if (t.code == 0 && t.bits == 8)
+  case 0 << 8 | 8:
     return 1;
-  if (t.code == 0 && t.bits == 32)
+  case 0 << 8 | 32:
     return 2;
-  if (t.code == 0 && t.bits == 64)
+  case 0 << 8 | 64:
     return 3;
-  if (t.code == 2 && t.bits == 16)
+  case 2 << 8 | 16:
     return 4;
-  if (t.code == 4 && t.bits == 16)
+  case 4 << 8 | 16:
     return 5;
-  if (t.code == 2 && t.bits == 32)
+  case 2 << 8 | 32:
     return 6;
-  if (t.code == 2 && t.bits == 64)
+  case 2 << 8 | 64:
     return 7;
+  }
   return -1;
 }
 
@@ -123,6 +126,58 @@ void setCompilerFactory(tsl_runtime *rt, CompilerFactory factory) {
 } // namespace tsl::rt
 
 using tsl::rt::fail;
+
+namespace {
+
+/// Checks tensor argument \p i of a call on \p device, in order: its
+/// device, element type, shape, strides (row-major contiguous), byte
+/// offset and alignment. TSL_OK, or the first problem's status with its
+/// message recorded (the C API's messages name the argument).
+[[gnu::cold, gnu::noinline]] tsl_status
+checkTensor(int32_t i, const tsl_tensor &t, const tsl_device &device) {
+  auto which = [i] { return "argument " + std::to_string(i); };
+  if (t.device.device_type != device.device_type ||
+      (device.device_type == 2 && t.device.device_id != device.device_id))
+    return fail(
+        TSL_INVALID_ARGUMENT,
+        which() + " is on device " + std::to_string(t.device.device_type) +
+            ":" + std::to_string(t.device.device_id) +
+            " but this runtime runs on " + std::to_string(device.device_type) +
+            ":" + std::to_string(device.device_id));
+  int32_t dtype = dtypeOf(t.dtype);
+  if (dtype < 0)
+    return fail(TSL_INVALID_ARGUMENT,
+                which() + " has an unsupported element type");
+  if (t.ndim < 0 || t.ndim > 32 || (t.ndim > 0 && !t.shape))
+    return fail(TSL_INVALID_ARGUMENT, which() + " has an invalid shape");
+  if (t.strides) {
+    int64_t expect = 1;
+    for (int32_t d = t.ndim; d-- > 0;) {
+      if (t.shape[d] != 1 && t.strides[d] != expect)
+        return fail(TSL_UNSUPPORTED, which() + " is not row-major contiguous");
+      if (__builtin_mul_overflow(expect, t.shape[d], &expect))
+        return fail(TSL_INVALID_ARGUMENT,
+                    which() + " has a size that does not fit in 64 bits");
+    }
+  }
+  // Kernels load whole elements: like DLPack, data + byte_offset must be
+  // aligned to the element size (misaligned tensors are rejected, not
+  // copied, so a call never copies behind the caller's back).
+  uintptr_t address = 0;
+  if (t.data && __builtin_add_overflow(reinterpret_cast<uintptr_t>(t.data),
+                                       t.byte_offset, &address))
+    return fail(TSL_INVALID_ARGUMENT,
+                which() + " has a byte_offset past the end of memory");
+  size_t align = tsl::rt::elementBytes(dtype);
+  if (t.data && align > 1 && address % align != 0)
+    return fail(TSL_INVALID_ARGUMENT,
+                which() + " is misaligned: data + byte_offset is not a " +
+                    "multiple of " + std::to_string(align) +
+                    " bytes, the size of its elements");
+  return TSL_OK;
+}
+
+} // namespace
 
 extern "C" {
 
@@ -320,80 +375,81 @@ tsl_status tsl_function_call_on_stream(tsl_function *fn, const tsl_arg *args,
   if (stream && fn->device.device_type != 2)
     return fail(TSL_INVALID_ARGUMENT,
                 "tsl_function_call_on_stream: a stream needs a CUDA runtime");
-  std::vector<tsl::rt::CallArg> callArgs;
+  // Views of the caller's arguments, gathered for dispatch as they are
+  // checked: a call copies no shapes, and formats no text unless it fails.
+  tsl::rt::CallInput callInput;
+  callInput.begin(static_cast<size_t>(nargs));
+  const tsl_device device = fn->device;
   for (int32_t i = 0; i < nargs; ++i) {
-    tsl::rt::CallArg a;
     const tsl_arg &in = args[i];
-    std::string which = "argument " + std::to_string(i);
     if (in.is_int) {
-      a.isInt = true;
-      a.intValue = in.int_value;
-    } else {
-      const tsl_tensor &t = in.tensor;
-      if (t.device.device_type != fn->device.device_type ||
-          (fn->device.device_type == 2 &&
-           t.device.device_id != fn->device.device_id))
-        return fail(TSL_INVALID_ARGUMENT,
-                    which + " is on device " +
-                        std::to_string(t.device.device_type) + ":" +
-                        std::to_string(t.device.device_id) +
-                        " but this runtime runs on " +
-                        std::to_string(fn->device.device_type) + ":" +
-                        std::to_string(fn->device.device_id));
-      a.dtype = dtypeOf(t.dtype);
-      if (a.dtype < 0)
-        return fail(TSL_INVALID_ARGUMENT,
-                    which + " has an unsupported element type");
-      if (t.ndim < 0 || t.ndim > 32 || (t.ndim > 0 && !t.shape))
-        return fail(TSL_INVALID_ARGUMENT, which + " has an invalid shape");
-      a.shape.assign(t.shape, t.shape + t.ndim);
-      if (t.strides) {
-        int64_t expect = 1;
-        for (int32_t d = t.ndim; d-- > 0;) {
-          if (a.shape[d] != 1 && t.strides[d] != expect)
-            return fail(TSL_UNSUPPORTED,
-                        which + " is not row-major contiguous");
-          if (__builtin_mul_overflow(expect, a.shape[d], &expect))
-            return fail(TSL_INVALID_ARGUMENT,
-                        which + " has a size that does not fit in 64 bits");
-        }
-      }
-      // Kernels load whole elements: like DLPack, data + byte_offset must
-      // be aligned to the element size (misaligned tensors are rejected,
-      // not copied, so a call never copies behind the caller's back).
-      uintptr_t address = 0;
-      if (t.data && __builtin_add_overflow(reinterpret_cast<uintptr_t>(t.data),
-                                           t.byte_offset, &address))
-        return fail(TSL_INVALID_ARGUMENT,
-                    which + " has a byte_offset past the end of memory");
-      size_t align = tsl::rt::elementBytes(a.dtype);
-      if (t.data && align > 1 && address % align != 0)
-        return fail(TSL_INVALID_ARGUMENT,
-                    which + " is misaligned: data + byte_offset is not a " +
-                        "multiple of " + std::to_string(align) +
-                        " bytes, the size of its elements");
-      a.data =
-          t.data ? static_cast<const char *>(t.data) + t.byte_offset : nullptr;
+      callInput.set(i, {true, in.int_value, 0, 0, nullptr, nullptr});
+      continue;
     }
-    callArgs.push_back(std::move(a));
+    const tsl_tensor &t = in.tensor;
+    // The common case in one test; anything unusual is looked at (and
+    // explained) by checkTensor.
+    int32_t dtype = dtypeOf(t.dtype);
+    uintptr_t address = 0;
+    bool pastTheEnd = __builtin_add_overflow(
+        reinterpret_cast<uintptr_t>(t.data), t.byte_offset, &address);
+    size_t align = tsl::rt::elementBytes(dtype); // a power of two
+    bool unusual =
+        (t.device.device_type != device.device_type) |
+        ((device.device_type == 2) & (t.device.device_id != device.device_id)) |
+        (dtype < 0) | (static_cast<uint32_t>(t.ndim) > 32) |
+        ((t.ndim > 0) & (t.shape == nullptr)) | (t.strides != nullptr) |
+        ((t.data != nullptr) & (pastTheEnd | ((address & (align - 1)) != 0)));
+    if (unusual)
+      if (tsl_status s = checkTensor(i, t, device); s != TSL_OK)
+        return s;
+    callInput.set(i, {false, 0, dtype, static_cast<size_t>(t.ndim),
+                      t.ndim > 0 ? t.shape : nullptr,
+                      t.data ? static_cast<const char *>(t.data) + t.byte_offset
+                             : nullptr});
   }
-  std::vector<tsl::rt::Output> outs;
+  tsl::rt::Results outs;
   int variant = -1;
   tsl::Error error;
-  if (!fn->table->call(callArgs, outs, variant, error, stream))
+  if (!fn->table->call(callInput, outs, variant, error, stream))
     return fail(tsl::rt::statusFor(error.kind), std::move(error.message));
-  auto *result = static_cast<tsl_tensor *>(
-      std::calloc(outs.size() + 1, sizeof(tsl_tensor)));
-  for (size_t i = 0; i < outs.size(); ++i) {
+  // What the caller frees with tsl_outputs_free: the array, and each
+  // result's data and shape. (malloc, not calloc, and no memset after it,
+  // which the compiler would turn into a calloc: glibc's calloc bypasses
+  // its per-thread cache. Every field is written.)
+  size_t n = outs.size(), shapes = 0;
+  auto *result =
+      static_cast<tsl_tensor *>(std::malloc((n + 1) * sizeof(tsl_tensor)));
+  if (result) {
+    result[n] = tsl_tensor{};
+    for (; shapes < n; ++shapes) {
+      result[shapes] = tsl_tensor{};
+      result[shapes].shape = static_cast<int64_t *>(
+          std::malloc(sizeof(int64_t) * (outs.items[shapes].rank + 1)));
+      if (!result[shapes].shape)
+        break;
+    }
+  }
+  if (!result || shapes < n) {
+    for (size_t i = 0; i < n; ++i) {
+      if (outs.items[i].onDevice)
+        tsl::rt::GpuDevice::releaseHandedOver(outs.items[i].data);
+      else
+        std::free(outs.items[i].data);
+      if (i < shapes)
+        std::free(result[i].shape);
+    }
+    std::free(result);
+    return fail(TSL_RUNTIME_ERROR, "out of memory for the results");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const tsl::rt::Results::Item &r = outs.items[i];
     tsl_tensor &t = result[i];
-    t.data = outs[i].data;
-    t.device = outs[i].onDevice ? fn->device : tsl_device{1, 0};
-    t.ndim = static_cast<int32_t>(outs[i].shape.size());
-    t.dtype = dlpackOf(outs[i].dtype);
-    t.shape = static_cast<int64_t *>(
-        std::malloc(sizeof(int64_t) * (outs[i].shape.size() + 1)));
-    for (size_t d = 0; d < outs[i].shape.size(); ++d)
-      t.shape[d] = outs[i].shape[d];
+    t.data = r.data;
+    t.device = r.onDevice ? fn->device : tsl_device{1, 0};
+    t.ndim = static_cast<int32_t>(r.rank);
+    t.dtype = dlpackOf(r.dtype);
+    std::copy(outs.shape(i), outs.shape(i) + r.rank, t.shape);
   }
   *outputs = result;
   *noutputs = static_cast<int32_t>(outs.size());

@@ -21,4 +21,18 @@ struct tsl_rt_context {
 namespace tsl::rt {
 /// Gives every device allocation of \p ctx back to its device.
 void releaseDeviceAllocations(tsl_rt_context *ctx);
+
+/// Makes \p ctx as tsl_rt_context_create makes one, for another call,
+/// keeping its own storage: frees every allocation it still owns (host and
+/// device, as tsl_rt_context_destroy does), forgets its error and failed op
+/// and detaches it from its device.
+inline void resetContext(tsl_rt_context *ctx) {
+  if (!ctx->allocations.empty())
+    tsl_rt_context_release(ctx, nullptr, 0);
+  if (!ctx->deviceAllocations.empty())
+    releaseDeviceAllocations(ctx);
+  ctx->error.clear();
+  ctx->failedOp = -1;
+  ctx->device = nullptr;
+}
 } // namespace tsl::rt

@@ -1,4 +1,5 @@
 #include "runtime/FunctionTable.h"
+#include "runtime/Context.h"
 #include "runtime/GpuDevice.h"
 #include "support/SizeLimits.h"
 
@@ -6,7 +7,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <optional>
+#include <type_traits>
 
 namespace tsl::rt {
 
@@ -18,18 +21,18 @@ const char *typeName(int32_t dtype) {
   return dtype >= 0 && dtype < 8 ? names[dtype] : "?";
 }
 
-std::string describeArg(const CallArg &a) {
+std::string describeArg(const ArgRef &a) {
   if (a.isInt)
     return std::to_string(a.intValue);
   std::string s = std::string(typeName(a.dtype)) + "[";
-  for (size_t i = 0; i < a.shape.size(); ++i)
+  for (size_t i = 0; i < a.rank; ++i)
     s += (i ? ", " : "") + std::to_string(a.shape[i]);
   return s + "]";
 }
 
 /// Values of the call's named dims, for messages ("N = 3, M = 4").
 std::map<std::string, int64_t>
-namedValues(const VariantCode &v, const std::vector<CallArg> &args,
+namedValues(const VariantCode &v, std::span<const ArgRef> args,
             std::map<std::string, std::string> *where = nullptr) {
   std::map<std::string, int64_t> values;
   for (size_t i = 0; i < v.params.size() && i < args.size(); ++i) {
@@ -40,7 +43,7 @@ namedValues(const VariantCode &v, const std::vector<CallArg> &args,
         (*where)[p.name] = "argument '" + p.name + "'";
       continue;
     }
-    for (size_t a = 0; a < p.axisNames.size() && a < args[i].shape.size(); ++a)
+    for (size_t a = 0; a < p.axisNames.size() && a < args[i].rank; ++a)
       if (!p.axisNames[a].empty() && !values.count(p.axisNames[a])) {
         values[p.axisNames[a]] = args[i].shape[a];
         if (where)
@@ -86,6 +89,64 @@ std::string withValues(const std::string &check,
   }
   return list.empty() ? check : check + " with " + list;
 }
+
+/// Gathers \p args (views of them) in \p in.
+template <typename Arg> void gather(std::span<const Arg> args, CallInput &in) {
+  in.begin(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    if constexpr (std::is_same_v<Arg, CallArg>)
+      in.set(i, ArgRef::of(args[i]));
+    else
+      in.set(i, args[i]);
+  }
+}
+
+/// What each thread's calls reuse, so that a call allocates nothing: its
+/// kernel context (reset between calls, keeping its storage) and, for a
+/// kernel with more buffers than a call keeps on its stack, an array for
+/// them. A call made while these are in use (a kernel, or a compiler hook,
+/// that calls a table) gets its own.
+struct ThreadState {
+  tsl_rt_context *ctx = nullptr;
+  bool contextBusy = false, buffersBusy = false;
+  std::vector<void *> buffers; ///< grows to the largest kernel's
+  ~ThreadState() { tsl_rt_context_destroy(ctx); }
+};
+thread_local ThreadState threadState;
+
+tsl_rt_context *acquireContext() {
+  ThreadState &t = threadState;
+  if (t.contextBusy)
+    return tsl_rt_context_create();
+  if (!t.ctx)
+    t.ctx = tsl_rt_context_create();
+  t.contextBusy = true;
+  return t.ctx;
+}
+
+/// Ends \p ctx's call: what tsl_rt_context_destroy frees is freed.
+void releaseContext(tsl_rt_context *ctx) {
+  ThreadState &t = threadState;
+  if (ctx != t.ctx) {
+    tsl_rt_context_destroy(ctx);
+    return;
+  }
+  resetContext(ctx);
+  t.contextBusy = false;
+}
+
+/// The thread's array for \p n kernel buffers; null while in use.
+void **acquireBuffers(size_t n) {
+  ThreadState &t = threadState;
+  if (t.buffersBusy)
+    return nullptr;
+  if (t.buffers.size() < n)
+    t.buffers.resize(n);
+  t.buffersBusy = true;
+  return t.buffers.data();
+}
+
+void releaseBuffers() { threadState.buffersBusy = false; }
 
 } // namespace
 
@@ -159,6 +220,11 @@ FunctionTable::FunctionTable(std::string name, CompilerHook *hook,
                              TableOptions options)
     : name_(std::move(name)), hook_(hook), options_(options) {}
 
+FunctionTable::~FunctionTable() {
+  for (auto &chunk : callLog_)
+    delete[] chunk.load(std::memory_order_relaxed);
+}
+
 void FunctionTable::publish(std::shared_ptr<VariantCode> v) {
   size_t index = variants_.size();
   variants_.push_back(v);
@@ -216,13 +282,39 @@ void FunctionTable::addVariant(VariantCode variant) {
 
 int FunctionTable::dispatch(const std::vector<CallArg> &args,
                             std::vector<int64_t> &syms) const {
-  return select(0, publishedCount_.load(std::memory_order_acquire), args, syms,
-                nullptr);
+  CallInput in;
+  gather(std::span<const CallArg>(args), in);
+  Symbols bound;
+  int chosen = select(0, publishedCount_.load(std::memory_order_acquire), in,
+                      bound, nullptr);
+  syms.assign(bound.data(), bound.data() + bound.size());
+  return chosen;
 }
 
 Stats FunctionTable::stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  Stats s;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    s = stats_;
+  }
+  for (size_t i = 0; i < kMaxVariants; ++i)
+    if (size_t n = variantCalls_[i].load(std::memory_order_relaxed)) {
+      s.calls += n;
+      s.variantCalls.resize(i + 1, 0);
+      s.variantCalls[i] = n;
+    }
+  size_t logged =
+      std::min(callLogNext_.load(std::memory_order_relaxed), kCallLogSize);
+  s.callVariants.reserve(logged);
+  for (size_t n = 0; n < logged; ++n) {
+    const std::atomic<uint8_t> *chunk =
+        callLog_[n / kCallLogChunk].load(std::memory_order_acquire);
+    uint8_t entry =
+        chunk ? chunk[n % kCallLogChunk].load(std::memory_order_relaxed) : 0;
+    if (entry) // 0: the call has not stored it yet
+      s.callVariants.push_back(entry - 1);
+  }
+  return s;
 }
 
 std::vector<VariantSummary> FunctionTable::variantSummaries() const {
@@ -244,24 +336,11 @@ size_t FunctionTable::numVariants() const {
   return variants_.size();
 }
 
-int FunctionTable::select(size_t first, size_t count,
-                          const std::vector<CallArg> &args,
-                          std::vector<int64_t> &syms,
-                          std::string *reason) const {
-  // Reused per thread: dispatch allocates nothing in the steady state.
-  thread_local std::vector<int64_t> sizeBuf, intBuf, signatureBuf;
-  sizeBuf.clear();
-  intBuf.clear();
-  signatureBuf.assign(1, static_cast<int64_t>(args.size()));
-  for (const CallArg &a : args) {
-    signatureBuf.push_back(argSignature(a.isInt, a.dtype, a.shape.size()));
-    if (a.isInt)
-      intBuf.push_back(a.intValue);
-    else
-      sizeBuf.insert(sizeBuf.end(), a.shape.begin(), a.shape.end());
-  }
-  const int64_t *signature = signatureBuf.data(), *sizes = sizeBuf.data(),
-                *ints = intBuf.data();
+int FunctionTable::select(size_t first, size_t count, const CallInput &in,
+                          Symbols &syms, std::string *reason) const {
+  std::span<const ArgRef> args = in.args();
+  const int64_t *signature = in.signature(), *sizes = in.sizes(),
+                *ints = in.ints();
   const Dispatcher *d = dispatcher_.load(std::memory_order_acquire);
   if (!reason && first == 0 && d && d->count <= count) {
     // One native call chooses among the variants it was compiled for.
@@ -279,10 +358,9 @@ int FunctionTable::select(size_t first, size_t count,
     bool fits = v.params.size() == args.size();
     for (size_t k = 0; fits && k < args.size(); ++k) {
       const ParamInfo &p = v.params[k];
-      fits =
-          p.isInt == args[k].isInt &&
-          (p.isInt || (p.dtype == args[k].dtype &&
-                       p.rank == static_cast<int32_t>(args[k].shape.size())));
+      fits = p.isInt == args[k].isInt &&
+             (p.isInt || (p.dtype == args[k].dtype &&
+                          p.rank == static_cast<int32_t>(args[k].rank)));
     }
     if (!fits) {
       if (reason)
@@ -306,7 +384,7 @@ int FunctionTable::select(size_t first, size_t count,
   return -1;
 }
 
-bool FunctionTable::compileFor(const std::vector<CallArg> &args,
+bool FunctionTable::compileFor(std::span<const ArgRef> args,
                                const std::string &reason, Error &error) {
   LogFlags log = LogFlags::fromEnvironment();
   // Automatic dynamic: an auto dim whose value differs from the one a
@@ -338,7 +416,10 @@ bool FunctionTable::compileFor(const std::vector<CallArg> &args,
   }
   VariantCode code;
   auto start = std::chrono::steady_clock::now();
-  if (!hook_->compile(name_, args, dynamicDims_, allDynamic, code, error))
+  std::vector<CallArg> owned; // what the hook may keep
+  for (const ArgRef &a : args)
+    owned.push_back(a.toCallArg());
+  if (!hook_->compile(name_, owned, dynamicDims_, allDynamic, code, error))
     return false;
   double ms = std::chrono::duration<double, std::milli>(
                   std::chrono::steady_clock::now() - start)
@@ -368,32 +449,30 @@ bool FunctionTable::compileFor(const std::vector<CallArg> &args,
   return true;
 }
 
-bool FunctionTable::checkArgs(const std::vector<CallArg> &args, Error &error) {
+bool FunctionTable::checkArgs(std::span<const ArgRef> args, Error &error) {
   auto invalid = [&](std::string message) {
     error = {ErrorKind::InvalidArgument, std::move(message), {}};
     return false;
   };
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i].isInt)
+    const ArgRef &a = args[i];
+    if (a.isInt)
       continue;
-    for (int64_t d : args[i].shape)
-      if (d < 0)
+    for (size_t d = 0; d < a.rank; ++d)
+      if (a.shape[d] < 0)
         return invalid("argument " + std::to_string(i) +
                        " has a negative size");
     std::optional<int64_t> bytes =
-        tensorBytes(args[i].shape.data(), args[i].shape.size(),
-                    elementBytes(args[i].dtype));
+        tensorBytes(a.shape, a.rank, elementBytes(a.dtype));
     if (!bytes)
-      return invalid("argument " + std::to_string(i) + " (" +
-                     describeArg(args[i]) +
+      return invalid("argument " + std::to_string(i) + " (" + describeArg(a) +
                      ") has a size in bytes that does not fit in 64 bits");
     if (*bytes > maxTensorBytes())
-      return invalid("argument " + std::to_string(i) + " (" +
-                     describeArg(args[i]) +
+      return invalid("argument " + std::to_string(i) + " (" + describeArg(a) +
                      ") is too large: " + tensorTooLargeMessage(*bytes));
-    if (*bytes > 0 && !args[i].data)
-      return invalid("argument " + std::to_string(i) + " (" +
-                     describeArg(args[i]) + ") has no data");
+    if (*bytes > 0 && !a.data)
+      return invalid("argument " + std::to_string(i) + " (" + describeArg(a) +
+                     ") has no data");
   }
   return true;
 }
@@ -411,126 +490,199 @@ bool FunctionTable::call(const std::vector<CallArg> &args,
 bool FunctionTable::call(const std::vector<CallArg> &args,
                          std::vector<Output> &outputs, int &variant,
                          Error &error, void *stream) {
-  if (!checkArgs(args, error))
+  CallInput in;
+  gather(std::span<const CallArg>(args), in);
+  Results results;
+  if (!call(in, results, variant, error, stream))
     return false;
-  std::vector<int64_t> syms;
-  std::string reason = "no variant compiled yet";
-  size_t seen = publishedCount_.load(std::memory_order_acquire);
-  int chosen = select(0, seen, args, syms, nullptr);
-  if (chosen < 0) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    // Explain the miss, and look at variants other threads added meanwhile.
-    size_t now = publishedCount_.load(std::memory_order_acquire);
-    chosen = select(0, now, args, syms, &reason);
-    if (chosen < 0) {
-      if (!hook_) {
-        error = {ErrorKind::NoVariant,
-                 "no compiled variant of '" + name_ + "' serves this call (" +
-                     reason + ") and this runtime has no compiler",
-                 {}};
-        return false;
-      }
-      if (variants_.size() >= kMaxVariants) {
-        error = {
-            ErrorKind::CacheLimit, "'" + name_ + "' has too many variants", {}};
-        return false;
-      }
-      if (!compileFor(args, reason, error))
-        return false;
-      size_t last = publishedCount_.load(std::memory_order_acquire) - 1;
-      std::string why;
-      if (select(last, last + 1, args, syms, &why) < 0) {
-        error = {ErrorKind::Internal,
-                 "the variant compiled for this call of '" + name_ +
-                     "' rejects it: " + why,
-                 {}};
-        return false;
-      }
-      chosen = static_cast<int>(last);
-    }
+  outputs.resize(results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Results::Item &r = results.items[i];
+    Output &out = outputs[i];
+    out.dtype = r.dtype;
+    out.shape.assign(results.shape(i), results.shape(i) + r.rank);
+    out.data = r.data;
+    out.onDevice = r.onDevice;
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++stats_.calls;
-    if (stats_.callVariants.size() < 100000) // bounded: long-running programs
-      stats_.callVariants.push_back(chosen);
-    if (stats_.variantCalls.size() <= static_cast<size_t>(chosen))
-      stats_.variantCalls.resize(chosen + 1, 0);
-    ++stats_.variantCalls[chosen];
-  }
-  variant = chosen;
-  const VariantCode &v = *published_[chosen].load(std::memory_order_relaxed);
-  return run(v, args, syms, outputs, error, stream);
+  return true;
 }
 
-bool FunctionTable::run(const VariantCode &v, const std::vector<CallArg> &args,
-                        std::vector<int64_t> &syms,
-                        std::vector<Output> &outputs, Error &error,
+bool FunctionTable::call(std::span<const ArgRef> args, Results &results,
+                         int &variant, Error &error, void *stream) {
+  CallInput in;
+  gather(args, in);
+  return call(in, results, variant, error, stream);
+}
+
+bool FunctionTable::call(const CallInput &in, Results &results, int &variant,
+                         Error &error, void *stream) {
+  results.items.clear();
+  results.shapes.clear();
+  if (in.suspect() && !checkArgs(in.args(), error))
+    return false;
+  Symbols syms;
+  int chosen = select(0, publishedCount_.load(std::memory_order_acquire), in,
+                      syms, nullptr);
+  if (chosen < 0 && (chosen = selectOrCompile(in, syms, error)) < 0)
+    return false;
+  countCall(chosen);
+  variant = chosen;
+  const VariantCode &v = *published_[chosen].load(std::memory_order_relaxed);
+  return run(v, in.args(), syms, results, error, stream);
+}
+
+int FunctionTable::selectOrCompile(const CallInput &in, Symbols &syms,
+                                   Error &error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Explain the miss, and look at variants other threads added meanwhile.
+  std::string reason = "no variant compiled yet";
+  size_t now = publishedCount_.load(std::memory_order_acquire);
+  int chosen = select(0, now, in, syms, &reason);
+  if (chosen >= 0)
+    return chosen;
+  if (!hook_) {
+    error = {ErrorKind::NoVariant,
+             "no compiled variant of '" + name_ + "' serves this call (" +
+                 reason + ") and this runtime has no compiler",
+             {}};
+    return -1;
+  }
+  if (variants_.size() >= kMaxVariants) {
+    error = {
+        ErrorKind::CacheLimit, "'" + name_ + "' has too many variants", {}};
+    return -1;
+  }
+  if (!compileFor(in.args(), reason, error))
+    return -1;
+  size_t last = publishedCount_.load(std::memory_order_acquire) - 1;
+  std::string why;
+  if (select(last, last + 1, in, syms, &why) < 0) {
+    error = {ErrorKind::Internal,
+             "the variant compiled for this call of '" + name_ +
+                 "' rejects it: " + why,
+             {}};
+    return -1;
+  }
+  return static_cast<int>(last);
+}
+
+void FunctionTable::countCall(int chosen) {
+  variantCalls_[chosen].fetch_add(1, std::memory_order_relaxed);
+  // The log of the first calls: a ticket each, then nothing once full.
+  if (callLogNext_.load(std::memory_order_relaxed) >= kCallLogSize)
+    return;
+  size_t n = callLogNext_.fetch_add(1, std::memory_order_relaxed);
+  if (n >= kCallLogSize)
+    return;
+  std::atomic<std::atomic<uint8_t> *> &slot = callLog_[n / kCallLogChunk];
+  std::atomic<uint8_t> *chunk = slot.load(std::memory_order_acquire);
+  if (!chunk) {
+    // Once per 4,096 of the first 100,000 calls; a lost race frees its own.
+    auto *fresh = new (std::nothrow) std::atomic<uint8_t>[kCallLogChunk]();
+    if (!fresh)
+      return; // out of memory: the call goes unlogged
+    if (slot.compare_exchange_strong(chunk, fresh, std::memory_order_acq_rel,
+                                     std::memory_order_acquire))
+      chunk = fresh;
+    else
+      delete[] fresh;
+  }
+  chunk[n % kCallLogChunk].store(static_cast<uint8_t>(chosen + 1),
+                                 std::memory_order_relaxed);
+}
+
+bool FunctionTable::run(const VariantCode &v, std::span<const ArgRef> args,
+                        Symbols &syms, Results &results, Error &error,
                         void *stream) const {
-  std::vector<void *> buffers(v.numValues + 1, nullptr);
+  // The kernel's buffers: on the stack, or the thread's own array.
+  constexpr size_t kOnStack = 128;
+  Scratch<void *, kOnStack> onStack;
+  size_t n = v.numValues + 1;
+  void **threadOwned = n > kOnStack ? acquireBuffers(n) : nullptr;
+  void **b = threadOwned ? threadOwned : onStack.resizeForOverwrite(n);
+  std::memset(b, 0, n * sizeof(void *));
   for (size_t i = 0; i < args.size(); ++i)
     if (!args[i].isInt)
-      buffers[v.params[i].value] = const_cast<void *>(args[i].data);
-  tsl_rt_context *ctx = tsl_rt_context_create();
-  std::optional<GpuDevice::Call> gpuCall;
+      b[v.params[i].value] = const_cast<void *>(args[i].data);
+  bool ok;
   if (v.device) {
-    if (!options_.device) {
-      tsl_rt_context_destroy(ctx);
-      error = {ErrorKind::Internal,
-               "a GPU variant of '" + name_ + "' on a runtime without a GPU",
-               {}};
-      return false;
-    }
-    gpuCall.emplace(*options_.device, *v.device, static_cast<CUstream>(stream));
-    tsl_rt_context_set_device(ctx, gpuCall->abi());
-  }
-  int32_t status = v.kernel(buffers.data(), syms.data(), ctx);
-  bool ok = status == 0;
-  if (!ok) {
-    // A failed assertion or check, or a library kernel's error.
-    int32_t op = tsl_rt_context_failed_op(ctx);
-    std::string message = tsl_rt_context_error(ctx);
-    if (op >= 0 && static_cast<size_t>(op) < v.ops.size()) {
-      const OpInfoRt &info = v.ops[op];
-      error = {ErrorKind::RuntimeCheck,
-               info.location + ": " + info.what +
-                   (message.empty() ? "" : ": " + message),
-               info.location};
-    } else {
-      error = {ErrorKind::RuntimeCheck,
-               message.empty() ? "the kernel failed" : message,
-               {}};
-    }
+    ok = runOnDevice(v, b, syms, results, error, stream);
   } else {
-    ok = collectOutputs(v, buffers, syms, ctx, outputs, error, stream);
+    tsl_rt_context *ctx = acquireContext();
+    ok = finishRun(v, v.kernel(b, syms.data(), ctx), b, syms, ctx, results,
+                   error, stream);
+    releaseContext(ctx);
   }
-  tsl_rt_context_destroy(ctx);
+  if (threadOwned)
+    releaseBuffers();
   return ok;
 }
 
-bool FunctionTable::collectOutputs(const VariantCode &v,
-                                   std::vector<void *> &buffers,
-                                   std::vector<int64_t> &syms,
-                                   tsl_rt_context *ctx,
-                                   std::vector<Output> &outputs, Error &error,
+bool FunctionTable::runOnDevice(const VariantCode &v, void **buffers,
+                                Symbols &syms, Results &results, Error &error,
+                                void *stream) const {
+  if (!options_.device) {
+    error = {ErrorKind::Internal,
+             "a GPU variant of '" + name_ + "' on a runtime without a GPU",
+             {}};
+    return false;
+  }
+  tsl_rt_context *ctx = acquireContext();
+  GpuDevice::Call gpuCall(*options_.device, *v.device,
+                          static_cast<CUstream>(stream));
+  tsl_rt_context_set_device(ctx, gpuCall.abi());
+  bool ok = finishRun(v, v.kernel(buffers, syms.data(), ctx), buffers, syms,
+                      ctx, results, error, stream);
+  releaseContext(ctx); // its device memory goes back while the call lives
+  return ok;
+}
+
+bool FunctionTable::finishRun(const VariantCode &v, int32_t status,
+                              void *const *buffers, Symbols &syms,
+                              tsl_rt_context *ctx, Results &results,
+                              Error &error, void *stream) const {
+  if (status == 0)
+    return collectOutputs(v, buffers, syms, ctx, results, error, stream);
+  // A failed assertion or check, or a library kernel's error.
+  int32_t op = tsl_rt_context_failed_op(ctx);
+  std::string message = tsl_rt_context_error(ctx);
+  if (op >= 0 && static_cast<size_t>(op) < v.ops.size()) {
+    const OpInfoRt &info = v.ops[op];
+    error = {ErrorKind::RuntimeCheck,
+             info.location + ": " + info.what +
+                 (message.empty() ? "" : ": " + message),
+             info.location};
+  } else {
+    error = {ErrorKind::RuntimeCheck,
+             message.empty() ? "the kernel failed" : message,
+             {}};
+  }
+  return false;
+}
+
+bool FunctionTable::collectOutputs(const VariantCode &v, void *const *buffers,
+                                   Symbols &syms, tsl_rt_context *ctx,
+                                   Results &results, Error &error,
                                    void *stream) const {
   size_t total = 0;
   for (const ResultInfo &r : v.results)
     total += static_cast<size_t>(r.rank);
-  std::vector<int64_t> shapes(total + 1, 0);
+  Scratch<int64_t, 64> &shapes = results.shapes;
+  shapes.clear();
+  shapes.resize(total + 1, 0);
   v.shapes(syms.data(), shapes.data());
-  outputs.clear();
+  results.items.clear();
   size_t k = 0;
   bool ok = true;
   std::string message;
   for (const ResultInfo &r : v.results) {
-    Output out;
+    Results::Item out;
     out.dtype = r.dtype;
+    out.rank = static_cast<size_t>(r.rank);
+    out.shapeAt = k;
     int64_t numel = 1;
-    for (int32_t d = 0; d < r.rank; ++d) {
-      out.shape.push_back(shapes[k++]);
-      numel *= out.shape.back();
-    }
+    for (int32_t d = 0; d < r.rank; ++d)
+      numel *= shapes[k++];
     size_t bytes = static_cast<size_t>(numel) * elementBytes(r.dtype);
     if (v.device) {
       // Device memory: handed over, or copied when it is an argument's.
@@ -551,7 +703,7 @@ bool FunctionTable::collectOutputs(const VariantCode &v,
         }
       }
       gpu.handOver(out.data);
-      outputs.push_back(out);
+      results.items.push_back(out);
       continue;
     }
     // A result the kernel allocated is handed over without a copy; one
@@ -568,17 +720,19 @@ bool FunctionTable::collectOutputs(const VariantCode &v,
       if (bytes)
         std::memcpy(out.data, buffers[r.value], bytes);
     }
-    outputs.push_back(out);
+    results.items.push_back(out);
   }
   if (ok)
     return true;
   error = {ErrorKind::Resource, message, {}};
-  for (Output &o : outputs) {
-    if (o.onDevice)
-      GpuDevice::releaseHandedOver(o.data);
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results.items[i].onDevice)
+      GpuDevice::releaseHandedOver(results.items[i].data);
     else
-      std::free(o.data);
+      std::free(results.items[i].data);
   }
+  results.items.clear();
+  shapes.clear();
   return false;
 }
 

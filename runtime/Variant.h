@@ -110,6 +110,35 @@ struct CallArg {
   const void *data = nullptr;
 };
 
+/// One argument of a call as a view of the caller's memory: what the call
+/// path reads (FunctionTable::call), so that a call copies no shapes.
+/// `shape` holds `rank` sizes (null when the rank is 0) and must stay valid
+/// during the call; ints ignore it.
+struct ArgRef {
+  bool isInt = false;
+  int64_t intValue = 0;
+  int32_t dtype = 0;
+  size_t rank = 0;
+  const int64_t *shape = nullptr;
+  const void *data = nullptr;
+
+  /// A view of \p a (valid while \p a is).
+  static ArgRef of(const CallArg &a) {
+    return {a.isInt,        a.intValue,     a.dtype,
+            a.shape.size(), a.shape.data(), a.data};
+  }
+  /// An owning copy (for a compiler hook, which keeps what it needs).
+  CallArg toCallArg() const {
+    CallArg a;
+    a.isInt = isInt;
+    a.intValue = intValue;
+    a.dtype = dtype;
+    a.shape.assign(shape, shape + rank);
+    a.data = data;
+    return a;
+  }
+};
+
 /// Compiles a new variant on a dispatch miss (registered by the driver).
 class CompilerHook {
 public:

@@ -93,16 +93,23 @@ private:
 class Function {
 public:
   explicit Function(tsl_function *f = nullptr) : f_(f) {}
-  /// Calls the function; fills \p outputs on success.
+  /// Calls the function; fills \p outputs on success. Up to 16 arguments
+  /// are passed from the stack (no allocation besides the results).
   Status call(const std::vector<Arg> &args,
               std::vector<Output> &outputs) const {
-    std::vector<tsl_arg> raw;
-    for (const Arg &a : args)
-      raw.push_back(a.raw());
+    tsl_arg onStack[16];
+    std::vector<tsl_arg> onHeap;
+    tsl_arg *raw = onStack;
+    if (args.size() > 16) {
+      onHeap.resize(args.size());
+      raw = onHeap.data();
+    }
+    for (size_t i = 0; i < args.size(); ++i)
+      raw[i] = args[i].raw();
     tsl_tensor *outs = nullptr;
     int32_t n = 0;
     Status s = Status::fromC(tsl_function_call(
-        f_, raw.data(), static_cast<int32_t>(raw.size()), &outs, &n));
+        f_, raw, static_cast<int32_t>(args.size()), &outs, &n));
     if (!s.ok())
       return s;
     outputs.clear();

@@ -102,7 +102,10 @@ tsl_status tsl_module_get_function(tsl_module *module, const char *name,
  * data + byte_offset aligned to the element size and a byte size within
  * the per-tensor limit (TSL_MAX_TENSOR_BYTES, 16 GiB by default); others
  * are TSL_INVALID_ARGUMENT naming the argument.
- * Safe to call concurrently from several threads. */
+ * Safe to call concurrently from several threads. A call a compiled variant
+ * serves takes no lock and allocates only what it returns, up to 16
+ * arguments and 8 results with 64 dims among each (larger calls keep
+ * their bookkeeping on the heap). */
 tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args,
                              int32_t nargs, tsl_tensor **outputs,
                              int32_t *noutputs);
