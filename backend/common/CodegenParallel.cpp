@@ -125,40 +125,29 @@ Codegen::emitChunkFunction(const std::vector<Value *> &outerExtents,
   Value *chunk = f->getArg(0);
   if (hooks.enter)
     hooks.enter(chunk);
-  // [lo, hi): an even share of [0, outer), the first `rest` chunks one
-  // index longer.
+  // [lo, lo + count): an even share of [0, outer), the first `rest`
+  // chunks one index longer.
   Value *share = b.CreateUDiv(outer, chunks);
   Value *rest = b.CreateURem(outer, chunks);
   Value *lo =
       b.CreateAdd(b.CreateMul(chunk, share),
                   b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, chunk, rest));
-  Value *hi = b.CreateAdd(b.CreateAdd(lo, share),
-                          b.CreateZExt(b.CreateICmpULT(chunk, rest), i64));
-  llvm::BasicBlock *pre = b.GetInsertBlock();
-  auto *header = llvm::BasicBlock::Create(ctx, "chunk", f);
-  auto *inner = llvm::BasicBlock::Create(ctx, "chunkbody", f);
-  auto *exit = llvm::BasicBlock::Create(ctx, "chunkexit", f);
-  b.CreateBr(header);
-  b.SetInsertPoint(header);
-  llvm::PHINode *o = b.CreatePHI(i64, 2);
-  o->addIncoming(lo, pre);
-  b.CreateCondBr(b.CreateICmpULT(o, hi), inner, exit);
-  b.SetInsertPoint(inner);
-  std::vector<Value *> idx(outerExtents.size());
-  Value *flat = o;
-  for (size_t d = outerExtents.size(); d-- > 1;) {
-    idx[d] = b.CreateURem(flat, outerExtents[d]);
-    flat = b.CreateUDiv(flat, outerExtents[d]);
-  }
-  idx[0] = flat;
-  if (last)
-    loopLevel({last}, 0, idx, body);
-  else
-    body(idx);
-  o->addIncoming(b.CreateAdd(o, b.getInt64(1), "", true, true),
-                 b.GetInsertBlock());
-  b.CreateBr(header);
-  b.SetInsertPoint(exit);
+  Value *count =
+      b.CreateAdd(share, b.CreateZExt(b.CreateICmpULT(chunk, rest), i64));
+  std::vector<Value *> none;
+  loopLevel({count}, 0, none, [&](const std::vector<Value *> &k) {
+    std::vector<Value *> idx(outerExtents.size());
+    Value *flat = b.CreateAdd(lo, k[0]);
+    for (size_t d = outerExtents.size(); d-- > 1;) {
+      idx[d] = b.CreateURem(flat, outerExtents[d]);
+      flat = b.CreateUDiv(flat, outerExtents[d]);
+    }
+    idx[0] = flat;
+    if (last)
+      loopLevel({last}, 0, idx, body);
+    else
+      body(idx);
+  });
   b.CreateRet(b.getInt32(0));
   --loopNesting;
   kernel = host;
@@ -201,10 +190,10 @@ void Codegen::hostParallelLoops(const std::vector<Value *> &extents,
   llvm::Function *chunkFn = closeOver(
       emitChunkFunction(outerExtents, last, outer, chunks, body, hooks),
       captures);
+  chunkFn = nameByText(chunkFn);
   if (std::find(captures.begin(), captures.end(), ctxArg) != captures.end()) {
     // It may fail or allocate (both record into the one context): its
     // chunks run here, in order.
-    chunkFn = nameByText(chunkFn);
     std::vector<Value *> args{nullptr};
     args.insert(args.end(), captures.begin(), captures.end());
     serialLoops({chunks}, [&](const std::vector<Value *> &c) {
@@ -214,7 +203,6 @@ void Codegen::hostParallelLoops(const std::vector<Value *> &extents,
     });
     return;
   }
-  chunkFn = nameByText(chunkFn);
   // The trampoline the pool calls: void (ptr closure, i64 chunk).
   std::vector<llvm::Type *> fields;
   for (Value *v : captures)

@@ -116,12 +116,7 @@ TEST(CallAllocationCApi, ASteadyStateCallAllocatesNothingThroughNew) {
   fn.table = std::make_unique<FunctionTable>("scale", &compiler);
   float x[11] = {};
   int64_t shape[1] = {11};
-  tsl_arg a{};
-  a.tensor.data = x;
-  a.tensor.device = {1, 0};
-  a.tensor.ndim = 1;
-  a.tensor.dtype = {2, 32, 1};
-  a.tensor.shape = shape;
+  tsl_arg a = fake::hostF32Arg(x, shape);
   auto call = [&] {
     tsl_tensor *outs = nullptr;
     int32_t n = 0;

@@ -277,16 +277,6 @@ struct CFunction {
   }
 };
 
-tsl_arg tensorArg(float *data, int64_t *shape, int32_t ndim = 1) {
-  tsl_arg a{};
-  a.tensor.data = data;
-  a.tensor.device = {1, 0};
-  a.tensor.ndim = ndim;
-  a.tensor.dtype = {2, 32, 1};
-  a.tensor.shape = shape;
-  return a;
-}
-
 tsl_status callC(tsl_function *fn, std::vector<tsl_arg> args,
                  std::string &error) {
   tsl_tensor *outs = nullptr;
@@ -303,7 +293,7 @@ TEST(CallPathCApi, ReturnsTensorsTheCallerFrees) {
   CFunction f;
   float x[3] = {1, 2, 3};
   int64_t shape[1] = {3};
-  tsl_arg a = tensorArg(x, shape);
+  tsl_arg a = fake::hostF32Arg(x, shape);
   for (int i = 0; i < 2; ++i) {
     tsl_tensor *outs = nullptr;
     int32_t n = 0;
@@ -337,7 +327,7 @@ TEST(CallPathCApi, ArgumentErrorsKeepTheirStatusAndMessage) {
   EXPECT_EQ(tsl_function_call(nullptr, nullptr, 0, &outs, &n),
             TSL_INVALID_ARGUMENT);
   EXPECT_STREQ(tsl_last_error(), "tsl_function_call: null argument");
-  tsl_arg a = tensorArg(x, shape);
+  tsl_arg a = fake::hostF32Arg(x, shape);
   EXPECT_EQ(tsl_function_call_on_stream(&f.fn, &a, 1, &n, &outs, &n),
             TSL_INVALID_ARGUMENT);
   EXPECT_STREQ(tsl_last_error(),
@@ -347,37 +337,37 @@ TEST(CallPathCApi, ArgumentErrorsKeepTheirStatusAndMessage) {
   a.tensor.device = {2, 0};
   EXPECT_EQ(callC(&f.fn, {i, a}, e), TSL_INVALID_ARGUMENT);
   EXPECT_EQ(e, "argument 1 is on device 2:0 but this runtime runs on 1:0");
-  a = tensorArg(x, shape);
+  a = fake::hostF32Arg(x, shape);
   a.tensor.dtype = {2, 32, 2};
   EXPECT_EQ(callC(&f.fn, {a}, e), TSL_INVALID_ARGUMENT);
   EXPECT_EQ(e, "argument 0 has an unsupported element type");
-  a = tensorArg(x, nullptr);
+  a = fake::hostF32Arg(x, nullptr);
   EXPECT_EQ(callC(&f.fn, {a}, e), TSL_INVALID_ARGUMENT);
   EXPECT_EQ(e, "argument 0 has an invalid shape");
-  a = tensorArg(x, shape, 33);
+  a = fake::hostF32Arg(x, shape, 33);
   EXPECT_EQ(callC(&f.fn, {a}, e), TSL_INVALID_ARGUMENT);
   EXPECT_EQ(e, "argument 0 has an invalid shape");
-  a = tensorArg(x, shape, 2);
+  a = fake::hostF32Arg(x, shape, 2);
   a.tensor.strides = strides;
   EXPECT_EQ(callC(&f.fn, {a}, e), TSL_UNSUPPORTED);
   EXPECT_EQ(e, "argument 0 is not row-major contiguous");
   int64_t huge[2] = {int64_t(1) << 40, int64_t(1) << 40},
           hugeStrides[2] = {int64_t(1) << 40, 1};
-  a = tensorArg(x, huge, 2);
+  a = fake::hostF32Arg(x, huge, 2);
   a.tensor.strides = hugeStrides;
   EXPECT_EQ(callC(&f.fn, {a}, e), TSL_INVALID_ARGUMENT);
   EXPECT_EQ(e, "argument 0 has a size that does not fit in 64 bits");
-  a = tensorArg(x, shape);
+  a = fake::hostF32Arg(x, shape);
   a.tensor.byte_offset = ~uint64_t(0);
   EXPECT_EQ(callC(&f.fn, {a}, e), TSL_INVALID_ARGUMENT);
   EXPECT_EQ(e, "argument 0 has a byte_offset past the end of memory");
-  a = tensorArg(x, shape);
+  a = fake::hostF32Arg(x, shape);
   a.tensor.byte_offset = 2;
   EXPECT_EQ(callC(&f.fn, {a}, e), TSL_INVALID_ARGUMENT);
   EXPECT_EQ(e, "argument 0 is misaligned: data + byte_offset is not a "
                "multiple of 4 bytes, the size of its elements");
   int64_t negative[1] = {-4};
-  a = tensorArg(x, negative);
+  a = fake::hostF32Arg(x, negative);
   EXPECT_EQ(callC(&f.fn, {a}, e), TSL_INVALID_ARGUMENT);
   EXPECT_EQ(e, "argument 0 has a negative size");
   EXPECT_EQ(f.compiler.compiles, 0);
@@ -392,15 +382,16 @@ TEST(CallPathCApi, CallErrorsMapToTheirStatus) {
     fn.table = std::make_unique<FunctionTable>("scale", nullptr);
     fn.table->addVariant(fake::scaleVariant(fake::matchAtMost100));
     std::vector<float> big(101, 1.0f);
-    EXPECT_EQ(callC(&fn, {tensorArg(big.data(), many)}, e), TSL_NO_VARIANT);
+    EXPECT_EQ(callC(&fn, {fake::hostF32Arg(big.data(), many)}, e),
+              TSL_NO_VARIANT);
     EXPECT_EQ(e, "no compiled variant of 'scale' serves this call (guard N <= "
                  "100 (t.tsl:1:1, scale) with N = 101 (argument 'x' dim 0)) "
                  "and this runtime has no compiler");
   }
   CFunction f;
-  EXPECT_EQ(callC(&f.fn, {tensorArg(fail, one)}, e), TSL_RUNTIME_ERROR);
+  EXPECT_EQ(callC(&f.fn, {fake::hostF32Arg(fail, one)}, e), TSL_RUNTIME_ERROR);
   EXPECT_EQ(e, "t.tsl:2:3: runtime check failed: x[0] >= 0: x[0] is -1");
-  EXPECT_EQ(callC(&f.fn, {tensorArg(x, two)}, e), TSL_OK);
+  EXPECT_EQ(callC(&f.fn, {fake::hostF32Arg(x, two)}, e), TSL_OK);
   f.compiler.make = [](const std::vector<CallArg> &, bool, VariantCode &,
                        Error &error) {
     error = {ErrorKind::Unsupported, "not on this backend", {}};

@@ -150,12 +150,7 @@ TEST(CallStats, CApiCallsFromSeveralThreadsAreAllCounted) {
     pool.emplace_back([&] {
       float x[4] = {1, 2, 3, 4};
       int64_t shape[1] = {4};
-      tsl_arg a{};
-      a.tensor.data = x;
-      a.tensor.device = {1, 0};
-      a.tensor.ndim = 1;
-      a.tensor.dtype = {2, 32, 1};
-      a.tensor.shape = shape;
+      tsl_arg a = fake::hostF32Arg(x, shape);
       for (int i = 0; i < 2500; ++i) {
         tsl_tensor *outs = nullptr;
         int32_t n = 0;

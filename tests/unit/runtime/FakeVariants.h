@@ -6,6 +6,7 @@
 
 #include "runtime/FunctionTable.h"
 #include "runtime/KernelAbi.h"
+#include "runtime/Runtime.h"
 
 #include <atomic>
 #include <cstdint>
@@ -113,6 +114,17 @@ inline VariantCode scaleVariant(MatchFn match, KernelFn kernel = kernelDouble,
   v.checks = {kGuard};
   v.ops = {OpInfoRt{"t.tsl:2:3", "runtime check failed: x[0] >= 0"}};
   return v;
+}
+
+/// A C API argument: host f32 data of \p ndim dims \p shape.
+inline tsl_arg hostF32Arg(float *data, int64_t *shape, int32_t ndim = 1) {
+  tsl_arg a{};
+  a.tensor.data = data;
+  a.tensor.device = {1, 0};
+  a.tensor.ndim = ndim;
+  a.tensor.dtype = {2, 32, 1};
+  a.tensor.shape = shape;
+  return a;
 }
 
 /// A compiler hook whose variants come from `make` (called with the call's
