@@ -104,10 +104,13 @@ struct Param {
 struct Block;
 
 struct Stmt {
-  enum class Kind { Let, Check, If, Return, ExprStmt };
+  /// Var: `var NAME (: TYPE)? = value;` (names[0], ascription, value).
+  /// Assign: `target = value;` (target a name or a subscript of one).
+  /// For: `for NAME in lo..hi { blocks[0] }` (names[0]).
+  enum class Kind { Let, Var, Assign, For, Check, If, Return, ExprStmt };
   Kind kind;
   SourceRange range;
-  // Let
+  // Let, Var, For
   std::vector<std::string> names;
   std::vector<SourceRange> nameRanges;
   bool tuplePattern = false;
@@ -117,7 +120,12 @@ struct Stmt {
   ExprPtr cond;
   std::string message;
   bool hasMessage = false;
+  // Assign
+  ExprPtr target;
+  // For
+  ExprPtr lo, hi;
   // If: conds[i] guards blocks[i]; an else block is the extra last block.
+  // For: blocks[0] is the body.
   std::vector<ExprPtr> conds;
   std::vector<std::unique_ptr<Block>> blocks;
 };

@@ -136,6 +136,23 @@ struct Printer {
         expr(indent + 1, *s.value);
         break;
       }
+      case ast::Stmt::Kind::Var:
+        line(indent, "Var " + s.names[0] + p);
+        if (s.ascription)
+          type(indent + 1, "", *s.ascription);
+        expr(indent + 1, *s.value);
+        break;
+      case ast::Stmt::Kind::Assign:
+        line(indent, "Assign" + p);
+        expr(indent + 1, *s.target);
+        expr(indent + 1, *s.value);
+        break;
+      case ast::Stmt::Kind::For:
+        line(indent, "For " + s.names[0] + p);
+        expr(indent + 1, *s.lo);
+        expr(indent + 1, *s.hi);
+        block(indent + 1, *s.blocks[0]);
+        break;
       case ast::Stmt::Kind::Check:
         line(indent,
              "Check" +

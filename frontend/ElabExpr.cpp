@@ -441,15 +441,14 @@ bool Elaborator::unaryOp(const std::string &op, SemValue a, SourceRange range,
   return error(range, std::string("'!' cannot apply to ") + kindName(a.kind));
 }
 
-bool Elaborator::indexTensor(const ast::Expr &e, const SemValue &base,
-                             Frame &frame, SemValue &out) {
-  const TensorType t =
-      fn.type(base.tensor); // a copy: emitting ops grows fn.values
+bool Elaborator::resolveSlices(const ast::Expr &e, const TensorType &t,
+                               Frame &frame, SliceRegion &region) {
   if (e.slices.size() > t.rank())
     return error(e.range, "too many indices (" +
                               std::to_string(e.slices.size()) +
                               ") for a tensor of type " + t.str());
-  std::vector<SymExpr> starts, sizes, keepDims;
+  std::vector<SymExpr> &starts = region.starts, &sizes = region.sizes,
+                       &keepDims = region.keepDims;
   for (size_t axis = 0; axis < t.rank(); ++axis) {
     SymExpr n = t.dims[axis];
     if (axis >= e.slices.size()) {
@@ -515,12 +514,22 @@ bool Elaborator::indexTensor(const ast::Expr &e, const SemValue &base,
       sizes.push_back(1);
     }
   }
+  return true;
+}
+
+bool Elaborator::indexTensor(const ast::Expr &e, const SemValue &base,
+                             Frame &frame, SemValue &out) {
+  const TensorType t =
+      fn.type(base.tensor); // a copy: emitting ops grows fn.values
+  SliceRegion region;
+  if (!resolveSlices(e, t, frame, region))
+    return false;
   ValueId r;
   if (!emit1(OpCode::Slice, {base.tensor},
-             {{"starts", starts}, {"sizes", sizes}}, e.range, r))
+             {{"starts", region.starts}, {"sizes", region.sizes}}, e.range, r))
     return false;
-  if (keepDims.size() != t.rank() &&
-      !emit1(OpCode::Reshape, {r}, {{"shape", keepDims}}, e.range, r))
+  if (region.keepDims.size() != t.rank() &&
+      !emit1(OpCode::Reshape, {r}, {{"shape", region.keepDims}}, e.range, r))
     return false;
   out = SemValue::ofTensor(r, e.range);
   return true;

@@ -607,8 +607,21 @@ bool Elaborator::execBlock(const ast::Block &block, Frame &frame,
       if (v.kind == SemValue::Kind::None)
         return error(st.value->range, "this expression has no value to bind");
       frame.scopes.back()[st.names[0]] = v;
+      frame.vars.erase({frame.scopes.size() - 1, st.names[0]});
       break;
     }
+    case ast::Stmt::Kind::Var:
+      if (!execVar(st, frame))
+        return false;
+      break;
+    case ast::Stmt::Kind::Assign:
+      if (!execAssign(st, frame))
+        return false;
+      break;
+    case ast::Stmt::Kind::For:
+      if (!execFor(st, frame))
+        return false;
+      break;
     case ast::Stmt::Kind::Check: {
       SemValue c;
       if (!eval(*st.cond, frame, c))
@@ -662,6 +675,10 @@ bool Elaborator::execBlock(const ast::Block &block, Frame &frame,
       break;
     }
     case ast::Stmt::Kind::Return: {
+      if (frame.loops > 0)
+        return error(st.range, "not supported: 'return' inside a 'for' loop",
+                     "assign the value to a 'var' declared before the loop "
+                     "and return it after the loop");
       if (st.value) {
         if (!eval(*st.value, frame, result))
           return false;
@@ -678,6 +695,9 @@ bool Elaborator::execBlock(const ast::Block &block, Frame &frame,
     }
   }
   frame.scopes.pop_back();
+  while (!frame.vars.empty() &&
+         frame.vars.rbegin()->first >= frame.scopes.size())
+    frame.vars.erase(std::prev(frame.vars.end()));
   return true;
 }
 

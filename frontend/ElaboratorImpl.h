@@ -5,6 +5,7 @@
 #include "ir/ShapeRules.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,10 @@ struct Frame {
   std::vector<std::map<std::string, SemValue>> scopes;
   std::map<std::string, SymExpr> dims;
   std::map<std::string, std::vector<SymExpr>> packs;
+  /// The names declared with `var` (scope index, name): assignable.
+  std::set<std::pair<size_t, std::string>> vars;
+  /// Open `for` bodies of this function (a `return` inside one is an error).
+  unsigned loops = 0;
 };
 
 /// A call's arguments after evaluation.
@@ -98,6 +103,12 @@ struct CallArg {
   std::string name;
   SourceRange nameRange;
   SemValue value;
+};
+
+/// A variable a loop body assigns: its name and first assignment.
+struct LoopAssignment {
+  std::string name;
+  SourceRange where;
 };
 
 class Elaborator {
@@ -210,6 +221,38 @@ public:
                      int64_t &out);
   bool indexTensor(const ast::Expr &e, const SemValue &base, Frame &frame,
                    SemValue &out);
+  /// The block a subscript of a tensor of type \p t selects: per axis its
+  /// start and size (an index: size 1), and the dims of the result (indexed
+  /// axes dropped). Bounds are required in range as for reading.
+  struct SliceRegion {
+    std::vector<SymExpr> starts, sizes, keepDims;
+  };
+  bool resolveSlices(const ast::Expr &e, const TensorType &t, Frame &frame,
+                     SliceRegion &region);
+
+  // --- mutable variables and loops (ElabLoop.cpp) ---
+  /// `var NAME (: TYPE)? = value;`: a binding `NAME = ...;` may replace.
+  bool execVar(const ast::Stmt &st, Frame &frame);
+  /// `NAME = value;`, or `NAME[subscript] = value;` (a copy of the tensor
+  /// with the block replaced by value, broadcast). NAME must be a `var`.
+  bool execAssign(const ast::Stmt &st, Frame &frame);
+  /// `for NAME in lo..hi { body }`: a loop op whose body is elaborated
+  /// once, with NAME a symbol in [lo, hi); the vars the body assigns are
+  /// carried and must keep their types.
+  bool execFor(const ast::Stmt &st, Frame &frame);
+  /// \p x with the block \p target selects replaced by \p value
+  /// (broadcast to the block; same element type) as a new value \p out.
+  bool assignBlock(const ast::Expr &target, ValueId x, const SemValue &value,
+                   Frame &frame, ValueId &out);
+  /// After one elaboration of the body of loop \p st: the carried values
+  /// of the next iteration (\p scope, the loop's scope, holds them), each
+  /// required to keep its type (\p inside: the values at the start of an
+  /// iteration); else an error showing the type before and after.
+  bool carriedTypesKept(const ast::Stmt &st,
+                        const std::vector<LoopAssignment> &carried,
+                        const std::vector<ValueId> &inside,
+                        const std::map<std::string, SemValue> &scope,
+                        std::vector<ValueId> &next);
 
   // --- builtins (Builtins.cpp) ---
   /// Whether \p name is a builtin function (see builtinNames()).

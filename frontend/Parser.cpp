@@ -479,6 +479,31 @@ private:
           st.ascription = std::move(t);
         }
         st.value = expr(let->expr());
+      } else if (auto *var = dynamic_cast<TSLParser::VarStmtContext *>(s)) {
+        st.kind = ast::Stmt::Kind::Var;
+        st.names.push_back(var->IDENT()->getText());
+        st.nameRanges.push_back(rangeOf(var->IDENT()));
+        if (var->typeExpr()) {
+          ast::TypeExpr t;
+          if (!typeExpr(var->typeExpr(), t))
+            return false;
+          st.ascription = std::move(t);
+        }
+        st.value = expr(var->expr());
+      } else if (auto *loop = dynamic_cast<TSLParser::ForStmtContext *>(s)) {
+        st.kind = ast::Stmt::Kind::For;
+        st.names.push_back(loop->IDENT()->getText());
+        st.nameRanges.push_back(rangeOf(loop->IDENT()));
+        st.lo = expr(loop->lo);
+        st.hi = expr(loop->hi);
+        auto body = std::make_unique<ast::Block>();
+        if (!block(loop->block(), *body))
+          return false;
+        st.blocks.push_back(std::move(body));
+      } else if (auto *as = dynamic_cast<TSLParser::AssignStmtContext *>(s)) {
+        st.kind = ast::Stmt::Kind::Assign;
+        st.target = exprOf(as->target);
+        st.value = expr(as->value);
       } else if (auto *chk = dynamic_cast<TSLParser::CheckStmtContext *>(s)) {
         st.kind = ast::Stmt::Kind::Check;
         st.cond = expr(chk->cond);

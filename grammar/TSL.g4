@@ -41,6 +41,9 @@ block: '{' stmt* '}';
 
 stmt
   : 'let' letTarget (':' typeExpr)? '=' expr ';'                  # letStmt
+  | 'var' IDENT (':' typeExpr)? '=' expr ';'                      # varStmt
+  | 'for' IDENT 'in' lo=expr '..' hi=expr block                   # forStmt
+  | target=postfixExpr '=' value=expr ';'                         # assignStmt
   | 'check' '(' cond=expr (',' message=STRING)? ')' ';'         # checkStmt
   | 'if' expr block ('else' 'if' expr block)* ('else' block)?   # ifStmt
   | 'return' expr? ';'                                          # returnStmt

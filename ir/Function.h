@@ -144,7 +144,7 @@ struct OpInfo {
   const char *name;
   int minOperands;
   int maxOperands; ///< -1 for variadic
-  int numResults;
+  int numResults; ///< -1: one per operand (loop, end_loop)
   std::vector<AttrSpec> attrs;
   const char *doc;
 };

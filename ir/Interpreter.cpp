@@ -240,6 +240,99 @@ bool bindArguments(const Function &fn, const std::vector<ArgValue> &args,
   return true;
 }
 
+namespace {
+/// Runs the loops of a function: at a loop marker it moves the carried
+/// tensors and the program counter (Ops.def: loop, end_loop).
+class LoopRunner {
+public:
+  explicit LoopRunner(const Function &fn) : fn_(fn) {
+    std::vector<size_t> open;
+    partner_.assign(fn.ops.size(), 0);
+    for (size_t i = 0; i < fn.ops.size(); ++i) {
+      if (fn.ops[i].code == OpCode::Loop)
+        open.push_back(i);
+      if (fn.ops[i].code == OpCode::EndLoop && !open.empty()) {
+        partner_[i] = open.back();
+        partner_[open.back()] = i;
+        open.pop_back();
+      }
+    }
+  }
+
+  /// The marker at \p pc: enters the loop (or skips it when it runs no
+  /// iteration), or ends an iteration and jumps back to its loop (pc is
+  /// then the loop op, so the caller's increment enters the body).
+  bool step(size_t &pc, std::vector<Tensor> &env,
+            std::map<std::string, int64_t> &values, RunError &error) {
+    const Operation &op = fn_.ops[pc];
+    if (op.code == OpCode::Loop) {
+      int64_t lo, hi;
+      if (!evalBound(op, "lo", values, lo, error) ||
+          !evalBound(op, "hi", values, hi, error))
+        return false;
+      std::vector<Tensor> init;
+      for (ValueId v : op.operands)
+        init.push_back(env[v]);
+      if (lo >= hi) { // no iteration: the values after are the initial ones
+        pc = partner_[pc];
+        assign(fn_.ops[pc].results, init, env);
+        return true;
+      }
+      active_.push_back({pc, lo, hi, values});
+      values[op.exprAttr("sym").symbolName()] = lo;
+      assign(op.results, init, env);
+      return true;
+    }
+    Active &a = active_.back();
+    const Operation &loop = fn_.ops[a.loop];
+    std::vector<Tensor> next;
+    for (ValueId v : op.operands)
+      next.push_back(env[v]);
+    // Sizes bound inside the body (unbacked ones) are bound afresh by the
+    // next iteration.
+    values = a.outer;
+    if (++a.index < a.hi) {
+      values[loop.exprAttr("sym").symbolName()] = a.index;
+      assign(loop.results, next, env);
+      pc = a.loop;
+      return true;
+    }
+    assign(op.results, next, env);
+    active_.pop_back();
+    return true;
+  }
+
+private:
+  struct Active {
+    size_t loop;
+    int64_t index, hi;
+    std::map<std::string, int64_t> outer; ///< the symbols before the loop
+  };
+  static void assign(const std::vector<ValueId> &ids,
+                     const std::vector<Tensor> &tensors,
+                     std::vector<Tensor> &env) {
+    for (size_t i = 0; i < ids.size() && i < tensors.size(); ++i)
+      env[ids[i]] = tensors[i];
+  }
+  static bool evalBound(const Operation &op, const char *name,
+                        const std::map<std::string, int64_t> &values,
+                        int64_t &out, RunError &error) {
+    std::optional<int64_t> v = op.exprAttr(name).evaluate(values);
+    if (v) {
+      out = *v;
+      return true;
+    }
+    error.message = std::string("loop: its bound ") +
+                    op.exprAttr(name).str() + " does not fit in 64 bits";
+    error.loc = op.loc;
+    return false;
+  }
+  const Function &fn_;
+  std::vector<size_t> partner_;
+  std::vector<Active> active_;
+};
+} // namespace
+
 bool interpret(const Function &fn, const std::vector<ArgValue> &args,
                std::vector<Tensor> &outputs, RunError &error) {
   std::map<std::string, int64_t> values;
@@ -255,7 +348,14 @@ bool interpret(const Function &fn, const std::vector<ArgValue> &args,
       return std::nullopt;
     return it->second;
   };
-  for (const Operation &op : fn.ops) {
+  LoopRunner loops(fn);
+  for (size_t pc = 0; pc < fn.ops.size(); ++pc) {
+    const Operation &op = fn.ops[pc];
+    if (isLoopMarker(op.code)) {
+      if (!loops.step(pc, env, values, error))
+        return false;
+      continue;
+    }
     if (op.code == OpCode::Assert) {
       auto ok = op.condAttr("cond").evaluate(lookup);
       if (!ok || !*ok) {

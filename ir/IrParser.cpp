@@ -450,10 +450,13 @@ private:
           return false;
       }
     }
-    if (resultNames.size() != static_cast<size_t>(info.numResults))
+    size_t numResults = info.numResults < 0
+                            ? op.operands.size()
+                            : static_cast<size_t>(info.numResults);
+    if (resultNames.size() != numResults)
       return failAt(opStart, opName.size(),
-                    "op '" + opName + "' has " +
-                        std::to_string(info.numResults) + " results");
+                    "op '" + opName + "' has " + std::to_string(numResults) +
+                        " results");
     if (!resultNames.empty()) {
       if (!expect(":"))
         return false;

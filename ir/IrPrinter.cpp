@@ -136,8 +136,13 @@ std::string printFunction(const Function &fn) {
   for (const Check &g : fn.guards)
     out += "  guard {cond = " + g.cond.str() + ", op = " + quote(g.op) +
            ", reason = " + quote(g.reason) + "}" + printLoc(g.loc) + "\n";
+  size_t depth = 0; // loop bodies are indented (the parser ignores it)
   for (const Operation &op : fn.ops) {
-    out += "  ";
+    if (op.code == OpCode::EndLoop && depth > 0)
+      --depth;
+    out += std::string(2 + 2 * depth, ' ');
+    if (op.code == OpCode::Loop)
+      ++depth;
     for (size_t i = 0; i < op.results.size(); ++i)
       out += (i ? ", " : "") + names[op.results[i]];
     if (!op.results.empty())

@@ -50,6 +50,9 @@ enum class OpCategory : uint8_t {
   /// Result sizes depend on operand values (nonzero, masked_select, unique,
   /// item).
   DataDependent,
+  /// Delimits a loop body (loop, end_loop): results have their operands'
+  /// types.
+  Control,
   /// A runtime assertion on sizes (assert).
   Check,
 };
@@ -75,6 +78,7 @@ enum class ResultDType : uint8_t {
   I64,          ///< i64 (indices)
   FromAttr,     ///< the op's `dtype` attribute
   ValuesAndI64, ///< result 0 as the operand, result 1 i64 (topk)
+  PerOperand,   ///< one result per operand, of its type (loop, end_loop)
 };
 
 /// What an op does besides computing its results (a bit set).
@@ -87,6 +91,8 @@ enum class OpEffects : uint8_t {
   /// Defines an unbacked size from the values it computes.
   BindsSizes = 2,
   MayFailAndBindsSizes = 3,
+  /// Delimits a loop body (loop, end_loop): always kept, never moved.
+  Structure = 4,
 };
 
 /// One row of the op table.
@@ -95,7 +101,7 @@ struct OpTraits {
   std::string_view name; ///< the IR name ("reduce_sum")
   int minOperands;
   int maxOperands; ///< -1: variadic
-  int numResults;
+  int numResults; ///< -1: one per operand (loop, end_loop)
   OpCategory category;
   DTypeRule operands;
   /// The operands share one element type (where: its two branches; for
@@ -191,9 +197,15 @@ constexpr bool bindsSizes(OpCode c) {
   return (static_cast<unsigned>(opTraits(c).effects) &
           static_cast<unsigned>(OpEffects::BindsSizes)) != 0;
 }
-/// True when \p c must run even if its results are unused: it may fail or
-/// binds sizes (dead-code elimination keeps it).
-constexpr bool hasEffect(OpCode c) { return mayFail(c) || bindsSizes(c); }
+/// True for loop and end_loop, which delimit a loop body.
+constexpr bool isLoopMarker(OpCode c) {
+  return opTraits(c).effects == OpEffects::Structure;
+}
+/// True when \p c must run even if its results are unused: it may fail,
+/// binds sizes or delimits a loop body (dead-code elimination keeps it).
+constexpr bool hasEffect(OpCode c) {
+  return mayFail(c) || bindsSizes(c) || isLoopMarker(c);
+}
 /// The builtin that is exactly \p c (its operands passed as tensors), or
 /// an empty view.
 constexpr std::string_view builtinSpelling(OpCode c) {

@@ -340,6 +340,13 @@ bool matmul(ShapeContext &ctx, std::vector<TensorType> &results) {
 /// Assert: a condition on sizes, no results.
 static bool check(ShapeContext &, std::vector<TensorType> &) { return true; }
 
+/// loop, end_loop: one result per operand, of its type (the verifier
+/// checks that an end_loop carries the types its loop does).
+static bool control(ShapeContext &ctx, std::vector<TensorType> &results) {
+  results = ctx.operands;
+  return true;
+}
+
 /// The rule of each category.
 static Rule ruleFor(OpCategory category) {
   switch (category) {
@@ -362,6 +369,8 @@ static Rule ruleFor(OpCategory category) {
     return library;
   case OpCategory::DataDependent:
     return dataDependent;
+  case OpCategory::Control:
+    return control;
   case OpCategory::Check:
     return check;
   }

@@ -3,6 +3,8 @@
 #include "ir/ShapeRules.h"
 #include "support/Error.h"
 
+#include <algorithm>
+
 namespace tsl {
 
 static bool attrHasKind(const Attr &a, const std::string &kind) {
@@ -44,8 +46,72 @@ static bool sameTypeUnderFacts(const ShapeEnv &env, const TensorType &a,
   return true;
 }
 
+namespace {
+/// The loops open at an op while the verifier walks a function.
+struct OpenLoops {
+  /// Index of each open loop op, innermost last.
+  std::vector<size_t> stack;
+  /// The facts before each open loop's range was added.
+  std::vector<ShapeEnv::FactMark> marks;
+  /// The loop (op index) whose body defines each value; -1 outside loops.
+  std::vector<long> scopeOf;
+  bool isOpen(long loop) const {
+    return loop < 0 || std::find(stack.begin(), stack.end(),
+                                 static_cast<size_t>(loop)) != stack.end();
+  }
+};
+
+/// Checks a loop marker at op \p index: a loop's results have its
+/// operands' types; an end_loop ends an open loop, and its operands (under
+/// the facts of the body) and results have the loop's types. Keeps the
+/// facts of the loop's range (its symbol in [lo, hi)) while the body is
+/// open. Empty on success, else the problem.
+std::string checkLoopMarker(const Function &fn, size_t index, ShapeEnv &env,
+                            OpenLoops &open) {
+  const Operation &op = fn.ops[index];
+  if (op.code == OpCode::Loop) {
+    SymExpr sym = op.exprAttr("sym");
+    if (!sym.isSymbol() || !fn.symbol(sym.symbolName()))
+      return "has a loop symbol that is no symbol of the function";
+    for (size_t i = 0; i < op.operands.size(); ++i)
+      if (fn.type(op.results[i]) != fn.type(op.operands[i]))
+        return "result " + std::to_string(i) + " has type " +
+               fn.type(op.results[i]).str() + " but carries " +
+               fn.type(op.operands[i]).str();
+    open.marks.push_back(env.markFacts());
+    open.stack.push_back(index);
+    env.addFact(SymCond::ge(sym, op.exprAttr("lo")));
+    env.addFact(SymCond::lt(sym, op.exprAttr("hi")));
+    return {};
+  }
+  if (open.stack.empty())
+    return "ends no open loop";
+  const Operation &loop = fn.ops[open.stack.back()];
+  if (loop.operands.size() != op.operands.size())
+    return "carries " + std::to_string(op.operands.size()) +
+           " values but its loop carries " +
+           std::to_string(loop.operands.size());
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    const TensorType &carried = fn.type(loop.operands[i]);
+    if (!sameTypeUnderFacts(env, carried, fn.type(op.operands[i])))
+      return "carries " + fn.type(op.operands[i]).str() +
+             " where its loop carries " + carried.str();
+    if (fn.type(op.results[i]) != carried)
+      return "result " + std::to_string(i) + " has type " +
+             fn.type(op.results[i]).str() + " but its loop carries " +
+             carried.str();
+  }
+  env.forgetFactsSince(open.marks.back());
+  open.marks.pop_back();
+  open.stack.pop_back();
+  return {};
+}
+} // namespace
+
 bool verifyFunction(const Function &fn, std::string &error) {
   std::vector<bool> defined(fn.values.size(), false);
+  OpenLoops open;
+  open.scopeOf.assign(fn.values.size(), -1);
   ShapeEnv env;
   for (const SymbolInfo &s : fn.symbols)
     env.addSymbol(s);
@@ -66,13 +132,18 @@ bool verifyFunction(const Function &fn, std::string &error) {
     int n = static_cast<int>(op.operands.size());
     if (n < info.minOperands || (info.maxOperands >= 0 && n > info.maxOperands))
       return error = where + " has " + std::to_string(n) + " operands", false;
-    if (static_cast<int>(op.results.size()) != info.numResults)
+    int numResults = info.numResults < 0 ? n : info.numResults;
+    if (static_cast<int>(op.results.size()) != numResults)
       return error = where + " has " + std::to_string(op.results.size()) +
                      " results",
              false;
-    for (ValueId v : op.operands)
+    for (ValueId v : op.operands) {
       if (v >= fn.values.size() || !defined[v])
         return error = where + " uses a value before its definition", false;
+      if (!open.isOpen(open.scopeOf[v]))
+        return error = where + " uses a value of a loop body it is not in",
+               false;
+    }
     for (const AttrSpec &spec : info.attrs) {
       auto it = op.attrs.find(spec.name);
       if (it == op.attrs.end()) {
@@ -97,6 +168,19 @@ bool verifyFunction(const Function &fn, std::string &error) {
       env.addFact(op.condAttr("cond"));
       continue;
     }
+    if (isLoopMarker(op.code)) {
+      std::string problem = checkLoopMarker(fn, index, env, open);
+      if (!problem.empty())
+        return error = where + " " + problem, false;
+      for (ValueId r : op.results) {
+        if (r >= fn.values.size() || defined[r])
+          return error = where + " redefines a value", false;
+        defined[r] = true;
+        if (!open.stack.empty())
+          open.scopeOf[r] = static_cast<long>(open.stack.back());
+      }
+      continue;
+    }
     std::vector<TensorType> operandTypes;
     for (ValueId v : op.operands)
       operandTypes.push_back(fn.type(v));
@@ -118,10 +202,16 @@ bool verifyFunction(const Function &fn, std::string &error) {
                        " but its shape rule gives " + results[i].str(),
                false;
       defined[op.results[i]] = true;
+      if (!open.stack.empty())
+        open.scopeOf[op.results[i]] = static_cast<long>(open.stack.back());
     }
   }
+  if (!open.stack.empty())
+    return error = "op " + std::to_string(open.stack.back()) +
+                   " ('loop') has no end_loop",
+           false;
   for (ValueId r : fn.results)
-    if (r >= fn.values.size() || !defined[r])
+    if (r >= fn.values.size() || !defined[r] || open.scopeOf[r] >= 0)
       return error = "the function returns an undefined value", false;
   if (std::optional<Error> internal = takeInternalError())
     return error = internal->message, false;

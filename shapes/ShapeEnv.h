@@ -6,6 +6,7 @@
 #include "shapes/SymCond.h"
 #include "support/SourceManager.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -62,6 +63,18 @@ public:
   /// Records a condition assumed true from here on (a `check`, a guard).
   void addFact(const SymCond &cond);
   const std::vector<SymCond> &facts() const { return facts_; }
+  /// How many facts there are, for forgetFactsSince.
+  struct FactMark {
+    size_t facts = 0, declared = 0;
+  };
+  FactMark markFacts() const { return {facts_.size(), declaredFacts_.size()}; }
+  /// Forgets the facts added since \p mark: facts that hold only in a
+  /// scope, such as `0 <= l < L` inside the body of `for l in 0..L` (after
+  /// the loop, which may have run no iteration, they prove nothing).
+  void forgetFactsSince(FactMark mark) {
+    facts_.resize(std::min(facts_.size(), mark.facts));
+    declaredFacts_.resize(std::min(declaredFacts_.size(), mark.declared));
+  }
 
   /// Proves or refutes \p cond from its form, symbol ranges, divisibility
   /// and recorded facts (cheap rules first, then Z3); Unknown otherwise.

@@ -42,6 +42,13 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
     opIndex = static_cast<int32_t>(i);
     const Operation &op = fn.ops[i];
     bool ok;
+    if (isLoopMarker(op.code)) {
+      if (!(op.code == OpCode::Loop ? beginLoop(i) : endLoop(i))) {
+        err = error.empty() ? "not supported" : error;
+        return nullptr;
+      }
+      continue;
+    }
     if (rowGroups[i].end > i) {
       size_t end = rowGroups[i].end;
       if (outlining) {

@@ -281,6 +281,29 @@ private:
 
   /// Allocates the buffer of value \p v with \p count elements.
   Value *allocate(ValueId v, Value *count);
+  /// \p bytes (i64; -1 fails) from the call's allocator, failing the op
+  /// when the allocation does.
+  Value *allocateBytes(Value *bytes);
+
+  // --- loops (CodegenLoops.cpp) ------------------------------------------
+  /// A loop whose body is being emitted.
+  struct OpenLoop {
+    llvm::BasicBlock *header, *exit;
+    llvm::PHINode *index;
+  };
+  std::vector<OpenLoop> openLoops;
+  /// Host code of loop op \p i: the carried buffers (copies of the initial
+  /// values), then the loop header; the body's ops follow.
+  bool beginLoop(size_t i);
+  /// Host code of end_loop op \p i: the next iteration's values copied
+  /// into the carried buffers, the body's frees, the back edge; after the
+  /// loop its results are the carried buffers.
+  bool endLoop(size_t i);
+  /// Copies \p bytes from \p src to \p dst (host memory; they may be
+  /// the same buffer).
+  void copyBytes(Value *dst, Value *src, Value *bytes);
+  /// The byte size of a value of type \p t.
+  Value *byteSize(const TensorType &t);
   Value *allocateResult(const Operation &op, size_t i = 0);
 
   /// for (idx...) over \p extents, calling \p body with the indices: an

@@ -301,14 +301,19 @@ Value *Codegen::allocate(ValueId v, Value *count) {
                                         count, b.getInt64(elem));
   Value *bytes = b.CreateSelect(b.CreateExtractValue(pair, 1), b.getInt64(-1),
                                 b.CreateExtractValue(pair, 0));
+  Value *p = allocateBytes(bytes);
+  b.CreateStore(p, bufferSlot(v));
+  bufs[v] = p;
+  return p;
+}
+
+Value *Codegen::allocateBytes(Value *bytes) {
   Value *p = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
                           {ctxArg, bytes});
   failIf(b.CreateIsNull(p), [&] {
     b.CreateCall(runtime(target.runtime().fail, b.getVoidTy(), {ptr, i32}),
                  {ctxArg, opIndexValue()});
   });
-  b.CreateStore(p, bufferSlot(v));
-  bufs[v] = p;
   return p;
 }
 

@@ -55,6 +55,32 @@ void planTransposedOperands(const Function &fn, const std::vector<int> &uses,
   }
 }
 
+/// The loop tables of the plan (KernelPlan::loopOfOp and friends).
+void planLoops(const Function &fn, KernelPlan &plan) {
+  plan.loopOfOp.assign(fn.ops.size(), -1);
+  plan.loopOfValue.assign(fn.values.size(), -1);
+  plan.partner.assign(fn.ops.size(), 0);
+  std::vector<int> open;
+  for (size_t i = 0; i < fn.ops.size(); ++i) {
+    const Operation &op = fn.ops[i];
+    int here = open.empty() ? -1 : open.back();
+    plan.loopOfOp[i] = here;
+    if (op.code == OpCode::EndLoop && !open.empty()) {
+      size_t loop = static_cast<size_t>(open.back());
+      plan.partner[i] = loop;
+      plan.partner[loop] = i;
+      open.pop_back();
+      here = open.empty() ? -1 : open.back();
+    }
+    if (op.code == OpCode::Loop) {
+      open.push_back(static_cast<int>(i));
+      here = static_cast<int>(i);
+    }
+    for (ValueId r : op.results)
+      plan.loopOfValue[r] = here;
+  }
+}
+
 /// Fusion: an elementwise result used exactly once, by an elementwise op or
 /// a reduction that iterates the same shape, is not stored: its consumer
 /// recomputes it at each index (constants and sizes always fuse). So
@@ -89,8 +115,10 @@ void planFusion(const Function &fn, KernelPlan &plan) {
       bool scalar = p->code == OpCode::Constant || p->code == OpCode::SymScalar;
       // Fused trees stay shallow (kMaxFusedDepth): a 50,000-term sum becomes
       // a chain of loops instead of one expression that deep.
+      // (Not into a loop body from outside it: once, not every iteration.)
+      bool sameBody = plan.loopOfValue[v] == plan.loopOfValue[op.results[0]];
       if (scalar || (uses[v] == 1 && fn.type(v).dims == loop.dims &&
-                     plan.fusedDepth[v] < kMaxFusedDepth)) {
+                     plan.fusedDepth[v] < kMaxFusedDepth && sameBody)) {
         plan.inlined[v] = true;
         depth = std::max(depth, plan.fusedDepth[v]);
       }
@@ -108,6 +136,14 @@ void planFrees(const Function &fn, KernelPlan &plan) {
   std::vector<ValueId> root(n);
   for (ValueId v = 0; v < n; ++v)
     root[v] = v;
+  // A loop's results are its carried buffers, which end_loop's results
+  // hand on after the loop.
+  for (size_t i = 0; i < fn.ops.size(); ++i)
+    if (fn.ops[i].code == OpCode::Loop) {
+      const Operation &end = fn.ops[plan.partner[i]];
+      for (size_t k = 0; k < fn.ops[i].results.size(); ++k)
+        root[fn.ops[i].results[k]] = end.results[k];
+    }
   for (const Operation &op : fn.ops)
     if (op.code == OpCode::Reshape) // aliases its operand's buffer
       root[op.results[0]] = root[op.operands[0]];
@@ -124,6 +160,11 @@ void planFrees(const Function &fn, KernelPlan &plan) {
         use(o, at);
       return;
     }
+    // Read in a loop body that does not define it: it lives until the
+    // outermost such loop ends.
+    for (int loop = plan.loopOfOp[at]; loop >= 0; loop = plan.loopOfOp[loop])
+      if (!plan.loopHolds(loop, plan.loopOfValue[root[v]]))
+        at = static_cast<int>(plan.partner[loop]);
     last[root[v]] = std::max(last[root[v]], at);
   };
   for (size_t i = 0; i < fn.ops.size(); ++i) {
@@ -305,6 +346,7 @@ KernelPlan planKernels(const Function &fn, const TargetCaps &caps) {
   KernelPlan plan;
   plan.caps = caps;
   plan.outlining = caps.outlining && fn.ops.size() > caps.outlineOpsAbove;
+  planLoops(fn, plan);
   planFusion(fn, plan);
   planFrees(fn, plan);
   planRowGroups(fn, plan);
@@ -374,6 +416,15 @@ public:
           out += "    free after the row loop " + list(groupFrees) + "\n";
           groupFrees.clear();
         }
+      } else if (fn.ops[i].code == OpCode::EndLoop) {
+        std::vector<ValueId> each, after;
+        for (ValueId v : frees)
+          (plan.loopHolds(plan.loopOfOp[i], plan.loopOfValue[v]) ? each : after)
+              .push_back(v);
+        if (!each.empty())
+          out += "    free each iteration " + list(each) + "\n";
+        if (!after.empty())
+          out += "    free after the loop " + list(after) + "\n";
       } else if (!frees.empty()) {
         out += "    free " + list(frees) + "\n";
       }
@@ -445,6 +496,12 @@ private:
     out += opInfo(op.code).name;
     if (op.code == OpCode::Assert)
       return out + " " + op.condAttr("cond").str();
+    if (op.code == OpCode::Loop)
+      return out + ": " + op.exprAttr("sym").str() + " in [" +
+             op.exprAttr("lo").str() + ", " + op.exprAttr("hi").str() +
+             "), carries " + list(op.operands);
+    if (op.code == OpCode::EndLoop)
+      return out + ": next " + list(op.operands);
     if (op.results.empty())
       return out;
     ValueId r = op.results[0];

@@ -85,7 +85,11 @@ struct KernelPlan {
   /// Depth of the fused expression tree computing each value (1: one op).
   std::vector<unsigned> fusedDepth;
   /// For each op, the intermediates whose last use it is: freed after it
-  /// (reshape aliases, parameters and results are never freed).
+  /// (reshape aliases, parameters and results are never freed). A value
+  /// read inside a loop body lives until the loop ends unless the body
+  /// defines it; at an end_loop, values of its body are freed at the end of
+  /// each iteration and the others after the loop. A loop's results share
+  /// their buffers with its end_loop's (the carried values).
   std::vector<std::vector<ValueId>> freeAfter;
   /// The row group starting at each op (end == begin when none).
   std::vector<RowGroup> rowGroups;
@@ -94,6 +98,24 @@ struct KernelPlan {
   /// Whether each kernel (an op lowered on its own, or a row group) is its
   /// own LLVM function (TargetCaps::outlining and outlineOpsAbove).
   bool outlining = false;
+  /// Loops (Ops.def: loop, end_loop). For each op, the loop op (index)
+  /// whose body holds it, -1 at the top: a loop op is in the body around
+  /// it, an end_loop in its own loop's body (it ends every iteration).
+  std::vector<int> loopOfOp;
+  /// For each value, the loop whose body defines it (-1: outside every
+  /// loop, parameters too): a loop's results are in its body, an
+  /// end_loop's after it.
+  std::vector<int> loopOfValue;
+  /// For each loop marker, the op index of its partner.
+  std::vector<size_t> partner;
+  /// True when loop op \p loop's body holds values of loop \p inner (-1:
+  /// the top): \p inner is \p loop or nested in it.
+  bool loopHolds(int loop, int inner) const {
+    for (; inner >= 0; inner = loopOfOp[inner])
+      if (inner == loop)
+        return true;
+    return loop < 0;
+  }
 
   /// True when \p op is not lowered on its own: its result is computed
   /// inside its consumer (a fused loop, or a GEMM reading B^T).

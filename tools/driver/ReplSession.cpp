@@ -314,7 +314,8 @@ ReplSession::completions(const std::string &prefix) const {
   static const char *fixed[] = {
       ":help",  ":type",  ":simplify", ":prove",   ":facts", ":guards",
       ":ir",    ":load",  ":run",      ":reset",   ":quit",  "dim",
-      "fn",     "import", "let",       "check",    "if",     "else",
+      "fn",     "import", "let",       "var",      "for",    "in",
+      "check",  "if",     "else",
       "return", "static", "dynamic",   "unbacked", "auto",   "multiple_of",
       "int",    "bool",   "i8",        "i32",      "i64",    "f16",
       "bf16",   "f32",    "f64"};
