@@ -193,6 +193,7 @@ bool Elaborator::execFor(const ast::Stmt &st, Frame &frame) {
     info.hi = hi.constValue() - 1;
   info.origin = st.nameRanges[0];
   info.description = "the variable of 'for " + var + " in ...'";
+  info.loopVariable = true;
   SymExpr sym = env.addSymbol(info);
 
   std::vector<ValueId> inside;

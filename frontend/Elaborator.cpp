@@ -202,6 +202,7 @@ bool Elaborator::requireCond(const SymCond &cond, SourceRange range,
     d.message = message;
     if (!values.empty())
       d.notes.push_back({range, "with " + values});
+    loopCounterexample(cond, range, d);
     diags.report(std::move(d));
     return false;
   }
@@ -212,6 +213,24 @@ bool Elaborator::requireCond(const SymCond &cond, SourceRange range,
     fn.ops.push_back(std::move(check));
   }
   return true;
+}
+
+void Elaborator::loopCounterexample(const SymCond &cond, SourceRange range,
+                                    Diagnostic &d) {
+  std::string loopVar;
+  for (const std::string &name : cond.symbols())
+    if (const SymbolInfo *s = env.lookup(name); s && s->loopVariable)
+      loopVar = name;
+  if (loopVar.empty())
+    return;
+  std::string values;
+  for (const auto &[name, v] : env.counterexample(cond))
+    values += (values.empty() ? "" : ", ") + name + " = " + std::to_string(v);
+  d.notes.push_back(
+      {range, "it must hold in every iteration of the loop over '" + loopVar +
+                  "'" + (values.empty() ? "" : ", but fails with " + values)});
+  d.fix = "change the loop's range, or state what makes it hold with "
+          "check(...) before the loop";
 }
 
 // ---------------------------------------------------------------------------

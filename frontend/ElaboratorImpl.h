@@ -168,6 +168,10 @@ public:
                    const std::string &op, const std::string &reason,
                    const std::string &message);
 
+  /// For a requirement \p cond on a loop variable that failed: a note
+  /// with values that break it and a suggested fix, added to \p d.
+  void loopCounterexample(const SymCond &cond, SourceRange range,
+                          Diagnostic &d);
   /// Warns about guards that pin a dim declared dynamic to one value.
   void warnPinnedDynamicDims();
 

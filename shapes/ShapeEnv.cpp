@@ -566,6 +566,9 @@ ShapeEnv::Resolution ShapeEnv::require(const SymCond &original,
   case Truth::Unknown:
     break;
   }
+  for (const std::string &name : cond.symbols())
+    if (const SymbolInfo *s = lookup(name); s && s->loopVariable)
+      return Resolution::Violated;
   if (std::optional<bool> hinted = hintTruth(cond)) {
     if (!*hinted)
       return Resolution::Violated;

@@ -39,6 +39,10 @@ struct SymbolInfo {
   SourceRange origin;
   /// For unbacked symbols: what produced it ("the row count of nonzero(...)").
   std::string description;
+  /// The variable of a `for` loop: a requirement on it must hold in every
+  /// iteration, so one the prover cannot prove is an error, not a runtime
+  /// assertion (not printed in the IR; the verifier does not need it).
+  bool loopVariable = false;
 };
 
 /// A guard or runtime assertion with its provenance.
@@ -112,7 +116,8 @@ public:
   enum class Resolution { Proven, Guarded, Asserted, Violated };
 
   /// A requirement (`a == b` for an elementwise op, an index in bounds):
-  /// proven → Proven; refuted → Violated; else if every symbol has a hint,
+  /// proven → Proven; refuted, or not proven for every value of a loop
+  /// variable it mentions → Violated; else if every symbol has a hint,
   /// the hint decides (true → a guard, false → Violated); else a runtime
   /// assertion is recorded (Asserted).
   Resolution require(const SymCond &cond, SourceRange origin, std::string op,
