@@ -102,6 +102,15 @@ private:
   llvm::Function *nameByText(llvm::Function *f);
 
 public:
+  /// Host: copies \p bytes from \p src to \p dst in host memory (they
+  /// may be the same buffer).
+  void copyBytes(Value *dst, Value *src, Value *bytes);
+  /// Host: the byte size of a value of type \p t.
+  Value *byteSize(const TensorType &t);
+  /// Host: a device kernel copying a value of type \p t from device
+  /// buffer \p src to \p dst (distinct buffers) and its launch
+  /// (CodegenDevice.cpp). False with the error set when it cannot be emitted.
+  bool deviceCopy(Value *dst, Value *src, const TensorType &t);
   /// The buffer of \p v in the function being emitted (null before it is
   /// allocated).
   Value *buffer(ValueId v) const { return bufs[v]; }
@@ -299,11 +308,7 @@ private:
   /// into the carried buffers, the body's frees, the back edge; after the
   /// loop its results are the carried buffers.
   bool endLoop(size_t i);
-  /// Copies \p bytes from \p src to \p dst (host memory; they may be
-  /// the same buffer).
-  void copyBytes(Value *dst, Value *src, Value *bytes);
-  /// The byte size of a value of type \p t.
-  Value *byteSize(const TensorType &t);
+
   Value *allocateResult(const Operation &op, size_t i = 0);
 
   /// for (idx...) over \p extents, calling \p body with the indices: an

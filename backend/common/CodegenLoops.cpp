@@ -18,13 +18,11 @@ void Codegen::copyBytes(Value *dst, Value *src, Value *bytes) {
 
 bool Codegen::beginLoop(size_t i) {
   const Operation &op = fn.ops[i];
-  if (options.device)
-    return unsupported("a 'for' loop (its body runs on the CPU backend and "
-                       "the interpreter for now)");
   for (size_t k = 0; k < op.results.size(); ++k) {
     const TensorType &t = fn.type(op.results[k]);
     Value *carried = allocate(op.results[k], product(dims(t)));
-    copyBytes(carried, bufs[op.operands[k]], byteSize(t));
+    if (!target.copyBuffer(*this, carried, bufs[op.operands[k]], t))
+      return false;
   }
   Value *lo = expr(op.exprAttr("lo"));
   Value *hi = expr(op.exprAttr("hi"));
@@ -60,17 +58,19 @@ bool Codegen::endLoop(size_t i) {
     for (ValueId r : loop.results)
       other |= r == root && !same[k];
     if (other) {
-      Value *bytes = byteSize(fn.type(end.operands[k]));
-      Value *copy = allocateBytes(bytes);
-      copyBytes(copy, next[k], bytes);
+      const TensorType &t = fn.type(end.operands[k]);
+      Value *copy = allocateBytes(byteSize(t));
+      if (!target.copyBuffer(*this, copy, next[k], t))
+        return false;
       next[k] = copy;
       aside.push_back(copy);
     }
   }
   for (size_t k = 0; k < end.operands.size(); ++k)
-    if (!same[k])
-      copyBytes(bufs[loop.results[k]], next[k],
-                byteSize(fn.type(loop.results[k])));
+    if (!same[k] &&
+        !target.copyBuffer(*this, bufs[loop.results[k]], next[k],
+                           fn.type(loop.results[k])))
+      return false;
   for (Value *p : aside)
     freeBuffer(p);
   int self = static_cast<int>(plan.partner[i]);

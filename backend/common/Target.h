@@ -73,6 +73,13 @@ public:
   /// (failing like an op when the copy fails).
   virtual llvm::Value *readToHost(backend::Codegen &cg, ValueId v) const = 0;
 
+  /// Host code copying a value of type \p t from buffer \p src to
+  /// \p dst (the carried values of a loop): the CPU moves host memory (the
+  /// buffers may be the same); a GPU launches a copy kernel (distinct
+  /// buffers). False with Codegen's error set when it cannot be emitted.
+  virtual bool copyBuffer(backend::Codegen &cg, llvm::Value *dst,
+                          llvm::Value *src, const TensorType &t) const = 0;
+
   /// Host code at the end of a call that succeeded so far (a GPU waits for
   /// its kernels' status here). Nothing by default.
   virtual void lowerCallEnd(backend::Codegen &) const {}

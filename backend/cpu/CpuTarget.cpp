@@ -19,6 +19,12 @@ bool CpuTarget::lowerRowGroup(backend::Codegen &cg, const RowGroup &g) const {
   return cg.lowerRowGroup(g);
 }
 
+bool CpuTarget::copyBuffer(backend::Codegen &cg, llvm::Value *dst,
+                           llvm::Value *src, const TensorType &t) const {
+  cg.copyBytes(dst, src, cg.byteSize(t));
+  return true;
+}
+
 llvm::Value *CpuTarget::readToHost(backend::Codegen &cg, ValueId v) const {
   return cg.buffer(v);
 }

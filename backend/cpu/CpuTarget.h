@@ -27,6 +27,8 @@ public:
   /// The value's own buffer: host memory.
   bool lowerRowGroup(backend::Codegen &cg, const RowGroup &g) const override;
   llvm::Value *readToHost(backend::Codegen &cg, ValueId v) const override;
+  bool copyBuffer(backend::Codegen &cg, llvm::Value *dst, llvm::Value *src,
+                  const TensorType &t) const override;
   /// Chunks of the outer indices on the runtime's thread pool
   /// (Codegen::hostParallelLoops).
   void parallelLoop(backend::Codegen &cg,

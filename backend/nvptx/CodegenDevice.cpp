@@ -174,6 +174,24 @@ int32_t Codegen::emitDeviceKernel(const std::vector<ValueId> &used,
   return number;
 }
 
+bool Codegen::deviceCopy(Value *dst, Value *src, const TensorType &t) {
+  std::vector<ValueId> slots;
+  int32_t k = emitDeviceKernel(
+      {},
+      [&] {
+        Value *from = deviceExtra(0), *to = deviceExtra(1);
+        gridStrideLoops({product(dims(t))}, [&](const std::vector<Value *> &i) {
+          store(t.dtype, to, i[0], load(t.dtype, from, i[0]));
+        });
+        return true;
+      },
+      slots, 2);
+  if (k < 0)
+    return false;
+  emitLaunch(k, slots, gridFor(product(dims(t))), {src, dst});
+  return true;
+}
+
 Value *Codegen::deviceExtra(size_t i) {
   return b.CreateLoad(ptr,
                       b.CreateConstGEP1_64(i64, deviceArgs, kArgsHeader + i));

@@ -31,6 +31,11 @@ bool NvptxTarget::lowerRowGroup(backend::Codegen &cg, const RowGroup &g) const {
   return cg.launchRowGroup(g);
 }
 
+bool NvptxTarget::copyBuffer(backend::Codegen &cg, llvm::Value *dst,
+                           llvm::Value *src, const TensorType &t) const {
+  return cg.deviceCopy(dst, src, t);
+}
+
 llvm::Value *NvptxTarget::readToHost(backend::Codegen &cg, ValueId v) const {
   return cg.readToHost(v);
 }

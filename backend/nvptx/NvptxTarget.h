@@ -34,6 +34,8 @@ public:
   /// A host copy of element 0 (tsl_rt_dev_read into a stack slot).
   bool lowerRowGroup(backend::Codegen &cg, const RowGroup &g) const override;
   llvm::Value *readToHost(backend::Codegen &cg, ValueId v) const override;
+  bool copyBuffer(backend::Codegen &cg, llvm::Value *dst, llvm::Value *src,
+                  const TensorType &t) const override;
   /// In a device kernel, one grid-stride loop over the flattened extents;
   /// in host code, sequential loops.
   void parallelLoop(backend::Codegen &cg,
