@@ -26,8 +26,7 @@ const ast::Expr *assignedName(const ast::Expr &target) {
 
 /// The variables assignments in \p block (and blocks nested in it) assign,
 /// in order of first assignment.
-void assignedNames(const ast::Block &block,
-                   std::vector<LoopAssignment> &out) {
+void assignedNames(const ast::Block &block, std::vector<LoopAssignment> &out) {
   for (const ast::Stmt &st : block.stmts) {
     if (st.kind == ast::Stmt::Kind::Assign)
       if (const ast::Expr *name = assignedName(*st.target)) {
@@ -238,16 +237,18 @@ bool Elaborator::execFor(const ast::Stmt &st, Frame &frame) {
   return true;
 }
 
-bool Elaborator::carriedTypesKept(
-    const ast::Stmt &st, const std::vector<LoopAssignment> &carried,
-    const std::vector<ValueId> &inside,
-    const std::map<std::string, SemValue> &scope, std::vector<ValueId> &next) {
+bool Elaborator::carriedTypesKept(const ast::Stmt &st,
+                                  const std::vector<LoopAssignment> &carried,
+                                  const std::vector<ValueId> &inside,
+                                  const std::map<std::string, SemValue> &scope,
+                                  std::vector<ValueId> &next) {
   for (size_t k = 0; k < carried.size(); ++k) {
     const std::string &name = carried[k].name;
     const SemValue &v = scope.at(name);
     std::vector<DiagNote> notes = {
-        {st.nameRanges[0], "'" + name + "' is carried across the "
-                           "iterations of this loop"}};
+        {st.nameRanges[0], "'" + name +
+                               "' is carried across the "
+                               "iterations of this loop"}};
     if (v.kind != SemValue::Kind::Tensor)
       return errorWithNotes(carried[k].where,
                             "loop-carried '" + name +
@@ -259,15 +260,14 @@ bool Elaborator::carriedTypesKept(
     const TensorType &after = fn.type(v.tensor);
     bool same = before.dtype == after.dtype && before.rank() == after.rank();
     for (size_t d = 0; same && d < before.rank(); ++d)
-      same = before.dims[d] == after.dims[d] ||
-             env.prove(SymCond::eq(before.dims[d], after.dims[d])) ==
-                 Truth::True;
+      same =
+          before.dims[d] == after.dims[d] ||
+          env.prove(SymCond::eq(before.dims[d], after.dims[d])) == Truth::True;
     if (!same)
       return errorWithNotes(
           carried[k].where,
-          "the type of loop-carried '" + name +
-              "' changes in one iteration: " + before.str() + " before, " +
-              after.str() + " after",
+          "the type of loop-carried '" + name + "' changes in one iteration: " +
+              before.str() + " before, " + after.str() + " after",
           notes,
           "a carried value must keep its type; collect per-iteration "
           "results by assigning into a tensor made before the loop "

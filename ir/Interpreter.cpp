@@ -322,8 +322,8 @@ private:
       out = *v;
       return true;
     }
-    error.message = std::string("loop: its bound ") +
-                    op.exprAttr(name).str() + " does not fit in 64 bits";
+    error.message = std::string("loop: its bound ") + op.exprAttr(name).str() +
+                    " does not fit in 64 bits";
     error.loc = op.loc;
     return false;
   }

@@ -101,7 +101,7 @@ struct OpTraits {
   std::string_view name; ///< the IR name ("reduce_sum")
   int minOperands;
   int maxOperands; ///< -1: variadic
-  int numResults; ///< -1: one per operand (loop, end_loop)
+  int numResults;  ///< -1: one per operand (loop, end_loop)
   OpCategory category;
   DTypeRule operands;
   /// The operands share one element type (where: its two branches; for

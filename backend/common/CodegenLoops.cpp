@@ -67,9 +67,8 @@ bool Codegen::endLoop(size_t i) {
     }
   }
   for (size_t k = 0; k < end.operands.size(); ++k)
-    if (!same[k] &&
-        !target.copyBuffer(*this, bufs[loop.results[k]], next[k],
-                           fn.type(loop.results[k])))
+    if (!same[k] && !target.copyBuffer(*this, bufs[loop.results[k]], next[k],
+                                       fn.type(loop.results[k])))
       return false;
   for (Value *p : aside)
     freeBuffer(p);

@@ -32,7 +32,7 @@ bool NvptxTarget::lowerRowGroup(backend::Codegen &cg, const RowGroup &g) const {
 }
 
 bool NvptxTarget::copyBuffer(backend::Codegen &cg, llvm::Value *dst,
-                           llvm::Value *src, const TensorType &t) const {
+                             llvm::Value *src, const TensorType &t) const {
   return cg.deviceCopy(dst, src, t);
 }
 

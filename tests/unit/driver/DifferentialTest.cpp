@@ -250,7 +250,7 @@ private:
 
   Tail floatTail() {
     std::string q = "q" + std::to_string(tails_++);
-    switch (pick(33)) {
+    switch (pick(36)) {
     case 0:
       return {"", "sum(e, axis=1)", "f32[?]"};
     case 1:
@@ -326,6 +326,21 @@ private:
                   "s, axis=-1, keepdim=true));\n  ",
               q + "e / sum(" + q + "e, axis=-1, keepdim=true) @ e",
               "f32[?, ?]"};
+    case 32: // a loop carrying a value for k iterations (none when k <= 0)
+      return {"var " + q + "h = e;\n  for " + q + "i in 0..k {\n    " + q +
+                  "h = tanh(" + q + "h) * 0.5 + e * cast(" + q +
+                  "i, f32);\n  }\n  ",
+              q + "h", "f32[?, ?]"};
+    case 33: // per-iteration results assigned into a tensor
+      return {"var " + q + "o = zeros([N, M]);\n  for " + q +
+                  "i in 0..N {\n  " + "  " + q + "o[" + q + "i] = e[" + q +
+                  "i] * cast(" + q + "i + 1, f32);\n  }\n  ",
+              q + "o", "f32[?, ?]"};
+    case 34: // nested loops, the inner range from the outer variable
+      return {"var " + q + "s = zeros([M]);\n  for " + q + "i in 0..N {\n  " +
+                  "  for " + q + "j in " + q + "i..N {\n      " + q +
+                  "s = " + q + "s + e[" + q + "j] * 0.25;\n    }\n  }\n  ",
+              q + "s", "f32[?]"};
     default:
       return {"", "e", "f32[?, ?]"};
     }
