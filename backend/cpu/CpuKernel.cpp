@@ -216,7 +216,8 @@ loadHostObjects(const std::vector<std::string> &objects, std::string &error) {
 
 std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
                                               std::string &error,
-                                              size_t outlineOpsAbove) {
+                                              size_t outlineOpsAbove,
+                                              KernelObjectCache *cache) {
   initializeLLVM();
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::vector<std::string> checks;
@@ -227,7 +228,9 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
   if (!m)
     return nullptr;
   std::vector<std::string> objects;
-  if (!compileToObjects(std::move(m), false, nullptr, objects, error))
+  // Cached kernel objects are position independent, as the runtime's JIT
+  // compiles them (compileObject), so that both can share them.
+  if (!compileToObjects(std::move(m), cache != nullptr, cache, objects, error))
     return nullptr;
   std::unique_ptr<llvm::orc::LLJIT> session = loadHostObjects(objects, error);
   if (!session)

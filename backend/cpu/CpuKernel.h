@@ -113,9 +113,13 @@ public:
   /// Compiles \p fn. Returns null with \p error on failure. Functions
   /// with more than \p outlineOpsAbove ops are lowered one kernel per LLVM
   /// function (0: every function; SIZE_MAX: the whole function as one).
+  /// Kernels found in \p cache (may be null: the on-disk compile cache's
+  /// kernel objects, as JitCompiler::openKernelCache gives it) are not
+  /// compiled again; new ones are stored there.
   static std::unique_ptr<CpuKernel>
   compile(const Function &fn, std::string &error,
-          size_t outlineOpsAbove = kOutlineOpsAbove);
+          size_t outlineOpsAbove = kOutlineOpsAbove,
+          KernelObjectCache *cache = nullptr);
   /// Compiles \p fn into a runtime variant (entry points, metadata, and
   /// the JIT session kept alive by the variant).
   static bool compileVariant(const Function &fn, rt::VariantCode &out,

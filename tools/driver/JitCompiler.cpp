@@ -402,6 +402,24 @@ std::unique_ptr<KernelObjectCache> directoryKernelCache(int dir,
   return std::make_unique<DirectoryKernelCache>(dir, std::move(dirPath));
 }
 
+/// A DirectoryKernelCache that owns its directory descriptor.
+class OwnedKernelCache : public KernelObjectCache {
+public:
+  OwnedKernelCache(int dir, std::string path)
+      : dir_(dir), cache_(dir, std::move(path)) {}
+  ~OwnedKernelCache() override { ::close(dir_); }
+  bool load(const std::string &key, std::string &object) override {
+    return cache_.load(key, object);
+  }
+  void store(const std::string &key, const std::string &object) override {
+    cache_.store(key, object);
+  }
+
+private:
+  int dir_;
+  DirectoryKernelCache cache_;
+};
+
 /// The digest an entry's key file records: of the request, the manifest
 /// and the object, each preceded by its length.
 std::string entryDigest(const std::string &request, const std::string &manifest,
@@ -451,6 +469,14 @@ std::string manifestMismatch(const std::string &manifestText,
 }
 
 } // namespace
+
+std::unique_ptr<KernelObjectCache> JitCompiler::openKernelCache() {
+  std::string path;
+  int dir = openCacheDirectory(path);
+  if (dir < 0)
+    return nullptr;
+  return std::make_unique<OwnedKernelCache>(dir, std::move(path));
+}
 
 int JitCompiler::openCacheDirectory(std::string &path) {
   const char *env = std::getenv("TSL_CACHE_DIR");

@@ -21,6 +21,7 @@
 namespace tsl {
 
 struct Function;
+class KernelObjectCache;
 namespace rt {
 class GpuDevice;
 }
@@ -65,6 +66,12 @@ public:
   /// The names of the module's functions, sorted (empty when it does not
   /// load).
   std::vector<std::string> functionNames();
+
+  /// The kernel objects of the on-disk compile cache (TSL_CACHE_DIR, as
+  /// the runtime uses it) for tools that compile a Function themselves
+  /// (`tslc run`, the REPL's :run); null when caching is off or the
+  /// directory cannot be used (warned once, as the runtime does).
+  static std::unique_ptr<KernelObjectCache> openKernelCache();
 
 private:
   bool ensureLoaded(std::string &error);

@@ -7,6 +7,7 @@
 #include "ir/TensorIO.h"
 #include "shapes/SymCond.h"
 #include "tools/driver/Driver.h"
+#include "tools/driver/JitCompiler.h"
 
 #include <algorithm>
 #include <cctype>
@@ -312,13 +313,12 @@ bool ReplSession::needsMore(const std::string &text) {
 std::vector<std::string>
 ReplSession::completions(const std::string &prefix) const {
   static const char *fixed[] = {
-      ":help",  ":type",  ":simplify", ":prove",   ":facts", ":guards",
-      ":ir",    ":load",  ":run",      ":reset",   ":quit",  "dim",
-      "fn",     "import", "let",       "var",      "for",    "in",
-      "check",  "if",     "else",
-      "return", "static", "dynamic",   "unbacked", "auto",   "multiple_of",
-      "int",    "bool",   "i8",        "i32",      "i64",    "f16",
-      "bf16",   "f32",    "f64"};
+      ":help",    ":type",  ":simplify",   ":prove", ":facts", ":guards",
+      ":ir",      ":load",  ":run",        ":reset", ":quit",  "dim",
+      "fn",       "import", "let",         "var",    "for",    "in",
+      "check",    "if",     "else",        "return", "static", "dynamic",
+      "unbacked", "auto",   "multiple_of", "int",    "bool",   "i8",
+      "i32",      "i64",    "f16",         "bf16",   "f32",    "f64"};
   std::vector<std::string> names(std::begin(fixed), std::end(fixed));
   // Builtins from the table elaboration uses (frontend/Builtins.cpp).
   names.insert(names.end(), builtinNames().begin(), builtinNames().end());
@@ -782,7 +782,9 @@ bool ReplSession::run(const std::string &argsText) {
     return false;
   }
   // The CPU backend runs the call (the interpreter stays the oracle).
-  std::unique_ptr<CpuKernel> kernel = CpuKernel::compile(fn, error);
+  std::unique_ptr<KernelObjectCache> cache = JitCompiler::openKernelCache();
+  std::unique_ptr<CpuKernel> kernel =
+      CpuKernel::compile(fn, error, kOutlineOpsAbove, cache.get());
   if (!kernel) {
     err_ << "<input>: error: " << error << "\n";
     return false;

@@ -373,7 +373,9 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   RunError runError;
   bool ran;
   if (o.backend == "cpu") {
-    std::unique_ptr<CpuKernel> kernel = CpuKernel::compile(fn, error);
+    std::unique_ptr<KernelObjectCache> cache = JitCompiler::openKernelCache();
+    std::unique_ptr<CpuKernel> kernel =
+        CpuKernel::compile(fn, error, kOutlineOpsAbove, cache.get());
     if (!kernel) {
       std::cerr << "tslc: error: " << error << "\n";
       return 1;
