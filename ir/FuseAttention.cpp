@@ -91,17 +91,17 @@ public:
     return !n.isInt && std::isinf(n.f) && n.f < 0;
   }
 
-  /// The position along one of the scores' last two axes: an integer
+  /// The position along one of the scores' last two axes: an i64
   /// arange(n) as it is ([n], the key axis) or reshaped to [1, n] (the key
   /// axis) or [n, 1] (the query axis). Returns n and whether it indexes
-  /// the keys.
+  /// the keys. (A narrower integer arange could wrap.)
   std::optional<std::pair<SymExpr, bool>> position(ValueId v) const {
     const TensorType &t = fn.type(v);
     ValueId source = v;
     if (const Operation *r = defining(v, OpCode::Reshape, 0))
       source = r->operands[0];
     const Operation *a = defining(source, OpCode::Arange, 0);
-    if (!a || !isInteger(t.dtype))
+    if (!a || t.dtype != DType::I64)
       return std::nullopt;
     SymExpr n = a->exprAttr("n");
     if (t.rank() == 1 && t.dims[0] == n)

@@ -20,7 +20,7 @@ namespace tsl {
 /// reciprocal, computed by a new 0-d op. The assertion that the softmax axis
 /// is not empty stays. The optional causal cut, as nn.attention's causal=1
 /// writes it, is where(j <= i, x, -inf) or where(j > i, -inf, x) (also
-/// spelt i >= j, i < j) with j an integer arange(T) as [T] or [1, T] and i
+/// spelt i >= j, i < j) with j an i64 arange(T) as [T] or [1, T] and i
 /// an arange(S) as [S, 1], S and T the scores' last two dims; it sets
 /// `causal` (any other where is left unfused). Returns the number of attentions
 /// formed; the ops they replace are left dead for eliminateDeadCode.

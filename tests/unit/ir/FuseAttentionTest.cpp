@@ -112,6 +112,17 @@ const Case kCases[] = {
      "  %26 = where(%24, %1, %25) : f32[B, S, T]\n" SOFTMAX_PV(
          "%26") "  return %15\n}\n",
      false},
+    // i8 positions (which wrap past 127) are not taken for the cut.
+    {"causal_narrow_positions",
+     "func @f" PARAMS3 ") -> (f32[B, S, 5]) {\n" SYMS QK
+     "  %20 = arange() {dtype = i8, n = T} : i8[T]\n"
+     "  %22 = arange() {dtype = i8, n = S} : i8[S]\n"
+     "  %23 = reshape(%22) {shape = [S, 1]} : i8[S, 1]\n"
+     "  %25 = constant() {dtype = f32, value = -inf} : f32[]\n"
+     "  %24 = le(%20, %23) : bool[S, T]\n"
+     "  %26 = where(%24, %1, %25) : f32[B, S, T]\n" SOFTMAX_PV(
+         "%26") "  return %15\n}\n",
+     false},
     // The scores are a second result: they must be stored, so no fusion.
     {"scores_escape",
      "func @f" PARAMS3 ") -> (f32[B, S, 5], f32[B, S, T]) {\n" SYMS QK
