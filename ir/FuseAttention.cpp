@@ -2,6 +2,7 @@
 // the softmax to q @ k^T. See FuseAttention.h for what it accepts.
 #include "ir/FuseAttention.h"
 
+#include <cmath>
 #include <optional>
 
 namespace tsl {
@@ -31,6 +32,7 @@ struct Match {
   ValueId q, k, v;
   std::optional<ValueId> scale, mask;
   bool divideByScale = false;
+  bool causal = false;
 };
 
 class Matcher {
@@ -80,6 +82,72 @@ public:
 
   bool isScalar(ValueId v) const { return fn.type(v).rank() == 0; }
 
+  /// \p v is a 0-d constant -inf of \p dtype.
+  bool isMinusInf(ValueId v, DType dtype) const {
+    const Operation *c = defining(v, OpCode::Constant, 0);
+    if (!c || fn.type(v).dtype != dtype || !isScalar(v))
+      return false;
+    Number n = c->numAttr("value");
+    return !n.isInt && std::isinf(n.f) && n.f < 0;
+  }
+
+  /// The position along one of the scores' last two axes: an i64
+  /// arange(n) as it is ([n], the key axis) or reshaped to [1, n] (the key
+  /// axis) or [n, 1] (the query axis). Returns n and whether it indexes
+  /// the keys. (A narrower integer arange could wrap.)
+  std::optional<std::pair<SymExpr, bool>> position(ValueId v) const {
+    const TensorType &t = fn.type(v);
+    ValueId source = v;
+    if (const Operation *r = defining(v, OpCode::Reshape, 0))
+      source = r->operands[0];
+    const Operation *a = defining(source, OpCode::Arange, 0);
+    if (!a || t.dtype != DType::I64)
+      return std::nullopt;
+    SymExpr n = a->exprAttr("n");
+    if (t.rank() == 1 && t.dims[0] == n)
+      return std::make_pair(n, true);
+    if (t.rank() == 2 && t.dims[0].isConst(1) && t.dims[1] == n)
+      return std::make_pair(n, true);
+    if (t.rank() == 2 && t.dims[1].isConst(1) && t.dims[0] == n)
+      return std::make_pair(n, false);
+    return std::nullopt;
+  }
+
+  /// \p cond compares key position j with query position i over the last
+  /// two axes of \p scores: j <= i (or i >= j) when \p keep, j > i (or
+  /// i < j) otherwise.
+  bool isCausalCut(ValueId cond, const TensorType &scores, bool keep) const {
+    const Operation *cmp = defining(cond, keep ? OpCode::Le : OpCode::Gt, 0);
+    bool keyFirst = cmp != nullptr;
+    if (!cmp)
+      cmp = defining(cond, keep ? OpCode::Ge : OpCode::Lt, 0);
+    size_t rank = scores.rank();
+    if (!cmp || rank < 2)
+      return false;
+    auto key = position(cmp->operands[keyFirst ? 0 : 1]);
+    auto query = position(cmp->operands[keyFirst ? 1 : 0]);
+    return key && query && key->second && !query->second &&
+           key->first == scores.dims[rank - 1] &&
+           query->first == scores.dims[rank - 2];
+  }
+
+  /// Matches the causal cut where(j <= i, x, -inf) (or where(j > i, -inf,
+  /// x)) of scores \p v read \p uses times; returns x.
+  std::optional<ValueId> causalInput(ValueId v, int uses) const {
+    const Operation *w = defining(v, OpCode::Where, uses);
+    if (!w)
+      return std::nullopt;
+    const TensorType &scores = fn.type(v);
+    for (bool keep : {true, false}) {
+      ValueId x = w->operands[keep ? 1 : 2];
+      if (fn.type(x) == scores &&
+          isMinusInf(w->operands[keep ? 2 : 1], scores.dtype) &&
+          isCausalCut(w->operands[0], scores, keep))
+        return x;
+    }
+    return std::nullopt;
+  }
+
   /// \p mask may be added to scores of type \p scores without widening it.
   bool fitsScores(ValueId mask, const TensorType &scores) const {
     const TensorType &m = fn.type(mask);
@@ -105,6 +173,11 @@ public:
     const TensorType &scoreType = fn.type(scores);
     // The softmax reads its input twice; each earlier value once.
     int uses = 2;
+    if (std::optional<ValueId> cut = causalInput(scores, uses)) {
+      m.causal = true;
+      scores = *cut;
+      uses = 1;
+    }
     if (const Operation *add = defining(scores, OpCode::Add, uses)) {
       for (int side = 0; side < 2 && !m.mask; ++side) {
         ValueId other = add->operands[1 - side];
@@ -215,7 +288,7 @@ size_t fuseAttention(Function &fn) {
         OpCode::Attention, {m.q, m.k, m.v, scale}, fn.ops[i].results, {}, loc};
     if (m.mask)
       att.operands.push_back(*m.mask);
-    att.attrs["causal"] = false;
+    att.attrs["causal"] = m.causal;
     ops.push_back(std::move(att));
   }
   fn.ops = std::move(ops);

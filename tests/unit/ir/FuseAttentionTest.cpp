@@ -42,6 +42,14 @@ struct Case {
 #define SCALE                                                                  \
   "  %2 = constant() {dtype = f32, value = 8} : f32[]\n"                       \
   "  %3 = rsqrt(%2) : f32[]\n"
+// Key positions j as [1, T] (%21) and [T] (%20), query positions i as
+// [S, 1] (%23), and -inf (%25), for the causal cut.
+#define POSITIONS                                                              \
+  "  %20 = arange() {dtype = i64, n = T} : i64[T]\n"                           \
+  "  %21 = reshape(%20) {shape = [1, T]} : i64[1, T]\n"                        \
+  "  %22 = arange() {dtype = i64, n = S} : i64[S]\n"                           \
+  "  %23 = reshape(%22) {shape = [S, 1]} : i64[S, 1]\n"                        \
+  "  %25 = constant() {dtype = f32, value = -inf} : f32[]\n"
 
 const Case kCases[] = {
     {"unscaled",
@@ -65,6 +73,56 @@ const Case kCases[] = {
      "func @f" PARAMS3 ", %m: f32[B, 1, T]) -> (f32[B, S, 5]) {\n" SYMS QK
      "  %5 = add(%m, %1) : f32[B, S, T]\n" SOFTMAX_PV("%5") "  return %15\n}\n",
      true},
+    // nn.attention's causal=1: where(j <= i, scores, -inf).
+    {"causal_keep",
+     "func @f" PARAMS3 ") -> (f32[B, S, 5]) {\n" SYMS QK SCALE POSITIONS
+     "  %4 = mul(%1, %3) : f32[B, S, T]\n"
+     "  %24 = le(%21, %23) : bool[S, T]\n"
+     "  %26 = where(%24, %4, %25) : f32[B, S, T]\n" SOFTMAX_PV(
+         "%26") "  return %15\n}\n",
+     true},
+    // where(i < j, -inf, scores + mask), the key positions as [T].
+    {"causal_drop_masked",
+     "func @f" PARAMS3
+     ", %m: f32[B, 1, T]) -> (f32[B, S, 5]) {\n" SYMS QK POSITIONS
+     "  %5 = add(%1, %m) : f32[B, S, T]\n"
+     "  %24 = lt(%23, %20) : bool[S, T]\n"
+     "  %26 = where(%24, %25, %5) : f32[B, S, T]\n" SOFTMAX_PV(
+         "%26") "  return %15\n}\n",
+     true},
+    // j >= i keeps the upper triangle: not attention's causal cut.
+    {"anti_causal",
+     "func @f" PARAMS3 ") -> (f32[B, S, 5]) {\n" SYMS QK POSITIONS
+     "  %24 = ge(%21, %23) : bool[S, T]\n"
+     "  %26 = where(%24, %1, %25) : f32[B, S, T]\n" SOFTMAX_PV(
+         "%26") "  return %15\n}\n",
+     false},
+    // A finite fill (-1e9) is a different function of the scores.
+    {"causal_finite_fill",
+     "func @f" PARAMS3 ") -> (f32[B, S, 5]) {\n" SYMS QK POSITIONS
+     "  %24 = le(%21, %23) : bool[S, T]\n"
+     "  %27 = constant() {dtype = f32, value = -1e9} : f32[]\n"
+     "  %26 = where(%24, %1, %27) : f32[B, S, T]\n" SOFTMAX_PV(
+         "%26") "  return %15\n}\n",
+     false},
+    // The positions swapped (i along the keys, j along the queries).
+    {"causal_axes_swapped",
+     "func @f" PARAMS3 ") -> (f32[B, S, 5]) {\n" SYMS QK POSITIONS
+     "  %24 = le(%23, %21) : bool[S, T]\n"
+     "  %26 = where(%24, %1, %25) : f32[B, S, T]\n" SOFTMAX_PV(
+         "%26") "  return %15\n}\n",
+     false},
+    // i8 positions (which wrap past 127) are not taken for the cut.
+    {"causal_narrow_positions",
+     "func @f" PARAMS3 ") -> (f32[B, S, 5]) {\n" SYMS QK
+     "  %20 = arange() {dtype = i8, n = T} : i8[T]\n"
+     "  %22 = arange() {dtype = i8, n = S} : i8[S]\n"
+     "  %23 = reshape(%22) {shape = [S, 1]} : i8[S, 1]\n"
+     "  %25 = constant() {dtype = f32, value = -inf} : f32[]\n"
+     "  %24 = le(%20, %23) : bool[S, T]\n"
+     "  %26 = where(%24, %1, %25) : f32[B, S, T]\n" SOFTMAX_PV(
+         "%26") "  return %15\n}\n",
+     false},
     // The scores are a second result: they must be stored, so no fusion.
     {"scores_escape",
      "func @f" PARAMS3 ") -> (f32[B, S, 5], f32[B, S, T]) {\n" SYMS QK
