@@ -25,10 +25,11 @@ struct Arg {
   ExprPtr value;
 };
 
-/// One item of a subscript: `i`, or `a:b` with either bound omitted.
+/// One item of a subscript: `i`, or `a:b` or `a:b:s` with any part
+/// omitted.
 struct SliceItem {
   bool isRange = false;
-  ExprPtr start, stop; // range bounds (may be null)
+  ExprPtr start, stop, step; // range bounds and step (may be null)
   ExprPtr index;       // single index
   SourceRange range;
 };

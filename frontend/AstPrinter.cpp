@@ -120,6 +120,10 @@ struct Printer {
         expr(indent + 2, *s.start);
       if (s.stop)
         expr(indent + 2, *s.stop);
+      if (s.step) {
+        line(indent + 2, "Step");
+        expr(indent + 3, *s.step);
+      }
     }
   }
   void block(int indent, const ast::Block &b) {

@@ -318,6 +318,10 @@ bool Elaborator::binary(const std::string &op, SemValue a, SemValue b,
   auto numeric = [](const SemValue &v) {
     return v.kind == K::Tensor || v.kind == K::Int || v.kind == K::Float;
   };
+  if (op == "&" || op == "|" || op == "^")
+    return bitwise(op, a, b, opRange, range, out);
+  if (op == "**")
+    return power(a, b, opRange, range, out);
   if (op == "&&" || op == "||") {
     if (a.kind == K::Cond && b.kind == K::Cond) {
       uint32_t inner = std::max(a.nest, b.nest);
@@ -443,21 +447,37 @@ bool Elaborator::unaryOp(const std::string &op, SemValue a, SourceRange range,
 
 bool Elaborator::resolveSlices(const ast::Expr &e, const TensorType &t,
                                Frame &frame, SliceRegion &region) {
-  if (e.slices.size() > t.rank())
-    return error(e.range, "too many indices (" +
-                              std::to_string(e.slices.size()) +
+  // `None` adds an axis of size 1 (NumPy's newaxis) and takes none.
+  auto newAxis = [](const ast::SliceItem &it) {
+    return !it.isRange && it.index->kind == ast::Expr::Kind::Name &&
+           it.index->text == "None";
+  };
+  size_t taking = 0;
+  for (const ast::SliceItem &it : e.slices)
+    taking += !newAxis(it);
+  if (taking > t.rank())
+    return error(e.range, "too many indices (" + std::to_string(taking) +
                               ") for a tensor of type " + t.str());
   std::vector<SymExpr> &starts = region.starts, &sizes = region.sizes,
                        &keepDims = region.keepDims;
+  region.steps.assign(t.rank(), 1);
+  size_t next = 0;
+  auto newAxes = [&] {
+    for (; next < e.slices.size() && newAxis(e.slices[next]); ++next) {
+      keepDims.push_back(1);
+      ++region.newAxes;
+    }
+  };
   for (size_t axis = 0; axis < t.rank(); ++axis) {
     SymExpr n = t.dims[axis];
-    if (axis >= e.slices.size()) {
+    newAxes();
+    if (next >= e.slices.size()) {
       starts.push_back(0);
       sizes.push_back(n);
       keepDims.push_back(n);
       continue;
     }
-    const ast::SliceItem &item = e.slices[axis];
+    const ast::SliceItem &item = e.slices[next++];
     // A bound: negative constants count from the end; Python clamping.
     auto bound = [&](const ast::Expr *x, SymExpr dflt, SymExpr &v) {
       if (!x) {
@@ -482,6 +502,21 @@ bool Elaborator::resolveSlices(const ast::Expr &e, const TensorType &t,
         return false;
       lo = env.simplify(lo);
       SymExpr len = env.simplify(SymExpr::max(env.simplify(hi) - lo, 0));
+      if (item.step) {
+        SemValue sv;
+        int64_t step;
+        if (!eval(*item.step, frame, sv) ||
+            !asConstInt(sv, "a slice step", step))
+          return false;
+        if (step <= 0)
+          return error(item.step->range,
+                       "slice step must be positive, got " +
+                           std::to_string(step),
+                       "negative steps are not supported (as in PyTorch)");
+        if (step > 1) // ceil(len / step) elements
+          len = env.simplify(SymExpr::floorDiv(len + (step - 1), step));
+        region.steps[axis] = step;
+      }
       starts.push_back(lo);
       sizes.push_back(len);
       keepDims.push_back(len);
@@ -514,6 +549,7 @@ bool Elaborator::resolveSlices(const ast::Expr &e, const TensorType &t,
       sizes.push_back(1);
     }
   }
+  newAxes();
   return true;
 }
 
@@ -525,10 +561,13 @@ bool Elaborator::indexTensor(const ast::Expr &e, const SemValue &base,
   if (!resolveSlices(e, t, frame, region))
     return false;
   ValueId r;
-  if (!emit1(OpCode::Slice, {base.tensor},
-             {{"starts", region.starts}, {"sizes", region.sizes}}, e.range, r))
+  std::map<std::string, Attr> attrs = {{"starts", region.starts},
+                                       {"sizes", region.sizes}};
+  if (region.strided())
+    attrs["steps"] = region.steps;
+  if (!emit1(OpCode::Slice, {base.tensor}, attrs, e.range, r))
     return false;
-  if (region.keepDims.size() != t.rank() &&
+  if (region.keepDims != region.sizes &&
       !emit1(OpCode::Reshape, {r}, {{"shape", region.keepDims}}, e.range, r))
     return false;
   out = SemValue::ofTensor(r, e.range);

@@ -112,6 +112,10 @@ bool Elaborator::assignBlock(const ast::Expr &target, ValueId x,
   SliceRegion region;
   if (!resolveSlices(target, t, frame, region))
     return false;
+  if (region.strided() || region.newAxes > 0)
+    return error(target.range,
+                 "not supported: assigning through a subscript with a step "
+                 "or None");
   ValueId v;
   if (!toTensor(value, t.dtype, value.range, v))
     return false;

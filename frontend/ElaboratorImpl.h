@@ -215,6 +215,15 @@ public:
                SemValue &out);
   bool tensorBinary(OpCode code, SemValue a, SemValue b, SourceRange range,
                     SemValue &out);
+  /// `a & b`, `a | b`, `a ^ b` (ElabOperators.cpp): on conditions the
+  /// logical operators; on tensors (bool: logical, integer: bitwise) the
+  /// and/or/xor ops; floats and sizes are errors.
+  bool bitwise(const std::string &op, SemValue a, SemValue b,
+               SourceRange opRange, SourceRange range, SemValue &out);
+  /// `a ** b`: float tensors through pow; integer tensors and sizes with a
+  /// constant exponent in 0..64 by repeated squaring; compile-time floats.
+  bool power(SemValue a, SemValue b, SourceRange opRange, SourceRange range,
+             SemValue &out);
   bool asInt(const SemValue &v, const std::string &what, SymExpr &out);
   bool asConstInt(const SemValue &v, const std::string &what, int64_t &out);
   bool asIntList(const SemValue &v, const std::string &what,
@@ -226,10 +235,21 @@ public:
   bool indexTensor(const ast::Expr &e, const SemValue &base, Frame &frame,
                    SemValue &out);
   /// The block a subscript of a tensor of type \p t selects: per axis its
-  /// start and size (an index: size 1), and the dims of the result (indexed
-  /// axes dropped). Bounds are required in range as for reading.
+  /// start, size (an index: size 1) and step, and the dims of the result
+  /// (indexed axes dropped, a size-1 axis for each `None`). Bounds are
+  /// required in range as for reading.
   struct SliceRegion {
     std::vector<SymExpr> starts, sizes, keepDims;
+    /// Per axis: every steps-th element (`x[::2]`); 1 when none is given.
+    std::vector<int64_t> steps;
+    /// The `None` items (axes of size 1 the subscript adds).
+    size_t newAxes = 0;
+    bool strided() const {
+      for (int64_t s : steps)
+        if (s != 1)
+          return true;
+      return false;
+    }
   };
   bool resolveSlices(const ast::Expr &e, const TensorType &t, Frame &frame,
                      SliceRegion &region);

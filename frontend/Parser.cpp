@@ -550,6 +550,7 @@ private:
     for (const ast::SliceItem &si : e.slices) {
       see(si.start);
       see(si.stop);
+      see(si.step);
       see(si.index);
     }
     e.depth = d + 1;
@@ -621,7 +622,27 @@ private:
     std::vector<TSLParser::CmpOpContext *> ops;
     if (ctx->cmpOp())
       ops.push_back(ctx->cmpOp());
-    return chain(ctx, ctx->addExpr(), ops);
+    return chain(ctx, ctx->bitOrExpr(), ops);
+  }
+  ast::ExprPtr exprOf(TSLParser::BitOrExprContext *ctx) {
+    return chain(ctx, ctx->bitXorExpr(), ctx->bitOrOp());
+  }
+  ast::ExprPtr exprOf(TSLParser::BitXorExprContext *ctx) {
+    return chain(ctx, ctx->bitAndExpr(), ctx->bitXorOp());
+  }
+  ast::ExprPtr exprOf(TSLParser::BitAndExprContext *ctx) {
+    return chain(ctx, ctx->addExpr(), ctx->bitAndOp());
+  }
+  ast::ExprPtr exprOf(TSLParser::PowerExprContext *ctx) {
+    if (!ctx->powOp())
+      return exprOf(ctx->postfixExpr());
+    auto e = make(ast::Expr::Kind::Chain, rangeOf(ctx));
+    e->operands.push_back(exprOf(ctx->postfixExpr()));
+    e->operands.push_back(exprOf(ctx->unaryExpr()));
+    e->ops.push_back("**");
+    e->opRanges.push_back(rangeOf(ctx->powOp()));
+    setDepth(*e, SourceRange(e->range.begin));
+    return e;
   }
   ast::ExprPtr exprOf(TSLParser::AddExprContext *ctx) {
     return chain(ctx, ctx->mulExpr(), ctx->addOp());
@@ -630,7 +651,7 @@ private:
     return chain(ctx, ctx->unaryExpr(), ctx->mulOp());
   }
   ast::ExprPtr exprOf(TSLParser::UnaryExprContext *ctx) {
-    auto inner = exprOf(ctx->postfixExpr());
+    auto inner = exprOf(ctx->powerExpr());
     if (ctx->prefixOp().empty())
       return inner;
     auto e = make(ast::Expr::Kind::Prefix, rangeOf(ctx));
@@ -684,6 +705,8 @@ private:
               item.start = expr(si->start);
             if (si->stop)
               item.stop = expr(si->stop);
+            if (si->step)
+              item.step = expr(si->step);
           }
           e->slices.push_back(std::move(item));
         }

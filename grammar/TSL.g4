@@ -55,14 +55,26 @@ letTarget: IDENT | '(' IDENT (',' IDENT)* ','? ')';
 expr: orExpr;
 orExpr: andExpr ('||' andExpr)*;
 andExpr: cmpExpr ('&&' cmpExpr)*;
-cmpExpr: addExpr (cmpOp addExpr)?;
+cmpExpr: bitOrExpr (cmpOp bitOrExpr)?;
 cmpOp: '==' | '!=' | '<' | '<=' | '>' | '>=';
+// Bitwise (logical on bool tensors) binds tighter than comparisons, as in
+// Python: write (x > 0) & (y > 0).
+bitOrExpr: bitXorExpr (bitOrOp bitXorExpr)*;
+bitOrOp: '|';
+bitXorExpr: bitAndExpr (bitXorOp bitAndExpr)*;
+bitXorOp: '^';
+bitAndExpr: addExpr (bitAndOp addExpr)*;
+bitAndOp: '&';
 addExpr: mulExpr (addOp mulExpr)*;
 addOp: '+' | '-';
 mulExpr: unaryExpr (mulOp unaryExpr)*;
 mulOp: '*' | '/' | '%' | '@';
-unaryExpr: prefixOp* postfixExpr;
+unaryExpr: prefixOp* powerExpr;
 prefixOp: '-' | '!';
+// `**` binds tighter than a prefix on its left and is right-associative
+// (-x ** 2 is -(x ** 2); 2 ** -1 and 2 ** 3 ** 2 as in Python).
+powerExpr: postfixExpr (powOp unaryExpr)?;
+powOp: '**';
 postfixExpr: primary postfix*;
 postfix
   : '(' argList? ')'          # callPostfix
@@ -71,7 +83,7 @@ postfix
   ;
 argList: arg (',' arg)* ','?;
 arg: (IDENT '=')? expr;
-sliceItem: start=expr? ':' stop=expr? | index=expr;
+sliceItem: start=expr? ':' stop=expr? (':' step=expr?)? | index=expr;
 
 primary
   : INT                                   # intLit

@@ -131,11 +131,14 @@ bool binaryInt(KernelContext &ctx, OpCode code, int64_t x, int64_t y,
   case OpCode::Ne:
     r = x != y;
     return true;
-  case OpCode::And:
-    r = x && y;
+  case OpCode::And: // bitwise; on bools (0 or 1) the logical and
+    r = x & y;
     return true;
   case OpCode::Or:
-    r = x || y;
+    r = x | y;
+    return true;
+  case OpCode::Xor:
+    r = x ^ y;
     return true;
   default:
     return ctx.fail("unsupported integer op");
@@ -557,18 +560,26 @@ bool slice(KernelContext &ctx) {
   if (!evalList(ctx, ctx.op.exprsAttr("starts"), starts) ||
       !evalList(ctx, ctx.op.exprsAttr("sizes"), sizes))
     return false;
-  for (size_t i = 0; i < x.rank(); ++i)
-    if (starts[i] < 0 || sizes[i] < 0 || starts[i] + sizes[i] > x.shape()[i])
+  std::vector<int64_t> steps = ctx.op.intsAttr("steps");
+  steps.resize(x.rank(), 1);
+  for (size_t i = 0; i < x.rank(); ++i) {
+    // One past the last element read (the start when none is).
+    int64_t end =
+        sizes[i] > 0 ? starts[i] + (sizes[i] - 1) * steps[i] + 1 : starts[i];
+    if (starts[i] < 0 || sizes[i] < 0 || steps[i] < 1 || end > x.shape()[i])
       return ctx.fail("slice [" + std::to_string(starts[i]) + ", " +
-                      std::to_string(starts[i] + sizes[i]) +
-                      ") is out of bounds for axis " + std::to_string(i) +
-                      " of size " + std::to_string(x.shape()[i]));
+                      std::to_string(end) + ") is out of bounds for axis " +
+                      std::to_string(i) + " of size " +
+                      std::to_string(x.shape()[i]));
+  }
   if (!ctx.allocate(0, sizes))
     return false;
   std::vector<int64_t> own = stridesOf(x.shape());
   int64_t base = 0;
-  for (size_t i = 0; i < x.rank(); ++i)
+  for (size_t i = 0; i < x.rank(); ++i) {
     base += starts[i] * own[i];
+    own[i] *= steps[i];
+  }
   MultiIndex it(sizes, {own});
   for (size_t i = 0; i < ctx.out[0].numel(); ++i, it.next())
     ctx.out[0].copyElement(i, x, static_cast<size_t>(base + it.offsets[0]));

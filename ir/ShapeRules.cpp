@@ -174,6 +174,11 @@ bool checkDataDType(ShapeContext &ctx, const TensorType &t) {
         !needNumeric(ctx, t))
       return false;
     return needFloat(ctx, t);
+  case DTypeRule::NotFloat:
+    if (isFloat(t.dtype))
+      return ctx.failType(std::string("'") + opInfo(ctx.op.code).name +
+                          "' needs bool or integer tensors, got " + t.str());
+    return true;
   default:
     return true;
   }

@@ -141,16 +141,26 @@ bool slice(ShapeContext &ctx, std::vector<TensorType> &results) {
   if (starts.size() != x.rank() || sizes.size() != x.rank())
     return ctx.fail("slice needs a start and a size for each of the " +
                     std::to_string(x.rank()) + " axes of " + x.str());
+  std::vector<int64_t> steps = ctx.op.intsAttr("steps");
+  if (!steps.empty() && steps.size() != x.rank())
+    return ctx.fail("slice needs a step for each of the " +
+                    std::to_string(x.rank()) + " axes of " + x.str());
+  steps.resize(x.rank(), 1);
   for (size_t i = 0; i < x.rank(); ++i) {
+    if (steps[i] < 1)
+      return ctx.fail("slice step " + std::to_string(steps[i]) +
+                      " is not positive");
+    // One past the last element read (the start when the size is 0).
+    SymExpr end = steps[i] == 1 ? starts[i] + sizes[i]
+                                : starts[i] + (sizes[i] - 1) * steps[i] + 1;
     if (!ctx.require(SymCond::ge(starts[i], 0), "slice start in bounds",
                      "slice start " + starts[i].str() + " is negative") ||
         !ctx.require(SymCond::ge(sizes[i], 0), "slice size in bounds",
                      "slice size " + sizes[i].str() + " is negative") ||
-        !ctx.require(
-            SymCond::le(starts[i] + sizes[i], x.dims[i]), "slice in bounds",
-            "slice [" + starts[i].str() + ", " + (starts[i] + sizes[i]).str() +
-                ") is out of bounds for axis " + std::to_string(i) +
-                " of size " + x.dims[i].str()))
+        !ctx.require(SymCond::le(end, x.dims[i]), "slice in bounds",
+                     "slice [" + starts[i].str() + ", " + end.str() +
+                         ") is out of bounds for axis " + std::to_string(i) +
+                         " of size " + x.dims[i].str()))
       return false;
   }
   results.push_back({x.dtype, sizes});

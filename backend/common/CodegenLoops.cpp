@@ -44,14 +44,12 @@ bool Codegen::beginLoop(size_t i) {
 bool Codegen::endLoop(size_t i) {
   const Operation &end = fn.ops[i];
   const Operation &loop = fn.ops[plan.partner[i]];
-  // A next value that is (a reshape of) another carried value is copied
+  // A next value that is (a view of) another carried value is copied
   // aside first, so that a swap does not read a buffer already written.
   std::vector<Value *> next(end.operands.size()), aside;
   std::vector<bool> same(end.operands.size(), false);
   for (size_t k = 0; k < end.operands.size(); ++k) {
-    ValueId root = end.operands[k];
-    while (producer[root] && producer[root]->code == OpCode::Reshape)
-      root = producer[root]->operands[0];
+    ValueId root = plan.aliasRoot(end.operands[k]);
     next[k] = bufs[end.operands[k]];
     same[k] = root == loop.results[k];
     bool other = false;

@@ -231,7 +231,17 @@ bool Codegen::layout(const Operation &op) {
     const auto &starts = op.exprsAttr("starts");
     for (size_t i = 0; i < in.rank(); ++i)
       base = b.CreateAdd(base, b.CreateMul(expr(starts[i]), own[i]));
-    copyMapped(op.operands[0], allocateResult(op), outShape, own, base);
+    if (plan.sliceView[op.results[0]]) { // a view: the block's address
+      ValueId r = op.results[0];
+      bufs[r] = b.CreateGEP(storageType(in.dtype), bufs[op.operands[0]], base);
+      b.CreateStore(bufs[r], bufferSlot(r));
+      return true;
+    }
+    std::vector<Value *> strides = own;
+    const std::vector<int64_t> &steps = op.intsAttr("steps");
+    for (size_t i = 0; i < steps.size() && i < strides.size(); ++i)
+      strides[i] = b.CreateMul(own[i], b.getInt64(steps[i]));
+    copyMapped(op.operands[0], allocateResult(op), outShape, strides, base);
     return true;
   }
   case OpCode::Pad: {

@@ -612,6 +612,8 @@ Value *Codegen::binary(OpCode code, DType t, Value *x, Value *y) {
     return b.CreateAnd(x, y);
   case OpCode::Or:
     return b.CreateOr(x, y);
+  case OpCode::Xor:
+    return b.CreateXor(x, y);
   default:
     return nullptr;
   }

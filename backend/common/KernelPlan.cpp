@@ -55,6 +55,40 @@ void planTransposedOperands(const Function &fn, const std::vector<int> &uses,
   }
 }
 
+/// Whether slice \p op selects a contiguous block of its operand: axes
+/// before some axis p are taken one index at a time, axis p any range, and
+/// the axes after it whole.
+bool contiguousSlice(const Function &fn, const Operation &op) {
+  const TensorType &in = fn.type(op.operands[0]);
+  const auto &starts = op.exprsAttr("starts");
+  const auto &sizes = op.exprsAttr("sizes");
+  for (int64_t step : op.intsAttr("steps"))
+    if (step != 1)
+      return false;
+  size_t p = 0;
+  while (p < in.rank() && sizes[p].isConst(1))
+    ++p;
+  for (size_t i = p + 1; i < in.rank(); ++i)
+    if (!starts[i].isConst(0) || sizes[i] != in.dims[i])
+      return false;
+  return true;
+}
+
+/// KernelPlan::sliceView: contiguous slices whose buffer no function result
+/// shares (a result's buffer is handed to the caller whole).
+void planSliceViews(const Function &fn, KernelPlan &plan) {
+  plan.sliceView.assign(fn.values.size(), false);
+  for (const Operation &op : fn.ops)
+    if (op.code == OpCode::Slice && contiguousSlice(fn, op))
+      plan.sliceView[op.results[0]] = true;
+  for (ValueId r : fn.results)
+    for (ValueId v = r;
+         plan.producer[v] && (plan.producer[v]->code == OpCode::Reshape ||
+                              plan.producer[v]->code == OpCode::Slice);
+         v = plan.producer[v]->operands[0])
+      plan.sliceView[v] = false;
+}
+
 /// The loop tables of the plan (KernelPlan::loopOfOp and friends).
 void planLoops(const Function &fn, KernelPlan &plan) {
   plan.loopOfOp.assign(fn.ops.size(), -1);
@@ -144,8 +178,9 @@ void planFrees(const Function &fn, KernelPlan &plan) {
       for (size_t k = 0; k < fn.ops[i].results.size(); ++k)
         root[fn.ops[i].results[k]] = end.results[k];
     }
-  for (const Operation &op : fn.ops)
-    if (op.code == OpCode::Reshape) // aliases its operand's buffer
+  for (const Operation &op : fn.ops) // aliases of their operand's buffer
+    if (op.code == OpCode::Reshape ||
+        (op.code == OpCode::Slice && plan.sliceView[op.results[0]]))
       root[op.results[0]] = root[op.operands[0]];
   std::vector<bool> pinned(n, false);
   for (const Param &p : fn.params)
@@ -348,6 +383,7 @@ KernelPlan planKernels(const Function &fn, const TargetCaps &caps) {
   plan.outlining = caps.outlining && fn.ops.size() > caps.outlineOpsAbove;
   planLoops(fn, plan);
   planFusion(fn, plan);
+  planSliceViews(fn, plan);
   planFrees(fn, plan);
   planRowGroups(fn, plan);
   return plan;
@@ -511,6 +547,8 @@ private:
         out += (k ? ", op " : " into op ") + std::to_string(consumers[r][k]);
       return out;
     }
+    if (plan.sliceView[r])
+      return out + ": view of " + names[op.operands[0]];
     if (plan.transposedOperand[r]) {
       for (size_t k = i + 1; k < fn.ops.size(); ++k)
         if (fn.ops[k].code == OpCode::Matmul && fn.ops[k].operands[1] == r)

@@ -82,6 +82,18 @@ struct KernelPlan {
   std::vector<bool> inlined;
   /// Permutes an f32 matmul reads as B^T (TargetCaps::transposedGemmOperand).
   std::vector<bool> transposedOperand;
+  /// Slices that select a contiguous block of their operand (`w[l]`, rows
+  /// of a row-major tensor): a view into the operand's buffer, not a copy
+  /// (never one a function result is, so results own their buffers).
+  std::vector<bool> sliceView;
+  /// The value whose buffer \p v's is, through reshapes and slice views
+  /// (\p v itself when it owns a buffer).
+  ValueId aliasRoot(ValueId v) const {
+    while (producer[v] &&
+           (producer[v]->code == OpCode::Reshape || sliceView[v]))
+      v = producer[v]->operands[0];
+    return v;
+  }
   /// Depth of the fused expression tree computing each value (1: one op).
   std::vector<unsigned> fusedDepth;
   /// For each op, the intermediates whose last use it is: freed after it

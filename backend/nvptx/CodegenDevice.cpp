@@ -41,6 +41,10 @@ bool Codegen::launchOnDevice(const Operation &op) {
   case OpCode::Reshape: // an alias of the operand's buffer
   case OpCode::Item:    // reads one element back to the host
     return lowerOp(op);
+  case OpCode::Slice: // a view is an address computed on the host
+    if (plan.sliceView[op.results[0]])
+      return lowerOp(op);
+    break;
   case OpCode::Nonzero:
   case OpCode::MaskedSelect:
     return deviceCompaction(op);

@@ -374,7 +374,7 @@ private:
     if (depth == 0)
       return leaves[pick(6)];
     std::string x = I(depth - 1);
-    switch (pick(11)) {
+    switch (pick(15)) {
     case 0:
       return "(" + x + " + " + I(depth - 1) + ")";
     case 1:
@@ -396,6 +396,14 @@ private:
     case 9:
       return "where((" + x + " > " + I(0) + ") || !(" + I(0) + " == " + I(0) +
              "), " + x + ", " + I(depth - 1) + ")";
+    case 10:
+      return "(" + x + " & " + I(depth - 1) + ")";
+    case 11:
+      return "(" + x + " | " + I(depth - 1) + ")";
+    case 12:
+      return "(" + x + " ^ " + I(0) + ")";
+    case 13:
+      return "(" + x + " ** 2)";
     default:
       return "cast(cast(" + x + ", f32) * 0.5, i32)";
     }

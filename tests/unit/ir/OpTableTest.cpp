@@ -120,7 +120,10 @@ TEST(OpTable, EffectsAreConsistent) {
     // Sizes are bound only by the ops whose result sizes depend on values.
     EXPECT_EQ(bindsSizes(c), categoryOf(c) == OpCategory::DataDependent)
         << name;
-    EXPECT_EQ(hasEffect(c), mayFail(c) || bindsSizes(c)) << name;
+    EXPECT_EQ(hasEffect(c), mayFail(c) || bindsSizes(c) || isLoopMarker(c))
+        << name;
+    // Only the loop markers delimit a body.
+    EXPECT_EQ(isLoopMarker(c), categoryOf(c) == OpCategory::Control) << name;
   }
   EXPECT_TRUE(mayFail(OpCode::Div));
   EXPECT_TRUE(mayFail(OpCode::Item));
@@ -162,7 +165,8 @@ TEST(OpTable, AcceptsDTypeByHand) {
   EXPECT_TRUE(acceptsDType(OpCode::Pow, 1, DType::BF16));
   EXPECT_TRUE(acceptsDType(OpCode::Maximum, 0, DType::Bool));
   EXPECT_TRUE(acceptsDType(OpCode::Lt, 0, DType::Bool));
-  EXPECT_FALSE(acceptsDType(OpCode::And, 0, DType::I8));
+  EXPECT_TRUE(acceptsDType(OpCode::And, 0, DType::I8));
+  EXPECT_FALSE(acceptsDType(OpCode::Xor, 0, DType::F32));
   EXPECT_FALSE(acceptsDType(OpCode::Neg, 0, DType::Bool));
   EXPECT_TRUE(acceptsDType(OpCode::Not, 0, DType::Bool));
   EXPECT_FALSE(acceptsDType(OpCode::Exp, 0, DType::I32));
