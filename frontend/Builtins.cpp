@@ -173,7 +173,7 @@ bool sizeOrNumel(BuiltinCall &c) {
   return true;
 }
 
-/// sum, mean, max, min, argmax (x, axis?, keepdim?).
+/// sum, mean, max, min, argmax, argmin (x, axis?, keepdim?).
 bool reduction(BuiltinCall &c) {
   if (!c.bind({"x", "axis?", "keepdim?"}))
     return false;
@@ -190,13 +190,14 @@ bool reduction(BuiltinCall &c) {
   bool keep = false;
   if (!c.boolArg(c.a[2], keep))
     return false;
-  OpCode code = c.name == "sum"    ? OpCode::ReduceSum
-                : c.name == "mean" ? OpCode::ReduceMean
-                : c.name == "max"  ? OpCode::ReduceMax
-                : c.name == "min"  ? OpCode::ReduceMin
-                                   : OpCode::Argmax;
-  if (code == OpCode::Argmax && axes.size() > 1)
-    return c.el.error(c.a[1]->range, "argmax takes a single axis");
+  OpCode code = c.name == "sum"      ? OpCode::ReduceSum
+                : c.name == "mean"   ? OpCode::ReduceMean
+                : c.name == "max"    ? OpCode::ReduceMax
+                : c.name == "min"    ? OpCode::ReduceMin
+                : c.name == "argmin" ? OpCode::Argmin
+                                     : OpCode::Argmax;
+  if ((code == OpCode::Argmax || code == OpCode::Argmin) && axes.size() > 1)
+    return c.el.error(c.a[1]->range, c.name + " takes a single axis");
   if (!c.el.emit1(code, {x}, {{"axes", axes}, {"keepdim", keep}}, c.range, r))
     return false;
   return c.result(r);
@@ -629,6 +630,7 @@ const std::map<std::string, Builtin, std::less<>> &builtinTable() {
         {"sum", {reduction}},
         {"mean", {reduction}},
         {"argmax", {reduction}},
+        {"argmin", {reduction}},
         {"where", {where}},
         {"cast", {cast}},
         {"matmul", {matmul}},

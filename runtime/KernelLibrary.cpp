@@ -357,9 +357,15 @@ int32_t tsl_rt_topk(tsl_rt_context *ctx, int32_t d, const void *x, int64_t rows,
   return 0;
 }
 
-int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t d, const void *x,
-                      const int64_t *shape, int32_t rank, int32_t axis,
-                      void *out) {
+} // extern "C"
+
+namespace {
+
+/// argmax (\p smallest false) and argmin: the first extreme element along
+/// \p axis (the flattened tensor when negative); the first NaN wins.
+int32_t argExtreme(tsl_rt_context *ctx, int32_t d, const void *x,
+                   const int64_t *shape, int32_t rank, int32_t axis, void *out,
+                   bool smallest) {
   int64_t numel = 1;
   for (int32_t i = 0; i < rank; ++i)
     numel *= shape[i];
@@ -371,7 +377,8 @@ int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t d, const void *x,
       inner *= shape[i];
   }
   if (n == 0) {
-    tsl_rt_error(ctx, "argmax over an empty axis");
+    tsl_rt_error(ctx, smallest ? "argmin over an empty axis"
+                               : "argmax over an empty axis");
     return 1;
   }
   int64_t *o = static_cast<int64_t *>(out);
@@ -382,13 +389,31 @@ int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t d, const void *x,
         int64_t cand = (b * n + j) * inner + k,
                 cur = (b * n + best) * inner + k;
         bool curNan = isFloatCode(d) && std::isnan(loadF(d, x, cur));
-        if (!curNan && (lessThan(d, x, cur, cand) ||
-                        (isFloatCode(d) && std::isnan(loadF(d, x, cand)))))
+        bool better =
+            smallest ? lessThan(d, x, cand, cur) : lessThan(d, x, cur, cand);
+        if (!curNan &&
+            (better || (isFloatCode(d) && std::isnan(loadF(d, x, cand)))))
           best = j;
       }
       o[b * inner + k] = best;
     }
   return 0;
+}
+
+} // namespace
+
+extern "C" {
+
+int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t d, const void *x,
+                      const int64_t *shape, int32_t rank, int32_t axis,
+                      void *out) {
+  return argExtreme(ctx, d, x, shape, rank, axis, out, false);
+}
+
+int32_t tsl_rt_argmin(tsl_rt_context *ctx, int32_t d, const void *x,
+                      const int64_t *shape, int32_t rank, int32_t axis,
+                      void *out) {
+  return argExtreme(ctx, d, x, shape, rank, axis, out, true);
 }
 
 static const char *const kSlotNames[TSL_RT_NUM_SLOTS] = {

@@ -281,6 +281,7 @@ bool Codegen::lowerOp(const Operation &op) {
   case OpCode::IndexSelect:
   case OpCode::Topk:
   case OpCode::Argmax:
+  case OpCode::Argmin:
   case OpCode::Attention:
     return library(op);
   case OpCode::Item: {

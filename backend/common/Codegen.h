@@ -629,17 +629,21 @@ private:
   /// Pair (av, ai) comes before (bv, bi) in the descending order of argmax
   /// and topk: a NaN first, then the larger value, ties (-0.0 == 0.0, NaN
   /// pairs) by the smaller index. A strict total order for distinct
-  /// indices. Values in computeType(t).
-  Value *orderBefore(DType t, Value *av, Value *ai, Value *bv, Value *bi);
+  /// indices. Values in computeType(t). With \p smallest, argmin's order:
+  /// a NaN first, then the smaller value, ties by the smaller index.
+  Value *orderBefore(DType t, Value *av, Value *ai, Value *bv, Value *bi,
+                     bool smallest = false);
   /// In a block-per-row kernel: the first element in orderBefore's order of
   /// row [base, base + len) of \p src (elements of \p t), among those
   /// \p eligible(value, index) admits (all when empty), as (value in
   /// computeType(t), index in the row); index INT64_MAX when none is. Reads
   /// element \p base, so the row must not be empty. Every thread of the
   /// block must call it and gets the pair (blockArgReduce's shared memory).
+  /// \p smallest: orderBefore's argmin order.
   std::pair<Value *, Value *> blockFirstOfRow(
       DType t, Value *src, Value *base, Value *len,
-      const std::function<Value *(Value *, Value *)> &eligible = nullptr);
+      const std::function<Value *(Value *, Value *)> &eligible = nullptr,
+      bool smallest = false);
   /// topk: a block per row, k rounds of blockFirstOfRow, each after the
   /// previous pick (the host checked 0 <= k <= n; no launch for k = 0).
   bool launchTopkRows(const Operation &op);
@@ -674,11 +678,11 @@ private:
   // CodegenDeviceLibrary.cpp: the CPU's library kernels as device code.
   /// conv2d, max_pool2d, index_select, argmax (one kernel each).
   bool deviceLibraryOp(const Operation &op);
-  /// argmax: one thread per result element; the first maximum, a NaN once
-  /// seen.
+  /// argmax and argmin: one thread per result element; the first maximum
+  /// (minimum), a NaN once seen.
   bool deviceArgmax(const Operation &op);
-  /// argmax over the last axis or the whole tensor: a block per row
-  /// (blockArgReduce), the library's order.
+  /// argmax and argmin over the last axis or the whole tensor: a block per
+  /// row (blockArgReduce), the library's order.
   bool launchArgmaxRows(const Operation &op);
   /// index_select: every index checked (also with no result elements),
   /// then one thread per result element.

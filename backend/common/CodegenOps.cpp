@@ -417,11 +417,13 @@ bool Codegen::library(const Operation &op) {
          indices}));
     return true;
   }
-  case OpCode::Argmax: {
+  case OpCode::Argmax:
+  case OpCode::Argmin: {
     Value *dst = allocateResult(op);
     const auto &axes = op.intsAttr("axes");
     checkStatus(b.CreateCall(
-        runtime("tsl_rt_argmax", i32, {ptr, i32, ptr, ptr, i32, i32, ptr}),
+        runtime(op.code == OpCode::Argmax ? "tsl_rt_argmax" : "tsl_rt_argmin",
+                i32, {ptr, i32, ptr, ptr, i32, i32, ptr}),
         {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
          b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
          b.getInt32(axes.empty() ? -1 : static_cast<int32_t>(axes[0])), dst}));

@@ -63,13 +63,14 @@ bool Codegen::launchOnDevice(const Operation &op) {
         "k is out of range for the last axis");
     return launchTopkRows(op);
   }
-  case OpCode::Argmax: {
+  case OpCode::Argmax:
+  case OpCode::Argmin: {
     const TensorType &in = fn.type(op.operands[0]);
     const auto &axes = op.intsAttr("axes");
     Value *n = axes.empty() ? product(dims(in))
                             : expr(in.dims[static_cast<size_t>(axes[0])]);
     failMessageIf(b.CreateICmpEQ(n, b.getInt64(0)),
-                  "argmax over an empty axis");
+                  std::string(opInfo(op.code).name) + " over an empty axis");
     if (axes.empty() ||
         axes[0] == static_cast<int64_t>(in.rank()) - 1) // rows: cooperative
       return launchArgmaxRows(op);
@@ -239,6 +240,7 @@ bool Codegen::lowerDeviceOp(const Operation &op) {
   case OpCode::MaxPool2d:
   case OpCode::IndexSelect:
   case OpCode::Argmax:
+  case OpCode::Argmin:
     return deviceLibraryOp(op);
   default:
     return lowerOp(op);

@@ -32,6 +32,7 @@ void Codegen::copyElementRaw(DType t, Value *dst, Value *to, Value *src,
 bool Codegen::deviceLibraryOp(const Operation &op) {
   switch (op.code) {
   case OpCode::Argmax:
+  case OpCode::Argmin:
     return deviceArgmax(op);
   case OpCode::IndexSelect:
     return deviceIndexSelect(op);
@@ -49,6 +50,7 @@ bool Codegen::deviceArgmax(const Operation &op) {
   DType t = in.dtype;
   Value *dst = allocateResult(op);
   const auto &axes = op.intsAttr("axes");
+  bool smallest = op.code == OpCode::Argmin;
   std::vector<Value *> shape = dims(in);
   Value *n, *inner = b.getInt64(1), *outer = b.getInt64(1);
   if (axes.empty()) {
@@ -73,8 +75,9 @@ bool Codegen::deviceArgmax(const Operation &op) {
     b.CreateStore(b.getInt64(0), best);
     loops({n}, [&](const std::vector<Value *> &j) {
       Value *cur = at(b.CreateLoad(i64, best)), *cand = at(j[0]);
-      // The first maximum; a NaN is the maximum once seen.
-      Value *better = orderLess(t, cur, cand);
+      // The first maximum (minimum); a NaN is it once seen.
+      Value *better =
+          smallest ? orderLess(t, cand, cur) : orderLess(t, cur, cand);
       if (isFloat(t))
         better = b.CreateAnd(b.CreateFCmpORD(cur, cur),
                              b.CreateOr(better, b.CreateFCmpUNO(cand, cand)));
@@ -106,8 +109,9 @@ bool Codegen::launchArgmaxRows(const Operation &op) {
         Value *len = whole ? product(sh) : sh.back();
         Value *count = whole ? b.getInt64(1) : b.CreateSDiv(product(sh), len);
         blockStrideLoop(count, [&](Value *row) {
-          Value *index =
-              blockFirstOfRow(t, bufs[x], b.CreateMul(row, len), len).second;
+          Value *index = blockFirstOfRow(t, bufs[x], b.CreateMul(row, len), len,
+                                         nullptr, op.code == OpCode::Argmin)
+                             .second;
           onThreadZero(
               [&] { store(DType::I64, bufs[op.results[0]], row, index); });
         });

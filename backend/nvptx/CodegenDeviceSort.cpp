@@ -47,25 +47,27 @@ Value *paddedLength(llvm::IRBuilder<> &b, Value *n) {
 
 } // namespace
 
-Value *Codegen::orderBefore(DType t, Value *av, Value *ai, Value *bv,
-                            Value *bi) {
+Value *Codegen::orderBefore(DType t, Value *av, Value *ai, Value *bv, Value *bi,
+                            bool smallest) {
   Value *earlier = b.CreateICmpSLT(ai, bi);
   if (!isFloat(t)) {
     Value *ax = t == DType::Bool ? b.CreateZExt(av, i64) : av;
     Value *bx = t == DType::Bool ? b.CreateZExt(bv, i64) : bv;
-    return b.CreateOr(b.CreateICmpSGT(ax, bx),
+    return b.CreateOr(smallest ? b.CreateICmpSLT(ax, bx)
+                               : b.CreateICmpSGT(ax, bx),
                       b.CreateAnd(b.CreateICmpEQ(ax, bx), earlier));
   }
   Value *aNan = b.CreateFCmpUNO(av, av), *bNan = b.CreateFCmpUNO(bv, bv);
-  Value *plain = b.CreateOr(b.CreateFCmpOGT(av, bv),
-                            b.CreateAnd(b.CreateFCmpOEQ(av, bv), earlier));
+  Value *plain =
+      b.CreateOr(smallest ? b.CreateFCmpOLT(av, bv) : b.CreateFCmpOGT(av, bv),
+                 b.CreateAnd(b.CreateFCmpOEQ(av, bv), earlier));
   return b.CreateSelect(aNan, b.CreateOr(b.CreateNot(bNan), earlier),
                         b.CreateAnd(b.CreateNot(bNan), plain));
 }
 
 std::pair<Value *, Value *> Codegen::blockFirstOfRow(
     DType t, Value *src, Value *base, Value *len,
-    const std::function<Value *(Value *, Value *)> &eligible) {
+    const std::function<Value *(Value *, Value *)> &eligible, bool smallest) {
   Value *tid = gpuThreadIdx(), *step = gpuBlockDim();
   // This thread's first of elements tid, tid + blockDim, ...
   llvm::Type *vt = computeType(t);
@@ -78,8 +80,8 @@ std::pair<Value *, Value *> Codegen::blockFirstOfRow(
     Value *v = load(t, src, b.CreateAdd(base, j));
     Value *bv = b.CreateLoad(vt, bestValue);
     Value *bi = b.CreateLoad(i64, bestIndex);
-    Value *take =
-        b.CreateOr(b.CreateICmpEQ(bi, none), orderBefore(t, v, j, bv, bi));
+    Value *take = b.CreateOr(b.CreateICmpEQ(bi, none),
+                             orderBefore(t, v, j, bv, bi, smallest));
     if (eligible)
       take = b.CreateAnd(eligible(v, j), take);
     b.CreateStore(b.CreateSelect(take, v, bv), bestValue);
@@ -89,9 +91,10 @@ std::pair<Value *, Value *> Codegen::blockFirstOfRow(
       b.CreateLoad(vt, bestValue), b.CreateLoad(i64, bestIndex),
       [&](Value *av, Value *ai, Value *cv, Value *ci) {
         // An empty partial (index none) loses.
-        return b.CreateOr(b.CreateICmpEQ(ci, none),
-                          b.CreateAnd(b.CreateICmpNE(ai, none),
-                                      orderBefore(t, av, ai, cv, ci)));
+        return b.CreateOr(
+            b.CreateICmpEQ(ci, none),
+            b.CreateAnd(b.CreateICmpNE(ai, none),
+                        orderBefore(t, av, ai, cv, ci, smallest)));
       });
 }
 

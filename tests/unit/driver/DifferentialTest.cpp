@@ -17,8 +17,8 @@
 //   add sub mul div pow maximum minimum lt le gt ge eq ne and or neg not exp
 //   log sqrt rsqrt tanh sigmoid relu gelu erf abs sin cos where cast constant
 //   sym_scalar full arange reduce_sum reduce_mean reduce_max reduce_min
-//   argmax matmul reshape permute expand concat slice pad conv2d max_pool2d
-//   nonzero masked_select unique item index_select topk assert, and
+//   argmax argmin matmul reshape permute expand concat slice pad conv2d
+//   max_pool2d nonzero masked_select unique item index_select topk assert, and
 //   attention (formed by the fusion pass from softmax(e @ b^T * 0.5) @ e)
 // Not covered: none of the table's ops is left out (the test fails if one
 // is missing from the programs at the CI count). No case is left out: the
@@ -27,11 +27,11 @@
 // checked no index) are fixed and generated again.
 // Limits, by design:
 //   - ops whose result is discontinuous in their operands (comparisons,
-//     casts to integers, f16/bf16 rounding, argmax, topk, unique, nonzero,
-//     masked_select's mask, where's condition) only see "exact" operands
-//     (data, +, -, neg, abs, relu, max, min, scaling by powers of two),
-//     which every backend computes bit for bit alike: a value one ulp apart
-//     (fast exp/tanh polynomials) would flip them without a bug;
+//     casts to integers, f16/bf16 rounding, argmax, argmin, topk, unique,
+//     nonzero, masked_select's mask, where's condition) only see "exact"
+//     operands (data, +, -, neg, abs, relu, max, min, scaling by powers of
+//     two), which every backend computes bit for bit alike: a value one ulp
+//     apart (fast exp/tanh polynomials) would flip them without a bug;
 //   - transcendental arguments are bounded (exp(tanh(x) * 3), sin(tanh(x) *
 //     3), log(|x| + 0.5)) so ulp differences are not amplified past the
 //     tolerance;
@@ -250,7 +250,7 @@ private:
 
   Tail floatTail() {
     std::string q = "q" + std::to_string(tails_++);
-    switch (pick(33)) {
+    switch (pick(34)) {
     case 0:
       return {"", "sum(e, axis=1)", "f32[?]"};
     case 1:
@@ -326,6 +326,8 @@ private:
                   "s, axis=-1, keepdim=true));\n  ",
               q + "e / sum(" + q + "e, axis=-1, keepdim=true) @ e",
               "f32[?, ?]"};
+    case 32:
+      return {"", "argmin(b, axis=" + std::to_string(pick(2)) + ")", "i64[?]"};
     default:
       return {"", "e", "f32[?, ?]"};
     }
@@ -387,7 +389,7 @@ private:
   }
 
   Tail intTail() {
-    switch (pick(16)) {
+    switch (pick(17)) {
     case 0:
       return {"", "sum(e, axis=1)", "i32[?]"};
     case 1:
@@ -419,6 +421,8 @@ private:
       return {"", "concat([e, a], axis=0)[1:, :]", "i32[?, ?]"};
     case 14:
       return {"", "pad(e, [2, 0])", "i32[?, ?]"};
+    case 15:
+      return {"", "argmin(e)", "i64[]"};
     default:
       return {"", "e", "i32[?, ?]"};
     }
