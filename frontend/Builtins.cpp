@@ -594,6 +594,21 @@ bool indexSelect(BuiltinCall &c) {
   return c.result(r);
 }
 
+/// cumsum(x, axis), cumprod(x, axis): torch.cumsum/cumprod (dim required).
+bool scan(BuiltinCall &c) {
+  if (!c.bind({"x", "axis"}))
+    return false;
+  ValueId x, r;
+  int64_t axis;
+  if (!c.tensorArg(c.a[0], "x", x) ||
+      !c.el.asConstInt(*c.a[1], "the axis", axis) ||
+      !c.el.normalizeAxis(axis, c.el.fn.type(x).rank(), c.a[1]->range, axis) ||
+      !c.el.emit1(c.name == "cumsum" ? OpCode::Cumsum : OpCode::Cumprod, {x},
+                  {{"axis", axis}}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
 bool topk(BuiltinCall &c) {
   if (!c.bind({"x", "k"}))
     return false;
@@ -652,7 +667,9 @@ const std::map<std::string, Builtin, std::less<>> &builtinTable() {
         {"masked_select", {maskedSelect}},
         {"item", {item}},
         {"index_select", {indexSelect}},
-        {"topk", {topk}}};
+        {"topk", {topk}},
+        {"cumsum", {scan}},
+        {"cumprod", {scan}}};
     // A spelled op takes only tensors (one or two) and no attributes;
     // BuiltinNamesTest checks that every spelling is registered.
     for (const OpTraits &op : kOpTable) {

@@ -900,6 +900,9 @@ bool runKernel(KernelContext &ctx) {
     return topk(ctx);
   case OpCode::Attention:
     return attentionKernel(ctx);
+  case OpCode::Cumsum:
+  case OpCode::Cumprod:
+    return scanKernel(ctx);
   case OpCode::Assert:
     return true;
   default:

@@ -70,4 +70,9 @@ bool runKernel(KernelContext &ctx);
 /// once the shape rule held.
 bool attentionKernel(KernelContext &ctx);
 
+/// cumsum and cumprod (ir/InterpIndexing.cpp): a serial scan along the
+/// axis, floats in double (rounded on store), integers in int64 wrapped on
+/// store (the same as wrapping in the element type). Never fails.
+bool scanKernel(KernelContext &ctx);
+
 } // namespace tsl

@@ -1,6 +1,6 @@
 // Shape rules of the ops computed by library kernels (conv2d, max_pool2d,
-// index_select, topk, attention) and of the ops whose result sizes depend on values
-// (nonzero, masked_select, unique, item).
+// index_select, topk, attention, cumsum, cumprod) and of the ops whose result
+// sizes depend on values (nonzero, masked_select, unique, item).
 #include "ir/ShapeRuleFamilies.h"
 
 namespace tsl::shape_rules {
@@ -78,6 +78,26 @@ bool indexSelect(ShapeContext &ctx, std::vector<TensorType> &results) {
   TensorType out = x;
   out.dims[axis] = idx.dims[0];
   results.push_back(out);
+  return true;
+}
+
+/// The axis attribute of \p ctx's op, checked against \p x's rank.
+bool axisInRange(ShapeContext &ctx, const TensorType &x, size_t &axis) {
+  int64_t a = ctx.op.intAttr("axis");
+  if (a < 0 || static_cast<size_t>(a) >= x.rank())
+    return ctx.fail(std::string(opInfo(ctx.op.code).name) + " axis " +
+                    std::to_string(a) + " is out of range for " + x.str());
+  axis = static_cast<size_t>(a);
+  return true;
+}
+
+/// cumsum, cumprod: the operand's type (numeric, rank >= 1).
+bool scan(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const TensorType &x = ctx.operands[0];
+  size_t axis;
+  if (!axisInRange(ctx, x, axis) || !checkDataDType(ctx, x))
+    return false;
+  results.push_back(x);
   return true;
 }
 
@@ -185,8 +205,7 @@ bool attention(ShapeContext &ctx, std::vector<TensorType> &results) {
           !ctx.require(SymCond::eq(mask.dims[i], scores.dims[offset + i]),
                        "mask broadcasts to the scores",
                        "attention mask " + mask.str() +
-                           " does not broadcast to the scores " +
-                           scores.str()))
+                           " does not broadcast to the scores " + scores.str()))
         return false;
   }
   TensorType out = q;
@@ -209,6 +228,9 @@ bool library(ShapeContext &ctx, std::vector<TensorType> &results) {
     return topk(ctx, results);
   case OpCode::Attention:
     return attention(ctx, results);
+  case OpCode::Cumsum:
+  case OpCode::Cumprod:
+    return scan(ctx, results);
   default:
     return ctx.fail(std::string("no library rule for '") +
                     opInfo(ctx.op.code).name + "'");

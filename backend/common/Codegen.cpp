@@ -273,6 +273,9 @@ bool Codegen::lowerOp(const Operation &op) {
     return layout(op);
   case OpCode::Concat:
     return concat(op);
+  case OpCode::Cumsum:
+  case OpCode::Cumprod:
+    return scan(op);
   case OpCode::Conv2d:
   case OpCode::MaxPool2d:
   case OpCode::Nonzero:

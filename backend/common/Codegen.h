@@ -397,6 +397,17 @@ private:
   }
 
   bool library(const Operation &op);
+  // CodegenIndexing.cpp: ops along one axis by position, both targets.
+  /// The element counts before (outer), along (n) and after (inner) one
+  /// axis of a tensor type.
+  struct AxisSizes {
+    Value *outer, *n, *inner;
+  };
+  AxisSizes axisSizes(const TensorType &t, size_t axis);
+  /// cumsum and cumprod: the rows (every index but the axis) in a parallel
+  /// loop, each a serial scan accumulating in f64 (floats) or i64 (wrapped
+  /// on store); a GPU thread per row.
+  bool scan(const Operation &op);
   /// The fused attention op as a call of tsl_rt_attention.
   bool attention(const Operation &op);
 

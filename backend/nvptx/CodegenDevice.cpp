@@ -97,6 +97,11 @@ bool Codegen::launchPerElement(const Operation &op) {
   bool vector = vectorizableOnDevice(op);
   if (vector) // four elements per thread
     total = b.CreateSDiv(b.CreateAdd(total, b.getInt64(3)), b.getInt64(4));
+  if (op.code == OpCode::Cumsum || op.code == OpCode::Cumprod) { // per row
+    AxisSizes s = axisSizes(fn.type(op.operands[0]),
+                            static_cast<size_t>(op.intAttr("axis")));
+    total = b.CreateMul(s.outer, s.inner);
+  }
   if (op.code == OpCode::IndexSelect) // every index is checked, too
     total = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, total,
                                     expr(fn.type(op.operands[1]).dims[0]));

@@ -17,9 +17,10 @@
 //   add sub mul div pow maximum minimum lt le gt ge eq ne and or neg not exp
 //   log sqrt rsqrt tanh sigmoid relu gelu erf abs sin cos where cast constant
 //   sym_scalar full arange reduce_sum reduce_mean reduce_max reduce_min
-//   argmax argmin matmul reshape permute expand concat slice pad conv2d
-//   max_pool2d nonzero masked_select unique item index_select topk assert, and
-//   attention (formed by the fusion pass from softmax(e @ b^T * 0.5) @ e)
+//   argmax argmin cumsum cumprod matmul reshape permute expand concat slice pad
+//   conv2d max_pool2d nonzero masked_select unique item index_select topk
+//   assert, and attention (formed by the fusion pass from softmax(e @ b^T *
+//   0.5) @ e)
 // Not covered: none of the table's ops is left out (the test fails if one
 // is missing from the programs at the CI count). No case is left out: the
 // two mismatches this test found (casts to f16/bf16 fused into their
@@ -250,7 +251,7 @@ private:
 
   Tail floatTail() {
     std::string q = "q" + std::to_string(tails_++);
-    switch (pick(34)) {
+    switch (pick(35)) {
     case 0:
       return {"", "sum(e, axis=1)", "f32[?]"};
     case 1:
@@ -328,6 +329,9 @@ private:
               "f32[?, ?]"};
     case 32:
       return {"", "argmin(b, axis=" + std::to_string(pick(2)) + ")", "i64[?]"};
+    case 33:
+      return {"", "cumsum(e, axis=" + std::to_string(pick(2)) + ")",
+              "f32[?, ?]"};
     default:
       return {"", "e", "f32[?, ?]"};
     }
@@ -389,7 +393,7 @@ private:
   }
 
   Tail intTail() {
-    switch (pick(17)) {
+    switch (pick(18)) {
     case 0:
       return {"", "sum(e, axis=1)", "i32[?]"};
     case 1:
@@ -423,6 +427,9 @@ private:
       return {"", "pad(e, [2, 0])", "i32[?, ?]"};
     case 15:
       return {"", "argmin(e)", "i64[]"};
+    case 16:
+      return {"", "cumprod(e, axis=" + std::to_string(pick(2)) + ")",
+              "i32[?, ?]"};
     default:
       return {"", "e", "i32[?, ?]"};
     }

@@ -25,7 +25,8 @@ const std::set<std::string> kOldNames = {
     "permute", "expand",        "concat",    "pad",     "arange",
     "zeros",   "ones",          "full",      "conv2d",  "max_pool2d",
     "nonzero", "masked_select", "unique",    "item",    "index_select",
-    "topk",    "size",          "numel",     "argmin"};
+    "topk",    "size",          "numel",     "argmin",  "cumsum",
+    "cumprod"};
 
 /// Checks \p source generically; the diagnostics as text, and \p fn the
 /// elaborated `f` when it succeeded.

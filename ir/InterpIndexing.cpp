@@ -1,0 +1,58 @@
+// Interpreter kernels of the ops that work along one axis by position:
+// cumsum and cumprod. Written for clarity, not speed: the oracle the CPU and
+// GPU lowerings are compared with.
+#include "ir/Interpreter.h"
+
+namespace tsl {
+
+namespace {
+
+/// The sizes before, along and after \p axis of \p shape.
+struct AxisSplit {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+AxisSplit splitAt(const std::vector<int64_t> &shape, size_t axis) {
+  AxisSplit s;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i < axis)
+      s.outer *= shape[i];
+    else if (i == axis)
+      s.n = shape[i];
+    else
+      s.inner *= shape[i];
+  }
+  return s;
+}
+
+} // namespace
+
+bool scanKernel(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0];
+  size_t axis = static_cast<size_t>(ctx.op.intAttr("axis"));
+  if (!ctx.allocate(0, x.shape()))
+    return false;
+  Tensor &out = ctx.out[0];
+  bool sum = ctx.op.code == OpCode::Cumsum;
+  bool intMath = !isFloat(x.dtype());
+  AxisSplit s = splitAt(x.shape(), axis);
+  for (int64_t b = 0; b < s.outer; ++b)
+    for (int64_t k = 0; k < s.inner; ++k) {
+      double accF = sum ? 0 : 1;
+      uint64_t accI = sum ? 0 : 1; // wraps like the element type
+      for (int64_t j = 0; j < s.n; ++j) {
+        size_t at = static_cast<size_t>((b * s.n + j) * s.inner + k);
+        if (intMath) {
+          uint64_t v = static_cast<uint64_t>(x.getI(at));
+          accI = sum ? accI + v : accI * v;
+          out.setI(at, static_cast<int64_t>(accI));
+        } else {
+          accF = sum ? accF + x.getF(at) : accF * x.getF(at);
+          out.setF(at, accF);
+        }
+      }
+    }
+  return true;
+}
+
+} // namespace tsl
