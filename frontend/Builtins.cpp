@@ -609,6 +609,21 @@ bool scan(BuiltinCall &c) {
   return c.result(r);
 }
 
+/// gather(x, axis, index): torch.gather.
+bool gather(BuiltinCall &c) {
+  if (!c.bind({"x", "axis", "index"}))
+    return false;
+  ValueId x, idx, r;
+  int64_t axis;
+  if (!c.tensorArg(c.a[0], "x", x) ||
+      !c.el.asConstInt(*c.a[1], "the axis", axis) ||
+      !c.tensorArg(c.a[2], "the index", idx) ||
+      !c.el.normalizeAxis(axis, c.el.fn.type(x).rank(), c.a[1]->range, axis) ||
+      !c.el.emit1(OpCode::Gather, {x, idx}, {{"axis", axis}}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
 bool topk(BuiltinCall &c) {
   if (!c.bind({"x", "k"}))
     return false;
@@ -669,7 +684,8 @@ const std::map<std::string, Builtin, std::less<>> &builtinTable() {
         {"index_select", {indexSelect}},
         {"topk", {topk}},
         {"cumsum", {scan}},
-        {"cumprod", {scan}}};
+        {"cumprod", {scan}},
+        {"gather", {gather}}};
     // A spelled op takes only tensors (one or two) and no attributes;
     // BuiltinNamesTest checks that every spelling is registered.
     for (const OpTraits &op : kOpTable) {

@@ -1,6 +1,6 @@
 // Interpreter kernels of the ops that work along one axis by position:
-// cumsum and cumprod. Written for clarity, not speed: the oracle the CPU and
-// GPU lowerings are compared with.
+// cumsum, cumprod and gather. Written for clarity, not speed: the oracle the
+// CPU and GPU lowerings are compared with.
 #include "ir/Interpreter.h"
 
 namespace tsl {
@@ -52,6 +52,36 @@ bool scanKernel(KernelContext &ctx) {
         }
       }
     }
+  return true;
+}
+
+bool gatherKernel(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0], &idx = *ctx.in[1];
+  size_t axis = static_cast<size_t>(ctx.op.intAttr("axis"));
+  size_t rank = x.rank();
+  int64_t n = x.shape()[axis];
+  if (!ctx.allocate(0, idx.shape()))
+    return false;
+  std::vector<int64_t> strides(rank, 1);
+  for (size_t d = rank; d-- > 1;)
+    strides[d - 1] = strides[d] * x.shape()[d];
+  std::vector<int64_t> pos(rank, 0); // the multi-index of element p
+  for (size_t p = 0; p < idx.numel(); ++p) {
+    int64_t v = idx.getI(p);
+    if (v < 0 || v >= n)
+      return ctx.fail("index " + std::to_string(v) +
+                      " is out of bounds for axis " + std::to_string(axis) +
+                      " of size " + std::to_string(n));
+    int64_t at = 0;
+    for (size_t d = 0; d < rank; ++d)
+      at += (d == axis ? v : pos[d]) * strides[d];
+    ctx.out[0].copyElement(p, x, static_cast<size_t>(at));
+    for (size_t d = rank; d-- > 0;) {
+      if (++pos[d] < idx.shape()[d])
+        break;
+      pos[d] = 0;
+    }
+  }
   return true;
 }
 

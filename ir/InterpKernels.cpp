@@ -903,6 +903,8 @@ bool runKernel(KernelContext &ctx) {
   case OpCode::Cumsum:
   case OpCode::Cumprod:
     return scanKernel(ctx);
+  case OpCode::Gather:
+    return gatherKernel(ctx);
   case OpCode::Assert:
     return true;
   default:

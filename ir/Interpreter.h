@@ -75,4 +75,9 @@ bool attentionKernel(KernelContext &ctx);
 /// store (the same as wrapping in the element type). Never fails.
 bool scanKernel(KernelContext &ctx);
 
+/// gather (ir/InterpIndexing.cpp): fails on the first index outside
+/// [0, size of the axis), naming it ("index 5 is out of bounds for axis 1
+/// of size 3"); negative indices are out of bounds, as in torch.gather.
+bool gatherKernel(KernelContext &ctx);
+
 } // namespace tsl

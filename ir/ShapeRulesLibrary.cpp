@@ -1,6 +1,6 @@
 // Shape rules of the ops computed by library kernels (conv2d, max_pool2d,
-// index_select, topk, attention, cumsum, cumprod) and of the ops whose result
-// sizes depend on values (nonzero, masked_select, unique, item).
+// index_select, topk, attention, cumsum, cumprod, gather) and of the ops whose
+// result sizes depend on values (nonzero, masked_select, unique, item).
 #include "ir/ShapeRuleFamilies.h"
 
 namespace tsl::shape_rules {
@@ -98,6 +98,31 @@ bool scan(ShapeContext &ctx, std::vector<TensorType> &results) {
   if (!axisInRange(ctx, x, axis) || !checkDataDType(ctx, x))
     return false;
   results.push_back(x);
+  return true;
+}
+
+/// gather(x, axis, index): index of x's rank and an integer type, each of
+/// its dims but the axis at most x's (torch's rule); the index's shape.
+bool gather(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const TensorType &x = ctx.operands[0], &idx = ctx.operands[1];
+  size_t axis;
+  if (!axisInRange(ctx, x, axis))
+    return false;
+  if (!acceptsDType(ctx.op.code, 1, idx.dtype))
+    return ctx.failType("gather needs an integer index tensor, got " +
+                        idx.str());
+  if (idx.rank() != x.rank())
+    return ctx.fail("gather needs an index of the same rank as x, got " +
+                    operandList(ctx));
+  for (size_t d = 0; d < x.rank(); ++d)
+    if (d != axis &&
+        !ctx.require(SymCond::le(idx.dims[d], x.dims[d]),
+                     "gather index within x off the axis",
+                     "gather index " + idx.str() + " is larger than x " +
+                         x.str() + " in axis " + std::to_string(d) + " (" +
+                         idx.dims[d].str() + " > " + x.dims[d].str() + ")"))
+      return false;
+  results.push_back({x.dtype, idx.dims});
   return true;
 }
 
@@ -231,6 +256,8 @@ bool library(ShapeContext &ctx, std::vector<TensorType> &results) {
   case OpCode::Cumsum:
   case OpCode::Cumprod:
     return scan(ctx, results);
+  case OpCode::Gather:
+    return gather(ctx, results);
   default:
     return ctx.fail(std::string("no library rule for '") +
                     opInfo(ctx.op.code).name + "'");

@@ -416,6 +416,41 @@ int32_t tsl_rt_argmin(tsl_rt_context *ctx, int32_t d, const void *x,
   return argExtreme(ctx, d, x, shape, rank, axis, out, true);
 }
 
+int32_t tsl_rt_gather(tsl_rt_context *ctx, int32_t d, const void *x,
+                      const int64_t *xshape, int32_t rank, int32_t axis,
+                      int32_t idxDtype, const void *idx, const int64_t *ishape,
+                      void *out) {
+  std::vector<int64_t> strides(static_cast<size_t>(rank), 1),
+      pos(strides.size(), 0);
+  int64_t total = 1;
+  for (int32_t i = rank; i-- > 0;) {
+    if (i + 1 < rank)
+      strides[i] = strides[i + 1] * xshape[i + 1];
+    total *= ishape[i];
+  }
+  int64_t n = xshape[axis];
+  for (int64_t p = 0; p < total; ++p) {
+    int64_t v = loadI(idxDtype, idx, p);
+    if (v < 0 || v >= n) {
+      std::string msg = "index " + std::to_string(v) +
+                        " is out of bounds for axis " + std::to_string(axis) +
+                        " of size " + std::to_string(n);
+      tsl_rt_error(ctx, msg.c_str());
+      return 1;
+    }
+    int64_t at = 0;
+    for (int32_t i = 0; i < rank; ++i)
+      at += (i == axis ? v : pos[i]) * strides[i];
+    copyElement(d, out, p, x, at);
+    for (int32_t i = rank; i-- > 0;) {
+      if (++pos[i] < ishape[i])
+        break;
+      pos[i] = 0;
+    }
+  }
+  return 0;
+}
+
 static const char *const kSlotNames[TSL_RT_NUM_SLOTS] = {
 #define TSL_RT_ENTRY(Name, Slot, Ret, Params) #Name,
 #include "runtime/KernelEntryPoints.def"

@@ -282,6 +282,7 @@ bool Codegen::lowerOp(const Operation &op) {
   case OpCode::MaskedSelect:
   case OpCode::Unique:
   case OpCode::IndexSelect:
+  case OpCode::Gather:
   case OpCode::Topk:
   case OpCode::Argmax:
   case OpCode::Argmin:

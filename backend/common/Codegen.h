@@ -698,6 +698,9 @@ private:
   /// index_select: every index checked (also with no result elements),
   /// then one thread per result element.
   bool deviceIndexSelect(const Operation &op);
+  /// gather: one thread per result element, each checking its index
+  /// (the message names the axis, not the value).
+  bool deviceGather(const Operation &op);
   /// conv2d (f64 accumulation, like the library) and max_pool2d: one thread
   /// per result element over its window.
   bool deviceWindow(const Operation &op);

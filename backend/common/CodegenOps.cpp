@@ -404,6 +404,18 @@ bool Codegen::library(const Operation &op) {
          bufs[idx], expr(fn.type(idx).dims[0]), dst}));
     return true;
   }
+  case OpCode::Gather: {
+    Value *dst = allocateResult(op);
+    ValueId idx = op.operands[1];
+    checkStatus(b.CreateCall(
+        runtime("tsl_rt_gather", i32,
+                {ptr, i32, ptr, ptr, i32, i32, i32, ptr, ptr, ptr}),
+        {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
+         b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
+         b.getInt32(static_cast<int32_t>(op.intAttr("axis"))), dtypeCode(idx),
+         bufs[idx], shapeArray(fn.type(idx)), dst}));
+    return true;
+  }
   case OpCode::Topk: {
     Value *values = allocateResult(op, 0), *indices = allocateResult(op, 1);
     std::vector<Value *> shape = dims(fn.type(x));

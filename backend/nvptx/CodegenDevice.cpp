@@ -244,6 +244,7 @@ bool Codegen::lowerDeviceOp(const Operation &op) {
   case OpCode::Conv2d:
   case OpCode::MaxPool2d:
   case OpCode::IndexSelect:
+  case OpCode::Gather:
   case OpCode::Argmax:
   case OpCode::Argmin:
     return deviceLibraryOp(op);

@@ -36,6 +36,8 @@ bool Codegen::deviceLibraryOp(const Operation &op) {
     return deviceArgmax(op);
   case OpCode::IndexSelect:
     return deviceIndexSelect(op);
+  case OpCode::Gather:
+    return deviceGather(op);
   case OpCode::MaxPool2d:
   case OpCode::Conv2d:
     return deviceWindow(op);
@@ -167,6 +169,34 @@ bool Codegen::deviceIndexSelect(const Operation &op) {
                   b.CreateMul(b.CreateAdd(b.CreateMul(outerIdx, n), v), inner),
                   k));
         });
+  return true;
+}
+
+bool Codegen::deviceGather(const Operation &op) {
+  ValueId x = op.operands[0], idx = op.operands[1];
+  DType t = fn.type(x).dtype, it = fn.type(idx).dtype;
+  Value *dst = allocateResult(op);
+  size_t axis = static_cast<size_t>(op.intAttr("axis"));
+  std::vector<Value *> xs = dims(fn.type(x)), is = dims(fn.type(idx));
+  std::vector<Value *> strides = contiguousStrides(xs);
+  std::string outOfBounds =
+      "an index is out of bounds for axis " + std::to_string(axis);
+  loops({product(is)}, [&](const std::vector<Value *> &o) {
+    Value *v = load(it, bufs[idx], o[0]);
+    if (it == DType::Bool)
+      v = b.CreateZExt(v, i64);
+    failMessageIf(b.CreateOr(b.CreateICmpSLT(v, b.getInt64(0)),
+                             b.CreateICmpSGE(v, xs[axis])),
+                  outOfBounds);
+    // o's multi-index over the index's shape, the axis coordinate v.
+    Value *rest = o[0], *at = b.getInt64(0);
+    for (size_t d = is.size(); d-- > 0;) {
+      Value *coord = d == axis ? v : b.CreateURem(rest, is[d]);
+      at = b.CreateAdd(at, b.CreateMul(coord, strides[d]));
+      rest = b.CreateUDiv(rest, is[d]);
+    }
+    copyElementRaw(t, dst, o[0], bufs[x], at);
+  });
   return true;
 }
 

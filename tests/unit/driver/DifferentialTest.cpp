@@ -17,10 +17,10 @@
 //   add sub mul div pow maximum minimum lt le gt ge eq ne and or neg not exp
 //   log sqrt rsqrt tanh sigmoid relu gelu erf abs sin cos where cast constant
 //   sym_scalar full arange reduce_sum reduce_mean reduce_max reduce_min
-//   argmax argmin cumsum cumprod matmul reshape permute expand concat slice pad
-//   conv2d max_pool2d nonzero masked_select unique item index_select topk
-//   assert, and attention (formed by the fusion pass from softmax(e @ b^T *
-//   0.5) @ e)
+//   argmax argmin cumsum cumprod gather matmul reshape permute expand concat
+//   slice pad conv2d max_pool2d nonzero masked_select unique item index_select
+//   topk assert, and attention (formed by the fusion pass from softmax(e @ b^T
+//   * 0.5) @ e)
 // Not covered: none of the table's ops is left out (the test fails if one
 // is missing from the programs at the CI count). No case is left out: the
 // two mismatches this test found (casts to f16/bf16 fused into their
@@ -251,7 +251,7 @@ private:
 
   Tail floatTail() {
     std::string q = "q" + std::to_string(tails_++);
-    switch (pick(35)) {
+    switch (pick(36)) {
     case 0:
       return {"", "sum(e, axis=1)", "f32[?]"};
     case 1:
@@ -331,6 +331,10 @@ private:
       return {"", "argmin(b, axis=" + std::to_string(pick(2)) + ")", "i64[?]"};
     case 33:
       return {"", "cumsum(e, axis=" + std::to_string(pick(2)) + ")",
+              "f32[?, ?]"};
+    case 34: // a permutation of each row (M = 0: a division by zero)
+      return {"",
+              "gather(e, 1, (reshape(arange(N), [N, 1]) + arange(M) * 3) % M)",
               "f32[?, ?]"};
     default:
       return {"", "e", "f32[?, ?]"};
