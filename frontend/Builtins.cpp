@@ -624,6 +624,27 @@ bool gather(BuiltinCall &c) {
   return c.result(r);
 }
 
+/// sort(x, axis=-1, descending=false) gives the values, argsort(...) the
+/// i64 positions: both one stable sort op.
+bool sort(BuiltinCall &c) {
+  if (!c.bind({"x", "axis?", "descending?"}))
+    return false;
+  ValueId x;
+  int64_t axis = -1;
+  bool descending = false;
+  if (!c.tensorArg(c.a[0], "x", x) ||
+      (c.a[1] && !c.el.asConstInt(*c.a[1], "the axis", axis)) ||
+      !c.boolArg(c.a[2], descending))
+    return false;
+  SourceRange axisRange = c.a[1] ? c.a[1]->range : c.range;
+  std::vector<ValueId> rs;
+  if (!c.el.normalizeAxis(axis, c.el.fn.type(x).rank(), axisRange, axis) ||
+      !c.el.emit(OpCode::Sort, {x},
+                 {{"axis", axis}, {"descending", descending}}, c.range, rs))
+    return false;
+  return c.result(rs[c.name == "sort" ? 0 : 1]);
+}
+
 bool topk(BuiltinCall &c) {
   if (!c.bind({"x", "k"}))
     return false;
@@ -685,7 +706,9 @@ const std::map<std::string, Builtin, std::less<>> &builtinTable() {
         {"topk", {topk}},
         {"cumsum", {scan}},
         {"cumprod", {scan}},
-        {"gather", {gather}}};
+        {"gather", {gather}},
+        {"sort", {sort}},
+        {"argsort", {sort}}};
     // A spelled op takes only tensors (one or two) and no attributes;
     // BuiltinNamesTest checks that every spelling is registered.
     for (const OpTraits &op : kOpTable) {

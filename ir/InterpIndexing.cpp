@@ -1,7 +1,11 @@
 // Interpreter kernels of the ops that work along one axis by position:
-// cumsum, cumprod and gather. Written for clarity, not speed: the oracle the
-// CPU and GPU lowerings are compared with.
+// cumsum, cumprod, gather and sort. Written for clarity, not speed: the oracle
+// the CPU and GPU lowerings are compared with.
 #include "ir/Interpreter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
 
 namespace tsl {
 
@@ -82,6 +86,41 @@ bool gatherKernel(KernelContext &ctx) {
       pos[d] = 0;
     }
   }
+  return true;
+}
+
+bool sortKernel(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0];
+  size_t axis = static_cast<size_t>(ctx.op.intAttr("axis"));
+  bool descending = ctx.op.boolAttr("descending");
+  if (!ctx.allocate(0, x.shape()) || !ctx.allocate(1, x.shape()))
+    return false;
+  bool intMath = !isFloat(x.dtype());
+  // a < b in value, NaN above everything (equal NaNs are ties).
+  auto less = [&](size_t a, size_t b) {
+    if (intMath)
+      return x.getI(a) < x.getI(b);
+    double u = x.getF(a), v = x.getF(b);
+    if (std::isnan(u))
+      return false;
+    return std::isnan(v) || u < v;
+  };
+  AxisSplit s = splitAt(x.shape(), axis);
+  std::vector<int64_t> order(static_cast<size_t>(s.n));
+  for (int64_t b = 0; b < s.outer; ++b)
+    for (int64_t k = 0; k < s.inner; ++k) {
+      auto at = [&](int64_t j) {
+        return static_cast<size_t>((b * s.n + j) * s.inner + k);
+      };
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) {
+        return descending ? less(at(j), at(i)) : less(at(i), at(j));
+      });
+      for (int64_t j = 0; j < s.n; ++j) {
+        ctx.out[0].copyElement(at(j), x, at(order[j]));
+        ctx.out[1].setI(at(j), order[j]);
+      }
+    }
   return true;
 }
 

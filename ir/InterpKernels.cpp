@@ -905,6 +905,8 @@ bool runKernel(KernelContext &ctx) {
     return scanKernel(ctx);
   case OpCode::Gather:
     return gatherKernel(ctx);
+  case OpCode::Sort:
+    return sortKernel(ctx);
   case OpCode::Assert:
     return true;
   default:

@@ -80,4 +80,9 @@ bool scanKernel(KernelContext &ctx);
 /// of size 3"); negative indices are out of bounds, as in torch.gather.
 bool gatherKernel(KernelContext &ctx);
 
+/// sort (ir/InterpIndexing.cpp): a stable sort of each row along the axis,
+/// NaN above every number, giving the values and their i64 positions.
+/// Never fails.
+bool sortKernel(KernelContext &ctx);
+
 } // namespace tsl

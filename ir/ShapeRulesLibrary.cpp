@@ -1,6 +1,6 @@
 // Shape rules of the ops computed by library kernels (conv2d, max_pool2d,
-// index_select, topk, attention, cumsum, cumprod, gather) and of the ops whose
-// result sizes depend on values (nonzero, masked_select, unique, item).
+// index_select, topk, attention, cumsum, cumprod, gather, sort) and of the ops
+// whose result sizes depend on values (nonzero, masked_select, unique, item).
 #include "ir/ShapeRuleFamilies.h"
 
 namespace tsl::shape_rules {
@@ -123,6 +123,17 @@ bool gather(ShapeContext &ctx, std::vector<TensorType> &results) {
                          idx.dims[d].str() + " > " + x.dims[d].str() + ")"))
       return false;
   results.push_back({x.dtype, idx.dims});
+  return true;
+}
+
+/// sort: the values (x's type) and their positions (i64), x's shape.
+bool sort(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const TensorType &x = ctx.operands[0];
+  size_t axis;
+  if (!axisInRange(ctx, x, axis) || !checkDataDType(ctx, x))
+    return false;
+  results.push_back(x);
+  results.push_back({DType::I64, x.dims});
   return true;
 }
 
@@ -258,6 +269,8 @@ bool library(ShapeContext &ctx, std::vector<TensorType> &results) {
     return scan(ctx, results);
   case OpCode::Gather:
     return gather(ctx, results);
+  case OpCode::Sort:
+    return sort(ctx, results);
   default:
     return ctx.fail(std::string("no library rule for '") +
                     opInfo(ctx.op.code).name + "'");

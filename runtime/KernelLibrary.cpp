@@ -451,6 +451,27 @@ int32_t tsl_rt_gather(tsl_rt_context *ctx, int32_t d, const void *x,
   return 0;
 }
 
+int32_t tsl_rt_sort(tsl_rt_context *, int32_t d, const void *x, int64_t outer,
+                    int64_t n, int64_t inner, int32_t descending, void *values,
+                    void *indices) {
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  int64_t *pos = static_cast<int64_t *>(indices);
+  for (int64_t b = 0; b < outer; ++b)
+    for (int64_t k = 0; k < inner; ++k) {
+      int64_t base = b * n * inner + k;
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) {
+        int64_t a = base + i * inner, c = base + j * inner;
+        return descending ? lessThan(d, x, c, a) : lessThan(d, x, a, c);
+      });
+      for (int64_t j = 0; j < n; ++j) {
+        copyElement(d, values, base + j * inner, x, base + order[j] * inner);
+        pos[base + j * inner] = order[j];
+      }
+    }
+  return 0;
+}
+
 static const char *const kSlotNames[TSL_RT_NUM_SLOTS] = {
 #define TSL_RT_ENTRY(Name, Slot, Ret, Params) #Name,
 #include "runtime/KernelEntryPoints.def"

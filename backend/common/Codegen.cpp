@@ -283,6 +283,7 @@ bool Codegen::lowerOp(const Operation &op) {
   case OpCode::Unique:
   case OpCode::IndexSelect:
   case OpCode::Gather:
+  case OpCode::Sort:
   case OpCode::Topk:
   case OpCode::Argmax:
   case OpCode::Argmin:

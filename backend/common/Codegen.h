@@ -636,7 +636,15 @@ private:
   /// In streamCompaction's counting and filling kernels: the spec's extra
   /// pointer \p i (after the tile counts).
   Value *compactionExtra(size_t i) { return deviceExtra(1 + i); }
-  // CodegenDeviceSort.cpp: topk and unique, cooperatively.
+  // CodegenDeviceSort.cpp: topk, unique and sort, cooperatively.
+  /// How sortedPermutation groups and orders keys: element i is in row
+  /// (i / span) * inner + i % inner (no rows when span is null: the whole
+  /// tensor is one); descending reverses the value order (NaN first),
+  /// ties still by index.
+  struct SortRows {
+    Value *span = nullptr, *inner = nullptr;
+    bool descending = false;
+  };
   /// Pair (av, ai) comes before (bv, bi) in the descending order of argmax
   /// and topk: a NaN first, then the larger value, ties (-0.0 == 0.0, NaN
   /// pairs) by the smaller index. A strict total order for distinct
@@ -669,23 +677,32 @@ private:
   /// segment in shared memory (bitonicBlock), the others one launch each
   /// (bitonicStage). Null when a kernel could not be emitted; the caller
   /// frees the buffer.
-  Value *sortedPermutation(ValueId x, const std::function<Value *()> &length);
+  /// \p rows (evaluated in each kernel) orders the keys by row first (sort
+  /// along an axis) and may reverse the value order (descending).
+  Value *sortedPermutation(ValueId x, const std::function<Value *()> &length,
+                           const std::function<SortRows()> &rows = nullptr);
   /// Compare-and-swap of bitonic pair \p q for distance \p j in merges of
   /// size \p k: positions i and i + j of \p keys (bit j of i clear), put in
   /// ascending key order where bit k of \p offset + i is clear, else
   /// descending. Keys are indices of \p x's \p n elements: padding (>= n)
-  /// after every element, then the library's order, then the index.
+  /// after every element, then (with \p rows.span) the row, then the
+  /// library's order (reversed with \p rows.descending), then the index.
   void bitonicPair(ValueId x, Value *n, Value *keys, Value *q, Value *j,
-                   Value *k, Value *offset);
+                   Value *k, Value *offset, const SortRows &rows);
   /// The one-stage kernel (extras: the permutation, k, j): every pair of
   /// the whole permutation, a thread each (grid-stride).
-  void bitonicStage(ValueId x, Value *n);
+  void bitonicStage(ValueId x, Value *n, const SortRows &rows);
   /// The shared-memory kernel (extras: the permutation, kFrom, kTo): each
   /// block takes segments of span = min(P, 2 blockDim) keys into shared
   /// memory (the identity when kFrom is 2: the first launch), runs every
   /// stage with j < span of the merges kFrom, 2 kFrom, ..., kTo there, a
   /// barrier after each, and writes the segment back.
-  void bitonicBlock(ValueId x, Value *n);
+  void bitonicBlock(ValueId x, Value *n, const SortRows &rows);
+  /// sort along an axis: one bitonic network over the whole tensor with
+  /// keys (row, value, index) (sortedPermutation), then a thread per
+  /// element writes the value and its position at its rank in its row; the
+  /// permutation is released after.
+  bool deviceSort(const Operation &op);
   // CodegenDeviceLibrary.cpp: the CPU's library kernels as device code.
   /// conv2d, max_pool2d, index_select, argmax (one kernel each).
   bool deviceLibraryOp(const Operation &op);

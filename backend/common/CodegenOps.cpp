@@ -416,6 +416,17 @@ bool Codegen::library(const Operation &op) {
          bufs[idx], shapeArray(fn.type(idx)), dst}));
     return true;
   }
+  case OpCode::Sort: {
+    Value *values = allocateResult(op, 0), *indices = allocateResult(op, 1);
+    AxisSizes s =
+        axisSizes(fn.type(x), static_cast<size_t>(op.intAttr("axis")));
+    checkStatus(b.CreateCall(
+        runtime("tsl_rt_sort", i32,
+                {ptr, i32, ptr, i64, i64, i64, i32, ptr, ptr}),
+        {ctxArg, dtypeCode(x), bufs[x], s.outer, s.n, s.inner,
+         b.getInt32(op.boolAttr("descending") ? 1 : 0), values, indices}));
+    return true;
+  }
   case OpCode::Topk: {
     Value *values = allocateResult(op, 0), *indices = allocateResult(op, 1);
     std::vector<Value *> shape = dims(fn.type(x));

@@ -46,6 +46,8 @@ bool Codegen::launchOnDevice(const Operation &op) {
     return deviceCompaction(op);
   case OpCode::Unique:
     return deviceUnique(op);
+  case OpCode::Sort:
+    return deviceSort(op);
   case OpCode::ReduceSum:
   case OpCode::ReduceMean:
   case OpCode::ReduceMax:

@@ -17,9 +17,10 @@
 //   add sub mul div pow maximum minimum lt le gt ge eq ne and or neg not exp
 //   log sqrt rsqrt tanh sigmoid relu gelu erf abs sin cos where cast constant
 //   sym_scalar full arange reduce_sum reduce_mean reduce_max reduce_min
-//   argmax argmin cumsum cumprod gather matmul reshape permute expand concat
-//   slice pad conv2d max_pool2d nonzero masked_select unique item index_select
-//   topk assert, and attention (formed by the fusion pass from softmax(e @ b^T
+//   argmax argmin cumsum cumprod gather sort matmul reshape permute expand
+//   concat slice pad conv2d max_pool2d nonzero masked_select unique item
+//   index_select topk assert, and attention (formed by the fusion pass from
+//   softmax(e @ b^T
 //   * 0.5) @ e)
 // Not covered: none of the table's ops is left out (the test fails if one
 // is missing from the programs at the CI count). No case is left out: the
@@ -251,7 +252,7 @@ private:
 
   Tail floatTail() {
     std::string q = "q" + std::to_string(tails_++);
-    switch (pick(36)) {
+    switch (pick(37)) {
     case 0:
       return {"", "sum(e, axis=1)", "f32[?]"};
     case 1:
@@ -336,6 +337,8 @@ private:
       return {"",
               "gather(e, 1, (reshape(arange(N), [N, 1]) + arange(M) * 3) % M)",
               "f32[?, ?]"};
+    case 35:
+      return {"", "sort(b, axis=" + std::to_string(pick(2)) + ")", "f32[?, ?]"};
     default:
       return {"", "e", "f32[?, ?]"};
     }
@@ -397,7 +400,7 @@ private:
   }
 
   Tail intTail() {
-    switch (pick(18)) {
+    switch (pick(19)) {
     case 0:
       return {"", "sum(e, axis=1)", "i32[?]"};
     case 1:
@@ -434,6 +437,11 @@ private:
     case 16:
       return {"", "cumprod(e, axis=" + std::to_string(pick(2)) + ")",
               "i32[?, ?]"};
+    case 17: // ties keep their order
+      return {"",
+              "argsort(e, axis=" + std::to_string(pick(2)) +
+                  ", descending=" + (pick(2) ? "true" : "false") + ")",
+              "i64[?, ?]"};
     default:
       return {"", "e", "i32[?, ?]"};
     }

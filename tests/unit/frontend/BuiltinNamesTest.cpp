@@ -26,7 +26,7 @@ const std::set<std::string> kOldNames = {
     "zeros",   "ones",          "full",      "conv2d",  "max_pool2d",
     "nonzero", "masked_select", "unique",    "item",    "index_select",
     "topk",    "size",          "numel",     "argmin",  "cumsum",
-    "cumprod", "gather"};
+    "cumprod", "gather",        "sort",      "argsort"};
 
 /// Checks \p source generically; the diagnostics as text, and \p fn the
 /// elaborated `f` when it succeeded.
