@@ -645,6 +645,24 @@ bool sort(BuiltinCall &c) {
   return c.result(rs[c.name == "sort" ? 0 : 1]);
 }
 
+/// scatter(x, axis, index, src), scatter_add(...): torch's.
+bool scatter(BuiltinCall &c) {
+  if (!c.bind({"x", "axis", "index", "src"}))
+    return false;
+  ValueId x, idx, src, r;
+  int64_t axis;
+  if (!c.tensorArg(c.a[0], "x", x) ||
+      !c.el.asConstInt(*c.a[1], "the axis", axis) ||
+      !c.tensorArg(c.a[2], "the index", idx) ||
+      !c.tensorArg(c.a[3], "src", src) ||
+      !c.el.normalizeAxis(axis, c.el.fn.type(x).rank(), c.a[1]->range, axis) ||
+      !c.el.emit1(OpCode::Scatter, {x, idx, src},
+                  {{"axis", axis}, {"add", c.name == "scatter_add"}}, c.range,
+                  r))
+    return false;
+  return c.result(r);
+}
+
 bool topk(BuiltinCall &c) {
   if (!c.bind({"x", "k"}))
     return false;
@@ -708,7 +726,9 @@ const std::map<std::string, Builtin, std::less<>> &builtinTable() {
         {"cumprod", {scan}},
         {"gather", {gather}},
         {"sort", {sort}},
-        {"argsort", {sort}}};
+        {"argsort", {sort}},
+        {"scatter", {scatter}},
+        {"scatter_add", {scatter}}};
     // A spelled op takes only tensors (one or two) and no attributes;
     // BuiltinNamesTest checks that every spelling is registered.
     for (const OpTraits &op : kOpTable) {

@@ -1,6 +1,6 @@
 // Interpreter kernels of the ops that work along one axis by position:
-// cumsum, cumprod, gather and sort. Written for clarity, not speed: the oracle
-// the CPU and GPU lowerings are compared with.
+// cumsum, cumprod, gather, sort and scatter. Written for clarity, not speed:
+// the oracle the CPU and GPU lowerings are compared with.
 #include "ir/Interpreter.h"
 
 #include <algorithm>
@@ -27,6 +27,29 @@ AxisSplit splitAt(const std::vector<int64_t> &shape, size_t axis) {
       s.inner *= shape[i];
   }
   return s;
+}
+
+/// Row-major strides of \p shape.
+std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+/// Advances multi-index \p pos over \p shape in row-major order.
+void nextPosition(std::vector<int64_t> &pos,
+                  const std::vector<int64_t> &shape) {
+  for (size_t d = pos.size(); d-- > 0;) {
+    if (++pos[d] < shape[d])
+      return;
+    pos[d] = 0;
+  }
+}
+
+bool outOfBounds(KernelContext &ctx, int64_t v, size_t axis, int64_t n) {
+  return ctx.fail("index " + std::to_string(v) + " is out of bounds for axis " +
+                  std::to_string(axis) + " of size " + std::to_string(n));
 }
 
 } // namespace
@@ -62,29 +85,53 @@ bool scanKernel(KernelContext &ctx) {
 bool gatherKernel(KernelContext &ctx) {
   const Tensor &x = *ctx.in[0], &idx = *ctx.in[1];
   size_t axis = static_cast<size_t>(ctx.op.intAttr("axis"));
-  size_t rank = x.rank();
   int64_t n = x.shape()[axis];
   if (!ctx.allocate(0, idx.shape()))
     return false;
-  std::vector<int64_t> strides(rank, 1);
-  for (size_t d = rank; d-- > 1;)
-    strides[d - 1] = strides[d] * x.shape()[d];
-  std::vector<int64_t> pos(rank, 0); // the multi-index of element p
-  for (size_t p = 0; p < idx.numel(); ++p) {
+  std::vector<int64_t> strides = rowMajorStrides(x.shape());
+  std::vector<int64_t> pos(x.rank(), 0); // the multi-index of element p
+  for (size_t p = 0; p < idx.numel(); ++p, nextPosition(pos, idx.shape())) {
     int64_t v = idx.getI(p);
     if (v < 0 || v >= n)
-      return ctx.fail("index " + std::to_string(v) +
-                      " is out of bounds for axis " + std::to_string(axis) +
-                      " of size " + std::to_string(n));
+      return outOfBounds(ctx, v, axis, n);
     int64_t at = 0;
-    for (size_t d = 0; d < rank; ++d)
+    for (size_t d = 0; d < pos.size(); ++d)
       at += (d == axis ? v : pos[d]) * strides[d];
     ctx.out[0].copyElement(p, x, static_cast<size_t>(at));
-    for (size_t d = rank; d-- > 0;) {
-      if (++pos[d] < idx.shape()[d])
-        break;
-      pos[d] = 0;
+  }
+  return true;
+}
+
+bool scatterKernel(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0], &idx = *ctx.in[1], &src = *ctx.in[2];
+  size_t axis = static_cast<size_t>(ctx.op.intAttr("axis"));
+  bool add = ctx.op.boolAttr("add");
+  int64_t n = x.shape()[axis];
+  if (!ctx.allocate(0, x.shape()))
+    return false;
+  Tensor &out = ctx.out[0];
+  for (size_t i = 0; i < x.numel(); ++i)
+    out.copyElement(i, x, i);
+  std::vector<int64_t> xs = rowMajorStrides(x.shape()),
+                       ss = rowMajorStrides(src.shape());
+  std::vector<int64_t> pos(idx.rank(), 0);
+  for (size_t p = 0; p < idx.numel(); ++p, nextPosition(pos, idx.shape())) {
+    int64_t v = idx.getI(p);
+    if (v < 0 || v >= n)
+      return outOfBounds(ctx, v, axis, n);
+    int64_t at = 0, from = 0;
+    for (size_t d = 0; d < pos.size(); ++d) {
+      at += (d == axis ? v : pos[d]) * xs[d];
+      from += pos[d] * ss[d];
     }
+    size_t o = static_cast<size_t>(at), s = static_cast<size_t>(from);
+    if (!add)
+      out.copyElement(o, src, s);
+    else if (isFloat(x.dtype()))
+      out.setF(o, out.getF(o) + src.getF(s));
+    else
+      out.setI(o, static_cast<int64_t>(static_cast<uint64_t>(out.getI(o)) +
+                                       static_cast<uint64_t>(src.getI(s))));
   }
   return true;
 }

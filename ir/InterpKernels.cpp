@@ -907,6 +907,8 @@ bool runKernel(KernelContext &ctx) {
     return gatherKernel(ctx);
   case OpCode::Sort:
     return sortKernel(ctx);
+  case OpCode::Scatter:
+    return scatterKernel(ctx);
   case OpCode::Assert:
     return true;
   default:

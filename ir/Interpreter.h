@@ -85,4 +85,10 @@ bool gatherKernel(KernelContext &ctx);
 /// Never fails.
 bool sortKernel(KernelContext &ctx);
 
+/// scatter and scatter_add (ir/InterpIndexing.cpp): x, then for each index
+/// position p in row-major order, src[p] stored (added) at p with the axis
+/// coordinate replaced by index[p]; so among duplicate targets the last p
+/// wins. Fails like gather on an index out of bounds.
+bool scatterKernel(KernelContext &ctx);
+
 } // namespace tsl

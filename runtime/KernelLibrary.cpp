@@ -102,6 +102,21 @@ void storeF(int32_t d, void *p, int64_t i, double v) {
   }
 }
 
+/// Stores \p v as an integer element of type \p d (bool, i8, i32, i64),
+/// wrapping.
+void storeI(int32_t d, void *p, int64_t i, int64_t v) {
+  uint8_t *b = static_cast<uint8_t *>(p) + i * elementBytes(d);
+  if (d == Bool)
+    *b = v != 0;
+  else if (d == I8)
+    *b = static_cast<uint8_t>(v);
+  else if (d == I32) {
+    int32_t y = static_cast<int32_t>(static_cast<uint32_t>(v));
+    std::memcpy(b, &y, 4);
+  } else
+    std::memcpy(b, &v, 8);
+}
+
 void copyElement(int32_t d, void *dst, int64_t di, const void *src,
                  int64_t si) {
   size_t n = elementBytes(d);
@@ -469,6 +484,56 @@ int32_t tsl_rt_sort(tsl_rt_context *, int32_t d, const void *x, int64_t outer,
         pos[base + j * inner] = order[j];
       }
     }
+  return 0;
+}
+
+int32_t tsl_rt_scatter(tsl_rt_context *ctx, int32_t d, const void *x,
+                       const int64_t *xshape, int32_t rank, int32_t axis,
+                       int32_t idxDtype, const void *idx, const int64_t *ishape,
+                       const void *src, const int64_t *sshape, int32_t add,
+                       void *out) {
+  size_t r = static_cast<size_t>(rank);
+  std::vector<int64_t> xs(r, 1), ss(r, 1), pos(r, 0);
+  int64_t total = 1, numel = 1;
+  for (size_t i = r; i-- > 0;) {
+    if (i + 1 < r) {
+      xs[i] = xs[i + 1] * xshape[i + 1];
+      ss[i] = ss[i + 1] * sshape[i + 1];
+    }
+    total *= ishape[i];
+    numel *= xshape[i];
+  }
+  if (numel > 0)
+    std::memcpy(out, x, static_cast<size_t>(numel) * elementBytes(d));
+  int64_t n = xshape[axis];
+  for (int64_t p = 0; p < total; ++p) {
+    int64_t v = loadI(idxDtype, idx, p);
+    if (v < 0 || v >= n) {
+      std::string msg = "index " + std::to_string(v) +
+                        " is out of bounds for axis " + std::to_string(axis) +
+                        " of size " + std::to_string(n);
+      tsl_rt_error(ctx, msg.c_str());
+      return 1;
+    }
+    int64_t at = 0, from = 0;
+    for (size_t i = 0; i < r; ++i) {
+      at += (static_cast<int32_t>(i) == axis ? v : pos[i]) * xs[i];
+      from += pos[i] * ss[i];
+    }
+    if (!add)
+      copyElement(d, out, at, src, from);
+    else if (isFloatCode(d))
+      storeF(d, out, at, loadF(d, out, at) + loadF(d, src, from));
+    else
+      storeI(d, out, at,
+             static_cast<int64_t>(static_cast<uint64_t>(loadI(d, out, at)) +
+                                  static_cast<uint64_t>(loadI(d, src, from))));
+    for (size_t i = r; i-- > 0;) {
+      if (++pos[i] < ishape[i])
+        break;
+      pos[i] = 0;
+    }
+  }
   return 0;
 }
 

@@ -284,6 +284,7 @@ bool Codegen::lowerOp(const Operation &op) {
   case OpCode::IndexSelect:
   case OpCode::Gather:
   case OpCode::Sort:
+  case OpCode::Scatter:
   case OpCode::Topk:
   case OpCode::Argmax:
   case OpCode::Argmin:

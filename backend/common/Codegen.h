@@ -718,6 +718,10 @@ private:
   /// gather: one thread per result element, each checking its index
   /// (the message names the axis, not the value).
   bool deviceGather(const Operation &op);
+  /// scatter and scatter_add: a kernel copying x, then a thread per line of
+  /// the index along the axis storing (adding) its elements in order, so
+  /// the last of duplicate targets wins (lines never share a target).
+  bool deviceScatter(const Operation &op);
   /// conv2d (f64 accumulation, like the library) and max_pool2d: one thread
   /// per result element over its window.
   bool deviceWindow(const Operation &op);

@@ -416,6 +416,21 @@ bool Codegen::library(const Operation &op) {
          bufs[idx], shapeArray(fn.type(idx)), dst}));
     return true;
   }
+  case OpCode::Scatter: {
+    Value *dst = allocateResult(op);
+    ValueId idx = op.operands[1], src = op.operands[2];
+    checkStatus(
+        b.CreateCall(runtime("tsl_rt_scatter", i32,
+                             {ptr, i32, ptr, ptr, i32, i32, i32, ptr, ptr, ptr,
+                              ptr, i32, ptr}),
+                     {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
+                      b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
+                      b.getInt32(static_cast<int32_t>(op.intAttr("axis"))),
+                      dtypeCode(idx), bufs[idx], shapeArray(fn.type(idx)),
+                      bufs[src], shapeArray(fn.type(src)),
+                      b.getInt32(op.boolAttr("add") ? 1 : 0), dst}));
+    return true;
+  }
   case OpCode::Sort: {
     Value *values = allocateResult(op, 0), *indices = allocateResult(op, 1);
     AxisSizes s =

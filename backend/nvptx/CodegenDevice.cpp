@@ -48,6 +48,8 @@ bool Codegen::launchOnDevice(const Operation &op) {
     return deviceUnique(op);
   case OpCode::Sort:
     return deviceSort(op);
+  case OpCode::Scatter:
+    return deviceScatter(op);
   case OpCode::ReduceSum:
   case OpCode::ReduceMean:
   case OpCode::ReduceMax:

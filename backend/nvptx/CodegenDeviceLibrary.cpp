@@ -200,6 +200,79 @@ bool Codegen::deviceGather(const Operation &op) {
   return true;
 }
 
+bool Codegen::deviceScatter(const Operation &op) {
+  ValueId x = op.operands[0], idx = op.operands[1], src = op.operands[2],
+          r = op.results[0];
+  DType t = fn.type(x).dtype, it = fn.type(idx).dtype;
+  size_t axis = static_cast<size_t>(op.intAttr("axis"));
+  allocateResult(op);
+  std::vector<ValueId> copySlots, lineSlots;
+  int32_t copy = emitDeviceKernel(
+      {x, r},
+      [&] {
+        loops({product(dims(fn.type(x)))}, [&](const std::vector<Value *> &o) {
+          copyElementRaw(t, bufs[r], o[0], bufs[x], o[0]);
+        });
+        return true;
+      },
+      copySlots);
+  // The index's lines along the axis: every index dim but the axis.
+  auto lineCount = [&] {
+    std::vector<Value *> is = dims(fn.type(idx));
+    is.erase(is.begin() + static_cast<std::ptrdiff_t>(axis));
+    return product(is);
+  };
+  int32_t lines = emitDeviceKernel(
+      {idx, src, r},
+      [&] {
+        std::vector<Value *> is = dims(fn.type(idx));
+        std::vector<Value *> xst = contiguousStrides(dims(fn.type(x))),
+                             sst = contiguousStrides(dims(fn.type(src))),
+                             ist = contiguousStrides(is);
+        std::string outOfBounds =
+            "an index is out of bounds for axis " + std::to_string(axis);
+        loops({lineCount()}, [&](const std::vector<Value *> &l) {
+          Value *rest = l[0], *at = b.getInt64(0), *from = b.getInt64(0),
+                *ip = b.getInt64(0);
+          for (size_t d = is.size(); d-- > 0;) {
+            if (d == axis)
+              continue;
+            Value *coord = b.CreateURem(rest, is[d]);
+            rest = b.CreateUDiv(rest, is[d]);
+            at = b.CreateAdd(at, b.CreateMul(coord, xst[d]));
+            from = b.CreateAdd(from, b.CreateMul(coord, sst[d]));
+            ip = b.CreateAdd(ip, b.CreateMul(coord, ist[d]));
+          }
+          loops({is[axis]}, [&](const std::vector<Value *> &j) {
+            Value *v = load(it, bufs[idx],
+                            b.CreateAdd(ip, b.CreateMul(j[0], ist[axis])));
+            if (it == DType::Bool)
+              v = b.CreateZExt(v, i64);
+            failMessageIf(
+                b.CreateOr(b.CreateICmpSLT(v, b.getInt64(0)),
+                           b.CreateICmpSGE(v, dims(fn.type(x))[axis])),
+                outOfBounds);
+            Value *o = b.CreateAdd(at, b.CreateMul(v, xst[axis]));
+            Value *s = b.CreateAdd(from, b.CreateMul(j[0], sst[axis]));
+            if (!op.boolAttr("add")) {
+              copyElementRaw(t, bufs[r], o, bufs[src], s);
+              return;
+            }
+            store(t, bufs[r], o,
+                  binary(OpCode::Add, t, load(t, bufs[r], o),
+                         load(t, bufs[src], s)));
+          });
+        });
+        return true;
+      },
+      lineSlots);
+  if (copy < 0 || lines < 0)
+    return false;
+  emitLaunch(copy, copySlots, gridFor(product(dims(fn.type(x)))));
+  emitLaunch(lines, lineSlots, gridFor(lineCount()));
+  return true;
+}
+
 bool Codegen::deviceWindow(const Operation &op) {
   ValueId x = op.operands[0];
   const TensorType &in = fn.type(x);

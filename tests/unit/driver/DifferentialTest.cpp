@@ -17,8 +17,8 @@
 //   add sub mul div pow maximum minimum lt le gt ge eq ne and or neg not exp
 //   log sqrt rsqrt tanh sigmoid relu gelu erf abs sin cos where cast constant
 //   sym_scalar full arange reduce_sum reduce_mean reduce_max reduce_min
-//   argmax argmin cumsum cumprod gather sort matmul reshape permute expand
-//   concat slice pad conv2d max_pool2d nonzero masked_select unique item
+//   argmax argmin cumsum cumprod gather sort scatter matmul reshape permute
+//   expand concat slice pad conv2d max_pool2d nonzero masked_select unique item
 //   index_select topk assert, and attention (formed by the fusion pass from
 //   softmax(e @ b^T
 //   * 0.5) @ e)
@@ -252,7 +252,7 @@ private:
 
   Tail floatTail() {
     std::string q = "q" + std::to_string(tails_++);
-    switch (pick(37)) {
+    switch (pick(39)) {
     case 0:
       return {"", "sum(e, axis=1)", "f32[?]"};
     case 1:
@@ -331,7 +331,9 @@ private:
     case 32:
       return {"", "argmin(b, axis=" + std::to_string(pick(2)) + ")", "i64[?]"};
     case 33:
-      return {"", "cumsum(e, axis=" + std::to_string(pick(2)) + ")",
+      return {"",
+              std::string(pick(2) ? "cumsum" : "cumprod") +
+                  "(e, axis=" + std::to_string(pick(2)) + ")",
               "f32[?, ?]"};
     case 34: // a permutation of each row (M = 0: a division by zero)
       return {"",
@@ -339,6 +341,13 @@ private:
               "f32[?, ?]"};
     case 35:
       return {"", "sort(b, axis=" + std::to_string(pick(2)) + ")", "f32[?, ?]"};
+    case 36: // duplicate targets along axis 0 (N = 0: a division by zero)
+    case 37:
+      return {"",
+              std::string(pick(2) ? "scatter" : "scatter_add") +
+                  "(e, 0, (reshape(arange(N), [N, 1]) * 2 + arange(M)) % N, "
+                  "e * 2.0)",
+              "f32[?, ?]"};
     default:
       return {"", "e", "f32[?, ?]"};
     }
