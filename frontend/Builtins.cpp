@@ -173,7 +173,7 @@ bool sizeOrNumel(BuiltinCall &c) {
   return true;
 }
 
-/// sum, mean, max, min, argmax (x, axis?, keepdim?).
+/// sum, mean, max, min, argmax, argmin (x, axis?, keepdim?).
 bool reduction(BuiltinCall &c) {
   if (!c.bind({"x", "axis?", "keepdim?"}))
     return false;
@@ -190,13 +190,14 @@ bool reduction(BuiltinCall &c) {
   bool keep = false;
   if (!c.boolArg(c.a[2], keep))
     return false;
-  OpCode code = c.name == "sum"    ? OpCode::ReduceSum
-                : c.name == "mean" ? OpCode::ReduceMean
-                : c.name == "max"  ? OpCode::ReduceMax
-                : c.name == "min"  ? OpCode::ReduceMin
-                                   : OpCode::Argmax;
-  if (code == OpCode::Argmax && axes.size() > 1)
-    return c.el.error(c.a[1]->range, "argmax takes a single axis");
+  OpCode code = c.name == "sum"      ? OpCode::ReduceSum
+                : c.name == "mean"   ? OpCode::ReduceMean
+                : c.name == "max"    ? OpCode::ReduceMax
+                : c.name == "min"    ? OpCode::ReduceMin
+                : c.name == "argmin" ? OpCode::Argmin
+                                     : OpCode::Argmax;
+  if ((code == OpCode::Argmax || code == OpCode::Argmin) && axes.size() > 1)
+    return c.el.error(c.a[1]->range, c.name + " takes a single axis");
   if (!c.el.emit1(code, {x}, {{"axes", axes}, {"keepdim", keep}}, c.range, r))
     return false;
   return c.result(r);
@@ -593,6 +594,75 @@ bool indexSelect(BuiltinCall &c) {
   return c.result(r);
 }
 
+/// cumsum(x, axis), cumprod(x, axis): torch.cumsum/cumprod (dim required).
+bool scan(BuiltinCall &c) {
+  if (!c.bind({"x", "axis"}))
+    return false;
+  ValueId x, r;
+  int64_t axis;
+  if (!c.tensorArg(c.a[0], "x", x) ||
+      !c.el.asConstInt(*c.a[1], "the axis", axis) ||
+      !c.el.normalizeAxis(axis, c.el.fn.type(x).rank(), c.a[1]->range, axis) ||
+      !c.el.emit1(c.name == "cumsum" ? OpCode::Cumsum : OpCode::Cumprod, {x},
+                  {{"axis", axis}}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
+/// gather(x, axis, index): torch.gather.
+bool gather(BuiltinCall &c) {
+  if (!c.bind({"x", "axis", "index"}))
+    return false;
+  ValueId x, idx, r;
+  int64_t axis;
+  if (!c.tensorArg(c.a[0], "x", x) ||
+      !c.el.asConstInt(*c.a[1], "the axis", axis) ||
+      !c.tensorArg(c.a[2], "the index", idx) ||
+      !c.el.normalizeAxis(axis, c.el.fn.type(x).rank(), c.a[1]->range, axis) ||
+      !c.el.emit1(OpCode::Gather, {x, idx}, {{"axis", axis}}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
+/// sort(x, axis=-1, descending=false) gives the values, argsort(...) the
+/// i64 positions: both one stable sort op.
+bool sort(BuiltinCall &c) {
+  if (!c.bind({"x", "axis?", "descending?"}))
+    return false;
+  ValueId x;
+  int64_t axis = -1;
+  bool descending = false;
+  if (!c.tensorArg(c.a[0], "x", x) ||
+      (c.a[1] && !c.el.asConstInt(*c.a[1], "the axis", axis)) ||
+      !c.boolArg(c.a[2], descending))
+    return false;
+  SourceRange axisRange = c.a[1] ? c.a[1]->range : c.range;
+  std::vector<ValueId> rs;
+  if (!c.el.normalizeAxis(axis, c.el.fn.type(x).rank(), axisRange, axis) ||
+      !c.el.emit(OpCode::Sort, {x},
+                 {{"axis", axis}, {"descending", descending}}, c.range, rs))
+    return false;
+  return c.result(rs[c.name == "sort" ? 0 : 1]);
+}
+
+/// scatter(x, axis, index, src), scatter_add(...): torch's.
+bool scatter(BuiltinCall &c) {
+  if (!c.bind({"x", "axis", "index", "src"}))
+    return false;
+  ValueId x, idx, src, r;
+  int64_t axis;
+  if (!c.tensorArg(c.a[0], "x", x) ||
+      !c.el.asConstInt(*c.a[1], "the axis", axis) ||
+      !c.tensorArg(c.a[2], "the index", idx) ||
+      !c.tensorArg(c.a[3], "src", src) ||
+      !c.el.normalizeAxis(axis, c.el.fn.type(x).rank(), c.a[1]->range, axis) ||
+      !c.el.emit1(OpCode::Scatter, {x, idx, src},
+                  {{"axis", axis}, {"add", c.name == "scatter_add"}}, c.range,
+                  r))
+    return false;
+  return c.result(r);
+}
+
 bool topk(BuiltinCall &c) {
   if (!c.bind({"x", "k"}))
     return false;
@@ -629,6 +699,7 @@ const std::map<std::string, Builtin, std::less<>> &builtinTable() {
         {"sum", {reduction}},
         {"mean", {reduction}},
         {"argmax", {reduction}},
+        {"argmin", {reduction}},
         {"where", {where}},
         {"cast", {cast}},
         {"matmul", {matmul}},
@@ -650,7 +721,14 @@ const std::map<std::string, Builtin, std::less<>> &builtinTable() {
         {"masked_select", {maskedSelect}},
         {"item", {item}},
         {"index_select", {indexSelect}},
-        {"topk", {topk}}};
+        {"topk", {topk}},
+        {"cumsum", {scan}},
+        {"cumprod", {scan}},
+        {"gather", {gather}},
+        {"sort", {sort}},
+        {"argsort", {sort}},
+        {"scatter", {scatter}},
+        {"scatter_add", {scatter}}};
     // A spelled op takes only tensors (one or two) and no attributes;
     // BuiltinNamesTest checks that every spelling is registered.
     for (const OpTraits &op : kOpTable) {

@@ -346,7 +346,7 @@ bool reduce(KernelContext &ctx) {
       count *= x.shape()[i];
   OpCode code = ctx.op.code;
   if ((code == OpCode::ReduceMax || code == OpCode::ReduceMin ||
-       code == OpCode::Argmax) &&
+       code == OpCode::Argmax || code == OpCode::Argmin) &&
       count == 0)
     return ctx.fail("reduction over an empty axis");
   bool intMath = !isFloat(x.dtype());
@@ -355,7 +355,7 @@ bool reduce(KernelContext &ctx) {
   std::vector<int64_t> arg(n, 0);
   std::vector<bool> seen(n, false);
   std::vector<int64_t> outStrides = broadcastStrides(keepShape, x.shape());
-  // Position along the reduced axes (argmax).
+  // Position along the reduced axes (argmax, argmin).
   std::vector<int64_t> redStrides(x.rank(), 0);
   int64_t s = 1;
   for (size_t i = x.rank(); i-- > 0;)
@@ -377,8 +377,10 @@ bool reduce(KernelContext &ctx) {
       break;
     case OpCode::ReduceMax:
     case OpCode::ReduceMin:
-    case OpCode::Argmax: {
-      bool isMax = code != OpCode::ReduceMin;
+    case OpCode::Argmax:
+    case OpCode::Argmin: {
+      // The first extreme value; a NaN, once seen, wins (min and max).
+      bool isMax = code == OpCode::ReduceMax || code == OpCode::Argmax;
       if (intMath) {
         int64_t v = x.getI(i);
         if (!seen[o] || (isMax ? v > accI[o] : v < accI[o])) {
@@ -402,7 +404,7 @@ bool reduce(KernelContext &ctx) {
     }
   }
   for (size_t o = 0; o < n; ++o) {
-    if (code == OpCode::Argmax)
+    if (code == OpCode::Argmax || code == OpCode::Argmin)
       out.setI(o, arg[o]);
     else if (code == OpCode::ReduceMean)
       out.setF(o, accF[o] / static_cast<double>(count));
@@ -909,6 +911,15 @@ bool runKernel(KernelContext &ctx) {
     return topk(ctx);
   case OpCode::Attention:
     return attentionKernel(ctx);
+  case OpCode::Cumsum:
+  case OpCode::Cumprod:
+    return scanKernel(ctx);
+  case OpCode::Gather:
+    return gatherKernel(ctx);
+  case OpCode::Sort:
+    return sortKernel(ctx);
+  case OpCode::Scatter:
+    return scatterKernel(ctx);
   case OpCode::Assert:
     return true;
   default:

@@ -70,4 +70,25 @@ bool runKernel(KernelContext &ctx);
 /// once the shape rule held.
 bool attentionKernel(KernelContext &ctx);
 
+/// cumsum and cumprod (ir/InterpIndexing.cpp): a serial scan along the
+/// axis, floats in double (rounded on store), integers in int64 wrapped on
+/// store (the same as wrapping in the element type). Never fails.
+bool scanKernel(KernelContext &ctx);
+
+/// gather (ir/InterpIndexing.cpp): fails on the first index outside
+/// [0, size of the axis), naming it ("index 5 is out of bounds for axis 1
+/// of size 3"); negative indices are out of bounds, as in torch.gather.
+bool gatherKernel(KernelContext &ctx);
+
+/// sort (ir/InterpIndexing.cpp): a stable sort of each row along the axis,
+/// NaN above every number, giving the values and their i64 positions.
+/// Never fails.
+bool sortKernel(KernelContext &ctx);
+
+/// scatter and scatter_add (ir/InterpIndexing.cpp): x, then for each index
+/// position p in row-major order, src[p] stored (added) at p with the axis
+/// coordinate replaced by index[p]; so among duplicate targets the last p
+/// wins. Fails like gather on an index out of bounds.
+bool scatterKernel(KernelContext &ctx);
+
 } // namespace tsl

@@ -37,7 +37,7 @@ enum class OpCategory : uint8_t {
   Scalar,
   /// A tensor without operands, sized by its attributes (full, arange).
   Creation,
-  /// Reduces axes of one operand (reduce_sum, ..., argmax).
+  /// Reduces axes of one operand (reduce_sum, ..., argmax, argmin).
   Reduction,
   /// Matrix product with batch broadcasting.
   Matmul,
@@ -176,7 +176,7 @@ constexpr bool isElementwise(OpCode c) {
 constexpr bool isElementwiseOrScalar(OpCode c) {
   return isElementwise(c) || categoryOf(c) == OpCategory::Scalar;
 }
-/// reduce_sum, reduce_mean, reduce_max, reduce_min and argmax.
+/// reduce_sum, reduce_mean, reduce_max, reduce_min, argmax and argmin.
 constexpr bool isReduction(OpCode c) {
   return categoryOf(c) == OpCategory::Reduction;
 }

@@ -268,7 +268,7 @@ bool creation(ShapeContext &ctx, std::vector<TensorType> &results) {
 /// Reductions without an identity (max, min, argmax) need non-empty axes.
 static bool needsNonEmptyAxes(OpCode c) {
   return c == OpCode::ReduceMax || c == OpCode::ReduceMin ||
-         c == OpCode::Argmax;
+         c == OpCode::Argmax || c == OpCode::Argmin;
 }
 
 bool reduction(ShapeContext &ctx, std::vector<TensorType> &results) {
@@ -285,8 +285,8 @@ bool reduction(ShapeContext &ctx, std::vector<TensorType> &results) {
     reduced[a] = true;
   }
   OpCode c = ctx.op.code;
-  if (c == OpCode::Argmax && axes.size() > 1)
-    return ctx.fail("argmax takes one axis");
+  if ((c == OpCode::Argmax || c == OpCode::Argmin) && axes.size() > 1)
+    return ctx.fail(std::string(opInfo(c).name) + " takes one axis");
   if (!checkDataDType(ctx, x))
     return false;
   TensorType out;

@@ -1,6 +1,7 @@
 // Shape rules of the ops computed by library kernels (conv2d, max_pool2d,
-// index_select, topk, attention) and of the ops whose result sizes depend on values
-// (nonzero, masked_select, unique, item).
+// index_select, topk, attention, cumsum, cumprod, gather, sort, scatter) and of
+// the ops whose result sizes depend on values (nonzero, masked_select, unique,
+// item).
 #include "ir/ShapeRuleFamilies.h"
 
 namespace tsl::shape_rules {
@@ -78,6 +79,104 @@ bool indexSelect(ShapeContext &ctx, std::vector<TensorType> &results) {
   TensorType out = x;
   out.dims[axis] = idx.dims[0];
   results.push_back(out);
+  return true;
+}
+
+/// The axis attribute of \p ctx's op, checked against \p x's rank.
+bool axisInRange(ShapeContext &ctx, const TensorType &x, size_t &axis) {
+  int64_t a = ctx.op.intAttr("axis");
+  if (a < 0 || static_cast<size_t>(a) >= x.rank())
+    return ctx.fail(std::string(opInfo(ctx.op.code).name) + " axis " +
+                    std::to_string(a) + " is out of range for " + x.str());
+  axis = static_cast<size_t>(a);
+  return true;
+}
+
+/// cumsum, cumprod: the operand's type (numeric, rank >= 1).
+bool scan(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const TensorType &x = ctx.operands[0];
+  size_t axis;
+  if (!axisInRange(ctx, x, axis) || !checkDataDType(ctx, x))
+    return false;
+  results.push_back(x);
+  return true;
+}
+
+/// gather(x, axis, index): index of x's rank and an integer type, each of
+/// its dims but the axis at most x's (torch's rule); the index's shape.
+bool gather(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const TensorType &x = ctx.operands[0], &idx = ctx.operands[1];
+  size_t axis;
+  if (!axisInRange(ctx, x, axis))
+    return false;
+  if (!acceptsDType(ctx.op.code, 1, idx.dtype))
+    return ctx.failType("gather needs an integer index tensor, got " +
+                        idx.str());
+  if (idx.rank() != x.rank())
+    return ctx.fail("gather needs an index of the same rank as x, got " +
+                    operandList(ctx));
+  for (size_t d = 0; d < x.rank(); ++d)
+    if (d != axis &&
+        !ctx.require(SymCond::le(idx.dims[d], x.dims[d]),
+                     "gather index within x off the axis",
+                     "gather index " + idx.str() + " is larger than x " +
+                         x.str() + " in axis " + std::to_string(d) + " (" +
+                         idx.dims[d].str() + " > " + x.dims[d].str() + ")"))
+      return false;
+  results.push_back({x.dtype, idx.dims});
+  return true;
+}
+
+/// scatter(x, axis, index, src) and scatter_add: index, src and x of one
+/// rank, src of x's type; each index dim at most src's, and at most x's off
+/// the axis (torch's rule); x's type.
+bool scatter(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const TensorType &x = ctx.operands[0], &idx = ctx.operands[1],
+                   &src = ctx.operands[2];
+  const char *name = ctx.op.boolAttr("add") ? "scatter_add" : "scatter";
+  size_t axis;
+  if (!axisInRange(ctx, x, axis))
+    return false;
+  if (!acceptsDType(ctx.op.code, 1, idx.dtype))
+    return ctx.failType(std::string(name) +
+                        " needs an integer index tensor, got " + idx.str());
+  if (src.dtype != x.dtype)
+    return ctx.failType(std::string(name) +
+                        " needs src of x's element type, got " +
+                        operandList(ctx));
+  if (ctx.op.boolAttr("add") && x.dtype == DType::Bool)
+    return ctx.failType("scatter_add does not apply to bool tensors, got " +
+                        x.str());
+  if (idx.rank() != x.rank() || src.rank() != x.rank())
+    return ctx.fail(std::string(name) +
+                    " needs x, index and src of one rank, got " +
+                    operandList(ctx));
+  for (size_t d = 0; d < x.rank(); ++d) {
+    std::string at =
+        " in axis " + std::to_string(d) + " (" + idx.dims[d].str() + " > ";
+    if (!ctx.require(
+            SymCond::le(idx.dims[d], src.dims[d]), "scatter index within src",
+            std::string(name) + " index " + idx.str() + " is larger than src " +
+                src.str() + at + src.dims[d].str() + ")") ||
+        (d != axis && !ctx.require(SymCond::le(idx.dims[d], x.dims[d]),
+                                   "scatter index within x off the axis",
+                                   std::string(name) + " index " + idx.str() +
+                                       " is larger than x " + x.str() + at +
+                                       x.dims[d].str() + ")")))
+      return false;
+  }
+  results.push_back(x);
+  return true;
+}
+
+/// sort: the values (x's type) and their positions (i64), x's shape.
+bool sort(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const TensorType &x = ctx.operands[0];
+  size_t axis;
+  if (!axisInRange(ctx, x, axis) || !checkDataDType(ctx, x))
+    return false;
+  results.push_back(x);
+  results.push_back({DType::I64, x.dims});
   return true;
 }
 
@@ -185,8 +284,7 @@ bool attention(ShapeContext &ctx, std::vector<TensorType> &results) {
           !ctx.require(SymCond::eq(mask.dims[i], scores.dims[offset + i]),
                        "mask broadcasts to the scores",
                        "attention mask " + mask.str() +
-                           " does not broadcast to the scores " +
-                           scores.str()))
+                           " does not broadcast to the scores " + scores.str()))
         return false;
   }
   TensorType out = q;
@@ -209,6 +307,15 @@ bool library(ShapeContext &ctx, std::vector<TensorType> &results) {
     return topk(ctx, results);
   case OpCode::Attention:
     return attention(ctx, results);
+  case OpCode::Cumsum:
+  case OpCode::Cumprod:
+    return scan(ctx, results);
+  case OpCode::Gather:
+    return gather(ctx, results);
+  case OpCode::Sort:
+    return sort(ctx, results);
+  case OpCode::Scatter:
+    return scatter(ctx, results);
   default:
     return ctx.fail(std::string("no library rule for '") +
                     opInfo(ctx.op.code).name + "'");

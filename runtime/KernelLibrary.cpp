@@ -102,6 +102,21 @@ void storeF(int32_t d, void *p, int64_t i, double v) {
   }
 }
 
+/// Stores \p v as an integer element of type \p d (bool, i8, i32, i64),
+/// wrapping.
+void storeI(int32_t d, void *p, int64_t i, int64_t v) {
+  uint8_t *b = static_cast<uint8_t *>(p) + i * elementBytes(d);
+  if (d == Bool)
+    *b = v != 0;
+  else if (d == I8)
+    *b = static_cast<uint8_t>(v);
+  else if (d == I32) {
+    int32_t y = static_cast<int32_t>(static_cast<uint32_t>(v));
+    std::memcpy(b, &y, 4);
+  } else
+    std::memcpy(b, &v, 8);
+}
+
 void copyElement(int32_t d, void *dst, int64_t di, const void *src,
                  int64_t si) {
   size_t n = elementBytes(d);
@@ -357,9 +372,15 @@ int32_t tsl_rt_topk(tsl_rt_context *ctx, int32_t d, const void *x, int64_t rows,
   return 0;
 }
 
-int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t d, const void *x,
-                      const int64_t *shape, int32_t rank, int32_t axis,
-                      void *out) {
+} // extern "C"
+
+namespace {
+
+/// argmax (\p smallest false) and argmin: the first extreme element along
+/// \p axis (the flattened tensor when negative); the first NaN wins.
+int32_t argExtreme(tsl_rt_context *ctx, int32_t d, const void *x,
+                   const int64_t *shape, int32_t rank, int32_t axis, void *out,
+                   bool smallest) {
   int64_t numel = 1;
   for (int32_t i = 0; i < rank; ++i)
     numel *= shape[i];
@@ -371,7 +392,8 @@ int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t d, const void *x,
       inner *= shape[i];
   }
   if (n == 0) {
-    tsl_rt_error(ctx, "argmax over an empty axis");
+    tsl_rt_error(ctx, smallest ? "argmin over an empty axis"
+                               : "argmax over an empty axis");
     return 1;
   }
   int64_t *o = static_cast<int64_t *>(out);
@@ -382,12 +404,136 @@ int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t d, const void *x,
         int64_t cand = (b * n + j) * inner + k,
                 cur = (b * n + best) * inner + k;
         bool curNan = isFloatCode(d) && std::isnan(loadF(d, x, cur));
-        if (!curNan && (lessThan(d, x, cur, cand) ||
-                        (isFloatCode(d) && std::isnan(loadF(d, x, cand)))))
+        bool better =
+            smallest ? lessThan(d, x, cand, cur) : lessThan(d, x, cur, cand);
+        if (!curNan &&
+            (better || (isFloatCode(d) && std::isnan(loadF(d, x, cand)))))
           best = j;
       }
       o[b * inner + k] = best;
     }
+  return 0;
+}
+
+} // namespace
+
+extern "C" {
+
+int32_t tsl_rt_argmax(tsl_rt_context *ctx, int32_t d, const void *x,
+                      const int64_t *shape, int32_t rank, int32_t axis,
+                      void *out) {
+  return argExtreme(ctx, d, x, shape, rank, axis, out, false);
+}
+
+int32_t tsl_rt_argmin(tsl_rt_context *ctx, int32_t d, const void *x,
+                      const int64_t *shape, int32_t rank, int32_t axis,
+                      void *out) {
+  return argExtreme(ctx, d, x, shape, rank, axis, out, true);
+}
+
+int32_t tsl_rt_gather(tsl_rt_context *ctx, int32_t d, const void *x,
+                      const int64_t *xshape, int32_t rank, int32_t axis,
+                      int32_t idxDtype, const void *idx, const int64_t *ishape,
+                      void *out) {
+  std::vector<int64_t> strides(static_cast<size_t>(rank), 1),
+      pos(strides.size(), 0);
+  int64_t total = 1;
+  for (int32_t i = rank; i-- > 0;) {
+    if (i + 1 < rank)
+      strides[i] = strides[i + 1] * xshape[i + 1];
+    total *= ishape[i];
+  }
+  int64_t n = xshape[axis];
+  for (int64_t p = 0; p < total; ++p) {
+    int64_t v = loadI(idxDtype, idx, p);
+    if (v < 0 || v >= n) {
+      std::string msg = "index " + std::to_string(v) +
+                        " is out of bounds for axis " + std::to_string(axis) +
+                        " of size " + std::to_string(n);
+      tsl_rt_error(ctx, msg.c_str());
+      return 1;
+    }
+    int64_t at = 0;
+    for (int32_t i = 0; i < rank; ++i)
+      at += (i == axis ? v : pos[i]) * strides[i];
+    copyElement(d, out, p, x, at);
+    for (int32_t i = rank; i-- > 0;) {
+      if (++pos[i] < ishape[i])
+        break;
+      pos[i] = 0;
+    }
+  }
+  return 0;
+}
+
+int32_t tsl_rt_sort(tsl_rt_context *, int32_t d, const void *x, int64_t outer,
+                    int64_t n, int64_t inner, int32_t descending, void *values,
+                    void *indices) {
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  int64_t *pos = static_cast<int64_t *>(indices);
+  for (int64_t b = 0; b < outer; ++b)
+    for (int64_t k = 0; k < inner; ++k) {
+      int64_t base = b * n * inner + k;
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) {
+        int64_t a = base + i * inner, c = base + j * inner;
+        return descending ? lessThan(d, x, c, a) : lessThan(d, x, a, c);
+      });
+      for (int64_t j = 0; j < n; ++j) {
+        copyElement(d, values, base + j * inner, x, base + order[j] * inner);
+        pos[base + j * inner] = order[j];
+      }
+    }
+  return 0;
+}
+
+int32_t tsl_rt_scatter(tsl_rt_context *ctx, int32_t d, const void *x,
+                       const int64_t *xshape, int32_t rank, int32_t axis,
+                       int32_t idxDtype, const void *idx, const int64_t *ishape,
+                       const void *src, const int64_t *sshape, int32_t add,
+                       void *out) {
+  size_t r = static_cast<size_t>(rank);
+  std::vector<int64_t> xs(r, 1), ss(r, 1), pos(r, 0);
+  int64_t total = 1, numel = 1;
+  for (size_t i = r; i-- > 0;) {
+    if (i + 1 < r) {
+      xs[i] = xs[i + 1] * xshape[i + 1];
+      ss[i] = ss[i + 1] * sshape[i + 1];
+    }
+    total *= ishape[i];
+    numel *= xshape[i];
+  }
+  if (numel > 0)
+    std::memcpy(out, x, static_cast<size_t>(numel) * elementBytes(d));
+  int64_t n = xshape[axis];
+  for (int64_t p = 0; p < total; ++p) {
+    int64_t v = loadI(idxDtype, idx, p);
+    if (v < 0 || v >= n) {
+      std::string msg = "index " + std::to_string(v) +
+                        " is out of bounds for axis " + std::to_string(axis) +
+                        " of size " + std::to_string(n);
+      tsl_rt_error(ctx, msg.c_str());
+      return 1;
+    }
+    int64_t at = 0, from = 0;
+    for (size_t i = 0; i < r; ++i) {
+      at += (static_cast<int32_t>(i) == axis ? v : pos[i]) * xs[i];
+      from += pos[i] * ss[i];
+    }
+    if (!add)
+      copyElement(d, out, at, src, from);
+    else if (isFloatCode(d))
+      storeF(d, out, at, loadF(d, out, at) + loadF(d, src, from));
+    else
+      storeI(d, out, at,
+             static_cast<int64_t>(static_cast<uint64_t>(loadI(d, out, at)) +
+                                  static_cast<uint64_t>(loadI(d, src, from))));
+    for (size_t i = r; i-- > 0;) {
+      if (++pos[i] < ishape[i])
+        break;
+      pos[i] = 0;
+    }
+  }
   return 0;
 }
 

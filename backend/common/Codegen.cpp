@@ -280,14 +280,21 @@ bool Codegen::lowerOp(const Operation &op) {
     return layout(op);
   case OpCode::Concat:
     return concat(op);
+  case OpCode::Cumsum:
+  case OpCode::Cumprod:
+    return scan(op);
   case OpCode::Conv2d:
   case OpCode::MaxPool2d:
   case OpCode::Nonzero:
   case OpCode::MaskedSelect:
   case OpCode::Unique:
   case OpCode::IndexSelect:
+  case OpCode::Gather:
+  case OpCode::Sort:
+  case OpCode::Scatter:
   case OpCode::Topk:
   case OpCode::Argmax:
+  case OpCode::Argmin:
   case OpCode::Attention:
     return library(op);
   case OpCode::Item: {

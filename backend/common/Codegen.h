@@ -425,6 +425,17 @@ private:
   }
 
   bool library(const Operation &op);
+  // CodegenIndexing.cpp: ops along one axis by position, both targets.
+  /// The element counts before (outer), along (n) and after (inner) one
+  /// axis of a tensor type.
+  struct AxisSizes {
+    Value *outer, *n, *inner;
+  };
+  AxisSizes axisSizes(const TensorType &t, size_t axis);
+  /// cumsum and cumprod: the rows (every index but the axis) in a parallel
+  /// loop, each a serial scan accumulating in f64 (floats) or i64 (wrapped
+  /// on store); a GPU thread per row.
+  bool scan(const Operation &op);
   /// The fused attention op as a call of tsl_rt_attention.
   bool attention(const Operation &op);
 
@@ -653,21 +664,33 @@ private:
   /// In streamCompaction's counting and filling kernels: the spec's extra
   /// pointer \p i (after the tile counts).
   Value *compactionExtra(size_t i) { return deviceExtra(1 + i); }
-  // CodegenDeviceSort.cpp: topk and unique, cooperatively.
+  // CodegenDeviceSort.cpp: topk, unique and sort, cooperatively.
+  /// How sortedPermutation groups and orders keys: element i is in row
+  /// (i / span) * inner + i % inner (no rows when span is null: the whole
+  /// tensor is one); descending reverses the value order (NaN first),
+  /// ties still by index.
+  struct SortRows {
+    Value *span = nullptr, *inner = nullptr;
+    bool descending = false;
+  };
   /// Pair (av, ai) comes before (bv, bi) in the descending order of argmax
   /// and topk: a NaN first, then the larger value, ties (-0.0 == 0.0, NaN
   /// pairs) by the smaller index. A strict total order for distinct
-  /// indices. Values in computeType(t).
-  Value *orderBefore(DType t, Value *av, Value *ai, Value *bv, Value *bi);
+  /// indices. Values in computeType(t). With \p smallest, argmin's order:
+  /// a NaN first, then the smaller value, ties by the smaller index.
+  Value *orderBefore(DType t, Value *av, Value *ai, Value *bv, Value *bi,
+                     bool smallest = false);
   /// In a block-per-row kernel: the first element in orderBefore's order of
   /// row [base, base + len) of \p src (elements of \p t), among those
   /// \p eligible(value, index) admits (all when empty), as (value in
   /// computeType(t), index in the row); index INT64_MAX when none is. Reads
   /// element \p base, so the row must not be empty. Every thread of the
   /// block must call it and gets the pair (blockArgReduce's shared memory).
+  /// \p smallest: orderBefore's argmin order.
   std::pair<Value *, Value *> blockFirstOfRow(
       DType t, Value *src, Value *base, Value *len,
-      const std::function<Value *(Value *, Value *)> &eligible = nullptr);
+      const std::function<Value *(Value *, Value *)> &eligible = nullptr,
+      bool smallest = false);
   /// topk: a block per row, k rounds of blockFirstOfRow, each after the
   /// previous pick (the host checked 0 <= k <= n; no launch for k = 0).
   bool launchTopkRows(const Operation &op);
@@ -682,35 +705,51 @@ private:
   /// segment in shared memory (bitonicBlock), the others one launch each
   /// (bitonicStage). Null when a kernel could not be emitted; the caller
   /// frees the buffer.
-  Value *sortedPermutation(ValueId x, const std::function<Value *()> &length);
+  /// \p rows (evaluated in each kernel) orders the keys by row first (sort
+  /// along an axis) and may reverse the value order (descending).
+  Value *sortedPermutation(ValueId x, const std::function<Value *()> &length,
+                           const std::function<SortRows()> &rows = nullptr);
   /// Compare-and-swap of bitonic pair \p q for distance \p j in merges of
   /// size \p k: positions i and i + j of \p keys (bit j of i clear), put in
   /// ascending key order where bit k of \p offset + i is clear, else
   /// descending. Keys are indices of \p x's \p n elements: padding (>= n)
-  /// after every element, then the library's order, then the index.
+  /// after every element, then (with \p rows.span) the row, then the
+  /// library's order (reversed with \p rows.descending), then the index.
   void bitonicPair(ValueId x, Value *n, Value *keys, Value *q, Value *j,
-                   Value *k, Value *offset);
+                   Value *k, Value *offset, const SortRows &rows);
   /// The one-stage kernel (extras: the permutation, k, j): every pair of
   /// the whole permutation, a thread each (grid-stride).
-  void bitonicStage(ValueId x, Value *n);
+  void bitonicStage(ValueId x, Value *n, const SortRows &rows);
   /// The shared-memory kernel (extras: the permutation, kFrom, kTo): each
   /// block takes segments of span = min(P, 2 blockDim) keys into shared
   /// memory (the identity when kFrom is 2: the first launch), runs every
   /// stage with j < span of the merges kFrom, 2 kFrom, ..., kTo there, a
   /// barrier after each, and writes the segment back.
-  void bitonicBlock(ValueId x, Value *n);
+  void bitonicBlock(ValueId x, Value *n, const SortRows &rows);
+  /// sort along an axis: one bitonic network over the whole tensor with
+  /// keys (row, value, index) (sortedPermutation), then a thread per
+  /// element writes the value and its position at its rank in its row; the
+  /// permutation is released after.
+  bool deviceSort(const Operation &op);
   // CodegenDeviceLibrary.cpp: the CPU's library kernels as device code.
   /// conv2d, max_pool2d, index_select, argmax (one kernel each).
   bool deviceLibraryOp(const Operation &op);
-  /// argmax: one thread per result element; the first maximum, a NaN once
-  /// seen.
+  /// argmax and argmin: one thread per result element; the first maximum
+  /// (minimum), a NaN once seen.
   bool deviceArgmax(const Operation &op);
-  /// argmax over the last axis or the whole tensor: a block per row
-  /// (blockArgReduce), the library's order.
+  /// argmax and argmin over the last axis or the whole tensor: a block per
+  /// row (blockArgReduce), the library's order.
   bool launchArgmaxRows(const Operation &op);
   /// index_select: every index checked (also with no result elements),
   /// then one thread per result element.
   bool deviceIndexSelect(const Operation &op);
+  /// gather: one thread per result element, each checking its index
+  /// (the message names the axis, not the value).
+  bool deviceGather(const Operation &op);
+  /// scatter and scatter_add: a kernel copying x, then a thread per line of
+  /// the index along the axis storing (adding) its elements in order, so
+  /// the last of duplicate targets wins (lines never share a target).
+  bool deviceScatter(const Operation &op);
   /// conv2d (f64 accumulation, like the library) and max_pool2d: one thread
   /// per result element over its window.
   bool deviceWindow(const Operation &op);

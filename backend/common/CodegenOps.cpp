@@ -414,6 +414,44 @@ bool Codegen::library(const Operation &op) {
          bufs[idx], expr(fn.type(idx).dims[0]), dst}));
     return true;
   }
+  case OpCode::Gather: {
+    Value *dst = allocateResult(op);
+    ValueId idx = op.operands[1];
+    checkStatus(b.CreateCall(
+        runtime("tsl_rt_gather", i32,
+                {ptr, i32, ptr, ptr, i32, i32, i32, ptr, ptr, ptr}),
+        {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
+         b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
+         b.getInt32(static_cast<int32_t>(op.intAttr("axis"))), dtypeCode(idx),
+         bufs[idx], shapeArray(fn.type(idx)), dst}));
+    return true;
+  }
+  case OpCode::Scatter: {
+    Value *dst = allocateResult(op);
+    ValueId idx = op.operands[1], src = op.operands[2];
+    checkStatus(
+        b.CreateCall(runtime("tsl_rt_scatter", i32,
+                             {ptr, i32, ptr, ptr, i32, i32, i32, ptr, ptr, ptr,
+                              ptr, i32, ptr}),
+                     {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
+                      b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
+                      b.getInt32(static_cast<int32_t>(op.intAttr("axis"))),
+                      dtypeCode(idx), bufs[idx], shapeArray(fn.type(idx)),
+                      bufs[src], shapeArray(fn.type(src)),
+                      b.getInt32(op.boolAttr("add") ? 1 : 0), dst}));
+    return true;
+  }
+  case OpCode::Sort: {
+    Value *values = allocateResult(op, 0), *indices = allocateResult(op, 1);
+    AxisSizes s =
+        axisSizes(fn.type(x), static_cast<size_t>(op.intAttr("axis")));
+    checkStatus(b.CreateCall(
+        runtime("tsl_rt_sort", i32,
+                {ptr, i32, ptr, i64, i64, i64, i32, ptr, ptr}),
+        {ctxArg, dtypeCode(x), bufs[x], s.outer, s.n, s.inner,
+         b.getInt32(op.boolAttr("descending") ? 1 : 0), values, indices}));
+    return true;
+  }
   case OpCode::Topk: {
     Value *values = allocateResult(op, 0), *indices = allocateResult(op, 1);
     std::vector<Value *> shape = dims(fn.type(x));
@@ -427,11 +465,13 @@ bool Codegen::library(const Operation &op) {
          indices}));
     return true;
   }
-  case OpCode::Argmax: {
+  case OpCode::Argmax:
+  case OpCode::Argmin: {
     Value *dst = allocateResult(op);
     const auto &axes = op.intsAttr("axes");
     checkStatus(b.CreateCall(
-        runtime("tsl_rt_argmax", i32, {ptr, i32, ptr, ptr, i32, i32, ptr}),
+        runtime(op.code == OpCode::Argmax ? "tsl_rt_argmax" : "tsl_rt_argmin",
+                i32, {ptr, i32, ptr, ptr, i32, i32, ptr}),
         {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
          b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
          b.getInt32(axes.empty() ? -1 : static_cast<int32_t>(axes[0])), dst}));

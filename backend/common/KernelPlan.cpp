@@ -15,7 +15,8 @@
 namespace tsl {
 
 bool isReductionOp(OpCode c) {
-  return isReduction(c) && c != OpCode::Argmax; // argmax is a library call
+  // argmax and argmin are library calls
+  return isReduction(c) && c != OpCode::Argmax && c != OpCode::Argmin;
 }
 
 void KernelPlan::leaves(ValueId v, std::vector<ValueId> &out) const {

@@ -50,6 +50,10 @@ bool Codegen::launchOnDevice(const Operation &op) {
     return deviceCompaction(op);
   case OpCode::Unique:
     return deviceUnique(op);
+  case OpCode::Sort:
+    return deviceSort(op);
+  case OpCode::Scatter:
+    return deviceScatter(op);
   case OpCode::ReduceSum:
   case OpCode::ReduceMean:
   case OpCode::ReduceMax:
@@ -67,13 +71,14 @@ bool Codegen::launchOnDevice(const Operation &op) {
         "k is out of range for the last axis");
     return launchTopkRows(op);
   }
-  case OpCode::Argmax: {
+  case OpCode::Argmax:
+  case OpCode::Argmin: {
     const TensorType &in = fn.type(op.operands[0]);
     const auto &axes = op.intsAttr("axes");
     Value *n = axes.empty() ? product(dims(in))
                             : expr(in.dims[static_cast<size_t>(axes[0])]);
     failMessageIf(b.CreateICmpEQ(n, b.getInt64(0)),
-                  "argmax over an empty axis");
+                  std::string(opInfo(op.code).name) + " over an empty axis");
     if (axes.empty() ||
         axes[0] == static_cast<int64_t>(in.rank()) - 1) // rows: cooperative
       return launchArgmaxRows(op);
@@ -100,6 +105,11 @@ bool Codegen::launchPerElement(const Operation &op) {
   bool vector = vectorizableOnDevice(op);
   if (vector) // four elements per thread
     total = b.CreateSDiv(b.CreateAdd(total, b.getInt64(3)), b.getInt64(4));
+  if (op.code == OpCode::Cumsum || op.code == OpCode::Cumprod) { // per row
+    AxisSizes s = axisSizes(fn.type(op.operands[0]),
+                            static_cast<size_t>(op.intAttr("axis")));
+    total = b.CreateMul(s.outer, s.inner);
+  }
   if (op.code == OpCode::IndexSelect) // every index is checked, too
     total = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, total,
                                     expr(fn.type(op.operands[1]).dims[0]));
@@ -260,7 +270,9 @@ bool Codegen::lowerDeviceOp(const Operation &op) {
   case OpCode::Conv2d:
   case OpCode::MaxPool2d:
   case OpCode::IndexSelect:
+  case OpCode::Gather:
   case OpCode::Argmax:
+  case OpCode::Argmin:
     return deviceLibraryOp(op);
   default:
     return lowerOp(op);

@@ -32,9 +32,12 @@ void Codegen::copyElementRaw(DType t, Value *dst, Value *to, Value *src,
 bool Codegen::deviceLibraryOp(const Operation &op) {
   switch (op.code) {
   case OpCode::Argmax:
+  case OpCode::Argmin:
     return deviceArgmax(op);
   case OpCode::IndexSelect:
     return deviceIndexSelect(op);
+  case OpCode::Gather:
+    return deviceGather(op);
   case OpCode::MaxPool2d:
   case OpCode::Conv2d:
     return deviceWindow(op);
@@ -49,6 +52,7 @@ bool Codegen::deviceArgmax(const Operation &op) {
   DType t = in.dtype;
   Value *dst = allocateResult(op);
   const auto &axes = op.intsAttr("axes");
+  bool smallest = op.code == OpCode::Argmin;
   std::vector<Value *> shape = dims(in);
   Value *n, *inner = b.getInt64(1), *outer = b.getInt64(1);
   if (axes.empty()) {
@@ -73,8 +77,9 @@ bool Codegen::deviceArgmax(const Operation &op) {
     b.CreateStore(b.getInt64(0), best);
     loops({n}, [&](const std::vector<Value *> &j) {
       Value *cur = at(b.CreateLoad(i64, best)), *cand = at(j[0]);
-      // The first maximum; a NaN is the maximum once seen.
-      Value *better = orderLess(t, cur, cand);
+      // The first maximum (minimum); a NaN is it once seen.
+      Value *better =
+          smallest ? orderLess(t, cand, cur) : orderLess(t, cur, cand);
       if (isFloat(t))
         better = b.CreateAnd(b.CreateFCmpORD(cur, cur),
                              b.CreateOr(better, b.CreateFCmpUNO(cand, cand)));
@@ -106,8 +111,9 @@ bool Codegen::launchArgmaxRows(const Operation &op) {
         Value *len = whole ? product(sh) : sh.back();
         Value *count = whole ? b.getInt64(1) : b.CreateSDiv(product(sh), len);
         blockStrideLoop(count, [&](Value *row) {
-          Value *index =
-              blockFirstOfRow(t, bufs[x], b.CreateMul(row, len), len).second;
+          Value *index = blockFirstOfRow(t, bufs[x], b.CreateMul(row, len), len,
+                                         nullptr, op.code == OpCode::Argmin)
+                             .second;
           onThreadZero(
               [&] { store(DType::I64, bufs[op.results[0]], row, index); });
         });
@@ -163,6 +169,107 @@ bool Codegen::deviceIndexSelect(const Operation &op) {
                   b.CreateMul(b.CreateAdd(b.CreateMul(outerIdx, n), v), inner),
                   k));
         });
+  return true;
+}
+
+bool Codegen::deviceGather(const Operation &op) {
+  ValueId x = op.operands[0], idx = op.operands[1];
+  DType t = fn.type(x).dtype, it = fn.type(idx).dtype;
+  Value *dst = allocateResult(op);
+  size_t axis = static_cast<size_t>(op.intAttr("axis"));
+  std::vector<Value *> xs = dims(fn.type(x)), is = dims(fn.type(idx));
+  std::vector<Value *> strides = contiguousStrides(xs);
+  std::string outOfBounds =
+      "an index is out of bounds for axis " + std::to_string(axis);
+  loops({product(is)}, [&](const std::vector<Value *> &o) {
+    Value *v = load(it, bufs[idx], o[0]);
+    if (it == DType::Bool)
+      v = b.CreateZExt(v, i64);
+    failMessageIf(b.CreateOr(b.CreateICmpSLT(v, b.getInt64(0)),
+                             b.CreateICmpSGE(v, xs[axis])),
+                  outOfBounds);
+    // o's multi-index over the index's shape, the axis coordinate v.
+    Value *rest = o[0], *at = b.getInt64(0);
+    for (size_t d = is.size(); d-- > 0;) {
+      Value *coord = d == axis ? v : b.CreateURem(rest, is[d]);
+      at = b.CreateAdd(at, b.CreateMul(coord, strides[d]));
+      rest = b.CreateUDiv(rest, is[d]);
+    }
+    copyElementRaw(t, dst, o[0], bufs[x], at);
+  });
+  return true;
+}
+
+bool Codegen::deviceScatter(const Operation &op) {
+  ValueId x = op.operands[0], idx = op.operands[1], src = op.operands[2],
+          r = op.results[0];
+  DType t = fn.type(x).dtype, it = fn.type(idx).dtype;
+  size_t axis = static_cast<size_t>(op.intAttr("axis"));
+  allocateResult(op);
+  std::vector<ValueId> copySlots, lineSlots;
+  int32_t copy = emitDeviceKernel(
+      {x, r},
+      [&] {
+        loops({product(dims(fn.type(x)))}, [&](const std::vector<Value *> &o) {
+          copyElementRaw(t, bufs[r], o[0], bufs[x], o[0]);
+        });
+        return true;
+      },
+      copySlots);
+  // The index's lines along the axis: every index dim but the axis.
+  auto lineCount = [&] {
+    std::vector<Value *> is = dims(fn.type(idx));
+    is.erase(is.begin() + static_cast<std::ptrdiff_t>(axis));
+    return product(is);
+  };
+  int32_t lines = emitDeviceKernel(
+      {idx, src, r},
+      [&] {
+        std::vector<Value *> is = dims(fn.type(idx));
+        std::vector<Value *> xst = contiguousStrides(dims(fn.type(x))),
+                             sst = contiguousStrides(dims(fn.type(src))),
+                             ist = contiguousStrides(is);
+        std::string outOfBounds =
+            "an index is out of bounds for axis " + std::to_string(axis);
+        loops({lineCount()}, [&](const std::vector<Value *> &l) {
+          Value *rest = l[0], *at = b.getInt64(0), *from = b.getInt64(0),
+                *ip = b.getInt64(0);
+          for (size_t d = is.size(); d-- > 0;) {
+            if (d == axis)
+              continue;
+            Value *coord = b.CreateURem(rest, is[d]);
+            rest = b.CreateUDiv(rest, is[d]);
+            at = b.CreateAdd(at, b.CreateMul(coord, xst[d]));
+            from = b.CreateAdd(from, b.CreateMul(coord, sst[d]));
+            ip = b.CreateAdd(ip, b.CreateMul(coord, ist[d]));
+          }
+          loops({is[axis]}, [&](const std::vector<Value *> &j) {
+            Value *v = load(it, bufs[idx],
+                            b.CreateAdd(ip, b.CreateMul(j[0], ist[axis])));
+            if (it == DType::Bool)
+              v = b.CreateZExt(v, i64);
+            failMessageIf(
+                b.CreateOr(b.CreateICmpSLT(v, b.getInt64(0)),
+                           b.CreateICmpSGE(v, dims(fn.type(x))[axis])),
+                outOfBounds);
+            Value *o = b.CreateAdd(at, b.CreateMul(v, xst[axis]));
+            Value *s = b.CreateAdd(from, b.CreateMul(j[0], sst[axis]));
+            if (!op.boolAttr("add")) {
+              copyElementRaw(t, bufs[r], o, bufs[src], s);
+              return;
+            }
+            store(t, bufs[r], o,
+                  binary(OpCode::Add, t, load(t, bufs[r], o),
+                         load(t, bufs[src], s)));
+          });
+        });
+        return true;
+      },
+      lineSlots);
+  if (copy < 0 || lines < 0)
+    return false;
+  emitLaunch(copy, copySlots, gridFor(product(dims(fn.type(x)))));
+  emitLaunch(lines, lineSlots, gridFor(lineCount()));
   return true;
 }
 

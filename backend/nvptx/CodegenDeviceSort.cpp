@@ -23,6 +23,12 @@
 // one 8-byte read binds the result size. O(n log^2 n) work in O(log^2
 // (n / segment)) launches instead of one thread's O(u n); the permutation
 // is released at the end.
+//
+// sort along an axis: the same network over the whole tensor, keys ordered
+// by row first (the row of flat index i is (i / (n inner)) inner + i %
+// inner), so each row's elements end up consecutive and sorted; a thread
+// per sorted position then writes its element and position where its rank
+// in the row puts it. One network for any number of rows of any length.
 #include "backend/common/Codegen.h"
 
 namespace tsl::backend {
@@ -47,25 +53,27 @@ Value *paddedLength(llvm::IRBuilder<> &b, Value *n) {
 
 } // namespace
 
-Value *Codegen::orderBefore(DType t, Value *av, Value *ai, Value *bv,
-                            Value *bi) {
+Value *Codegen::orderBefore(DType t, Value *av, Value *ai, Value *bv, Value *bi,
+                            bool smallest) {
   Value *earlier = b.CreateICmpSLT(ai, bi);
   if (!isFloat(t)) {
     Value *ax = t == DType::Bool ? b.CreateZExt(av, i64) : av;
     Value *bx = t == DType::Bool ? b.CreateZExt(bv, i64) : bv;
-    return b.CreateOr(b.CreateICmpSGT(ax, bx),
+    return b.CreateOr(smallest ? b.CreateICmpSLT(ax, bx)
+                               : b.CreateICmpSGT(ax, bx),
                       b.CreateAnd(b.CreateICmpEQ(ax, bx), earlier));
   }
   Value *aNan = b.CreateFCmpUNO(av, av), *bNan = b.CreateFCmpUNO(bv, bv);
-  Value *plain = b.CreateOr(b.CreateFCmpOGT(av, bv),
-                            b.CreateAnd(b.CreateFCmpOEQ(av, bv), earlier));
+  Value *plain =
+      b.CreateOr(smallest ? b.CreateFCmpOLT(av, bv) : b.CreateFCmpOGT(av, bv),
+                 b.CreateAnd(b.CreateFCmpOEQ(av, bv), earlier));
   return b.CreateSelect(aNan, b.CreateOr(b.CreateNot(bNan), earlier),
                         b.CreateAnd(b.CreateNot(bNan), plain));
 }
 
 std::pair<Value *, Value *> Codegen::blockFirstOfRow(
     DType t, Value *src, Value *base, Value *len,
-    const std::function<Value *(Value *, Value *)> &eligible) {
+    const std::function<Value *(Value *, Value *)> &eligible, bool smallest) {
   Value *tid = gpuThreadIdx(), *step = gpuBlockDim();
   // This thread's first of elements tid, tid + blockDim, ...
   llvm::Type *vt = computeType(t);
@@ -78,8 +86,8 @@ std::pair<Value *, Value *> Codegen::blockFirstOfRow(
     Value *v = load(t, src, b.CreateAdd(base, j));
     Value *bv = b.CreateLoad(vt, bestValue);
     Value *bi = b.CreateLoad(i64, bestIndex);
-    Value *take =
-        b.CreateOr(b.CreateICmpEQ(bi, none), orderBefore(t, v, j, bv, bi));
+    Value *take = b.CreateOr(b.CreateICmpEQ(bi, none),
+                             orderBefore(t, v, j, bv, bi, smallest));
     if (eligible)
       take = b.CreateAnd(eligible(v, j), take);
     b.CreateStore(b.CreateSelect(take, v, bv), bestValue);
@@ -89,9 +97,10 @@ std::pair<Value *, Value *> Codegen::blockFirstOfRow(
       b.CreateLoad(vt, bestValue), b.CreateLoad(i64, bestIndex),
       [&](Value *av, Value *ai, Value *cv, Value *ci) {
         // An empty partial (index none) loses.
-        return b.CreateOr(b.CreateICmpEQ(ci, none),
-                          b.CreateAnd(b.CreateICmpNE(ai, none),
-                                      orderBefore(t, av, ai, cv, ci)));
+        return b.CreateOr(
+            b.CreateICmpEQ(ci, none),
+            b.CreateAnd(b.CreateICmpNE(ai, none),
+                        orderBefore(t, av, ai, cv, ci, smallest)));
       });
 }
 
@@ -158,7 +167,7 @@ bool Codegen::launchTopkRows(const Operation &op) {
 }
 
 void Codegen::bitonicPair(ValueId x, Value *n, Value *keys, Value *q, Value *j,
-                          Value *k, Value *offset) {
+                          Value *k, Value *offset, const SortRows &rows) {
   DType t = fn.type(x).dtype;
   // Key a before key c: padding (>= n) after every element; then the
   // value in the library's order; then the index. (Pairs are compared only
@@ -168,9 +177,20 @@ void Codegen::bitonicPair(ValueId x, Value *n, Value *keys, Value *q, Value *j,
     Value *va = load(t, bufs[x], b.CreateSelect(aPad, b.getInt64(0), a));
     Value *vc = load(t, bufs[x], b.CreateSelect(cPad, b.getInt64(0), c));
     Value *earlier = b.CreateICmpSLT(a, c);
+    if (rows.descending)
+      std::swap(va, vc);
     Value *byValue =
         b.CreateOr(orderLess(t, va, vc),
                    b.CreateAnd(b.CreateNot(orderLess(t, vc, va)), earlier));
+    if (rows.span) {
+      auto rowOf = [&](Value *i) {
+        return b.CreateAdd(b.CreateMul(b.CreateUDiv(i, rows.span), rows.inner),
+                           b.CreateURem(i, rows.inner));
+      };
+      Value *ra = rowOf(a), *rc = rowOf(c);
+      byValue = b.CreateOr(b.CreateICmpULT(ra, rc),
+                           b.CreateAnd(b.CreateICmpEQ(ra, rc), byValue));
+    }
     Value *byPadding =
         b.CreateAnd(cPad, b.CreateOr(b.CreateNot(aPad), earlier));
     return b.CreateSelect(b.CreateOr(aPad, cPad), byPadding, byValue);
@@ -193,17 +213,17 @@ void Codegen::bitonicPair(ValueId x, Value *n, Value *keys, Value *q, Value *j,
   });
 }
 
-void Codegen::bitonicStage(ValueId x, Value *n) {
+void Codegen::bitonicStage(ValueId x, Value *n, const SortRows &rows) {
   Value *perm = deviceExtra(0);
   Value *k = b.CreatePtrToInt(deviceExtra(1), i64);
   Value *j = b.CreatePtrToInt(deviceExtra(2), i64);
   Value *pairs = b.CreateLShr(paddedLength(b, n), b.getInt64(1));
   stridedLoop(deviceThread, pairs, deviceThreads, [&](Value *q) {
-    bitonicPair(x, n, perm, q, j, k, b.getInt64(0));
+    bitonicPair(x, n, perm, q, j, k, b.getInt64(0), rows);
   });
 }
 
-void Codegen::bitonicBlock(ValueId x, Value *n) {
+void Codegen::bitonicBlock(ValueId x, Value *n, const SortRows &rows) {
   Value *perm = deviceExtra(0);
   Value *kFrom = b.CreatePtrToInt(deviceExtra(1), i64);
   Value *kTo = b.CreatePtrToInt(deviceExtra(2), i64);
@@ -238,9 +258,10 @@ void Codegen::bitonicBlock(ValueId x, Value *n) {
               first, [&](Value *j) { return b.CreateICmpNE(j, b.getInt64(0)); },
               [&](Value *j) { return b.CreateLShr(j, b.getInt64(1)); },
               [&](Value *j) {
-                stridedLoop(
-                    tid, b.CreateLShr(span, b.getInt64(1)), threads,
-                    [&](Value *q) { bitonicPair(x, n, keys, q, j, k, base); });
+                stridedLoop(tid, b.CreateLShr(span, b.getInt64(1)), threads,
+                            [&](Value *q) {
+                              bitonicPair(x, n, keys, q, j, k, base, rows);
+                            });
                 gpuBarrier();
               });
         });
@@ -252,7 +273,9 @@ void Codegen::bitonicBlock(ValueId x, Value *n) {
 }
 
 Value *Codegen::sortedPermutation(ValueId x,
-                                  const std::function<Value *()> &length) {
+                                  const std::function<Value *()> &length,
+                                  const std::function<SortRows()> &rows) {
+  auto rowsHere = [&] { return rows ? rows() : SortRows{}; };
   Value *padded = paddedLength(b, length());
   // P words; past 2^59 of them the byte size leaves int64 (-1: the
   // allocation fails with that message).
@@ -265,14 +288,14 @@ Value *Codegen::sortedPermutation(ValueId x,
       {x},
       [&] {
         cooperative = true;
-        bitonicBlock(x, length());
+        bitonicBlock(x, length(), rowsHere());
         return true;
       },
       blockSlots, 3);
   int32_t stage = emitDeviceKernel(
       {x},
       [&] {
-        bitonicStage(x, length());
+        bitonicStage(x, length(), rowsHere());
         return true;
       },
       stageSlots, 3);
@@ -307,6 +330,50 @@ Value *Codegen::sortedPermutation(ValueId x,
         emitLaunch(inBlocks, blockSlots, segments, {perm, k, k});
       });
   return perm;
+}
+
+bool Codegen::deviceSort(const Operation &op) {
+  ValueId x = op.operands[0], values = op.results[0], indices = op.results[1];
+  DType t = fn.type(x).dtype;
+  size_t axis = static_cast<size_t>(op.intAttr("axis"));
+  bool descending = op.boolAttr("descending");
+  allocateResult(op, 0);
+  allocateResult(op, 1);
+  auto length = [&] { return product(dims(fn.type(x))); };
+  auto rows = [&] {
+    AxisSizes s = axisSizes(fn.type(x), axis);
+    return SortRows{b.CreateMul(s.n, s.inner), s.inner, descending};
+  };
+  Value *perm = sortedPermutation(x, length, rows);
+  if (!perm)
+    return false;
+  std::vector<ValueId> slots;
+  int32_t k = emitDeviceKernel(
+      {x, values, indices},
+      [&] {
+        Value *sorted = deviceExtra(0);
+        AxisSizes s = axisSizes(fn.type(x), axis);
+        loops({length()}, [&](const std::vector<Value *> &p) {
+          // Sorted position p: rank p % n of row p / n; element e.
+          Value *e = b.CreateLoad(i64, b.CreateGEP(i64, sorted, p[0]));
+          Value *row = b.CreateUDiv(p[0], s.n), *rank = b.CreateURem(p[0], s.n);
+          Value *outer = b.CreateUDiv(row, s.inner),
+                *inner = b.CreateURem(row, s.inner);
+          Value *at = b.CreateAdd(
+              b.CreateMul(b.CreateAdd(b.CreateMul(outer, s.n), rank), s.inner),
+              inner);
+          copyElementRaw(t, bufs[values], at, bufs[x], e);
+          store(DType::I64, bufs[indices], at,
+                b.CreateURem(b.CreateUDiv(e, s.inner), s.n));
+        });
+        return true;
+      },
+      slots, 1);
+  if (k < 0)
+    return false;
+  emitLaunch(k, slots, gridFor(length()), {perm});
+  freeBuffer(perm);
+  return true;
 }
 
 bool Codegen::deviceUnique(const Operation &op) {

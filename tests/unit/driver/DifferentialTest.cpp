@@ -17,9 +17,11 @@
 //   add sub mul div pow maximum minimum lt le gt ge eq ne and or neg not exp
 //   log sqrt rsqrt tanh sigmoid relu gelu erf abs sin cos where cast constant
 //   sym_scalar full arange reduce_sum reduce_mean reduce_max reduce_min
-//   argmax matmul reshape permute expand concat slice pad conv2d max_pool2d
-//   nonzero masked_select unique item index_select topk assert, and
-//   attention (formed by the fusion pass from softmax(e @ b^T * 0.5) @ e)
+//   argmax argmin cumsum cumprod gather sort scatter matmul reshape permute
+//   expand concat slice pad conv2d max_pool2d nonzero masked_select unique item
+//   index_select topk assert, and attention (formed by the fusion pass from
+//   softmax(e @ b^T
+//   * 0.5) @ e)
 // Not covered: none of the table's ops is left out (the test fails if one
 // is missing from the programs at the CI count). No case is left out: the
 // two mismatches this test found (casts to f16/bf16 fused into their
@@ -27,11 +29,11 @@
 // checked no index) are fixed and generated again.
 // Limits, by design:
 //   - ops whose result is discontinuous in their operands (comparisons,
-//     casts to integers, f16/bf16 rounding, argmax, topk, unique, nonzero,
-//     masked_select's mask, where's condition) only see "exact" operands
-//     (data, +, -, neg, abs, relu, max, min, scaling by powers of two),
-//     which every backend computes bit for bit alike: a value one ulp apart
-//     (fast exp/tanh polynomials) would flip them without a bug;
+//     casts to integers, f16/bf16 rounding, argmax, argmin, topk, unique,
+//     nonzero, masked_select's mask, where's condition) only see "exact"
+//     operands (data, +, -, neg, abs, relu, max, min, scaling by powers of
+//     two), which every backend computes bit for bit alike: a value one ulp
+//     apart (fast exp/tanh polynomials) would flip them without a bug;
 //   - transcendental arguments are bounded (exp(tanh(x) * 3), sin(tanh(x) *
 //     3), log(|x| + 0.5)) so ulp differences are not amplified past the
 //     tolerance;
@@ -250,7 +252,7 @@ private:
 
   Tail floatTail() {
     std::string q = "q" + std::to_string(tails_++);
-    switch (pick(36)) {
+    switch (pick(42)) {
     case 0:
       return {"", "sum(e, axis=1)", "f32[?]"};
     case 1:
@@ -341,6 +343,26 @@ private:
                   "  for " + q + "j in " + q + "i..N {\n      " + q +
                   "s = " + q + "s + e[" + q + "j] * 0.25;\n    }\n  }\n  ",
               q + "s", "f32[?]"};
+    case 35:
+      return {"", "argmin(b, axis=" + std::to_string(pick(2)) + ")", "i64[?]"};
+    case 36:
+      return {"",
+              std::string(pick(2) ? "cumsum" : "cumprod") +
+                  "(e, axis=" + std::to_string(pick(2)) + ")",
+              "f32[?, ?]"};
+    case 37: // a permutation of each row (M = 0: a division by zero)
+      return {"",
+              "gather(e, 1, (reshape(arange(N), [N, 1]) + arange(M) * 3) % M)",
+              "f32[?, ?]"};
+    case 38:
+      return {"", "sort(b, axis=" + std::to_string(pick(2)) + ")", "f32[?, ?]"};
+    case 39: // duplicate targets along axis 0 (N = 0: a division by zero)
+    case 40:
+      return {"",
+              std::string(pick(2) ? "scatter" : "scatter_add") +
+                  "(e, 0, (reshape(arange(N), [N, 1]) * 2 + arange(M)) % N, "
+                  "e * 2.0)",
+              "f32[?, ?]"};
     default:
       return {"", "e", "f32[?, ?]"};
     }
@@ -410,7 +432,7 @@ private:
   }
 
   Tail intTail() {
-    switch (pick(16)) {
+    switch (pick(19)) {
     case 0:
       return {"", "sum(e, axis=1)", "i32[?]"};
     case 1:
@@ -442,6 +464,16 @@ private:
       return {"", "concat([e, a], axis=0)[1:, :]", "i32[?, ?]"};
     case 14:
       return {"", "pad(e, [2, 0])", "i32[?, ?]"};
+    case 15:
+      return {"", "argmin(e)", "i64[]"};
+    case 16:
+      return {"", "cumprod(e, axis=" + std::to_string(pick(2)) + ")",
+              "i32[?, ?]"};
+    case 17: // ties keep their order
+      return {"",
+              "argsort(e, axis=" + std::to_string(pick(2)) +
+                  ", descending=" + (pick(2) ? "true" : "false") + ")",
+              "i64[?, ?]"};
     default:
       return {"", "e", "i32[?, ?]"};
     }
