@@ -43,25 +43,6 @@ void assignedNames(const ast::Block &block, std::vector<LoopAssignment> &out) {
 
 } // namespace
 
-bool Elaborator::execVar(const ast::Stmt &st, Frame &frame) {
-  SemValue v;
-  if (!eval(*st.value, frame, v))
-    return false;
-  if (v.kind == SemValue::Kind::None)
-    return error(st.value->range, "this expression has no value to bind");
-  if (st.ascription) {
-    if (v.kind != SemValue::Kind::Tensor)
-      return error(st.value->range, "the type annotation needs a tensor, got " +
-                                        std::string(kindName(v.kind)));
-    if (!bindType(*st.ascription, fn.type(v.tensor), frame, st.value->range,
-                  "'" + st.names[0] + "'"))
-      return false;
-  }
-  frame.scopes.back()[st.names[0]] = v;
-  frame.vars.insert({frame.scopes.size() - 1, st.names[0]});
-  return true;
-}
-
 bool Elaborator::execAssign(const ast::Stmt &st, Frame &frame) {
   const ast::Expr &target = *st.target;
   const ast::Expr *name = assignedName(target);
@@ -230,9 +211,7 @@ bool Elaborator::execFor(const ast::Stmt &st, Frame &frame) {
   if (!emit(OpCode::EndLoop, next, {}, st.nameRanges[0], after))
     return false;
   env.forgetFactsSince(mark);
-  frame.scopes.pop_back();
-  while (!frame.vars.empty() && frame.vars.rbegin()->first >= loopScope)
-    frame.vars.erase(std::prev(frame.vars.end()));
+  frame.popScope();
   for (size_t k = 0; k < carried.size(); ++k) {
     fn.values[after[k]].type = fn.type(initial[k]);
     frame.scopes[homes[k]][carried[k].name] =

@@ -597,7 +597,8 @@ bool Elaborator::execBlock(const ast::Block &block, Frame &frame,
       break;
     }
     switch (st.kind) {
-    case ast::Stmt::Kind::Let: {
+    case ast::Stmt::Kind::Let:
+    case ast::Stmt::Kind::Var: {
       SemValue v;
       if (!eval(*st.value, frame, v))
         return false;
@@ -626,13 +627,12 @@ bool Elaborator::execBlock(const ast::Block &block, Frame &frame,
       if (v.kind == SemValue::Kind::None)
         return error(st.value->range, "this expression has no value to bind");
       frame.scopes.back()[st.names[0]] = v;
-      frame.vars.erase({frame.scopes.size() - 1, st.names[0]});
+      if (st.kind == ast::Stmt::Kind::Var) // assignable from here on
+        frame.vars.insert({frame.scopes.size() - 1, st.names[0]});
+      else
+        frame.vars.erase({frame.scopes.size() - 1, st.names[0]});
       break;
     }
-    case ast::Stmt::Kind::Var:
-      if (!execVar(st, frame))
-        return false;
-      break;
     case ast::Stmt::Kind::Assign:
       if (!execAssign(st, frame))
         return false;
@@ -713,10 +713,7 @@ bool Elaborator::execBlock(const ast::Block &block, Frame &frame,
                    "bind it with 'let' or return it");
     }
   }
-  frame.scopes.pop_back();
-  while (!frame.vars.empty() &&
-         frame.vars.rbegin()->first >= frame.scopes.size())
-    frame.vars.erase(std::prev(frame.vars.end()));
+  frame.popScope();
   return true;
 }
 

@@ -96,6 +96,12 @@ struct Frame {
   std::set<std::pair<size_t, std::string>> vars;
   /// Open `for` bodies of this function (a `return` inside one is an error).
   unsigned loops = 0;
+  /// Leaves the innermost scope, forgetting which of its names were vars.
+  void popScope() {
+    scopes.pop_back();
+    while (!vars.empty() && vars.rbegin()->first >= scopes.size())
+      vars.erase(std::prev(vars.end()));
+  }
 };
 
 /// A call's arguments after evaluation.
@@ -255,8 +261,6 @@ public:
                      SliceRegion &region);
 
   // --- mutable variables and loops (ElabLoop.cpp) ---
-  /// `var NAME (: TYPE)? = value;`: a binding `NAME = ...;` may replace.
-  bool execVar(const ast::Stmt &st, Frame &frame);
   /// `NAME = value;`, or `NAME[subscript] = value;` (a copy of the tensor
   /// with the block replaced by value, broadcast). NAME must be a `var`.
   bool execAssign(const ast::Stmt &st, Frame &frame);

@@ -461,6 +461,17 @@ private:
     return !failed;
   }
 
+  /// The optional `: TYPE` of a `let` or `var` into \p st.
+  bool ascription(TSLParser::TypeExprContext *ctx, ast::Stmt &st) {
+    if (!ctx)
+      return true;
+    ast::TypeExpr t;
+    if (!typeExpr(ctx, t))
+      return false;
+    st.ascription = std::move(t);
+    return true;
+  }
+
   bool stmt(TSLParser::StmtContext *s, ast::Stmt &st) {
     {
       st.range = rangeOf(s);
@@ -472,23 +483,15 @@ private:
           st.names.push_back(id->getText());
           st.nameRanges.push_back(rangeOf(id));
         }
-        if (let->typeExpr()) {
-          ast::TypeExpr t;
-          if (!typeExpr(let->typeExpr(), t))
-            return false;
-          st.ascription = std::move(t);
-        }
+        if (!ascription(let->typeExpr(), st))
+          return false;
         st.value = expr(let->expr());
       } else if (auto *var = dynamic_cast<TSLParser::VarStmtContext *>(s)) {
         st.kind = ast::Stmt::Kind::Var;
         st.names.push_back(var->IDENT()->getText());
         st.nameRanges.push_back(rangeOf(var->IDENT()));
-        if (var->typeExpr()) {
-          ast::TypeExpr t;
-          if (!typeExpr(var->typeExpr(), t))
-            return false;
-          st.ascription = std::move(t);
-        }
+        if (!ascription(var->typeExpr(), st))
+          return false;
         st.value = expr(var->expr());
       } else if (auto *loop = dynamic_cast<TSLParser::ForStmtContext *>(s)) {
         st.kind = ast::Stmt::Kind::For;
