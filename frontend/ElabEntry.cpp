@@ -2,6 +2,7 @@
 // arguments or generically; plus the module-level check.
 #include "frontend/ElaboratorImpl.h"
 #include "ir/FuseAttention.h"
+#include "ir/HoistAssertions.h"
 #include "ir/Passes.h"
 #include "support/DeepStack.h"
 
@@ -492,6 +493,7 @@ bool Elaborator::finishEntry(const ast::FnDecl &decl, Frame &frame,
   eliminateDeadCode(fn);
   if (fuseAttention(fn))
     eliminateDeadCode(fn);
+  hoistLoopInvariantAssertions(fn, &env);
   env.minimizeGuards();
   warnPinnedDynamicDims();
   // Result types as the facts simplify them (`check(pos < 5)` makes
