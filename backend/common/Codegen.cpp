@@ -68,11 +68,18 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
       i = end - 1;
       continue;
     }
-    if (!outlining || computedElsewhere(op))
+    // An op that only names part of its operand's buffer (a reshape, a
+    // contiguous slice) is address arithmetic: done in the host code, not a
+    // kernel, whose text would hold the slice's offset and so differ for
+    // every layer of a stack (`w[0]`, `w[1]`, ...).
+    bool alias = outlining && isAliasOp(op);
+    if (!outlining || alias || computedElsewhere(op))
       checkResultSizes(op); // a kernel checks its own
     if (computedElsewhere(op))
       continue; // computed inside its consumer (loop or GEMM)
-    if (outlining)
+    if (alias)
+      ok = lowerOp(op);
+    else if (outlining)
       ok = lowerKernel(i, i + 1, false);
     else
       ok = options.device ? lowerOnDevice(op) : lowerOp(op);
