@@ -107,33 +107,16 @@ bool Elaborator::assignBlock(const ast::Expr &target, ValueId x,
                  std::string("convert them with cast(..., ") +
                      dtypeName(t.dtype) + ")");
   SourceRange range = target.range;
-  // The value broadcast to the block, then padded to the whole tensor; a
-  // mask padded the same way chooses it over the old elements. (Each
-  // assignment writes the whole tensor: see the docs' note on cost.)
+  // The value broadcast to the block replaces it (update_slice: in place
+  // where nothing reads the old tensor after it, KernelPlan).
   if (fn.type(v).dims != region.keepDims &&
       !emit1(OpCode::Expand, {v}, {{"shape", region.keepDims}}, range, v))
     return false;
   if (region.keepDims.size() != t.rank() &&
       !emit1(OpCode::Reshape, {v}, {{"shape", region.sizes}}, range, v))
     return false;
-  std::vector<SymExpr> after;
-  for (size_t i = 0; i < t.rank(); ++i)
-    after.push_back(
-        env.simplify(t.dims[i] - region.starts[i] - region.sizes[i]));
-  ValueId placed, ones, mask;
-  Number zero = Number::ofInt(0);
-  return emit1(OpCode::Pad, {v},
-               {{"lo", region.starts}, {"hi", after}, {"value", zero}}, range,
-               placed) &&
-         emit1(OpCode::Full, {},
-               {{"shape", region.sizes},
-                {"value", Number::ofInt(1)},
-                {"dtype", DType::Bool}},
-               range, ones) &&
-         emit1(OpCode::Pad, {ones},
-               {{"lo", region.starts}, {"hi", after}, {"value", zero}}, range,
-               mask) &&
-         emit1(OpCode::Where, {mask, placed, x}, {}, range, out);
+  return emit1(OpCode::UpdateSlice, {x, v}, {{"starts", region.starts}}, range,
+               out);
 }
 
 bool Elaborator::execFor(const ast::Stmt &st, Frame &frame) {

@@ -588,6 +588,32 @@ bool slice(KernelContext &ctx) {
   return true;
 }
 
+bool updateSlice(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0], &v = *ctx.in[1];
+  std::vector<int64_t> starts;
+  if (!evalList(ctx, ctx.op.exprsAttr("starts"), starts))
+    return false;
+  for (size_t i = 0; i < x.rank(); ++i)
+    if (starts[i] < 0 || starts[i] + v.shape()[i] > x.shape()[i])
+      return ctx.fail("update_slice block [" + std::to_string(starts[i]) +
+                      ", " + std::to_string(starts[i] + v.shape()[i]) +
+                      ") is out of bounds for axis " + std::to_string(i) +
+                      " of size " + std::to_string(x.shape()[i]));
+  if (!ctx.allocate(0, x.shape()))
+    return false;
+  Tensor &out = ctx.out[0];
+  for (size_t i = 0; i < x.numel(); ++i)
+    out.copyElement(i, x, i);
+  std::vector<int64_t> os = stridesOf(x.shape());
+  int64_t base = 0;
+  for (size_t i = 0; i < x.rank(); ++i)
+    base += starts[i] * os[i];
+  MultiIndex it(v.shape(), {os});
+  for (size_t i = 0; i < v.numel(); ++i, it.next())
+    out.copyElement(static_cast<size_t>(base + it.offsets[0]), v, i);
+  return true;
+}
+
 bool pad(KernelContext &ctx) {
   const Tensor &x = *ctx.in[0];
   std::vector<int64_t> lo, hi;
@@ -890,6 +916,8 @@ bool runKernel(KernelContext &ctx) {
     return slice(ctx);
   case OpCode::Pad:
     return pad(ctx);
+  case OpCode::UpdateSlice:
+    return updateSlice(ctx);
   case OpCode::Conv2d:
     return conv2d(ctx);
   case OpCode::MaxPool2d:

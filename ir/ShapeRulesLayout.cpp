@@ -1,5 +1,5 @@
 // Shape rules of the layout ops: reshape, permute, expand, concat, slice,
-// pad. Each keeps its operand's element type.
+// pad, update_slice. Each keeps its operand's element type.
 #include "ir/ShapeRuleFamilies.h"
 
 namespace tsl::shape_rules {
@@ -167,6 +167,28 @@ bool slice(ShapeContext &ctx, std::vector<TensorType> &results) {
   return true;
 }
 
+bool updateSlice(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const auto &starts = ctx.op.exprsAttr("starts");
+  const TensorType &x = ctx.operands[0], &v = ctx.operands[1];
+  if (starts.size() != x.rank() || v.rank() != x.rank())
+    return ctx.fail("update_slice needs a start for each of the " +
+                    std::to_string(x.rank()) + " axes of " + x.str() +
+                    " and a block of that rank, got " + v.str());
+  for (size_t i = 0; i < x.rank(); ++i)
+    if (!ctx.require(SymCond::ge(starts[i], 0), "update_slice start in bounds",
+                     "update_slice start " + starts[i].str() +
+                         " is negative") ||
+        !ctx.require(SymCond::le(starts[i] + v.dims[i], x.dims[i]),
+                     "update_slice in bounds",
+                     "update_slice block [" + starts[i].str() + ", " +
+                         (starts[i] + v.dims[i]).str() +
+                         ") is out of bounds for axis " + std::to_string(i) +
+                         " of size " + x.dims[i].str()))
+      return false;
+  results.push_back(x);
+  return true;
+}
+
 bool pad(ShapeContext &ctx, std::vector<TensorType> &results) {
   const auto &lo = ctx.op.exprsAttr("lo");
   const auto &hi = ctx.op.exprsAttr("hi");
@@ -200,6 +222,8 @@ bool layout(ShapeContext &ctx, std::vector<TensorType> &results) {
     return slice(ctx, results);
   case OpCode::Pad:
     return pad(ctx, results);
+  case OpCode::UpdateSlice:
+    return updateSlice(ctx, results);
   default:
     return ctx.fail(std::string("no layout rule for '") +
                     opInfo(ctx.op.code).name + "'");

@@ -285,6 +285,8 @@ bool Codegen::lowerOp(const Operation &op) {
   case OpCode::Slice:
   case OpCode::Pad:
     return layout(op);
+  case OpCode::UpdateSlice:
+    return updateSlice(op);
   case OpCode::Concat:
     return concat(op);
   case OpCode::Cumsum:

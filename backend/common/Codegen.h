@@ -438,6 +438,9 @@ private:
   bool scan(const Operation &op);
   /// The fused attention op as a call of tsl_rt_attention.
   bool attention(const Operation &op);
+  /// update_slice: in place when the plan says so (the block only), else
+  /// one pass over the result.
+  bool updateSlice(const Operation &op);
 
   /// True when \p op is not lowered on its own: its result is computed
   /// inside its consumer (a fused loop, or a GEMM reading B^T).

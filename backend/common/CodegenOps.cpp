@@ -272,6 +272,61 @@ bool Codegen::layout(const Operation &op) {
   }
 }
 
+bool Codegen::updateSlice(const Operation &op) {
+  ValueId x = op.operands[0], v = op.operands[1], r = op.results[0];
+  DType t = fn.type(r).dtype;
+  llvm::Type *st = storageType(t);
+  std::vector<Value *> shape = dims(fn.type(r)), block = dims(fn.type(v));
+  std::vector<Value *> strides = contiguousStrides(shape),
+                       blockStrides = contiguousStrides(block);
+  std::vector<Value *> starts;
+  for (const SymExpr &s : op.exprsAttr("starts"))
+    starts.push_back(expr(s));
+  if (plan.updateInPlace[r]) { // x is read no more: write the block into it
+    bufs[r] = bufs[x];
+    b.CreateStore(bufs[r], bufferSlot(r));
+    loops(block, [&](const std::vector<Value *> &idx) {
+      Value *at = b.getInt64(0);
+      for (size_t i = 0; i < idx.size(); ++i)
+        at = b.CreateAdd(
+            at, b.CreateMul(b.CreateAdd(starts[i], idx[i]), strides[i]));
+      Value *e =
+          b.CreateLoad(st, b.CreateGEP(st, bufs[v], offset(idx, blockStrides)));
+      b.CreateStore(e, b.CreateGEP(st, bufs[r], at));
+    });
+    return true;
+  }
+  // One pass over the result, so that no element is written twice (the
+  // threads of a device kernel do not order their writes).
+  Value *dst = allocateResult(op);
+  loops(shape, [&](const std::vector<Value *> &idx) {
+    Value *inside = b.getTrue(), *at = b.getInt64(0);
+    for (size_t i = 0; i < idx.size(); ++i) {
+      Value *j = b.CreateSub(idx[i], starts[i]);
+      inside =
+          b.CreateAnd(inside, b.CreateAnd(b.CreateICmpSGE(j, b.getInt64(0)),
+                                          b.CreateICmpSLT(j, block[i])));
+      at = b.CreateAdd(at, b.CreateMul(j, blockStrides[i]));
+    }
+    Value *old =
+        b.CreateLoad(st, b.CreateGEP(st, bufs[x], offset(idx, strides)));
+    // Read the block only inside it (it may be empty).
+    llvm::BasicBlock *pre = b.GetInsertBlock();
+    auto *read = llvm::BasicBlock::Create(ctx, "blockread", kernel);
+    auto *join = llvm::BasicBlock::Create(ctx, "blockjoin", kernel);
+    b.CreateCondBr(inside, read, join);
+    b.SetInsertPoint(read);
+    Value *e = b.CreateLoad(st, b.CreateGEP(st, bufs[v], at));
+    b.CreateBr(join);
+    b.SetInsertPoint(join);
+    llvm::PHINode *value = b.CreatePHI(st, 2);
+    value->addIncoming(old, pre);
+    value->addIncoming(e, read);
+    b.CreateStore(value, b.CreateGEP(st, dst, offset(idx, strides)));
+  });
+  return true;
+}
+
 bool Codegen::concat(const Operation &op) {
   const TensorType &out = fn.type(op.results[0]);
   size_t axis = static_cast<size_t>(op.intAttr("axis"));

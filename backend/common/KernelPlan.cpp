@@ -90,6 +90,73 @@ void planSliceViews(const Function &fn, KernelPlan &plan) {
       plan.sliceView[v] = false;
 }
 
+/// The last op reading each value (through fused trees); a read in a loop
+/// body that does not define the value counts at the loop's end, and a
+/// function result is read after the last op.
+std::vector<int> lastReads(const Function &fn, const KernelPlan &plan) {
+  std::vector<int> last(fn.values.size(), -1);
+  std::function<void(ValueId, int)> read = [&](ValueId v, int at) {
+    if (plan.inlined[v] || plan.transposedOperand[v]) {
+      for (ValueId o : plan.producer[v]->operands)
+        read(o, at);
+      return;
+    }
+    for (int loop = plan.loopOfOp[at]; loop >= 0; loop = plan.loopOfOp[loop])
+      if (!plan.loopHolds(loop, plan.loopOfValue[v]))
+        at = static_cast<int>(plan.partner[loop]);
+    last[v] = std::max(last[v], at);
+  };
+  for (size_t i = 0; i < fn.ops.size(); ++i)
+    if (!plan.computedElsewhere(fn.ops[i]))
+      for (ValueId v : fn.ops[i].operands)
+        read(v, static_cast<int>(i));
+  for (ValueId r : fn.results)
+    last[r] = static_cast<int>(fn.ops.size());
+  return last;
+}
+
+/// KernelPlan::updateInPlace (its conditions are documented there).
+void planInPlaceUpdates(const Function &fn, KernelPlan &plan) {
+  size_t n = fn.values.size();
+  plan.updateInPlace.assign(n, false);
+  bool any = false;
+  for (const Operation &op : fn.ops)
+    any |= op.code == OpCode::UpdateSlice;
+  if (!any || plan.caps.launchesKernels)
+    return;
+  std::vector<int> last = lastReads(fn, plan);
+  // memory[v]: the value owning the memory v's elements are in (through
+  // reshapes, slice views, in-place updates); owner[v] the same without
+  // slice views (a view's memory is part of another buffer).
+  std::vector<ValueId> memory(n), owner(n);
+  for (ValueId v = 0; v < n; ++v)
+    memory[v] = owner[v] = v;
+  for (size_t i = 0; i < fn.ops.size(); ++i) {
+    const Operation &op = fn.ops[i];
+    if (op.results.empty())
+      continue;
+    ValueId r = op.results[0];
+    if (op.code == OpCode::Reshape) {
+      memory[r] = memory[op.operands[0]];
+      owner[r] = owner[op.operands[0]];
+    } else if (op.code == OpCode::Slice && plan.sliceView[r]) {
+      memory[r] = memory[op.operands[0]];
+    } else if (op.code == OpCode::UpdateSlice) {
+      ValueId x = op.operands[0], base = memory[x];
+      bool ok = owner[x] == base && plan.producer[base] &&
+                !plan.computedElsewhere(*plan.producer[base]) &&
+                plan.loopOfValue[base] == plan.loopOfOp[i] &&
+                memory[op.operands[1]] != base;
+      for (ValueId c = 0; ok && c < n; ++c)
+        ok = memory[c] != base || last[c] <= static_cast<int>(i);
+      if (ok) {
+        plan.updateInPlace[r] = true;
+        memory[r] = owner[r] = base;
+      }
+    }
+  }
+}
+
 /// The loop tables of the plan (KernelPlan::loopOfOp and friends).
 void planLoops(const Function &fn, KernelPlan &plan) {
   plan.loopOfOp.assign(fn.ops.size(), -1);
@@ -181,7 +248,8 @@ void planFrees(const Function &fn, KernelPlan &plan) {
     }
   for (const Operation &op : fn.ops) // aliases of their operand's buffer
     if (op.code == OpCode::Reshape ||
-        (op.code == OpCode::Slice && plan.sliceView[op.results[0]]))
+        (op.code == OpCode::Slice && plan.sliceView[op.results[0]]) ||
+        (op.code == OpCode::UpdateSlice && plan.updateInPlace[op.results[0]]))
       root[op.results[0]] = root[op.operands[0]];
   std::vector<bool> pinned(n, false);
   for (const Param &p : fn.params)
@@ -385,6 +453,7 @@ KernelPlan planKernels(const Function &fn, const TargetCaps &caps) {
   planLoops(fn, plan);
   planFusion(fn, plan);
   planSliceViews(fn, plan);
+  planInPlaceUpdates(fn, plan);
   planFrees(fn, plan);
   planRowGroups(fn, plan);
   return plan;
@@ -550,6 +619,8 @@ private:
     }
     if (plan.sliceView[r])
       return out + ": view of " + names[op.operands[0]];
+    if (plan.updateInPlace[r])
+      return out + ": in place in " + names[op.operands[0]] + "'s buffer";
     if (plan.transposedOperand[r]) {
       for (size_t k = i + 1; k < fn.ops.size(); ++k)
         if (fn.ops[k].code == OpCode::Matmul && fn.ops[k].operands[1] == r)

@@ -86,11 +86,19 @@ struct KernelPlan {
   /// of a row-major tensor): a view into the operand's buffer, not a copy
   /// (never one a function result is, so results own their buffers).
   std::vector<bool> sliceView;
-  /// The value whose buffer \p v's is, through reshapes and slice views
-  /// (\p v itself when it owns a buffer).
+  /// update_slice ops that write their block into their operand's buffer
+  /// instead of copying it: where the operand's buffer is owned (not a
+  /// parameter's, not a view), defined in the same loop body as the update
+  /// (or both outside every loop), and nothing reads its old content after
+  /// the update (no later reader of it or of a view or reshape of it, no
+  /// function result). `out[t] = h` in a loop then costs the block, not
+  /// the whole tensor. Off on targets that launch kernels.
+  std::vector<bool> updateInPlace;
+  /// The value whose buffer \p v's is, through reshapes, slice views and
+  /// in-place updates (\p v itself when it owns a buffer).
   ValueId aliasRoot(ValueId v) const {
-    while (producer[v] &&
-           (producer[v]->code == OpCode::Reshape || sliceView[v]))
+    while (producer[v] && (producer[v]->code == OpCode::Reshape ||
+                           sliceView[v] || updateInPlace[v]))
       v = producer[v]->operands[0];
     return v;
   }
