@@ -441,6 +441,9 @@ private:
   /// update_slice: in place when the plan says so (the block only), else
   /// one pass over the result.
   bool updateSlice(const Operation &op);
+  /// An in-place update_slice on a device: the host aliases the buffer and
+  /// one launch writes the block.
+  bool launchUpdateInPlace(const Operation &op);
 
   /// True when \p op is not lowered on its own: its result is computed
   /// inside its consumer (a fused loop, or a GEMM reading B^T).

@@ -283,8 +283,10 @@ bool Codegen::updateSlice(const Operation &op) {
   for (const SymExpr &s : op.exprsAttr("starts"))
     starts.push_back(expr(s));
   if (plan.updateInPlace[r]) { // x is read no more: write the block into it
-    bufs[r] = bufs[x];
-    b.CreateStore(bufs[r], bufferSlot(r));
+    if (!inDevice) { // a device kernel reads r's buffer (x's) from its slot
+      bufs[r] = bufs[x];
+      b.CreateStore(bufs[r], bufferSlot(r));
+    }
     loops(block, [&](const std::vector<Value *> &idx) {
       Value *at = b.getInt64(0);
       for (size_t i = 0; i < idx.size(); ++i)

@@ -122,7 +122,7 @@ void planInPlaceUpdates(const Function &fn, KernelPlan &plan) {
   bool any = false;
   for (const Operation &op : fn.ops)
     any |= op.code == OpCode::UpdateSlice;
-  if (!any || plan.caps.launchesKernels)
+  if (!any)
     return;
   std::vector<int> last = lastReads(fn, plan);
   // memory[v]: the value owning the memory v's elements are in (through

@@ -92,7 +92,7 @@ struct KernelPlan {
   /// (or both outside every loop), and nothing reads its old content after
   /// the update (no later reader of it or of a view or reshape of it, no
   /// function result). `out[t] = h` in a loop then costs the block, not
-  /// the whole tensor. Off on targets that launch kernels.
+  /// the whole tensor.
   std::vector<bool> updateInPlace;
   /// The value whose buffer \p v's is, through reshapes, slice views and
   /// in-place updates (\p v itself when it owns a buffer).

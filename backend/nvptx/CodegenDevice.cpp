@@ -45,6 +45,10 @@ bool Codegen::launchOnDevice(const Operation &op) {
     if (plan.sliceView[op.results[0]])
       return lowerOp(op);
     break;
+  case OpCode::UpdateSlice:
+    if (plan.updateInPlace[op.results[0]])
+      return launchUpdateInPlace(op);
+    break;
   case OpCode::Nonzero:
   case OpCode::MaskedSelect:
     return deviceCompaction(op);
@@ -97,6 +101,19 @@ bool Codegen::launchOnDevice(const Operation &op) {
   for (size_t i = 0; i < op.results.size(); ++i)
     allocateResult(op, i);
   return launchPerElement(op);
+}
+
+bool Codegen::launchUpdateInPlace(const Operation &op) {
+  ValueId x = op.operands[0], v = op.operands[1], r = op.results[0];
+  bufs[r] = bufs[x]; // the host's alias; the kernel writes the block only
+  b.CreateStore(bufs[r], bufferSlot(r));
+  std::vector<ValueId> used{r, v}, slots;
+  int32_t k = emitDeviceKernel(
+      used, [&] { return updateSlice(op); }, slots);
+  if (k < 0)
+    return false;
+  emitLaunch(k, slots, gridFor(product(dims(fn.type(v)))));
+  return true;
 }
 
 bool Codegen::launchPerElement(const Operation &op) {
