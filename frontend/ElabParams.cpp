@@ -174,11 +174,11 @@ bool Elaborator::bindArgument(const ast::FnDecl &decl, const ast::Param &p,
       if (mayDefer)
         return deferred = true;
       return error(v.range,
-                   "cannot infer '" + p.type.base + "' of '" + decl.name +
-                       "' from " + what + ", " + kindName(v.kind),
-                   "pass a tensor of the element type for a parameter "
-                   "typed " +
-                       p.type.base);
+                   "cannot infer " + p.type.base + " of '" + decl.name +
+                       "' from argument '" + p.name + "' (" +
+                       kindName(v.kind) + "): no tensor argument has element "
+                       "type " + p.type.base,
+                   "pass a tensor, e.g. cast(..., f32)");
     }
     ValueId id;
     if (!toTensor(v, dt, v.range, id))
