@@ -175,9 +175,10 @@ bool Elaborator::bindArgument(const ast::FnDecl &decl, const ast::Param &p,
         return deferred = true;
       return error(v.range,
                    "cannot infer " + p.type.base + " of '" + decl.name +
-                       "' from argument '" + p.name + "' (" +
-                       kindName(v.kind) + "): no tensor argument has element "
-                       "type " + p.type.base,
+                       "' from argument '" + p.name + "' (" + kindName(v.kind) +
+                       "): no tensor argument has element "
+                       "type " +
+                       p.type.base,
                    "pass a tensor, e.g. cast(..., f32)");
     }
     ValueId id;
