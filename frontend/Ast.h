@@ -30,7 +30,7 @@ struct Arg {
 struct SliceItem {
   bool isRange = false;
   ExprPtr start, stop, step; // range bounds and step (may be null)
-  ExprPtr index;       // single index
+  ExprPtr index;             // single index
   SourceRange range;
 };
 
@@ -102,6 +102,16 @@ struct Param {
   ExprPtr defaultValue;
 };
 
+/// `T: float` in `fn f<T: float>(...)`: an element-type parameter. The
+/// parser accepts any bound name; elaboration rejects a bound other than
+/// `float` and a parameter no value parameter's type uses.
+struct TypeParam {
+  std::string name;
+  SourceRange nameRange;
+  std::string bound;
+  SourceRange boundRange;
+};
+
 struct Block;
 
 struct Stmt {
@@ -139,6 +149,8 @@ struct Block {
 struct FnDecl {
   std::string name;
   SourceRange nameRange;
+  /// `<T: float>`: element types the function is generic over (in order).
+  std::vector<TypeParam> typeParams;
   std::vector<Param> params;
   std::vector<TypeExpr> results;
   bool tupleResult = false;

@@ -210,6 +210,8 @@ std::string printAst(const ast::Module &m, const SourceManager &sm) {
   }
   for (const ast::FnDecl &f : m.fns) {
     p.line(1, "Fn " + f.name + p.pos(f.range));
+    for (const ast::TypeParam &tp : f.typeParams)
+      p.line(2, "TypeParam " + tp.name + ": " + tp.bound + p.pos(tp.nameRange));
     for (const ast::Param &param : f.params) {
       p.line(2, "Param " + param.name + p.pos(param.nameRange));
       p.type(3, "", param.type);

@@ -175,7 +175,16 @@ bool EntryBinder::bindIntParam(const ast::Param &p, const ExampleArg *ex) {
 }
 
 bool EntryBinder::bindTensorParam(const ast::Param &p, const ExampleArg *ex) {
-  auto dt = parseDType(p.type.base);
+  auto dt = elementTypeOf(p.type.base, frame);
+  if (const ast::TypeParam *tp = typeParamOf(p.type.base, frame)) {
+    // The JIT compiles per call signature, element types included: a type
+    // parameter takes the example's type (f32 without examples).
+    DType actual = ex && !ex->isInt ? ex->dtype : dt.value_or(DType::F32);
+    if (!el.bindTypeParam(*tp, actual, frame, p.type.range,
+                          "argument '" + p.name + "'"))
+      return false;
+    dt = actual;
+  }
   if (!dt)
     return el.error(p.type.baseRange, "unknown type '" + p.type.base + "'",
                     "types are int or an element type (bool i8 i32 i64 f16 "
@@ -430,7 +439,7 @@ bool Elaborator::elaborateEntry(
   frame.decl = &decl;
   frame.scopes.emplace_back();
   EntryBinder binder{*this, frame, examples};
-  if (!checkEntryParams(decl, examples))
+  if (!checkEntryParams(decl, examples) || !checkTypeParams(decl))
     return false;
   callStack.push_back(&decl);
   for (const ast::Param &p : decl.params) {

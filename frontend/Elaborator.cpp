@@ -400,6 +400,11 @@ bool Elaborator::bindType(const ast::TypeExpr &pattern, TensorType actual,
                           Frame &frame, SourceRange where,
                           const std::string &what) {
   auto dt = parseDType(pattern.base);
+  if (const ast::TypeParam *tp = typeParamOf(pattern.base, frame)) {
+    if (!bindTypeParam(*tp, actual.dtype, frame, where, what))
+      return false;
+    dt = actual.dtype;
+  }
   if (!dt)
     return error(pattern.baseRange,
                  "unknown element type '" + pattern.base + "'",
@@ -758,7 +763,7 @@ bool matchResults(Elaborator &el, const ast::FnDecl &decl, Frame &frame,
     }
     if (v.kind == SemValue::Kind::Int || v.kind == SemValue::Kind::Float) {
       ValueId id;
-      auto dt = parseDType(t.base);
+      auto dt = elementTypeOf(t.base, frame);
       if (!el.toTensor(v, dt, v.range, id))
         return false;
       v = SemValue::ofTensor(id, v.range);
@@ -790,6 +795,8 @@ bool Elaborator::callFunction(const LoadedModule &module,
     return error(range, "too many calls after inlining (more than 20,000)",
                  "calls are inlined at compile time; avoid calling helpers in "
                  "exponential fan-out");
+  if (!checkTypeParams(decl))
+    return false;
   Frame frame;
   frame.module = &module;
   frame.decl = &decl;
@@ -822,6 +829,9 @@ bool Elaborator::callFunction(const LoadedModule &module,
     bound[k] = &a;
   }
   callStack.push_back(&decl);
+  // Literals for parameters typed by a type parameter wait for the
+  // arguments that bind it.
+  std::vector<std::pair<const ast::Param *, SemValue>> later;
   for (size_t k = 0; k < decl.params.size(); ++k) {
     const ast::Param &p = decl.params[k];
     SemValue v;
@@ -836,35 +846,16 @@ bool Elaborator::callFunction(const LoadedModule &module,
           "missing argument '" + p.name + "' in call to '" + decl.name + "'",
           {{p.nameRange, "'" + p.name + "' is declared here"}});
     }
-    std::string what = "argument '" + p.name + "' of '" + decl.name + "'";
-    if (p.type.base == "int") {
-      if (p.type.hasDims)
-        return error(p.type.range, "'int' takes no dims",
-                     "use i64[...] for a tensor of integers");
-      if (v.kind != SemValue::Kind::Int)
-        return error(v.range,
-                     what + " must be an int, got " + kindName(v.kind));
-      frame.scopes.back()[p.name] = v;
-      continue;
-    }
-    auto dt = parseDType(p.type.base);
-    if (!dt)
-      return error(p.type.baseRange, "unknown type '" + p.type.base + "'",
-                   "types are int or an element type (bool i8 i32 i64 f16 bf16 "
-                   "f32 f64)");
-    if ((v.kind == SemValue::Kind::Int || v.kind == SemValue::Kind::Float) &&
-        p.type.dims.empty()) {
-      ValueId id;
-      if (!toTensor(v, dt, v.range, id))
-        return false;
-      v = SemValue::ofTensor(id, v.range);
-    }
-    if (v.kind != SemValue::Kind::Tensor)
-      return error(v.range,
-                   what + " must be a tensor, got " + kindName(v.kind));
-    if (!bindType(p.type, fn.type(v.tensor), frame, v.range, what))
+    bool deferred;
+    if (!bindArgument(decl, p, v, frame, true, deferred))
       return false;
-    frame.scopes.back()[p.name] = v;
+    if (deferred)
+      later.push_back({&p, v});
+  }
+  for (auto &[p, v] : later) {
+    bool deferred;
+    if (!bindArgument(decl, *p, v, frame, false, deferred))
+      return false;
   }
   bool returned = false;
   SemValue result;

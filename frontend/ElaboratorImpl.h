@@ -96,6 +96,9 @@ struct Frame {
   std::set<std::pair<size_t, std::string>> vars;
   /// Open `for` bodies of this function (a `return` inside one is an error).
   unsigned loops = 0;
+  /// Bound type parameters: `T` -> its element type and what bound it
+  /// ("argument 'x'"), for mismatch messages.
+  std::map<std::string, std::pair<DType, std::string>> typeArgs;
   /// Leaves the innermost scope, forgetting which of its names were vars.
   void popScope() {
     scopes.pop_back();
@@ -189,6 +192,23 @@ public:
                  SemValue &result);
   bool bindType(const ast::TypeExpr &pattern, TensorType actual, Frame &frame,
                 SourceRange where, const std::string &what);
+
+  // --- parameters and type parameters (ElabParams.cpp) ---
+  /// Rejects a function's malformed type parameters: a bound other than
+  /// `float`, a repeated name, a name that is an element type or a value
+  /// parameter or dim of the signature, one no parameter's type uses.
+  bool checkTypeParams(const ast::FnDecl &decl);
+  /// Binds type parameter \p tp to \p actual at its first use, or checks
+  /// \p actual against its binding ("argument 'y' of 'f' has element type
+  /// f16 but T is f32 from argument 'x'"); \p actual must be a float type.
+  bool bindTypeParam(const ast::TypeParam &tp, DType actual, Frame &frame,
+                     SourceRange where, const std::string &what);
+  /// Binds call argument \p v to parameter \p p of \p decl in \p frame.
+  /// With \p mayDefer, a literal for a parameter typed by a type parameter
+  /// not yet bound sets \p deferred and binds nothing (the caller binds it
+  /// after the other arguments); without it that is an error.
+  bool bindArgument(const ast::FnDecl &decl, const ast::Param &p, SemValue v,
+                    Frame &frame, bool mayDefer, bool &deferred);
   /// Evaluates a size expression in a type. With \p unbound, a dim not yet
   /// bound stands as the symbol "\x01NAME" and its name is listed once (in
   /// order of first use): the caller solves the expression for it (derived
@@ -336,6 +356,12 @@ std::string sizeOverflowDetail(SymExpr a, const std::string &op, SymExpr b);
 /// pattern == offset + coeff * N with a positive constant coeff.
 bool solveForUnknown(SymExpr pattern, const std::string &unknown,
                      SymExpr actual, SymExpr &coeff, SymExpr &offset);
+
+/// The type parameter of \p frame's function named \p name, or null.
+const ast::TypeParam *typeParamOf(const std::string &name, const Frame &frame);
+/// The element type \p name stands for in \p frame: an element type's
+/// name, or a bound type parameter; nullopt otherwise.
+std::optional<DType> elementTypeOf(const std::string &name, const Frame &frame);
 
 /// Checks a callee's returned value against its declared result types,
 /// binding result dims (materializes int results declared as tensors).

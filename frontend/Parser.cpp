@@ -233,6 +233,9 @@ private:
     ts.consume();
     f.name = name->getText();
     f.nameRange = rangeOf(name);
+    if (ts.LA(1) == literalType(parser, "'<'") &&
+        !typeParams(parser.typeParams(), f))
+      return false;
     if (!expect("'('"))
       return false;
     if (ts.LA(1) != literalType(parser, "')'") &&
@@ -413,11 +416,25 @@ private:
     f.name = ctx->IDENT()->getText();
     f.nameRange = rangeOf(ctx->IDENT());
     f.range = rangeOf(ctx);
+    if (auto *tp = ctx->typeParams(); tp && !typeParams(tp, f))
+      return false;
     if (auto *pl = ctx->paramList(); pl && !params(pl, f))
       return false;
     if (auto *r = ctx->resultTypes(); r && !results(r, f))
       return false;
     return block(ctx->block(), f.body);
+  }
+
+  bool typeParams(TSLParser::TypeParamsContext *ctx, ast::FnDecl &f) {
+    for (auto *p : ctx->typeParam()) {
+      ast::TypeParam tp;
+      tp.name = p->IDENT(0)->getText();
+      tp.nameRange = rangeOf(p->IDENT(0));
+      tp.bound = p->bound->getText();
+      tp.boundRange = rangeOf(p->bound);
+      f.typeParams.push_back(std::move(tp));
+    }
+    return !failed;
   }
 
   bool params(TSLParser::ParamListContext *pl, ast::FnDecl &f) {

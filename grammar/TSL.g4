@@ -19,7 +19,12 @@ rangeSpec: lo=signedInt '..' hi=signedInt?;
 
 signedInt: '-'? INT;
 
-fnDecl: 'fn' IDENT '(' paramList? ')' ('->' resultTypes)? block;
+fnDecl: 'fn' IDENT typeParams? '(' paramList? ')' ('->' resultTypes)? block;
+
+// `<T: float, U: float>`: element-type parameters and their bounds.
+typeParams: '<' typeParam (',' typeParam)* ','? '>';
+
+typeParam: IDENT ':' bound=IDENT;
 
 paramList: param (',' param)* ','?;
 
