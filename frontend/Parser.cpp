@@ -5,6 +5,7 @@
 #include "antlr4-runtime.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 namespace tsl {
@@ -113,7 +114,27 @@ public:
                 describeToken(offending, sm.text(file));
     else
       message = "unexpected " + describeToken(offending, sm.text(file));
-    diags.error(ErrorKind::Syntax, range, message);
+    diags.error(ErrorKind::Syntax, range, message, keywordFix(offending));
+  }
+
+  /// A keyword where a name may have been meant (`let var = ...`, which
+  /// parsed before `var` became a keyword): the fix renames it.
+  static std::string keywordFix(antlr4::Token *t) {
+    if (!t || t->getType() == antlr4::Token::EOF ||
+        t->getType() == TSLLexer::IDENT)
+      return {};
+    std::string text = t->getText();
+    bool word =
+        !text.empty() &&
+        (std::isalpha(static_cast<unsigned char>(text[0])) || text[0] == '_');
+    for (char c : text)
+      word &= std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    if (!word)
+      return {};
+    return "'" + text +
+           "' is a keyword; if it is meant as a name, rename it "
+           "(for example '" +
+           text + "_')";
   }
 
 private:
