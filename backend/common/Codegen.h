@@ -328,6 +328,18 @@ private:
   llvm::Type *computeType(DType t);
   llvm::Type *storageType(DType t);
   Value *load(DType t, Value *base, Value *index);
+  /// For element \p idx of a tensor holding a block at \p starts with
+  /// extents \p extents: its offset in the block (row-major \p strides of
+  /// the block) and, in \p inside, whether it lies in the block (pad,
+  /// update_slice).
+  Value *blockOffset(const std::vector<Value *> &idx,
+                     const std::vector<Value *> &starts,
+                     const std::vector<Value *> &extents,
+                     const std::vector<Value *> &strides, Value *&inside);
+  /// load(t, base, index) where \p cond holds, else \p otherwise: the
+  /// load is branched around, so \p base may be empty outside \p cond.
+  Value *loadWhere(Value *cond, DType t, Value *base, Value *index,
+                   Value *otherwise);
   void store(DType t, Value *base, Value *index, Value *v);
   /// \p v (computed in computeType(t)) rounded or wrapped to what storing
   /// it as \p t and loading it back gives: fused values match stored ones.

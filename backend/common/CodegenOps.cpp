@@ -272,10 +272,42 @@ bool Codegen::layout(const Operation &op) {
   }
 }
 
+Value *Codegen::blockOffset(const std::vector<Value *> &idx,
+                            const std::vector<Value *> &starts,
+                            const std::vector<Value *> &extents,
+                            const std::vector<Value *> &strides,
+                            Value *&inside) {
+  inside = b.getTrue();
+  Value *at = b.getInt64(0);
+  for (size_t i = 0; i < idx.size(); ++i) {
+    Value *j = b.CreateSub(idx[i], starts[i]);
+    inside = b.CreateAnd(inside, b.CreateAnd(b.CreateICmpSGE(j, b.getInt64(0)),
+                                             b.CreateICmpSLT(j, extents[i])));
+    at = b.CreateAdd(at, b.CreateMul(j, strides[i]));
+  }
+  return at;
+}
+
+Value *Codegen::loadWhere(Value *cond, DType t, Value *base, Value *index,
+                          Value *otherwise) {
+  llvm::BasicBlock *pre = b.GetInsertBlock();
+  auto *read = llvm::BasicBlock::Create(ctx, "readwhere", kernel);
+  auto *join = llvm::BasicBlock::Create(ctx, "readjoin", kernel);
+  b.CreateCondBr(cond, read, join);
+  b.SetInsertPoint(read);
+  Value *v = load(t, base, index);
+  llvm::BasicBlock *loaded = b.GetInsertBlock();
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+  llvm::PHINode *phi = b.CreatePHI(v->getType(), 2);
+  phi->addIncoming(otherwise, pre);
+  phi->addIncoming(v, loaded);
+  return phi;
+}
+
 bool Codegen::updateSlice(const Operation &op) {
   ValueId x = op.operands[0], v = op.operands[1], r = op.results[0];
   DType t = fn.type(r).dtype;
-  llvm::Type *st = storageType(t);
   std::vector<Value *> shape = dims(fn.type(r)), block = dims(fn.type(v));
   std::vector<Value *> strides = contiguousStrides(shape),
                        blockStrides = contiguousStrides(block);
@@ -292,9 +324,7 @@ bool Codegen::updateSlice(const Operation &op) {
       for (size_t i = 0; i < idx.size(); ++i)
         at = b.CreateAdd(
             at, b.CreateMul(b.CreateAdd(starts[i], idx[i]), strides[i]));
-      Value *e =
-          b.CreateLoad(st, b.CreateGEP(st, bufs[v], offset(idx, blockStrides)));
-      b.CreateStore(e, b.CreateGEP(st, bufs[r], at));
+      store(t, bufs[r], at, load(t, bufs[v], offset(idx, blockStrides)));
     });
     return true;
   }
@@ -302,29 +332,10 @@ bool Codegen::updateSlice(const Operation &op) {
   // threads of a device kernel do not order their writes).
   Value *dst = allocateResult(op);
   loops(shape, [&](const std::vector<Value *> &idx) {
-    Value *inside = b.getTrue(), *at = b.getInt64(0);
-    for (size_t i = 0; i < idx.size(); ++i) {
-      Value *j = b.CreateSub(idx[i], starts[i]);
-      inside =
-          b.CreateAnd(inside, b.CreateAnd(b.CreateICmpSGE(j, b.getInt64(0)),
-                                          b.CreateICmpSLT(j, block[i])));
-      at = b.CreateAdd(at, b.CreateMul(j, blockStrides[i]));
-    }
-    Value *old =
-        b.CreateLoad(st, b.CreateGEP(st, bufs[x], offset(idx, strides)));
-    // Read the block only inside it (it may be empty).
-    llvm::BasicBlock *pre = b.GetInsertBlock();
-    auto *read = llvm::BasicBlock::Create(ctx, "blockread", kernel);
-    auto *join = llvm::BasicBlock::Create(ctx, "blockjoin", kernel);
-    b.CreateCondBr(inside, read, join);
-    b.SetInsertPoint(read);
-    Value *e = b.CreateLoad(st, b.CreateGEP(st, bufs[v], at));
-    b.CreateBr(join);
-    b.SetInsertPoint(join);
-    llvm::PHINode *value = b.CreatePHI(st, 2);
-    value->addIncoming(old, pre);
-    value->addIncoming(e, read);
-    b.CreateStore(value, b.CreateGEP(st, dst, offset(idx, strides)));
+    Value *inside;
+    Value *at = blockOffset(idx, starts, block, blockStrides, inside);
+    Value *old = load(t, bufs[x], offset(idx, strides));
+    store(t, dst, offset(idx, strides), loadWhere(inside, t, bufs[v], at, old));
   });
   return true;
 }

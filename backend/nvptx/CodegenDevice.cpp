@@ -374,30 +374,13 @@ bool Codegen::devicePad(const Operation &op) {
   std::vector<Value *> los;
   for (size_t i = 0; i < in.rank(); ++i)
     los.push_back(expr(lo[i]));
+  Value *fill = value.isInt
+                    ? convert(b.getInt64(value.i), DType::I64, t)
+                    : convert(fconst(DType::F64, value.f), DType::F64, t);
   loops(outShape, [&](const std::vector<Value *> &idx) {
-    Value *inside = b.getTrue(), *off = b.getInt64(0);
-    for (size_t i = 0; i < in.rank(); ++i) {
-      Value *j = b.CreateSub(idx[i], los[i]);
-      inside =
-          b.CreateAnd(inside, b.CreateAnd(b.CreateICmpSGE(j, b.getInt64(0)),
-                                          b.CreateICmpSLT(j, inShape[i])));
-      off = b.CreateAdd(off, b.CreateMul(j, own[i]));
-    }
-    // Read the input only inside it (it may be empty).
-    llvm::BasicBlock *pre = b.GetInsertBlock();
-    auto *read = llvm::BasicBlock::Create(ctx, "padread", kernel);
-    auto *join = llvm::BasicBlock::Create(ctx, "padjoin", kernel);
-    Value *fill = value.isInt
-                      ? convert(b.getInt64(value.i), DType::I64, t)
-                      : convert(fconst(DType::F64, value.f), DType::F64, t);
-    b.CreateCondBr(inside, read, join);
-    b.SetInsertPoint(read);
-    Value *x = load(t, bufs[op.operands[0]], off);
-    b.CreateBr(join);
-    b.SetInsertPoint(join);
-    llvm::PHINode *v = b.CreatePHI(fill->getType(), 2);
-    v->addIncoming(fill, pre);
-    v->addIncoming(x, read);
+    Value *inside;
+    Value *off = blockOffset(idx, los, inShape, own, inside);
+    Value *v = loadWhere(inside, t, bufs[op.operands[0]], off, fill);
     store(t, dst, offset(idx, outStrides), v);
   });
   return true;
