@@ -94,8 +94,9 @@ bool checkPick(Elaborator &el, Pick &p) {
   return true;
 }
 
-/// A clear error when index tensors of constant sizes cannot broadcast
-/// (symbolic sizes are decided by the elementwise ops' rule, with guards).
+/// A clear error when index tensors cannot broadcast at this call's sizes
+/// (sizes that may broadcast are decided by the elementwise ops' rule: a
+/// proof, a guard or an assertion).
 bool picksBroadcast(Elaborator &el, const std::vector<Pick> &picks,
                     SourceRange range) {
   for (size_t a = 0; a < picks.size(); ++a)
@@ -105,14 +106,125 @@ bool picksBroadcast(Elaborator &el, const std::vector<Pick> &picks,
       size_t n = std::min(ta.rank(), tb.rank());
       for (size_t i = 1; i <= n; ++i) {
         SymExpr da = ta.dims[ta.rank() - i], db = tb.dims[tb.rank() - i];
-        if (da.isConst() && db.isConst() && da != db && !da.isConst(1) &&
-            !db.isConst(1))
-          return el.error(range, "cannot broadcast the index tensors " +
-                                     picks[a].type + " and " + picks[b].type +
-                                     ": size " + da.str() + " vs " + db.str());
+        std::optional<int64_t> ha = el.env.hintValue(da),
+                               hb = el.env.hintValue(db);
+        if (!ha || !hb || *ha == *hb || *ha == 1 || *hb == 1)
+          continue;
+        std::string here = da.isConst() && db.isConst()
+                               ? ""
+                               : " (" + std::to_string(*ha) + " vs " +
+                                     std::to_string(*hb) + " here)";
+        return el.error(range, "cannot broadcast the index tensors " +
+                                   picks[a].type + " and " + picks[b].type +
+                                   ": size " + da.str() + " vs " + db.str() +
+                                   here);
       }
     }
   return true;
+}
+
+/// The picks of \p region's tensor indices into `z` (x sliced by the
+/// region), in subscript order: integer tensors normalized (not checked
+/// yet), each mask as the columns of nonzero(mask), in bounds by
+/// construction.
+bool collectPicks(Elaborator &el, const TensorType &t,
+                  const Elaborator::SliceRegion &region,
+                  std::vector<Pick> &picks) {
+  for (const auto &ti : region.tensorIndices) {
+    const TensorType it = el.fn.type(ti.value.tensor);
+    Pick p;
+    p.range = ti.value.range;
+    p.type = it.str();
+    if (it.dtype != DType::Bool) {
+      p.zpos = ti.keepPos;
+      p.axis = ti.axis;
+      p.size = t.dims[ti.axis];
+      if (!normalizeIndex(el, ti.value, p.size, p.v))
+        return false;
+      picks.push_back(p);
+      continue;
+    }
+    ValueId nz;
+    if (!el.emit1(OpCode::Nonzero, {ti.value.tensor}, {}, p.range, nz))
+      return false;
+    SymExpr u = el.fn.type(nz).dims[0];
+    for (size_t d = 0; d < it.rank(); ++d) {
+      p.zpos = ti.keepPos + d;
+      p.axis = ti.axis + d;
+      p.size = t.dims[p.axis];
+      p.checked = true;
+      std::map<std::string, Attr> attrs = {
+          {"starts", std::vector<SymExpr>{0, static_cast<int64_t>(d)}},
+          {"sizes", std::vector<SymExpr>{u, 1}}};
+      if (!el.emit1(OpCode::Slice, {nz}, attrs, p.range, p.v) ||
+          !reshapeTo(el, p.v, {u}, p.range))
+        return false;
+      picks.push_back(p);
+    }
+  }
+  return true;
+}
+
+/// Picks separated by a slice or None: their axes of \p z are moved to the
+/// front (the broadcast axes go first, NumPy's and torch's rule); adjacent
+/// picks stay, and the result replaces their axes in place.
+bool picksFirstUnlessAdjacent(Elaborator &el, std::vector<Pick> &picks,
+                              SourceRange range, ValueId &z) {
+  bool adjacent = true;
+  for (size_t i = 1; i < picks.size(); ++i)
+    adjacent = adjacent && picks[i].zpos == picks[i - 1].zpos + 1;
+  if (adjacent)
+    return true;
+  std::vector<int64_t> perm;
+  std::vector<bool> picked(el.fn.type(z).rank(), false);
+  for (Pick &p : picks) {
+    picked[p.zpos] = true;
+    perm.push_back(static_cast<int64_t>(p.zpos));
+    p.zpos = perm.size() - 1;
+  }
+  for (size_t i = 0; i < picked.size(); ++i)
+    if (!picked[i])
+      perm.push_back(static_cast<int64_t>(i));
+  return el.emit1(OpCode::Permute, {z}, {{"perm", perm}}, range, z);
+}
+
+/// The position in the picked axes of \p zt (adjacent, from the first
+/// pick's) as one i64 tensor of the picks' broadcast shape: the sum of
+/// index * stride. Each pick not known in bounds is checked first, unless
+/// \p finalChecks (one pick along its own axis: the final index_select
+/// checks it). After a check the sum is clamped into the picked block: a
+/// GPU runs on past a failed check, and the final index_select must not
+/// report a second error about the flat index.
+bool flatIndex(Elaborator &el, std::vector<Pick> &picks, const TensorType &zt,
+               bool finalChecks, SourceRange range, ValueId &flat) {
+  size_t hi = picks.back().zpos + 1;
+  bool checked = false;
+  for (size_t m = 0; m < picks.size(); ++m) {
+    Pick &p = picks[m];
+    if (!p.checked && !finalChecks) {
+      if (!checkPick(el, p))
+        return false;
+      checked = true;
+    }
+    SymExpr stride = el.env.simplify(product(zt.dims, p.zpos + 1, hi));
+    ValueId term = p.v, s;
+    if (!stride.isConst(1) &&
+        !(el.checkSize(stride, range) && sizeTensor(el, stride, range, s) &&
+          el.emit1(OpCode::Mul, {term, s}, {}, range, term)))
+      return false;
+    if (m == 0)
+      flat = term;
+    else if (!el.emit1(OpCode::Add, {flat, term}, {}, range, flat))
+      return false;
+  }
+  if (!checked)
+    return true;
+  SymExpr span = el.env.simplify(product(zt.dims, picks[0].zpos, hi));
+  ValueId zero, last;
+  return el.toTensor(SemValue::ofInt(0, range), DType::I64, range, zero) &&
+         sizeTensor(el, el.env.simplify(span - 1), range, last) &&
+         el.emit1(OpCode::Maximum, {flat, zero}, {}, range, flat) &&
+         el.emit1(OpCode::Minimum, {flat, last}, {}, range, flat);
 }
 
 } // namespace
@@ -144,7 +256,8 @@ bool Elaborator::takeTensorIndex(const SemValue &v, const TensorType &t,
     if (mask &&
         !requireCond(SymCond::eq(it.dims[d], n), v.range, "index",
                      "mask shape matches the indexed tensor",
-                     "the mask " + it.str() + " does not match " + t.str() +
+                     "the mask " + it.str() +
+                         " does not match the indexed tensor " + t.str() +
                          " in axis " + std::to_string(axis + d) + " (" +
                          it.dims[d].str() + " vs " + n.str() + ")"))
       return false;
@@ -176,96 +289,27 @@ bool Elaborator::advancedIndex(const ast::Expr &e, ValueId x,
   for (size_t i = 0; whole && i < t.rank(); ++i)
     whole = region.starts[i].isConst(0);
   ValueId z = x;
-  if (!whole && !emitRegion(x, region, range, z))
-    return false;
-  // The picks, in subscript order (so their axes of z increase).
   std::vector<Pick> picks;
-  for (const SliceRegion::TensorIndex &ti : region.tensorIndices) {
-    const TensorType it = fn.type(ti.value.tensor);
-    if (it.dtype != DType::Bool) {
-      Pick p;
-      p.zpos = ti.keepPos;
-      p.axis = ti.axis;
-      p.size = t.dims[ti.axis];
-      p.range = ti.value.range;
-      p.type = it.str();
-      if (!normalizeIndex(*this, ti.value, p.size, p.v))
-        return false;
-      picks.push_back(p);
-      continue;
-    }
-    // A mask: the columns of nonzero(mask), in bounds by construction.
-    ValueId nz;
-    if (!emit1(OpCode::Nonzero, {ti.value.tensor}, {}, ti.value.range, nz))
-      return false;
-    SymExpr u = fn.type(nz).dims[0];
-    for (size_t d = 0; d < it.rank(); ++d) {
-      Pick p;
-      p.zpos = ti.keepPos + d;
-      p.axis = ti.axis + d;
-      p.size = t.dims[p.axis];
-      p.checked = true;
-      p.range = ti.value.range;
-      p.type = it.str();
-      std::map<std::string, Attr> attrs = {
-          {"starts", std::vector<SymExpr>{0, static_cast<int64_t>(d)}},
-          {"sizes", std::vector<SymExpr>{u, 1}}};
-      if (!emit1(OpCode::Slice, {nz}, attrs, p.range, p.v) ||
-          !reshapeTo(*this, p.v, {u}, p.range))
-        return false;
-      picks.push_back(p);
-    }
-  }
-  if (!picksBroadcast(*this, picks, range))
+  if ((!whole && !emitRegion(x, region, range, z)) ||
+      !collectPicks(*this, t, region, picks) ||
+      !picksBroadcast(*this, picks, range) ||
+      !picksFirstUnlessAdjacent(*this, picks, range, z))
     return false;
-  // Picks separated by a slice or None: their axes go first (NumPy's and
-  // torch's rule), else the result replaces them in place.
-  bool adjacent = true;
-  for (size_t i = 1; i < picks.size(); ++i)
-    adjacent = adjacent && picks[i].zpos == picks[i - 1].zpos + 1;
-  if (!adjacent) {
-    std::vector<int64_t> perm;
-    std::vector<bool> picked(fn.type(z).rank(), false);
-    for (Pick &p : picks) {
-      picked[p.zpos] = true;
-      perm.push_back(static_cast<int64_t>(p.zpos));
-      p.zpos = perm.size() - 1;
-    }
-    for (size_t i = 0; i < picked.size(); ++i)
-      if (!picked[i])
-        perm.push_back(static_cast<int64_t>(i));
-    if (!emit1(OpCode::Permute, {z}, {{"perm", perm}}, range, z))
-      return false;
-  }
   const TensorType zt = fn.type(z);
   size_t lo = picks.front().zpos, hi = picks.back().zpos + 1;
-  // One pick along its own axis: the final index_select checks it.
   bool finalChecks = picks.size() == 1 && picks[0].zpos == picks[0].axis;
   ValueId flat = 0;
-  for (size_t m = 0; m < picks.size(); ++m) {
-    Pick &p = picks[m];
-    if (!p.checked && !finalChecks && !checkPick(*this, p))
-      return false;
-    // The flat position in the picked axes: sum of index * stride.
-    SymExpr stride = env.simplify(product(zt.dims, p.zpos + 1, hi));
-    ValueId term = p.v, s;
-    if (!stride.isConst(1) &&
-        !(checkSize(stride, range) && sizeTensor(*this, stride, range, s) &&
-          emit1(OpCode::Mul, {term, s}, {}, range, term)))
-      return false;
-    if (m == 0)
-      flat = term;
-    else if (!emit1(OpCode::Add, {flat, term}, {}, range, flat))
-      return false;
-  }
+  if (!flatIndex(*this, picks, zt, finalChecks, range, flat))
+    return false;
+  // z as [before, span, after], picked along `span` by the flat index.
   std::vector<SymExpr> b = fn.type(flat).dims, shape = dimsBetween(zt, 0, lo);
   SymExpr count = env.simplify(product(b, 0, b.size())),
           span = env.simplify(product(zt.dims, lo, hi));
   if (!checkSize(count, range) || !checkSize(span, range))
     return false;
+  std::vector<SymExpr> after = dimsBetween(zt, hi, zt.rank());
   shape.push_back(span);
-  for (size_t i = hi; i < zt.rank(); ++i)
-    shape.push_back(zt.dims[i]);
+  shape.insert(shape.end(), after.begin(), after.end());
   ValueId r;
   if (!reshapeTo(*this, z, shape, range) ||
       !reshapeTo(*this, flat, {count}, range) ||
@@ -276,8 +320,7 @@ bool Elaborator::advancedIndex(const ast::Expr &e, ValueId x,
   // [before, count, after] -> [before, B..., after].
   shape = dimsBetween(zt, 0, lo);
   shape.insert(shape.end(), b.begin(), b.end());
-  for (size_t i = hi; i < zt.rank(); ++i)
-    shape.push_back(zt.dims[i]);
+  shape.insert(shape.end(), after.begin(), after.end());
   if (!reshapeTo(*this, r, shape, range))
     return false;
   out = SemValue::ofTensor(r, range);
