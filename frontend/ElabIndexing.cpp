@@ -123,6 +123,18 @@ bool picksBroadcast(Elaborator &el, const std::vector<Pick> &picks,
   return true;
 }
 
+/// Whether \p v is `arange(n)` (i64) with n <= \p size proven: in bounds
+/// and not negative, so it needs neither normalizing nor checking (the
+/// rows of `x[arange(N), labels]`).
+bool fromArange(Elaborator &el, ValueId v, SymExpr size) {
+  auto it = el.producerOp.find(v);
+  if (it == el.producerOp.end())
+    return false;
+  const Operation &op = el.fn.ops[it->second];
+  return op.code == OpCode::Arange && el.fn.type(v).dtype == DType::I64 &&
+         el.env.prove(SymCond::le(op.exprAttr("n"), size)) == Truth::True;
+}
+
 /// The picks of \p region's tensor indices into `z` (x sliced by the
 /// region), in subscript order: integer tensors normalized (not checked
 /// yet), each mask as the columns of nonzero(mask), in bounds by
@@ -139,8 +151,12 @@ bool collectPicks(Elaborator &el, const TensorType &t,
       p.zpos = ti.keepPos;
       p.axis = ti.axis;
       p.size = t.dims[ti.axis];
-      if (!normalizeIndex(el, ti.value, p.size, p.v))
+      if (fromArange(el, ti.value.tensor, p.size)) {
+        p.v = ti.value.tensor;
+        p.checked = true;
+      } else if (!normalizeIndex(el, ti.value, p.size, p.v)) {
         return false;
+      }
       picks.push_back(p);
       continue;
     }
