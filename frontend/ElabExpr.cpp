@@ -523,7 +523,14 @@ bool Elaborator::resolveSlices(const ast::Expr &e, const TensorType &t,
     } else {
       SemValue sv;
       SymExpr i;
-      if (!eval(*item.index, frame, sv) || !asInt(sv, "an index", i))
+      if (!eval(*item.index, frame, sv))
+        return false;
+      if (sv.kind == SemValue::Kind::Tensor) {
+        if (!takeTensorIndex(sv, t, axis, region))
+          return false;
+        continue;
+      }
+      if (!asInt(sv, "an index", i))
         return false;
       // Python's rule, also for an index known only at run time: a
       // negative index counts from the end (-n <= i < n; `i mod n` is the
@@ -550,6 +557,10 @@ bool Elaborator::resolveSlices(const ast::Expr &e, const TensorType &t,
     }
   }
   newAxes();
+  if (next < e.slices.size()) // a bool mask took several axes
+    return error(e.slices[next].range,
+                 "too many indices for a tensor of type " + t.str() +
+                     " (a bool mask takes one axis per dim)");
   return true;
 }
 
@@ -558,20 +569,29 @@ bool Elaborator::indexTensor(const ast::Expr &e, const SemValue &base,
   const TensorType t =
       fn.type(base.tensor); // a copy: emitting ops grows fn.values
   SliceRegion region;
+  region.allowTensors = true;
   if (!resolveSlices(e, t, frame, region))
     return false;
+  if (!region.tensorIndices.empty())
+    return advancedIndex(e, base.tensor, t, region, out);
   ValueId r;
+  if (!emitRegion(base.tensor, region, e.range, r))
+    return false;
+  out = SemValue::ofTensor(r, e.range);
+  return true;
+}
+
+bool Elaborator::emitRegion(ValueId x, const SliceRegion &region,
+                            SourceRange range, ValueId &out) {
   std::map<std::string, Attr> attrs = {{"starts", region.starts},
                                        {"sizes", region.sizes}};
   if (region.strided())
     attrs["steps"] = region.steps;
-  if (!emit1(OpCode::Slice, {base.tensor}, attrs, e.range, r))
+  if (!emit1(OpCode::Slice, {x}, attrs, range, out))
     return false;
-  if (region.keepDims != region.sizes &&
-      !emit1(OpCode::Reshape, {r}, {{"shape", region.keepDims}}, e.range, r))
-    return false;
-  out = SemValue::ofTensor(r, e.range);
-  return true;
+  return region.keepDims == region.sizes ||
+         emit1(OpCode::Reshape, {out}, {{"shape", region.keepDims}}, range,
+               out);
 }
 
 bool Elaborator::eval(const ast::Expr &e, Frame &frame, SemValue &out) {

@@ -270,6 +270,17 @@ public:
     std::vector<int64_t> steps;
     /// The `None` items (axes of size 1 the subscript adds).
     size_t newAxes = 0;
+    /// Whether integer and bool tensors may index (reading: advanced
+    /// indexing); when false a tensor index is a "not supported" error.
+    bool allowTensors = false;
+    /// A tensor index: its value, the first axis of x it takes (a bool
+    /// mask takes one per dim) and the position of that axis in keepDims
+    /// (where the region keeps the whole axis).
+    struct TensorIndex {
+      SemValue value;
+      size_t axis = 0, keepPos = 0;
+    };
+    std::vector<TensorIndex> tensorIndices;
     bool strided() const {
       for (int64_t s : steps)
         if (s != 1)
@@ -279,6 +290,23 @@ public:
   };
   bool resolveSlices(const ast::Expr &e, const TensorType &t, Frame &frame,
                      SliceRegion &region);
+  /// \p x's block \p region selects (a slice, then a reshape to keepDims).
+  bool emitRegion(ValueId x, const SliceRegion &region, SourceRange range,
+                  ValueId &out);
+
+  // --- advanced indexing (ElabIndexing.cpp) ---
+  /// Records the tensor \p v indexing \p t at \p axis in \p region (the
+  /// whole axis kept; a bool mask takes one axis per dim and advances
+  /// \p axis past them); an error for a float tensor, a mask of rank 0 or
+  /// one with more dims than remain, or a region without allowTensors.
+  bool takeTensorIndex(const SemValue &v, const TensorType &t, size_t &axis,
+                       SliceRegion &region);
+  /// `x[...]` with tensor indices (\p region from resolveSlices): integer
+  /// tensors broadcast together and pick elements, each checked against
+  /// its axis at run time (negative counts from the end); a bool mask
+  /// selects the positions where it is true (an unbacked count).
+  bool advancedIndex(const ast::Expr &e, ValueId x, const TensorType &t,
+                     const SliceRegion &region, SemValue &out);
 
   // --- mutable variables and loops (ElabLoop.cpp) ---
   /// `NAME = value;`, or `NAME[subscript] = value;` (a copy of the tensor

@@ -252,7 +252,7 @@ private:
 
   Tail floatTail() {
     std::string q = "q" + std::to_string(tails_++);
-    switch (pick(42)) {
+    switch (pick(44)) {
     case 0:
       return {"", "sum(e, axis=1)", "f32[?]"};
     case 1:
@@ -363,6 +363,13 @@ private:
                   "(e, 0, (reshape(arange(N), [N, 1]) * 2 + arange(M)) % N, "
                   "e * 2.0)",
               "f32[?, ?]"};
+    case 41: // advanced indexing: rows (wild indices: negative, too large)
+      return {"", "e[idx]", "f32[?, ?]"};
+    case 42: // index tensors broadcast, negative columns (M = 0: division)
+      return {"", "e[reshape(idx, [-1, 1]), (arange(M) * 5) % M - 1]",
+              "f32[?, ?]"};
+    case 43: // a bool mask of the leading dim (max: exact on every backend)
+      return {"", "e[max(b, axis=1) > 0.0]", "f32[?, ?]"};
     default:
       return {"", "e", "f32[?, ?]"};
     }
