@@ -53,21 +53,21 @@ std::map<std::string, size_t> firstMentions(const Function &fn) {
   return first;
 }
 
-/// Finds one assertion that can leave its innermost loop and moves it
-/// before that loop; false when there is none.
-bool hoistOne(Function &fn, const ShapeEnv *env) {
+/// Moves every assertion that can leave its innermost loop to just before
+/// that loop (one level out); returns how many moved. The first mentions
+/// are those of the op list before the pass, which the moves keep valid:
+/// an assertion mentions nothing it would move ahead of.
+size_t hoistOneLevel(Function &fn, const ShapeEnv *env) {
   std::map<std::string, size_t> first = firstMentions(fn);
   std::vector<size_t> open; // indices of the open loop ops
+  std::map<size_t, std::vector<Operation>> before; // by loop op index
+  std::vector<bool> moved(fn.ops.size(), false);
   for (size_t i = 0; i < fn.ops.size(); ++i) {
     const Operation &op = fn.ops[i];
-    if (op.code == OpCode::Loop) {
+    if (op.code == OpCode::Loop)
       open.push_back(i);
-      continue;
-    }
-    if (op.code == OpCode::EndLoop) {
+    else if (op.code == OpCode::EndLoop)
       open.pop_back();
-      continue;
-    }
     if (op.code != OpCode::Assert || open.empty())
       continue;
     size_t loopAt = open.back();
@@ -80,25 +80,36 @@ bool hoistOne(Function &fn, const ShapeEnv *env) {
       continue;
     const Operation &loop = fn.ops[loopAt];
     SymCond runs = SymCond::lt(loop.exprAttr("lo"), loop.exprAttr("hi"));
-    bool alwaysRuns = env && env->prove(runs) == Truth::True;
-    Operation moved = op;
-    if (!alwaysRuns)
-      moved.attrs["cond"] =
+    Operation hoisted = op;
+    if (!env || env->prove(runs) != Truth::True)
+      hoisted.attrs["cond"] =
           SymCond::disj(SymCond::negate(runs), op.condAttr("cond"));
-    fn.ops.erase(fn.ops.begin() + static_cast<std::ptrdiff_t>(i));
-    fn.ops.insert(fn.ops.begin() + static_cast<std::ptrdiff_t>(loopAt),
-                  std::move(moved));
-    return true;
+    before[loopAt].push_back(std::move(hoisted));
+    moved[i] = true;
   }
-  return false;
+  if (before.empty())
+    return 0;
+  std::vector<Operation> ops;
+  size_t count = 0;
+  for (size_t i = 0; i < fn.ops.size(); ++i) {
+    if (auto it = before.find(i); it != before.end())
+      for (Operation &a : it->second) {
+        ops.push_back(std::move(a));
+        ++count;
+      }
+    if (!moved[i])
+      ops.push_back(std::move(fn.ops[i]));
+  }
+  fn.ops = std::move(ops);
+  return count;
 }
 
 } // namespace
 
 size_t hoistLoopInvariantAssertions(Function &fn, const ShapeEnv *env) {
   size_t moved = 0;
-  while (hoistOne(fn, env))
-    ++moved;
+  while (size_t n = hoistOneLevel(fn, env))
+    moved += n;
   return moved;
 }
 

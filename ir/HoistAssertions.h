@@ -14,7 +14,8 @@ namespace tsl {
 /// that violates such an assertion still fails with the assertion's
 /// message and location; only which of several failures is reported first
 /// may change. With \p env, a loop its facts prove runs at least once
-/// keeps the plain condition. Returns the number of assertions moved.
+/// keeps the plain condition. Returns the number of moves (one per loop
+/// level an assertion leaves).
 size_t hoistLoopInvariantAssertions(Function &fn,
                                     const ShapeEnv *env = nullptr);
 

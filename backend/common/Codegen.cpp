@@ -72,7 +72,7 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
     // contiguous slice) is address arithmetic: done in the host code, not a
     // kernel, whose text would hold the slice's offset and so differ for
     // every layer of a stack (`w[0]`, `w[1]`, ...).
-    bool alias = outlining && isAliasOp(op);
+    bool alias = outlining && plan.isView(op);
     if (!outlining || alias || computedElsewhere(op))
       checkResultSizes(op); // a kernel checks its own
     if (computedElsewhere(op))

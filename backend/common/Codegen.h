@@ -462,12 +462,6 @@ private:
   bool computedElsewhere(const Operation &op) const {
     return plan.computedElsewhere(op);
   }
-  /// A reshape or a slice the plan made a view: the result is an address
-  /// in the operand's buffer, computed where it is needed.
-  bool isAliasOp(const Operation &op) const {
-    return op.code == OpCode::Reshape ||
-           (op.code == OpCode::Slice && plan.sliceView[op.results[0]]);
-  }
 
   /// The emission state of the function being built, saved while a nested
   /// function (an outlined run of ops, a device kernel) is emitted.

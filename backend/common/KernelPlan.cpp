@@ -90,10 +90,13 @@ void planSliceViews(const Function &fn, KernelPlan &plan) {
       plan.sliceView[v] = false;
 }
 
-/// The last op reading each value (through fused trees); a read in a loop
-/// body that does not define the value counts at the loop's end, and a
-/// function result is read after the last op.
-std::vector<int> lastReads(const Function &fn, const KernelPlan &plan) {
+/// The last op reading each buffer: a read of v counts for owner[v]
+/// (itself, or the value whose buffer v's is), through fused trees. A read
+/// in a loop body that does not define the owner counts at the loop's end
+/// (the outermost such loop), and a function result is read after the last
+/// op.
+std::vector<int> lastReads(const Function &fn, const KernelPlan &plan,
+                           const std::vector<ValueId> &owner) {
   std::vector<int> last(fn.values.size(), -1);
   std::function<void(ValueId, int)> read = [&](ValueId v, int at) {
     if (plan.inlined[v] || plan.transposedOperand[v]) {
@@ -102,16 +105,16 @@ std::vector<int> lastReads(const Function &fn, const KernelPlan &plan) {
       return;
     }
     for (int loop = plan.loopOfOp[at]; loop >= 0; loop = plan.loopOfOp[loop])
-      if (!plan.loopHolds(loop, plan.loopOfValue[v]))
+      if (!plan.loopHolds(loop, plan.loopOfValue[owner[v]]))
         at = static_cast<int>(plan.partner[loop]);
-    last[v] = std::max(last[v], at);
+    last[owner[v]] = std::max(last[owner[v]], at);
   };
   for (size_t i = 0; i < fn.ops.size(); ++i)
     if (!plan.computedElsewhere(fn.ops[i]))
       for (ValueId v : fn.ops[i].operands)
         read(v, static_cast<int>(i));
   for (ValueId r : fn.results)
-    last[r] = static_cast<int>(fn.ops.size());
+    last[owner[r]] = static_cast<int>(fn.ops.size());
   return last;
 }
 
@@ -124,36 +127,37 @@ void planInPlaceUpdates(const Function &fn, KernelPlan &plan) {
     any |= op.code == OpCode::UpdateSlice;
   if (!any)
     return;
-  std::vector<int> last = lastReads(fn, plan);
+  std::vector<ValueId> self(n);
+  for (ValueId v = 0; v < n; ++v)
+    self[v] = v;
   // memory[v]: the value owning the memory v's elements are in (through
   // reshapes, slice views, in-place updates); owner[v] the same without
-  // slice views (a view's memory is part of another buffer).
-  std::vector<ValueId> memory(n), owner(n);
-  for (ValueId v = 0; v < n; ++v)
-    memory[v] = owner[v] = v;
+  // slice views (a view's memory is part of another buffer). groupLast[m]:
+  // the last read of any value whose memory is m's, so far.
+  std::vector<ValueId> memory = self, owner = self;
+  std::vector<int> groupLast = lastReads(fn, plan, self);
+  const std::vector<int> last = groupLast;
   for (size_t i = 0; i < fn.ops.size(); ++i) {
     const Operation &op = fn.ops[i];
-    if (op.results.empty())
+    if (op.results.empty() ||
+        !(plan.isView(op) || op.code == OpCode::UpdateSlice))
       continue;
-    ValueId r = op.results[0];
-    if (op.code == OpCode::Reshape) {
-      memory[r] = memory[op.operands[0]];
-      owner[r] = owner[op.operands[0]];
-    } else if (op.code == OpCode::Slice && plan.sliceView[r]) {
-      memory[r] = memory[op.operands[0]];
-    } else if (op.code == OpCode::UpdateSlice) {
-      ValueId x = op.operands[0], base = memory[x];
+    ValueId r = op.results[0], x = op.operands[0];
+    if (op.code == OpCode::UpdateSlice) {
+      ValueId base = memory[x];
       bool ok = owner[x] == base && plan.producer[base] &&
                 !plan.computedElsewhere(*plan.producer[base]) &&
                 plan.loopOfValue[base] == plan.loopOfOp[i] &&
-                memory[op.operands[1]] != base;
-      for (ValueId c = 0; ok && c < n; ++c)
-        ok = memory[c] != base || last[c] <= static_cast<int>(i);
-      if (ok) {
-        plan.updateInPlace[r] = true;
-        memory[r] = owner[r] = base;
-      }
+                memory[op.operands[1]] != base &&
+                groupLast[base] <= static_cast<int>(i);
+      if (!ok)
+        continue;
+      plan.updateInPlace[r] = true;
     }
+    memory[r] = memory[x];
+    if (op.code != OpCode::Slice)
+      owner[r] = owner[x];
+    groupLast[memory[r]] = std::max(groupLast[memory[r]], last[r]);
   }
 }
 
@@ -247,9 +251,7 @@ void planFrees(const Function &fn, KernelPlan &plan) {
         root[fn.ops[i].results[k]] = end.results[k];
     }
   for (const Operation &op : fn.ops) // aliases of their operand's buffer
-    if (op.code == OpCode::Reshape ||
-        (op.code == OpCode::Slice && plan.sliceView[op.results[0]]) ||
-        (op.code == OpCode::UpdateSlice && plan.updateInPlace[op.results[0]]))
+    if (plan.sharesOperandBuffer(op))
       root[op.results[0]] = root[op.operands[0]];
   std::vector<bool> pinned(n, false);
   for (const Param &p : fn.params)
@@ -257,29 +259,11 @@ void planFrees(const Function &fn, KernelPlan &plan) {
       pinned[root[p.value]] = true;
   for (ValueId r : fn.results)
     pinned[root[r]] = true;
-  std::vector<int> last(n, -1);
-  std::function<void(ValueId, int)> use = [&](ValueId v, int at) {
-    if (plan.inlined[v] || plan.transposedOperand[v]) {
-      for (ValueId o : plan.producer[v]->operands)
-        use(o, at);
-      return;
-    }
-    // Read in a loop body that does not define it: it lives until the
-    // outermost such loop ends.
-    for (int loop = plan.loopOfOp[at]; loop >= 0; loop = plan.loopOfOp[loop])
-      if (!plan.loopHolds(loop, plan.loopOfValue[root[v]]))
-        at = static_cast<int>(plan.partner[loop]);
-    last[root[v]] = std::max(last[root[v]], at);
-  };
-  for (size_t i = 0; i < fn.ops.size(); ++i) {
-    const Operation &op = fn.ops[i];
-    if (plan.computedElsewhere(op))
-      continue;
-    for (ValueId r : op.results)
-      last[root[r]] = std::max(last[root[r]], static_cast<int>(i));
-    for (ValueId v : op.operands)
-      use(v, static_cast<int>(i));
-  }
+  std::vector<int> last = lastReads(fn, plan, root);
+  for (size_t i = 0; i < fn.ops.size(); ++i) // written counts as used
+    if (!plan.computedElsewhere(fn.ops[i]))
+      for (ValueId r : fn.ops[i].results)
+        last[root[r]] = std::max(last[root[r]], static_cast<int>(i));
   plan.freeAfter.assign(fn.ops.size(), {});
   for (ValueId v = 0; v < n; ++v)
     if (root[v] == v && !pinned[v] && !plan.inlined[v] &&

@@ -94,11 +94,22 @@ struct KernelPlan {
   /// function result). `out[t] = h` in a loop then costs the block, not
   /// the whole tensor.
   std::vector<bool> updateInPlace;
+  /// A reshape or a slice view: its result is an address in its operand's
+  /// buffer, no computation.
+  bool isView(const Operation &op) const {
+    return op.code == OpCode::Reshape ||
+           (op.code == OpCode::Slice && sliceView[op.results[0]]);
+  }
+  /// A view or an in-place update: its result lives in its operand's
+  /// buffer.
+  bool sharesOperandBuffer(const Operation &op) const {
+    return isView(op) ||
+           (op.code == OpCode::UpdateSlice && updateInPlace[op.results[0]]);
+  }
   /// The value whose buffer \p v's is, through reshapes, slice views and
   /// in-place updates (\p v itself when it owns a buffer).
   ValueId aliasRoot(ValueId v) const {
-    while (producer[v] && (producer[v]->code == OpCode::Reshape ||
-                           sliceView[v] || updateInPlace[v]))
+    while (producer[v] && sharesOperandBuffer(*producer[v]))
       v = producer[v]->operands[0];
     return v;
   }
