@@ -1,7 +1,9 @@
 // The host target machine and the optimization pipeline (HostTarget.h).
 #include "backend/cpu/HostTarget.h"
+#include "backend/cpu/WidenHalfArithmetic.h"
 
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/DynamicLibrary.h>
 #include <llvm/Support/TargetSelect.h>
@@ -44,6 +46,24 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, OptEffort effort) {
   tlii.addVectorizableFunctionsFromVecLib(
       llvm::TargetLibraryInfoImpl::LIBMVEC_X86, tm.getTargetTriple());
   fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
+  // x86 without AVX512-FP16 converts f16 vectors through f32 (F16C), but
+  // its cost model prices them as scalarized (WidenHalfArithmetic.h). Before
+  // the vectorizer: f32 arithmetic and loop widths; at the end: f32 again
+  // where InstCombine narrowed the vector code.
+  // The CPU's features, including those its name implies ($TSL_TARGET_CPU).
+  const llvm::MCSubtargetInfo &cpu = *tm.getMCSubtargetInfo();
+  if (tm.getTargetTriple().isX86() && !cpu.checkFeatures("+avx512fp16")) {
+    bool hint = cpu.checkFeatures("+f16c");
+    pb.registerVectorizerStartEPCallback(
+        [hint](llvm::FunctionPassManager &fpm, llvm::OptimizationLevel) {
+          fpm.addPass(WidenHalfArithmeticPass(hint));
+        });
+    pb.registerOptimizerLastEPCallback(
+        [](llvm::ModulePassManager &mpm, llvm::OptimizationLevel) {
+          mpm.addPass(llvm::createModuleToFunctionPassAdaptor(
+              WidenHalfArithmeticPass(false)));
+        });
+  }
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
