@@ -412,13 +412,18 @@ Value *Codegen::compute(const Operation &op, const std::vector<Value *> &vals) {
   if (op.code == OpCode::Where)
     r = b.CreateSelect(vals[0], vals[1], vals[2]);
   else if (op.code == OpCode::Cast)
-    r = convert(vals[0], inType, out);
+    // An explicit cast rounds: its operand to its own type, then the result.
+    return roundToStorage(
+        out, convert(roundToStorage(inType, vals[0]), inType, out));
   else if (vals.size() == 1)
     r = unary(op.code, inType, vals[0]);
   else
     r = binary(op.code, inType, vals[0], vals[1]);
-  // A fused consumer sees the value its producer would have stored.
-  return r ? roundToStorage(out, r) : r;
+  // Integers wrap as stored ones do (that is their semantics); f16 and bf16
+  // intermediates keep f32's precision and round once, where stored.
+  if (!r || isFloat(out))
+    return r;
+  return roundToStorage(out, r);
 }
 
 bool Codegen::elementwise(const Operation &op) {

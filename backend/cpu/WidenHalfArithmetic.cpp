@@ -1,12 +1,13 @@
 // Half precision arithmetic moved back to f32 (WidenHalfArithmetic.h).
 #include "backend/cpu/WidenHalfArithmetic.h"
 
+#include <llvm/ADT/DenseMap.h>
 #include <llvm/Analysis/LoopInfo.h>
 #include <llvm/Analysis/TargetTransformInfo.h>
 #include <llvm/IR/IRBuilder.h>
-#include <llvm/Transforms/Utils/LoopUtils.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/IntrinsicInst.h>
+#include <llvm/Transforms/Utils/LoopUtils.h>
 
 #include <vector>
 
@@ -17,9 +18,13 @@ bool isHalf(const llvm::Value *v) {
   return v->getType()->getScalarType()->isHalfTy();
 }
 
-/// Intrinsics whose f32 form rounded to f16 equals their f16 form.
-bool isWidenableIntrinsic(llvm::Intrinsic::ID id) {
+/// Whether f16 intrinsic \p id rounded from f32 equals its f16 form; sets
+/// \p exact when its f32 result on f16 values is an f16 value (no rounding).
+bool isWidenableIntrinsic(llvm::Intrinsic::ID id, bool &exact) {
   switch (id) {
+  case llvm::Intrinsic::sqrt:
+    exact = false;
+    return true;
   case llvm::Intrinsic::fabs:
   case llvm::Intrinsic::ceil:
   case llvm::Intrinsic::floor:
@@ -33,23 +38,26 @@ bool isWidenableIntrinsic(llvm::Intrinsic::ID id) {
   case llvm::Intrinsic::minimum:
   case llvm::Intrinsic::maximum:
   case llvm::Intrinsic::copysign:
-  case llvm::Intrinsic::sqrt:
+    exact = true;
     return true;
   default:
     return false;
   }
 }
 
-/// Whether \p inst is an f16 operation this pass rewrites.
-bool isWidenable(const llvm::Instruction &inst) {
+/// Whether \p inst is an f16 operation this pass rewrites; \p exact as
+/// above (comparisons have no f16 result and are not exact).
+bool isWidenable(const llvm::Instruction &inst, bool &exact) {
+  exact = false;
   if (llvm::isa<llvm::FCmpInst>(inst))
     return isHalf(inst.getOperand(0));
   if (!isHalf(&inst))
     return false;
   if (auto *call = llvm::dyn_cast<llvm::IntrinsicInst>(&inst))
-    return isWidenableIntrinsic(call->getIntrinsicID());
-  return llvm::isa<llvm::BinaryOperator>(inst) ||
-         inst.getOpcode() == llvm::Instruction::FNeg;
+    return isWidenableIntrinsic(call->getIntrinsicID(), exact);
+  exact = llvm::isa<llvm::SelectInst>(inst) ||
+          inst.getOpcode() == llvm::Instruction::FNeg;
+  return exact || llvm::isa<llvm::BinaryOperator>(inst);
 }
 
 /// \p t with f32 in place of f16 (the same vector shape).
@@ -60,7 +68,12 @@ llvm::Type *widened(llvm::Type *t) {
   return f32;
 }
 
-void widen(llvm::Instruction &inst) {
+/// f16 values whose f32 form is known: the rounding of that form is the
+/// value, and `fpext` of the value is the form itself.
+using ExactForms = llvm::DenseMap<llvm::Value *, llvm::Value *>;
+
+/// Replaces f16 operation \p inst by its f32 form rounded to f16.
+void widen(llvm::Instruction &inst, bool exact, ExactForms &forms) {
   llvm::IRBuilder<> b(&inst);
   std::vector<llvm::Value *> args;
   for (llvm::Value *op : inst.operands())
@@ -83,10 +96,81 @@ void widen(llvm::Instruction &inst) {
     b.Insert(wide);
   }
   llvm::Value *result = wide;
-  if (isHalf(&inst))
+  if (isHalf(&inst)) {
     result = b.CreateFPTrunc(wide, inst.getType());
+    if (exact)
+      forms[result] = wide;
+  }
   inst.replaceAllUsesWith(result);
   inst.eraseFromParent();
+}
+
+/// The f32 form of f16 value \p v: known, a constant, or `fpext` of \p v
+/// inserted after its definition.
+llvm::Value *exactForm(llvm::Value *v, ExactForms &forms) {
+  if (llvm::Value *known = forms.lookup(v))
+    return known;
+  llvm::Type *t = widened(v->getType());
+  if (llvm::isa<llvm::Constant>(v)) // folded by the builder
+    return llvm::IRBuilder<>(v->getContext()).CreateFPExt(v, t);
+  llvm::BasicBlock::iterator at;
+  if (auto *def = llvm::dyn_cast<llvm::Instruction>(v))
+    at = llvm::isa<llvm::PHINode>(def) ? def->getParent()->getFirstInsertionPt()
+                                       : std::next(def->getIterator());
+  else
+    at = llvm::cast<llvm::Argument>(v)
+             ->getParent()
+             ->getEntryBlock()
+             .getFirstInsertionPt();
+  llvm::IRBuilder<> b(at->getParent(), at);
+  return forms[v] = b.CreateFPExt(v, t);
+}
+
+/// Carries f16 phis in f32 (a reduction's accumulator, narrowed by
+/// InstCombine, otherwise converts twice per iteration). Whether any was.
+bool widenPhis(llvm::Function &f, ExactForms &forms) {
+  std::vector<llvm::PHINode *> phis;
+  for (llvm::BasicBlock &bb : f)
+    for (llvm::PHINode &phi : bb.phis())
+      if (isHalf(&phi))
+        phis.push_back(&phi);
+  // Every phi first gets its f32 twin (incoming values may be other phis).
+  std::vector<llvm::PHINode *> wide;
+  std::vector<llvm::Value *> narrow;
+  for (llvm::PHINode *phi : phis) {
+    wide.push_back(llvm::PHINode::Create(widened(phi->getType()),
+                                         phi->getNumIncomingValues(), "",
+                                         phi->getIterator()));
+    llvm::IRBuilder<> b(phi->getParent(),
+                        phi->getParent()->getFirstInsertionPt());
+    narrow.push_back(b.CreateFPTrunc(wide.back(), phi->getType()));
+    forms[narrow.back()] = forms[phi] = wide.back();
+  }
+  for (size_t i = 0; i < phis.size(); ++i)
+    for (unsigned k = 0; k < phis[i]->getNumIncomingValues(); ++k)
+      wide[i]->addIncoming(exactForm(phis[i]->getIncomingValue(k), forms),
+                           phis[i]->getIncomingBlock(k));
+  for (size_t i = 0; i < phis.size(); ++i) {
+    phis[i]->replaceAllUsesWith(narrow[i]);
+    forms.erase(phis[i]);
+    phis[i]->eraseFromParent();
+  }
+  return !phis.empty();
+}
+
+/// `fpext` of an f16 value whose f32 form is known becomes that form.
+void useExactForms(llvm::Function &f, const ExactForms &forms) {
+  std::vector<llvm::Instruction *> dead;
+  for (llvm::BasicBlock &bb : f)
+    for (llvm::Instruction &inst : bb)
+      if (auto *ext = llvm::dyn_cast<llvm::FPExtInst>(&inst))
+        if (llvm::Value *form = forms.lookup(ext->getOperand(0));
+            form && form != ext && form->getType() == ext->getType()) {
+          ext->replaceAllUsesWith(form);
+          dead.push_back(ext);
+        }
+  for (llvm::Instruction *inst : dead)
+    inst->eraseFromParent();
 }
 
 /// Whether \p l converts between f16 and f32.
@@ -139,15 +223,18 @@ bool hintHalfLoops(llvm::Function &f, llvm::FunctionAnalysisManager &fam) {
 llvm::PreservedAnalyses
 WidenHalfArithmeticPass::run(llvm::Function &f,
                              llvm::FunctionAnalysisManager &fam) {
-  std::vector<llvm::Instruction *> work;
+  std::vector<std::pair<llvm::Instruction *, bool>> work;
   for (llvm::BasicBlock &bb : f)
     for (llvm::Instruction &inst : bb)
-      if (isWidenable(inst))
-        work.push_back(&inst);
-  for (llvm::Instruction *inst : work)
-    widen(*inst);
+      if (bool exact; isWidenable(inst, exact))
+        work.push_back({&inst, exact});
+  ExactForms forms;
+  for (auto [inst, exact] : work)
+    widen(*inst, exact, forms);
+  bool changed = widenPhis(f, forms) || !work.empty();
+  useExactForms(f, forms);
   bool hinted = hintLoopWidths && hintHalfLoops(f, fam);
-  if (work.empty() && !hinted)
+  if (!changed && !hinted)
     return llvm::PreservedAnalyses::all();
   llvm::PreservedAnalyses kept;
   kept.preserveSet<llvm::CFGAnalyses>();
