@@ -8,6 +8,7 @@
 // attention); none runs them all.
 #include "runtime/FunctionTable.h"
 #include "runtime/ThreadPool.h"
+#include "support/Float16.h"
 #include "tools/driver/JitCompiler.h"
 
 #include <algorithm>
@@ -193,6 +194,52 @@ void benchRows(JitCompiler &jit, std::mt19937 &rng) {
               tl * 1e3);
 }
 
+/// \p bufs as arguments of element type \p dtype (4 f16, 5 bf16, 6 f32):
+/// the 16-bit ones converted into \p storage, which must outlive the call.
+std::vector<rt::CallArg>
+typedArgs(const std::vector<Buffer> &bufs, int32_t dtype,
+          std::vector<std::vector<uint16_t>> &storage) {
+  std::vector<rt::CallArg> args = argsOf(bufs);
+  if (dtype == 6)
+    return args;
+  storage.clear();
+  for (const Buffer &b : bufs) {
+    std::vector<uint16_t> bits(b.data.size());
+    for (size_t i = 0; i < bits.size(); ++i)
+      bits[i] = dtype == 4 ? floatToHalf(b.data[i]) : floatToBF16(b.data[i]);
+    storage.push_back(std::move(bits));
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    args[i].dtype = dtype;
+    args[i].data = storage[i].data();
+  }
+  return args;
+}
+
+/// The elementwise chain, softmax and layer_norm over [64, 512, 768] in f32,
+/// f16 and bf16 (the same values, rounded): 16-bit types should not be slower
+/// than f32 (they move half the bytes and compute in f32).
+void benchHalf(JitCompiler &jit, std::mt19937 &rng) {
+  std::vector<Buffer> x{randomBuffer({64, 512, 768}, rng)};
+  std::vector<Buffer> xy{x[0], randomBuffer({64, 512, 768}, rng)};
+  std::vector<Buffer> ln{x[0], randomBuffer({768}, rng),
+                         randomBuffer({768}, rng)};
+  const std::pair<const char *, const std::vector<Buffer> *> cases[] = {
+      {"ew_t", &xy}, {"softmax_t", &x}, {"layer_norm_t", &ln}};
+  for (auto [name, bufs] : cases) {
+    rt::FunctionTable table(name, &jit);
+    double t[3];
+    std::vector<std::vector<uint16_t>> storage;
+    const int32_t dtypes[] = {6, 4, 5};
+    for (int i = 0; i < 3; ++i)
+      t[i] = timeCall(table, typedArgs(*bufs, dtypes[i], storage), 10);
+    std::printf("%s [64,512,768]: f32 %.2f ms; f16 %.2f ms (f32/f16 %.2f); "
+                "bf16 %.2f ms (f32/bf16 %.2f)\n",
+                name, t[0] * 1e3, t[1] * 1e3, t[0] / t[1], t[2] * 1e3,
+                t[0] / t[2]);
+  }
+}
+
 /// ResNet's 3x3 conv (64 channels, N=4, 56 x 56, bias) alone and in the
 /// basic block (bench/models.tsl).
 void benchConv(JitCompiler &jit, std::mt19937 &rng) {
@@ -231,7 +278,7 @@ int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: %s bench/models.tsl "
-                 "[dispatch|ew|mm|encoder|rows|conv|attention]...\n",
+                 "[dispatch|ew|mm|encoder|rows|conv|attention|half]...\n",
                  argv[0]);
     return 2;
   }
@@ -246,10 +293,10 @@ int main(int argc, char **argv) {
   std::printf("threads: %d\n", rt::ThreadPool::instance().size());
   using Bench = void (*)(JitCompiler &, std::mt19937 &);
   const std::pair<const char *, Bench> groups[] = {
-      {"dispatch", benchDispatch},  {"ew", benchElementwise},
-      {"mm", benchMatmul},          {"encoder", benchEncoder},
-      {"rows", benchRows},          {"conv", benchConv},
-      {"attention", benchAttention}};
+      {"dispatch", benchDispatch},   {"ew", benchElementwise},
+      {"mm", benchMatmul},           {"encoder", benchEncoder},
+      {"rows", benchRows},           {"conv", benchConv},
+      {"attention", benchAttention}, {"half", benchHalf}};
   for (auto [name, bench] : groups)
     if (want(name))
       bench(jit, rng);

@@ -5,7 +5,8 @@
 # Makes a venv with the newest NumPy, PyTorch and threadpoolctl from PyPI on
 # first use.
 #   bash bench/cpu.sh              every row
-#   bash bench/cpu.sh conv mm      only those groups (dispatch ew mm encoder rows conv attention)
+#   bash bench/cpu.sh conv mm      only those groups (dispatch ew mm encoder rows conv attention half;
+#                                  half times f16 and bf16 against TSL's own f32, no peer)
 # TSL_BENCH_ROUNDS (default 3): interleaved rounds, best of each side.
 # TSL_BENCH_OMP_WAIT (default passive): the peers' OMP_WAIT_POLICY (see below).
 #
