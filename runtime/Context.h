@@ -12,6 +12,8 @@ struct tsl_rt_context {
   std::vector<void *> allocations; ///< host memory, freed at the end
   std::string error;
   int32_t failedOp = -1;
+  /// The values a failed device check stored with its message.
+  int64_t deviceValues[TSL_RT_STATUS_WORDS - 1] = {};
   /// The device GPU variants launch on (null for CPU code), and the device
   /// memory this call allocated (released at the end unless taken).
   const tsl_rt_device *device = nullptr;

@@ -4,6 +4,7 @@
 #include "support/SizeLimits.h"
 
 #include <algorithm>
+#include <string>
 
 namespace tsl::rt {
 
@@ -91,13 +92,28 @@ int32_t tsl_rt_dev_launch(tsl_rt_context *ctx, int32_t kernel, int64_t blocks,
 int32_t tsl_rt_dev_check(tsl_rt_context *ctx) {
   if (!ctx->device)
     return deviceError(ctx, "GPU code called without a device");
-  int64_t status = 0;
-  if (const char *error = ctx->device->status(ctx->device->self, &status))
+  int64_t block[TSL_RT_STATUS_WORDS] = {};
+  if (const char *error = ctx->device->status(ctx->device->self, block))
     return deviceError(ctx, error);
+  int64_t status = block[0];
   if (status == 0)
     return 0;
+  std::copy(block + 1, block + TSL_RT_STATUS_WORDS, ctx->deviceValues);
   ctx->failedOp = static_cast<int32_t>((status & 0xffffffff) - 1);
   return 1 + static_cast<int32_t>(status >> 32);
+}
+
+void tsl_rt_dev_error(tsl_rt_context *ctx, const char *message) {
+  std::string text;
+  for (const char *p = message; *p; ++p) {
+    if (p[0] == '{' && (p[1] == '0' || p[1] == '1') && p[2] == '}') {
+      text += std::to_string(ctx->deviceValues[p[1] - '0']);
+      p += 2;
+    } else {
+      text += *p;
+    }
+  }
+  tsl_rt_error(ctx, text.c_str());
 }
 
 int32_t tsl_rt_dev_read(tsl_rt_context *ctx, void *dst, const void *src,

@@ -201,19 +201,20 @@ const char *GpuDevice::Call::read(void *self, void *dst, const void *src,
 bool GpuDevice::Call::statusWord(std::string &error) {
   if (status_)
     return true;
-  static const int64_t zero = 0;
+  static const int64_t zero[TSL_RT_STATUS_WORDS] = {};
   status_ = device_.allocate(sizeof zero, error, stream_);
   if (!status_)
     return false;
   if (!device_.cuda_) {
-    std::memcpy(status_, &zero, sizeof zero);
+    std::memcpy(status_, zero, sizeof zero);
     return true;
   }
   // Zeroed on the stream, without waiting (a copy from pageable host
   // memory would stage it synchronously).
   const CudaApi &a = device_.cuda_->driver().api();
-  if (CUresult r = a.cuMemsetD32Async(devicePtr(status_), 0, 2,
-                                      device_.streamOr(stream_));
+  if (CUresult r =
+          a.cuMemsetD32Async(devicePtr(status_), 0, 2 * TSL_RT_STATUS_WORDS,
+                             device_.streamOr(stream_));
       r != 0) {
     error = device_.cuda_->driver().describe("cuMemsetD32Async", r);
     return false;
@@ -223,12 +224,13 @@ bool GpuDevice::Call::statusWord(std::string &error) {
 
 const char *GpuDevice::Call::status(void *self, int64_t *status) {
   auto *c = static_cast<Call *>(self);
-  *status = 0;
+  std::fill(status, status + TSL_RT_STATUS_WORDS, 0);
   if (!c->status_) // nothing launched, nothing failed
     return nullptr;
   std::string message;
-  if (!c->device_.copy(Copy::ToHost, status, c->status_, sizeof *status,
-                       message, c->stream_))
+  if (!c->device_.copy(Copy::ToHost, status, c->status_,
+                       TSL_RT_STATUS_WORDS * sizeof *status, message,
+                       c->stream_))
     return c->fail(message);
   return nullptr;
 }

@@ -58,9 +58,16 @@ int32_t tsl_rt_context_failed_op(const tsl_rt_context *ctx);
  *   args[1 .. 1+S)     the symbol array (S = symbols + 1),
  *   args[1+S ..)       the buffers the kernel uses, numbered by first use.
  * A device kernel that fails a check stores 1 + its op index in the status
- * word (low 32 bits; the high bits number the message, if any). Host code
+ * word (low 32 bits; the high bits number the message, if any), and the
+ * values its message shows in the two words after it: the status block is
+ * TSL_RT_STATUS_WORDS words, and only the first failing thread writes it
+ * (compare-and-swap on the status word). Host code
  * reads the status (tsl_rt_dev_check) only where it must wait anyway: when
  * it reads a value back, and at the end of a call whose kernels can fail. */
+
+/// The words of a call's status block: the status, then two values of the
+/// failed check's message.
+#define TSL_RT_STATUS_WORDS 3
 
 /// The grid of one launch: \p blocks blocks of \p threads threads (a
 /// multiple of 32, at most 1024) with \p shared_bytes of shared memory
@@ -104,8 +111,9 @@ typedef struct tsl_rt_device {
   /// Copies \p bytes of device memory to the host, after the work enqueued
   /// so far. Null, or an error.
   const char *(*read)(void *self, void *dst, const void *src, int64_t bytes);
-  /// The call's status word after the work enqueued so far (0: no device
-  /// kernel failed). Null, or an error.
+  /// The call's status block (TSL_RT_STATUS_WORDS words) after the work
+  /// enqueued so far (word 0 is 0: no device kernel failed). Null, or an
+  /// error.
   const char *(*status)(void *self, int64_t *status);
   /// Enqueues \p gemm through the device's GEMM library: 0 done, 1 failed
   /// (*error set), 2 no library GEMM for it (the caller runs its own).

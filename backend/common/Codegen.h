@@ -238,10 +238,17 @@ private:
   llvm::FunctionCallee runtime(const char *name, llvm::Type *ret,
                                std::vector<llvm::Type *> args);
 
-  /// Branches to a failure exit when \p failed is true.
-  void failIf(Value *failed, const std::function<void()> &record);
+  /// Branches to a failure exit when \p failed is true. On the device the
+  /// first failing thread also stores \p values (at most two i64), which
+  /// the message shows as {0} and {1} (tsl_rt_dev_error).
+  void failIf(Value *failed, const std::function<void()> &record,
+              const std::vector<Value *> &values = {});
   void failOpIf(Value *failed);
-  void failMessageIf(Value *failed, const std::string &message);
+  /// Fails with \p message. In device code "{0}" and "{1}" in it show
+  /// \p values (for example the index that was out of bounds); host code
+  /// has no use for them (its library kernels format their own).
+  void failMessageIf(Value *failed, const std::string &message,
+                     const std::vector<Value *> &values = {});
   /// The index of the op being lowered as the runtime reports it: a
   /// constant, or inside a shared kernel its caller's base plus the offset.
   Value *opIndexValue();

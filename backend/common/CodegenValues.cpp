@@ -31,7 +31,8 @@ llvm::FunctionCallee Codegen::runtime(const char *name, llvm::Type *ret,
 }
 
 /// Branches to a failure exit when \p failed is true.
-void Codegen::failIf(Value *failed, const std::function<void()> &record) {
+void Codegen::failIf(Value *failed, const std::function<void()> &record,
+                     const std::vector<Value *> &values) {
   if (auto *never = llvm::dyn_cast<llvm::ConstantInt>(failed);
       never && never->isZero())
     return;
@@ -43,9 +44,27 @@ void Codegen::failIf(Value *failed, const std::function<void()> &record) {
   if (inDevice) {
     // No context on the device: 1 + the op index in the call's status word,
     // which the host checks where it waits (checkDeviceStatus); the high
-    // half says which message (deviceMessage, set by failMessageIf).
-    b.CreateStore(b.getInt64((opIndex + 1) | (deviceMessage << 32)),
-                  deviceStatus);
+    // half says which message (deviceMessage, set by failMessageIf). The
+    // first failing thread wins, so that the values stored after the word
+    // belong to the message it names.
+    Value *won = b.CreateExtractValue(
+        b.CreateAtomicCmpXchg(deviceStatus, b.getInt64(0),
+                              b.getInt64((opIndex + 1) | (deviceMessage << 32)),
+                              llvm::MaybeAlign(8),
+                              llvm::AtomicOrdering::Monotonic,
+                              llvm::AtomicOrdering::Monotonic),
+        1);
+    if (!values.empty()) {
+      auto *record = llvm::BasicBlock::Create(ctx, "record", kernel);
+      auto *recorded = llvm::BasicBlock::Create(ctx, "recorded", kernel);
+      b.CreateCondBr(won, record, recorded);
+      b.SetInsertPoint(record);
+      for (size_t i = 0; i < values.size() && i < 2; ++i)
+        b.CreateStore(b.CreateSExtOrTrunc(values[i], i64),
+                      b.CreateConstGEP1_64(i64, deviceStatus, i + 1));
+      b.CreateBr(recorded);
+      b.SetInsertPoint(recorded);
+    }
     deviceMayFail = true;
     if (cooperative)
       b.CreateBr(ok); // the call fails anyway; keep the barriers reachable
@@ -78,11 +97,13 @@ void Codegen::failOpIf(Value *failed) {
   });
 }
 
-void Codegen::failMessageIf(Value *failed, const std::string &message) {
+void Codegen::failMessageIf(Value *failed, const std::string &message,
+                            const std::vector<Value *> &values) {
   if (inDevice) {
     deviceMessages.push_back(message);
     deviceMessage = static_cast<int64_t>(deviceMessages.size());
-    failIf(failed, [] {});
+    failIf(
+        failed, [] {}, values);
     deviceMessage = 0;
     return;
   }

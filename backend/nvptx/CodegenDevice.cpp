@@ -264,12 +264,11 @@ void Codegen::checkDeviceStatus() {
       b.CreateCall(runtime("tsl_rt_dev_check", i32, {ptr}), {ctxArg});
   // 1 + k: the kernel stored message k (1-based) with its op.
   for (size_t k = 0; k < deviceMessages.size(); ++k)
-    failIf(b.CreateICmpEQ(status, b.getInt32(static_cast<int32_t>(k + 2))),
-           [&] {
-             b.CreateCall(
-                 runtime(target.runtime().error, b.getVoidTy(), {ptr, ptr}),
-                 {ctxArg, messageText(deviceMessages[k])});
-           });
+    failIf(
+        b.CreateICmpEQ(status, b.getInt32(static_cast<int32_t>(k + 2))), [&] {
+          b.CreateCall(runtime("tsl_rt_dev_error", b.getVoidTy(), {ptr, ptr}),
+                       {ctxArg, messageText(deviceMessages[k])});
+        });
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
 }
 

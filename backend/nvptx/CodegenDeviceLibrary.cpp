@@ -138,8 +138,8 @@ bool Codegen::deviceIndexSelect(const Operation &op) {
   for (size_t i = axis + 1; i < shape.size(); ++i)
     inner = b.CreateMul(inner, shape[i]);
   Value *nidx = expr(fn.type(idx).dims[0]);
-  std::string outOfBounds =
-      "an index is out of bounds for axis " + std::to_string(axis);
+  std::string outOfBounds = "index {0} is out of bounds for axis " +
+                            std::to_string(axis) + " of size {1}";
   // Every index is checked, as the library does, even when the result
   // has no elements (another dim is 0) and the copy below checks none.
   loops({nidx}, [&](const std::vector<Value *> &j) {
@@ -148,7 +148,7 @@ bool Codegen::deviceIndexSelect(const Operation &op) {
       v = b.CreateZExt(v, i64);
     failMessageIf(
         b.CreateOr(b.CreateICmpSLT(v, b.getInt64(0)), b.CreateICmpSGE(v, n)),
-        outOfBounds);
+        outOfBounds, {v, n});
   });
   loops({product(dims(fn.type(op.results[0])))},
         [&](const std::vector<Value *> &o) {
@@ -162,7 +162,7 @@ bool Codegen::deviceIndexSelect(const Operation &op) {
           // Again here: threads of other blocks may not have failed yet.
           failMessageIf(b.CreateOr(b.CreateICmpSLT(v, b.getInt64(0)),
                                    b.CreateICmpSGE(v, n)),
-                        outOfBounds);
+                        outOfBounds, {v, n});
           copyElementRaw(
               t, dst, o[0], bufs[x],
               b.CreateAdd(
@@ -179,15 +179,15 @@ bool Codegen::deviceGather(const Operation &op) {
   size_t axis = static_cast<size_t>(op.intAttr("axis"));
   std::vector<Value *> xs = dims(fn.type(x)), is = dims(fn.type(idx));
   std::vector<Value *> strides = contiguousStrides(xs);
-  std::string outOfBounds =
-      "an index is out of bounds for axis " + std::to_string(axis);
+  std::string outOfBounds = "index {0} is out of bounds for axis " +
+                            std::to_string(axis) + " of size {1}";
   loops({product(is)}, [&](const std::vector<Value *> &o) {
     Value *v = load(it, bufs[idx], o[0]);
     if (it == DType::Bool)
       v = b.CreateZExt(v, i64);
     failMessageIf(b.CreateOr(b.CreateICmpSLT(v, b.getInt64(0)),
                              b.CreateICmpSGE(v, xs[axis])),
-                  outOfBounds);
+                  outOfBounds, {v, xs[axis]});
     // o's multi-index over the index's shape, the axis coordinate v.
     Value *rest = o[0], *at = b.getInt64(0);
     for (size_t d = is.size(); d-- > 0;) {
@@ -229,8 +229,8 @@ bool Codegen::deviceScatter(const Operation &op) {
         std::vector<Value *> xst = contiguousStrides(dims(fn.type(x))),
                              sst = contiguousStrides(dims(fn.type(src))),
                              ist = contiguousStrides(is);
-        std::string outOfBounds =
-            "an index is out of bounds for axis " + std::to_string(axis);
+        std::string outOfBounds = "index {0} is out of bounds for axis " +
+                                  std::to_string(axis) + " of size {1}";
         loops({lineCount()}, [&](const std::vector<Value *> &l) {
           Value *rest = l[0], *at = b.getInt64(0), *from = b.getInt64(0),
                 *ip = b.getInt64(0);
@@ -248,10 +248,10 @@ bool Codegen::deviceScatter(const Operation &op) {
                             b.CreateAdd(ip, b.CreateMul(j[0], ist[axis])));
             if (it == DType::Bool)
               v = b.CreateZExt(v, i64);
-            failMessageIf(
-                b.CreateOr(b.CreateICmpSLT(v, b.getInt64(0)),
-                           b.CreateICmpSGE(v, dims(fn.type(x))[axis])),
-                outOfBounds);
+            Value *n = dims(fn.type(x))[axis];
+            failMessageIf(b.CreateOr(b.CreateICmpSLT(v, b.getInt64(0)),
+                                     b.CreateICmpSGE(v, n)),
+                          outOfBounds, {v, n});
             Value *o = b.CreateAdd(at, b.CreateMul(v, xst[axis]));
             Value *s = b.CreateAdd(from, b.CreateMul(j[0], sst[axis]));
             if (!op.boolAttr("add")) {
