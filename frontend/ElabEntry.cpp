@@ -3,6 +3,7 @@
 #include "frontend/ElaboratorImpl.h"
 #include "ir/FuseAttention.h"
 #include "ir/HoistAssertions.h"
+#include "ir/HoistInvariantOps.h"
 #include "ir/Passes.h"
 #include "support/DeepStack.h"
 
@@ -503,6 +504,7 @@ bool Elaborator::finishEntry(const ast::FnDecl &decl, Frame &frame,
   if (fuseAttention(fn))
     eliminateDeadCode(fn);
   hoistLoopInvariantAssertions(fn, &env);
+  hoistLoopInvariantOps(fn, &env);
   env.minimizeGuards();
   warnPinnedDynamicDims();
   // Result types as the facts simplify them (`check(pos < 5)` makes
