@@ -69,9 +69,12 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, OptEffort effort) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(
-      effort == OptEffort::Full ? llvm::OptimizationLevel::O3
-                                : llvm::OptimizationLevel::O1);
+  llvm::ModulePassManager mpm =
+      effort == OptEffort::None
+          ? pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0)
+          : pb.buildPerModuleDefaultPipeline(effort == OptEffort::Full
+                                                 ? llvm::OptimizationLevel::O3
+                                                 : llvm::OptimizationLevel::O1);
   mpm.run(m, mam);
 }
 
@@ -93,9 +96,10 @@ std::unique_ptr<llvm::TargetMachine> targetMachine(bool pic, std::string &error,
     error = errorText(jtmb.takeError());
     return nullptr;
   }
-  jtmb->setCodeGenOptLevel(effort == OptEffort::Full
-                               ? llvm::CodeGenOptLevel::Aggressive
-                               : llvm::CodeGenOptLevel::Less);
+  jtmb->setCodeGenOptLevel(
+      effort == OptEffort::Full    ? llvm::CodeGenOptLevel::Aggressive
+      : effort == OptEffort::Light ? llvm::CodeGenOptLevel::Less
+                                   : llvm::CodeGenOptLevel::None);
   if (pic)
     jtmb->setRelocationModel(llvm::Reloc::PIC_);
   auto tm = jtmb->createTargetMachine();

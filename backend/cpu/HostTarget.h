@@ -20,10 +20,12 @@ void initializeLLVM();
 std::string errorText(llvm::Error err);
 
 /// How hard a module is optimized: O3 with vectorization (kernels,
-/// matchers), or O1 for code that only sequences calls to kernels.
-enum class OptEffort { Full, Light };
+/// matchers), O1 for code that only sequences calls to kernels, or nothing
+/// (O0 and fast instruction selection) for such code when it is large.
+enum class OptEffort { Full, Light, None };
 
-/// Runs the O3 (Full) or O1 (Light) pipeline for the module's target.
+/// Runs the O3 (Full), O1 (Light) or O0 (None) pipeline for the module's
+/// target.
 void optimize(llvm::Module &m, llvm::TargetMachine &tm,
               OptEffort effort = OptEffort::Full);
 
