@@ -3,6 +3,7 @@
 #include "ir/LoopHoisting.h"
 #include "ir/OpInfo.h"
 
+#include <memory>
 #include <set>
 
 namespace tsl {
@@ -28,52 +29,38 @@ bool isInvariant(const Function &fn, const Operation &op, size_t loopAt,
   return true;
 }
 
-/// Moves every op that can leave its innermost loop to just before that
-/// loop (one level out); returns how many moved.
-size_t hoistOneLevel(Function &fn, const ShapeEnv *env) {
-  std::map<std::string, size_t> first = firstMentions(fn);
+/// The rule of one round: what isInvariant says, for ops that bind no
+/// sizes, and for ops that may fail only in loops that run.
+HoistRule invariantOpsRule(const Function &fn, const ShapeEnv *env) {
   // 1 + the index of the op defining each value, 0 for parameters: a
   // value is defined before op i when this is at most i.
   std::vector<size_t> definedAt(fn.values.size(), 0);
   for (size_t i = 0; i < fn.ops.size(); ++i)
     for (ValueId r : fn.ops[i].results)
       definedAt[r] = i + 1;
-  std::vector<size_t> open; // indices of the open loop ops
-  std::map<size_t, std::vector<Operation>> before; // by loop op index
-  std::set<ValueId> hoisted;                       // results of moved ops
-  std::vector<bool> moved(fn.ops.size(), false);
-  for (size_t i = 0; i < fn.ops.size(); ++i) {
+  auto hoisted = std::make_shared<std::set<ValueId>>(); // this round's
+  return [&fn, env, definedAt, hoisted, first = firstMentions(fn)](
+             size_t i, size_t loopAt) -> std::optional<Operation> {
     const Operation &op = fn.ops[i];
-    if (op.code == OpCode::Loop)
-      open.push_back(i);
-    else if (op.code == OpCode::EndLoop)
-      open.pop_back();
-    if (open.empty() || op.code == OpCode::Assert || bindsSizes(op.code) ||
-        isLoopMarker(op.code))
-      continue;
-    size_t loopAt = open.back();
-    if (!isInvariant(fn, op, loopAt, definedAt, hoisted, first))
-      continue;
+    if (op.code == OpCode::Assert || bindsSizes(op.code) ||
+        !isInvariant(fn, op, loopAt, definedAt, *hoisted, first))
+      return std::nullopt;
     if (mayFail(op.code)) {
       const Operation &loop = fn.ops[loopAt];
       if (!env || env->prove(SymCond::lt(loop.exprAttr("lo"),
                                          loop.exprAttr("hi"))) != Truth::True)
-        continue;
+        return std::nullopt;
     }
-    before[loopAt].push_back(op);
-    hoisted.insert(op.results.begin(), op.results.end());
-    moved[i] = true;
-  }
-  return insertHoisted(fn, before, moved);
+    hoisted->insert(op.results.begin(), op.results.end());
+    return op;
+  };
 }
 
 } // namespace
 
 size_t hoistLoopInvariantOps(Function &fn, const ShapeEnv *env) {
-  size_t moved = 0;
-  while (size_t n = hoistOneLevel(fn, env))
-    moved += n;
-  return moved;
+  return hoistOutOfLoops(
+      fn, [env](const Function &f) { return invariantOpsRule(f, env); });
 }
 
 } // namespace tsl

@@ -1,5 +1,6 @@
 // What the loop hoisting passes share (LoopHoisting.h).
 #include "ir/LoopHoisting.h"
+#include "ir/OpInfo.h"
 
 #include <type_traits>
 
@@ -66,24 +67,42 @@ bool knownBefore(const std::vector<std::string> &names, size_t at,
   return true;
 }
 
-size_t insertHoisted(Function &fn,
-                     std::map<size_t, std::vector<Operation>> &before,
-                     const std::vector<bool> &moved) {
-  if (before.empty())
-    return 0;
-  std::vector<Operation> ops;
-  size_t count = 0;
-  for (size_t i = 0; i < fn.ops.size(); ++i) {
-    if (auto it = before.find(i); it != before.end())
-      for (Operation &a : it->second) {
-        ops.push_back(std::move(a));
-        ++count;
+size_t
+hoistOutOfLoops(Function &fn,
+                const std::function<HoistRule(const Function &)> &makeRule) {
+  size_t total = 0;
+  while (true) {
+    HoistRule rule = makeRule(fn);
+    std::vector<size_t> open;                        // open loop ops
+    std::map<size_t, std::vector<Operation>> before; // by loop op index
+    std::vector<bool> moved(fn.ops.size(), false);
+    for (size_t i = 0; i < fn.ops.size(); ++i) {
+      OpCode code = fn.ops[i].code;
+      if (code == OpCode::Loop)
+        open.push_back(i);
+      else if (code == OpCode::EndLoop)
+        open.pop_back();
+      if (open.empty() || isLoopMarker(code))
+        continue;
+      if (std::optional<Operation> op = rule(i, open.back())) {
+        before[open.back()].push_back(std::move(*op));
+        moved[i] = true;
       }
-    if (!moved[i])
-      ops.push_back(std::move(fn.ops[i]));
+    }
+    if (before.empty())
+      return total;
+    std::vector<Operation> ops;
+    for (size_t i = 0; i < fn.ops.size(); ++i) {
+      if (auto it = before.find(i); it != before.end())
+        for (Operation &op : it->second) {
+          ops.push_back(std::move(op));
+          ++total;
+        }
+      if (!moved[i])
+        ops.push_back(std::move(fn.ops[i]));
+    }
+    fn.ops = std::move(ops);
   }
-  fn.ops = std::move(ops);
-  return count;
 }
 
 } // namespace tsl

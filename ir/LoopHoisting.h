@@ -4,7 +4,9 @@
 
 #include "ir/Function.h"
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,11 +26,18 @@ std::vector<std::string> attrSymbols(const Attr &a);
 bool knownBefore(const std::vector<std::string> &names, size_t at,
                  const std::map<std::string, size_t> &first);
 
-/// Rebuilds fn's op list with the ops of \p before[i] just before op i and
-/// the ops marked in \p moved left out (they are in \p before). Returns the
-/// number of ops inserted.
-size_t insertHoisted(Function &fn,
-                     std::map<size_t, std::vector<Operation>> &before,
-                     const std::vector<bool> &moved);
+/// Decides whether op \p i, inside the loop whose op is at \p loopAt,
+/// leaves it: the op to put just before the loop (it may be rewritten), or
+/// nullopt to keep it. Called in op order, once per op of a loop body.
+using HoistRule =
+    std::function<std::optional<Operation>(size_t i, size_t loopAt)>;
+
+/// Moves ops out of loop bodies, one loop level per round, until nothing
+/// moves: each round makes a rule for the function as it stands (analyses
+/// such as firstMentions are per round) and moves what it returns to just
+/// before the innermost loop (in order). Returns the number of moves.
+size_t
+hoistOutOfLoops(Function &fn,
+                const std::function<HoistRule(const Function &)> &makeRule);
 
 } // namespace tsl
