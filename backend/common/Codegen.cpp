@@ -388,7 +388,7 @@ Codegen::valueAt(ValueId v, const std::vector<Value *> &idx,
     if (auto it = rowScalars.find(v); it != rowScalars.end())
       return it->second; // a row kernel's reduction, in a register
   if (!plan.inlined[v])
-    return load(fn.type(v).dtype, bufs[v], offset(idx, strides.at(v)));
+    return load(storedType(v), bufs[v], offset(idx, strides.at(v)));
   const Operation &p = *producer[v];
   DType outType = fn.type(v).dtype;
   if (p.code == OpCode::Constant) {
@@ -444,7 +444,7 @@ bool Codegen::elementwise(const Operation &op) {
       ok = unsupported(opInfo(op.code).name);
       return;
     }
-    store(out.dtype, dst, offset(idx, outStrides), r);
+    store(storedType(op.results[0]), dst, offset(idx, outStrides), r);
   });
   return ok;
 }
@@ -518,7 +518,7 @@ bool Codegen::reduceLastAxis(const Operation &op,
     Value *result = a;
     if (op.code == OpCode::ReduceMean)
       result = b.CreateFDiv(result, b.CreateSIToFP(n, acc));
-    store(fn.type(op.results[0]).dtype, dst, offset(idx, outStrides), result);
+    store(storedType(op.results[0]), dst, offset(idx, outStrides), result);
   };
   loops(outer, row, n);
   return true;

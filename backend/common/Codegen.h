@@ -521,6 +521,12 @@ private:
   /// Results were allocated already (by the host of a device kernel, or by
   /// a row group before its row loop): allocateResult returns them.
   bool preallocated = false;
+  /// f16 and bf16 values of the row group being lowered whose row of
+  /// scratch holds f32: they never leave the kernel, so they round nowhere
+  /// (rounding once on store) and cost no conversions.
+  std::set<ValueId> wideScratch;
+  /// The element type \p v is stored as: its own, or f32 (wideScratch).
+  DType storedType(ValueId v) const;
   Value *deviceThread = nullptr, *deviceThreads = nullptr;
   /// Loops open around the builder's position (0: the next loop nest is an
   /// op's outermost, which Target::parallelLoop emits).

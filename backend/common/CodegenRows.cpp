@@ -24,6 +24,9 @@ bool Codegen::lowerRowGroup(const RowGroup &g) {
   // chunk of rows (chunks run on different threads).
   std::map<ValueId, Value *> rowBase; // full buffers, offset per row
   std::set<ValueId> scratch(g.scratch.begin(), g.scratch.end());
+  for (ValueId v : scratch)
+    if (DType t = fn.type(v).dtype; t == DType::F16 || t == DType::BF16)
+      wideScratch.insert(v);
   std::map<ValueId, Value *> scratchBase; // offset per chunk
   for (const Operation *op : body) {
     ValueId v = op->results[0];
@@ -43,7 +46,7 @@ bool Codegen::lowerRowGroup(const RowGroup &g) {
   };
   hooks.enter = [&](Value *chunk) {
     for (auto &[v, base] : scratchBase)
-      bufs[v] = b.CreateGEP(storageType(fn.type(v).dtype), base,
+      bufs[v] = b.CreateGEP(storageType(storedType(v)), base,
                             b.CreateMul(chunk, expr(fn.type(v).dims.back())));
   };
   for (const Operation *op : body) {
@@ -90,6 +93,7 @@ bool Codegen::lowerRowGroup(const RowGroup &g) {
     bufs[v] = base;
   for (auto &[v, base] : scratchBase)
     bufs[v] = base;
+  wideScratch.clear();
   // Intermediates die after the row loop, never inside it.
   for (size_t i = g.begin; i < g.end; ++i)
     for (ValueId r : freeAfter[i])

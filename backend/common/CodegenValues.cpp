@@ -315,8 +315,12 @@ Codegen::contiguousStrides(const std::vector<Value *> &shape) {
 }
 
 /// Allocates the buffer of value \p v with \p count elements.
+DType Codegen::storedType(ValueId v) const {
+  return wideScratch.count(v) ? DType::F32 : fn.type(v).dtype;
+}
+
 Value *Codegen::allocate(ValueId v, Value *count) {
-  size_t elem = dtypeSize(fn.type(v).dtype);
+  size_t elem = dtypeSize(storedType(v));
   // A byte count that leaves int64 becomes -1, which tsl_rt_alloc rejects.
   Value *pair = b.CreateBinaryIntrinsic(llvm::Intrinsic::smul_with_overflow,
                                         count, b.getInt64(elem));
