@@ -12,8 +12,10 @@
 #include "runtime/FloatElements.h"
 #include "runtime/Gemm.h"
 #include "runtime/KernelAbi.h"
+#include "runtime/ThreadPool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -43,55 +45,78 @@ struct Im2col {
   int64_t Hs, Ws;
 };
 
-/// dst[0:len] = src[0:len] in fixed-size 8-float moves, the last one
-/// overlapping the one before (runs are at most a panel wide: a library
-/// memcpy's start-up cost, or a loop's scalar tail, dominated packing).
-inline void copyRun(const float *src, int64_t len, float *dst) {
+/// dst[0:len] = src[0:len] in fixed-size moves of 16 floats (8 below 16),
+/// the last one overlapping the one before: runs are at most a panel wide,
+/// where a library memcpy's start-up cost, or a loop's scalar tail,
+/// dominated packing. Inlined into each instruction set's packer, where the
+/// moves become one vector register each.
+__attribute__((always_inline)) inline void copyRun(const float *src,
+                                                   int64_t len, float *dst) {
   if (len < 8) {
     for (int64_t t = 0; t < len; ++t)
       dst[t] = src[t];
     return;
   }
-  int64_t t = 0;
-  for (; t + 8 <= len; t += 8)
-    std::memcpy(dst + t, src + t, 8 * sizeof(float));
-  if (t < len)
+  if (len < 16) { // two overlapping 8-float moves
+    std::memcpy(dst, src, 8 * sizeof(float));
     std::memcpy(dst + len - 8, src + len - 8, 8 * sizeof(float));
+    return;
+  }
+  int64_t t = 0;
+  for (; t + 16 <= len; t += 16)
+    std::memcpy(dst + t, src + t, 16 * sizeof(float));
+  if (t < len)
+    std::memcpy(dst + len - 16, src + len - 16, 16 * sizeof(float));
 }
 
+/// One stretch of a panel row that stays within one output row: panel
+/// columns [dst, dst + len) come from the tap's pixels at offset src.
+struct Run {
+  int64_t dst, src, len;
+};
+
 /// tsl::rt::GemmPanelPacker of an Im2col: rows k0.. of the panel's pixels
-/// j0..j0+nr, walked as runs that stay within one output row.
-void packIm2col(const void *self, int64_t k0, int64_t kc, int64_t j0,
-                int64_t nr, int64_t width, float *panel) {
+/// j0..j0+nr. The pixels' runs within output rows are the same for every
+/// row of the panel (only the tap moves), so they are worked out once per
+/// group of at most kMaxRuns runs. Compiled once per instruction set.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+packIm2col(const void *self, int64_t k0, int64_t kc, int64_t j0, int64_t nr,
+           int64_t width, float *panel) {
+  constexpr int kMaxRuns = 16;
   const Im2col &s = *static_cast<const Im2col *>(self);
   const Geometry &g = *s.g;
   int64_t taps = g.KH * g.KW, rowStep = g.sh * s.Ws;
-  int64_t c = k0 / taps, kh = k0 % taps / g.KW, kw = k0 % g.KW;
-  int64_t oh0 = j0 / g.OW, ow0 = j0 % g.OW;
-  for (int64_t k = 0; k < kc; ++k) {
-    float *dst = panel + k * width;
-    const float *tap = s.image + (c * s.Hs + kh) * s.Ws + kw;
-    const float *src = tap + oh0 * rowStep + ow0 * g.sw;
-    for (int64_t j = 0, ow = ow0; j < nr; ow = 0) {
+  for (int64_t j = 0, oh = j0 / g.OW, ow = j0 % g.OW; j < nr;) {
+    Run runs[kMaxRuns];
+    int n = 0;
+    for (; n < kMaxRuns && j < nr; ++n, ++oh, ow = 0) {
       int64_t len = std::min(nr - j, g.OW - ow);
-      if (g.sw == 1)
-        copyRun(src, len, dst + j);
-      else
-        for (int64_t t = 0; t < len; ++t)
-          dst[j + t] = src[t * g.sw];
+      runs[n] = {j, oh * rowStep + ow * g.sw, len};
       j += len;
-      src += rowStep - ow * g.sw; // the next output row starts at ow = 0
     }
-    for (int64_t j = nr; j < width; ++j)
-      dst[j] = 0.f;
-    if (++kw == g.KW) {
-      kw = 0;
-      if (++kh == g.KH) {
-        kh = 0;
-        ++c;
+    int64_t c = k0 / taps, kh = k0 % taps / g.KW, kw = k0 % g.KW;
+    for (int64_t k = 0; k < kc; ++k) {
+      float *dst = panel + k * width;
+      const float *tap = s.image + (c * s.Hs + kh) * s.Ws + kw;
+      for (int r = 0; r < n; ++r) {
+        if (g.sw == 1) {
+          copyRun(tap + runs[r].src, runs[r].len, dst + runs[r].dst);
+          continue;
+        }
+        for (int64_t t = 0; t < runs[r].len; ++t)
+          dst[runs[r].dst + t] = tap[runs[r].src + t * g.sw];
+      }
+      if (++kw == g.KW) {
+        kw = 0;
+        if (++kh == g.KH) {
+          kh = 0;
+          ++c;
+        }
       }
     }
   }
+  for (int64_t k = 0; k < kc && nr < width; ++k)
+    std::fill(panel + k * width + nr, panel + (k + 1) * width, 0.f);
 }
 
 /// out[O, OH*OW] = w[O, C*KH*KW] @ im2col(image) (+ bias) for one f32
@@ -137,18 +162,31 @@ void padImage(const Geometry &g, int32_t d, const void *x, int64_t n,
     }
 }
 
+/// Whether convFloat shares images out to the pool's threads, each image's
+/// GEMM then running on one thread, rather than running the images in turn
+/// with each GEMM split across the threads: whole images need no hand-off
+/// per block (a 64-channel conv's GEMM has eight per image) and pad their
+/// images in parallel, as long as the images divide evenly enough.
+bool imagesInParallel(int64_t images, int threads) {
+  return threads > 1 && (images % threads == 0 || images >= 4 * threads);
+}
+
 /// f32, f16 or bf16 (\p d): a GEMM per image. An f32 image without
 /// padding is read in place; otherwise each image is copied, padded and in
-/// f32, into scratch, and for f16/bf16 so are the weights, the bias and
-/// each result. False after recording an error.
+/// f32, into scratch (a slot per pool thread), and for f16/bf16 so are the
+/// weights, the bias and each result. Each image's sums come in the same
+/// order whichever thread runs it. False after recording an error.
 bool convFloat(tsl_rt_context *ctx, const Geometry &g, int32_t d, const void *x,
                const void *w, const void *bias, void *out) {
   bool half = d != F32, padded = half || g.ph || g.pw;
   int64_t Hs = g.H + 2 * g.ph, Ws = g.W + 2 * g.pw;
+  tsl::rt::ThreadPool &pool = tsl::rt::ThreadPool::instance();
+  bool perImage = imagesInParallel(g.N, pool.size());
+  int64_t slots = perImage ? pool.size() : 1;
   int64_t wn = half ? g.O * g.depth() : 0, bn = half && bias ? g.O : 0,
           xn = padded ? g.C * Hs * Ws : 0, on = half ? g.O * g.pixels() : 0;
   float *scratch = nullptr;
-  if (int64_t total = wn + bn + xn + on) {
+  if (int64_t total = wn + bn + slots * (xn + on)) {
     scratch = static_cast<float *>(
         std::malloc(static_cast<size_t>(total) * sizeof(float)));
     if (!scratch) {
@@ -156,7 +194,7 @@ bool convFloat(tsl_rt_context *ctx, const Geometry &g, int32_t d, const void *x,
       return false;
     }
   }
-  float *wf = scratch, *bf = wf + wn, *xf = bf + bn, *of = xf + xn;
+  float *wf = scratch, *bf = wf + wn, *slot0 = bf + bn;
   for (int64_t i = 0; i < wn; ++i)
     wf[i] = loadFloat(d, w, i);
   for (int64_t i = 0; i < bn; ++i)
@@ -164,9 +202,11 @@ bool convFloat(tsl_rt_context *ctx, const Geometry &g, int32_t d, const void *x,
   const float *weights = half ? wf : static_cast<const float *>(w);
   const float *b =
       half ? (bias ? bf : nullptr) : static_cast<const float *>(bias);
-  bool ok = true;
   int64_t outImage = g.O * g.pixels();
-  for (int64_t n = 0; ok && n < g.N; ++n) {
+  std::atomic<bool> ok{true};
+  auto convOne = [&](int64_t n) {
+    int slot = perImage ? tsl::rt::ThreadPool::threadIndex() : 0;
+    float *xf = slot0 + slot * (xn + on), *of = xf + xn;
     const float *image =
         static_cast<const float *>(x) + n * g.C * g.H * g.W; // f32 unpadded
     if (padded) {
@@ -174,10 +214,18 @@ bool convFloat(tsl_rt_context *ctx, const Geometry &g, int32_t d, const void *x,
       image = xf;
     }
     float *result = half ? of : static_cast<float *>(out) + n * outImage;
-    ok = convImage(g, image, Hs, Ws, weights, b, result);
-    for (int64_t i = 0; ok && half && i < outImage; ++i)
+    if (!convImage(g, image, Hs, Ws, weights, b, result)) {
+      ok = false;
+      return;
+    }
+    for (int64_t i = 0; half && i < outImage; ++i)
       storeFloat(d, out, n * outImage + i, of[i]);
-  }
+  };
+  if (perImage)
+    pool.parallelFor(g.N, convOne);
+  else
+    for (int64_t n = 0; ok && n < g.N; ++n)
+      convOne(n);
   std::free(scratch);
   if (!ok)
     tsl_rt_error(ctx, "out of memory (conv2d scratch)");
