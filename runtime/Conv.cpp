@@ -9,6 +9,7 @@
 // unpadded f32 conv reads the image itself as B. f16 and bf16 go through
 // f32 copies of the weights, each image and each result; f64 keeps a scalar
 // loop that accumulates in double.
+#include "runtime/ConvWinograd.h"
 #include "runtime/FloatElements.h"
 #include "runtime/Gemm.h"
 #include "runtime/KernelAbi.h"
@@ -183,10 +184,15 @@ bool convFloat(tsl_rt_context *ctx, const Geometry &g, int32_t d, const void *x,
   tsl::rt::ThreadPool &pool = tsl::rt::ThreadPool::instance();
   bool perImage = imagesInParallel(g.N, pool.size());
   int64_t slots = perImage ? pool.size() : 1;
+  bool winograd = g.KH == 3 && g.KW == 3 && g.sh == 1 && g.sw == 1 &&
+                  winogradPays(g.C, g.O);
+  WinogradShape ws{g.C, g.O, Hs, Ws};
   int64_t wn = half ? g.O * g.depth() : 0, bn = half && bias ? g.O : 0,
-          xn = padded ? g.C * Hs * Ws : 0, on = half ? g.O * g.pixels() : 0;
+          un = winograd ? 16 * g.O * g.C : 0, xn = padded ? g.C * Hs * Ws : 0,
+          on = half ? g.O * g.pixels() : 0,
+          vn = winograd ? ws.scratchFloats() : 0, slotFloats = xn + on + vn;
   float *scratch = nullptr;
-  if (int64_t total = wn + bn + slots * (xn + on)) {
+  if (int64_t total = wn + bn + un + slots * slotFloats) {
     scratch = static_cast<float *>(
         std::malloc(static_cast<size_t>(total) * sizeof(float)));
     if (!scratch) {
@@ -194,7 +200,7 @@ bool convFloat(tsl_rt_context *ctx, const Geometry &g, int32_t d, const void *x,
       return false;
     }
   }
-  float *wf = scratch, *bf = wf + wn, *slot0 = bf + bn;
+  float *wf = scratch, *bf = wf + wn, *U = bf + bn, *slot0 = U + un;
   for (int64_t i = 0; i < wn; ++i)
     wf[i] = loadFloat(d, w, i);
   for (int64_t i = 0; i < bn; ++i)
@@ -202,11 +208,13 @@ bool convFloat(tsl_rt_context *ctx, const Geometry &g, int32_t d, const void *x,
   const float *weights = half ? wf : static_cast<const float *>(w);
   const float *b =
       half ? (bias ? bf : nullptr) : static_cast<const float *>(bias);
+  if (winograd)
+    winogradWeights(ws, weights, U);
   int64_t outImage = g.O * g.pixels();
   std::atomic<bool> ok{true};
   auto convOne = [&](int64_t n) {
     int slot = perImage ? tsl::rt::ThreadPool::threadIndex() : 0;
-    float *xf = slot0 + slot * (xn + on), *of = xf + xn;
+    float *xf = slot0 + slot * slotFloats, *of = xf + xn, *vf = of + on;
     const float *image =
         static_cast<const float *>(x) + n * g.C * g.H * g.W; // f32 unpadded
     if (padded) {
@@ -214,7 +222,8 @@ bool convFloat(tsl_rt_context *ctx, const Geometry &g, int32_t d, const void *x,
       image = xf;
     }
     float *result = half ? of : static_cast<float *>(out) + n * outImage;
-    if (!convImage(g, image, Hs, Ws, weights, b, result)) {
+    if (winograd ? !winogradImage(ws, image, U, b, vf, result)
+                 : !convImage(g, image, Hs, Ws, weights, b, result)) {
       ok = false;
       return;
     }
