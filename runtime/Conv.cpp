@@ -184,9 +184,9 @@ bool convFloat(tsl_rt_context *ctx, const Geometry &g, int32_t d, const void *x,
   tsl::rt::ThreadPool &pool = tsl::rt::ThreadPool::instance();
   bool perImage = imagesInParallel(g.N, pool.size());
   int64_t slots = perImage ? pool.size() : 1;
-  bool winograd = g.KH == 3 && g.KW == 3 && g.sh == 1 && g.sw == 1 &&
-                  winogradPays(g.C, g.O);
   WinogradShape ws{g.C, g.O, Hs, Ws};
+  bool winograd = g.KH == 3 && g.KW == 3 && g.sh == 1 && g.sw == 1 &&
+                  winogradPays(g.C, g.O, ws.tilesH() * ws.tilesW());
   int64_t wn = half ? g.O * g.depth() : 0, bn = half && bias ? g.O : 0,
           un = winograd ? 16 * g.O * g.C : 0, xn = padded ? g.C * Hs * Ws : 0,
           on = half ? g.O * g.pixels() : 0,

@@ -209,7 +209,9 @@ int64_t WinogradShape::scratchFloats() const {
   return 16 * (C + O) * bandRows() * tilesW() + threads * rowFloats(*this);
 }
 
-bool winogradPays(int64_t C, int64_t O) { return C >= 16 && O >= 16; }
+bool winogradPays(int64_t C, int64_t O, int64_t tiles) {
+  return C >= 32 && O >= 32 && tiles >= 144;
+}
 
 void winogradWeights(const WinogradShape &s, const float *w, float *U) {
   for (int64_t o = 0; o < s.O; ++o)
@@ -244,14 +246,19 @@ bool winogradImage(const WinogradShape &s, const float *image, const float *U,
       inputTransform(s, image, c, th0, th1, V,
                      rows + ThreadPool::threadIndex() * rowFloats(s));
     });
-    for (int e = 0; e < 16; ++e) {
+    // The 16 GEMMs are shared out whole (each on one thread): one hand-off
+    // for all, where each GEMM split across the threads had its own.
+    std::atomic<bool> ok{true};
+    pool.parallelFor(16, [&](int64_t e) {
       GemmB b;
       b.data = V + e * s.C * band;
       b.ld = band;
       if (!sgemm(s.O, band, s.C, U + e * s.O * s.C, s.C, b, M + e * s.O * band,
                  band, nullptr))
-        return false;
-    }
+        ok = false;
+    });
+    if (!ok)
+      return false;
     pool.parallelFor(s.O, [&](int64_t o) {
       outputTransform(s, M, o, th0, th1, bias ? bias[o] : 0.f,
                       rows + ThreadPool::threadIndex() * rowFloats(s), out);

@@ -28,9 +28,12 @@ struct WinogradShape {
 };
 
 /// Whether the Winograd path pays for a 3x3 stride-1 conv with \p C input
-/// and \p O output channels: the transforms cost about as much as 2 of the
-/// 9 taps per channel, so it needs a few channels on both sides.
-bool winogradPays(int64_t C, int64_t O);
+/// and \p O output channels and \p tiles 2x2 output tiles per image
+/// (measured against the direct path on 1 and 2 threads: with 16 channels
+/// the transforms cost more than the multiplies saved, and below about 144
+/// tiles the 16 GEMMs are too narrow: 14x14 outputs at 256 channels ran
+/// 1.8x slower).
+bool winogradPays(int64_t C, int64_t O, int64_t tiles);
 
 /// The transformed weights U[16][O][C] of w[O, C, 3, 3] (16 * O * C floats).
 void winogradWeights(const WinogradShape &s, const float *w, float *U);

@@ -141,10 +141,10 @@ TEST(Conv2d, MatchesReferenceAcrossTilesBlocksAndTypes) {
       {1, 2, 40, 33, 64, 3, 3, 1, 1, 1, 1, true},  // 1320 pixels > 1024
       {1, 3, 33, 40, 64, 1, 1, 1, 1, 0, 0, true},  // 1x1 past one block
       {2, 8, 9, 8, 1, 3, 3, 1, 1, 1, 1, true},     // one output channel
-      // 3x3, stride 1, >= 16 channels each side: Winograd F(2x2, 3x3)
-      {2, 16, 9, 7, 17, 3, 3, 1, 1, 1, 1, true},    // odd output: edge tiles
-      {1, 20, 6, 6, 16, 3, 3, 1, 1, 0, 0, false},   // unpadded, read in place
-      {3, 17, 5, 12, 32, 3, 3, 1, 1, 2, 1, true},   // padding 2 x 1
+      // 3x3, stride 1, >= 32 channels each side, >= 144 tiles: Winograd
+      {2, 32, 23, 25, 33, 3, 3, 1, 1, 1, 1, true},  // odd output: edge tiles
+      {1, 32, 26, 26, 32, 3, 3, 1, 1, 0, 0, false}, // unpadded, read in place
+      {1, 33, 22, 30, 40, 3, 3, 1, 1, 2, 1, true},  // padding 2 x 1
       {1, 64, 18, 258, 64, 3, 3, 1, 1, 0, 1, true}, // two bands of tiles
   };
   for (const Case &c : cases)

@@ -121,15 +121,19 @@ TEST(ThreadPool, ParallelGemmMatchesOneThreadBitForBit) {
   }
 }
 
-/// conv2d of \p x [N, 5, 9, 11] by 3x3 weights \p w [O, 5, 3, 3], padding 1,
-/// with the bias \p b, on a pool of \p threads.
-std::vector<float> conv(int threads, int64_t N, int64_t O,
-                        const std::vector<float> &x,
+/// The shape of a conv2d with 3x3 weights and padding 1.
+struct ConvShape {
+  int64_t N, C, H, W, O;
+};
+
+/// conv2d of \p x [N, C, H, W] by \p w [O, C, 3, 3], padding 1, with the
+/// bias \p b, on a pool of \p threads.
+std::vector<float> conv(int threads, ConvShape s, const std::vector<float> &x,
                         const std::vector<float> &w,
                         const std::vector<float> &b) {
   PoolSize size(threads);
-  int64_t xs[4] = {N, 5, 9, 11}, ws[4] = {O, 5, 3, 3};
-  std::vector<float> out(static_cast<size_t>(N * O * 9 * 11));
+  int64_t xs[4] = {s.N, s.C, s.H, s.W}, ws[4] = {s.O, s.C, 3, 3};
+  std::vector<float> out(static_cast<size_t>(s.N * s.O * s.H * s.W));
   tsl_rt_context *ctx = tsl_rt_context_create();
   EXPECT_EQ(tsl_rt_conv2d(ctx, /*f32*/ 6, x.data(), xs, w.data(), ws, b.data(),
                           1, 1, 1, 1, out.data()),
@@ -142,30 +146,33 @@ TEST(ThreadPool, ParallelConvMatchesOneThreadBitForBit) {
   std::mt19937 rng(4);
   std::normal_distribution<float> normal;
   // Images shared out whole (N a multiple of the threads, or many images)
-  // and images in turn with each GEMM split (N = 3 on 2 or 8 threads).
-  for (int64_t N : {1, 3, 4, 24}) {
-    int64_t O = 48;
-    std::vector<float> x(static_cast<size_t>(N * 5 * 9 * 11)),
-        w(static_cast<size_t>(O * 5 * 9)), b(static_cast<size_t>(O));
+  // and images in turn with each GEMM split (N = 3 on 2 or 8 threads); the
+  // direct path (5 channels) and Winograd's (32 channels, 12 x 12 tiles).
+  for (ConvShape s :
+       {ConvShape{1, 5, 9, 11, 48}, ConvShape{3, 5, 9, 11, 48},
+        ConvShape{4, 5, 9, 11, 48}, ConvShape{24, 5, 9, 11, 48},
+        ConvShape{2, 32, 24, 24, 32}, ConvShape{3, 32, 24, 23, 33}}) {
+    std::vector<float> x(static_cast<size_t>(s.N * s.C * s.H * s.W)),
+        w(static_cast<size_t>(s.O * s.C * 9)), b(static_cast<size_t>(s.O));
     for (std::vector<float> *v : {&x, &w, &b})
       for (float &e : *v)
         e = normal(rng);
-    std::vector<float> one = conv(1, N, O, x, w, b);
+    std::vector<float> one = conv(1, s, x, w, b);
     for (int threads : {2, 3, 8}) {
-      std::vector<float> many = conv(threads, N, O, x, w, b);
+      std::vector<float> many = conv(threads, s, x, w, b);
       EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * 4), 0)
-          << "N=" << N << " on " << threads << " threads";
+          << "N=" << s.N << " C=" << s.C << " on " << threads << " threads";
     }
     // And the values are right: output channel 0 of the last image at (4, 5).
     double want = b[0];
-    for (int64_t c = 0; c < 5; ++c)
+    for (int64_t c = 0; c < s.C; ++c)
       for (int64_t kh = 0; kh < 3; ++kh)
         for (int64_t kw = 0; kw < 3; ++kw)
           want += static_cast<double>(x[static_cast<size_t>(
-                      (((N - 1) * 5 + c) * 9 + 3 + kh) * 11 + 4 + kw)]) *
+                      (((s.N - 1) * s.C + c) * s.H + 3 + kh) * s.W + 4 + kw)]) *
                   w[static_cast<size_t>((c * 3 + kh) * 3 + kw)];
-    EXPECT_NEAR(one[static_cast<size_t>(((N - 1) * O * 9 + 4) * 11 + 5)], want,
-                1e-4);
+    EXPECT_NEAR(one[static_cast<size_t>(((s.N - 1) * s.O * s.H + 4) * s.W + 5)],
+                want, 1e-4 * s.C);
   }
 }
 
