@@ -30,7 +30,7 @@ struct GemmB {
 /// C[M, N] = A[M, K] @ B, plus \p rowBias[i] on row i when not null; C
 /// row-major with leading dimension \p ldc, overwritten (K = 0 writes the
 /// bias or zeros). Cache-blocked around the host's micro-kernel (AVX-512,
-/// AVX2 or portable). Its packing scratch (about 2.1 MiB, plus 240 KiB per
+/// AVX2 or portable). Its packing scratch (about 2.1 MiB, plus 312 KiB per
 /// pool thread) is allocated once per calling thread and reused; returns
 /// false, with C untouched, when that allocation fails.
 bool sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
