@@ -182,8 +182,6 @@ bool convFloat(tsl_rt_context *ctx, const Geometry &g, int32_t d, const void *x,
   bool half = d != F32, padded = half || g.ph || g.pw;
   int64_t Hs = g.H + 2 * g.ph, Ws = g.W + 2 * g.pw;
   tsl::rt::ThreadPool &pool = tsl::rt::ThreadPool::instance();
-  bool perImage = imagesInParallel(g.N, pool.size());
-  int64_t slots = perImage ? pool.size() : 1;
   WinogradShape ws{g.C, g.O, Hs, Ws};
   bool winograd = g.KH == 3 && g.KW == 3 && g.sh == 1 && g.sw == 1 &&
                   winogradPays(g.C, g.O, ws.tilesH() * ws.tilesW());
@@ -191,6 +189,12 @@ bool convFloat(tsl_rt_context *ctx, const Geometry &g, int32_t d, const void *x,
           un = winograd ? 16 * g.O * g.C : 0, xn = padded ? g.C * Hs * Ws : 0,
           on = half ? g.O * g.pixels() : 0,
           vn = winograd ? ws.scratchFloats() : 0, slotFloats = xn + on + vn;
+  // A slot of scratch per thread, within kSlotBudget: 64 threads on
+  // 224x224 images would otherwise hold about 1 GiB.
+  constexpr int64_t kSlotBudget = int64_t(64) << 20; // floats
+  bool perImage = imagesInParallel(g.N, pool.size()) &&
+                  pool.size() * slotFloats <= kSlotBudget;
+  int64_t slots = perImage ? pool.size() : 1;
   float *scratch = nullptr;
   if (int64_t total = wn + bn + un + slots * slotFloats) {
     scratch = static_cast<float *>(

@@ -151,6 +151,8 @@ int ThreadPool::size() const { return state_->threads; }
 
 int ThreadPool::threadIndex() { return poolIndex; }
 
+bool ThreadPool::insideLoop() { return inParallelLoop; }
+
 void ThreadPool::resize(int threads) {
   std::lock_guard<std::mutex> owner(state_->owner);
   state_->stopWorkers();

@@ -42,6 +42,11 @@ public:
   /// it.
   static int threadIndex();
 
+  /// Whether the calling thread is inside a parallel loop (a worker, or a
+  /// caller while its loop runs): a loop it starts runs on it alone, so a
+  /// kernel can skip splitting work it would only run in turn.
+  static bool insideLoop();
+
   /// run() over a callable: f(i) for i in [0, n).
   template <class F> void parallelFor(int64_t n, F &&f) {
     using Fn = std::remove_reference_t<F>;

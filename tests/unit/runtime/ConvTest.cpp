@@ -145,7 +145,11 @@ TEST(Conv2d, MatchesReferenceAcrossTilesBlocksAndTypes) {
       {2, 32, 23, 25, 33, 3, 3, 1, 1, 1, 1, true},  // odd output: edge tiles
       {1, 32, 26, 26, 32, 3, 3, 1, 1, 0, 0, false}, // unpadded, read in place
       {1, 33, 22, 30, 40, 3, 3, 1, 1, 2, 1, true},  // padding 2 x 1
-      {1, 64, 18, 258, 64, 3, 3, 1, 1, 0, 1, true}, // two bands of tiles
+      {1, 64, 18, 258, 64, 3, 3, 1, 1, 0, 1, true}, // three bands of tiles
+      {1, 32, 13, 41, 32, 3, 3, 1, 1, 1, 1, true},  // odd sizes, vector + tails
+      // Direct: one pixel per output row, so a panel has more runs than
+      // the packer works out at once.
+      {1, 2, 40, 1, 8, 3, 3, 1, 1, 1, 1, true},
   };
   for (const Case &c : cases)
     for (int32_t d : {F32, F64, F16, BF16})
