@@ -49,8 +49,7 @@ struct Im2col {
 /// dst[0:len] = src[0:len] in fixed-size moves of 16 floats (8 below 16),
 /// the last one overlapping the one before: runs are at most a panel wide,
 /// where a library memcpy's start-up cost, or a loop's scalar tail,
-/// dominated packing. Inlined into each instruction set's packer, where the
-/// moves become one vector register each.
+/// dominated packing.
 __attribute__((always_inline)) inline void copyRun(const float *src,
                                                    int64_t len, float *dst) {
   if (len < 8) {
@@ -79,10 +78,9 @@ struct Run {
 /// tsl::rt::GemmPanelPacker of an Im2col: rows k0.. of the panel's pixels
 /// j0..j0+nr. The pixels' runs within output rows are the same for every
 /// row of the panel (only the tap moves), so they are worked out once per
-/// group of at most kMaxRuns runs. Compiled once per instruction set.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void
-packIm2col(const void *self, int64_t k0, int64_t kc, int64_t j0, int64_t nr,
-           int64_t width, float *panel) {
+/// group of at most kMaxRuns runs.
+void packIm2col(const void *self, int64_t k0, int64_t kc, int64_t j0,
+                int64_t nr, int64_t width, float *panel) {
   constexpr int kMaxRuns = 16;
   const Im2col &s = *static_cast<const Im2col *>(self);
   const Geometry &g = *s.g;
