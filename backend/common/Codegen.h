@@ -60,10 +60,12 @@ public:
   /// What a parallel loop does per chunk besides its iterations: \p before
   /// runs in the host function with the chunk count (i64) before the loop
   /// (to allocate per-chunk scratch), \p enter at the start of each chunk
-  /// with its index (i64, in [0, chunks)). Either may be empty.
+  /// with its index (i64, in [0, chunks)), \p leave at its end (on the
+  /// chunk's thread). Any may be empty.
   struct ChunkHooks {
     std::function<void(Value *chunks)> before;
     std::function<void(Value *chunk)> enter;
+    std::function<void()> leave;
   };
   /// Host code (CodegenParallel.cpp): \p body for every index of
   /// \p extents, whose iterations are independent and write disjoint data.
@@ -163,6 +165,32 @@ public:
   void checkDeviceStatus();
   /// The row group \p g as loops over rows (RowGroup; CodegenRows.cpp).
   bool lowerRowGroup(const RowGroup &g);
+  /// A row group's outputs that stream past the caches (CodegenRows.cpp):
+  /// \p stream (i1, decided per call by tsl_rt_stream_output) says whether
+  /// each row is computed into the chunk's staging row (\p row, in
+  /// \p base's per-chunk rows) and copied out by tsl_rt_stream_row.
+  struct RowStreaming {
+    std::vector<ValueId> outputs;
+    Value *stream = nullptr;
+    std::map<ValueId, Value *> base, row;
+  };
+  /// Fills \p s for the outputs of \p body among \p rowBase (none when
+  /// no output row is longer than one element) and extends \p hooks to
+  /// allocate the staging rows, point each chunk at its own, and fence
+  /// the chunk's streaming stores at its end.
+  void planRowStreaming(const RowGroup &g,
+                        const std::vector<const Operation *> &body,
+                        const std::map<ValueId, Value *> &rowBase,
+                        RowStreaming &s, ChunkHooks &hooks);
+  /// After a row's ops: when streaming, copies each staged row to its
+  /// place in \p outRow.
+  void streamRows(const RowStreaming &s,
+                  const std::map<ValueId, Value *> &outRow);
+  /// Elements between the starts of two chunks' rows of per-chunk scratch
+  /// \p v: its row length rounded up to whole 64-byte lines.
+  Value *chunkRowStride(ValueId v);
+  /// if (cond) then(), in the current function.
+  void whenTrue(Value *cond, const std::function<void()> &then);
   /// The row group \p g as one device kernel, a block per row
   /// (CodegenDeviceRows.cpp).
   bool launchRowGroup(const RowGroup &g);

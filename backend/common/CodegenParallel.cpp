@@ -148,6 +148,8 @@ Codegen::emitChunkFunction(const std::vector<Value *> &outerExtents,
     else
       body(idx);
   });
+  if (hooks.leave)
+    hooks.leave();
   b.CreateRet(b.getInt32(0));
   --loopNesting;
   kernel = host;
@@ -166,6 +168,8 @@ void Codegen::hostParallelLoops(const std::vector<Value *> &extents,
     if (hooks.enter)
       hooks.enter(b.getInt64(0));
     serialLoops(extents, body);
+    if (hooks.leave)
+      hooks.leave();
     return;
   }
   std::vector<Value *> outerExtents = extents;

@@ -3,6 +3,12 @@
 // passes over the whole tensor (max, exp, sum, divide), each streaming it
 // through the caches; per row, the passes re-read a row that is still in L1,
 // and `exp(x - m)` lives in a row-sized scratch buffer.
+//
+// Outputs larger than the last-level cache are streamed: each row is
+// written into a row of scratch (in L1) and copied out with non-temporal
+// stores (runtime/StreamingStores.cpp), which skip reading each output line
+// before writing it. Whether to stream is decided per call from the output
+// bytes, so one compiled loop serves both.
 #include "backend/common/Codegen.h"
 
 namespace tsl::backend {
@@ -11,6 +17,85 @@ bool Codegen::rowShaped(const TensorType &t) const {
   if (rowLead.empty() || t.rank() != rowLead.size() + 1)
     return false;
   return std::equal(rowLead.begin(), rowLead.end(), t.dims.begin());
+}
+
+Value *Codegen::chunkRowStride(ValueId v) {
+  // Each chunk's row starts on its own 64-byte line, so chunks on different
+  // threads never write one line (a row of one element, softmax's max or
+  // sum, would otherwise share a line with its neighbours').
+  int64_t perLine =
+      std::max<int64_t>(1, 64 / static_cast<int64_t>(dtypeSize(storedType(v))));
+  Value *len = expr(fn.type(v).dims.back());
+  return b.CreateMul(b.CreateUDiv(b.CreateAdd(len, b.getInt64(perLine - 1)),
+                                  b.getInt64(perLine)),
+                     b.getInt64(perLine));
+}
+
+void Codegen::whenTrue(Value *cond, const std::function<void()> &then) {
+  llvm::Function *f = b.GetInsertBlock()->getParent();
+  auto *yes = llvm::BasicBlock::Create(ctx, "then", f);
+  auto *next = llvm::BasicBlock::Create(ctx, "endif", f);
+  b.CreateCondBr(cond, yes, next);
+  b.SetInsertPoint(yes);
+  then();
+  b.CreateBr(next);
+  b.SetInsertPoint(next);
+}
+
+void Codegen::planRowStreaming(const RowGroup &g,
+                               const std::vector<const Operation *> &body,
+                               const std::map<ValueId, Value *> &rowBase,
+                               RowStreaming &s, ChunkHooks &hooks) {
+  // Whole rows longer than one element, written by the group.
+  Value *outputBytes = b.getInt64(0);
+  for (const Operation *op : body)
+    if (ValueId v = op->results[0]; rowBase.count(v) &&
+                                    fn.type(v).rank() == g.lead.size() + 1 &&
+                                    !fn.type(v).dims.back().isConst(1)) {
+      s.outputs.push_back(v);
+      outputBytes = b.CreateAdd(outputBytes, byteSize(fn.type(v)));
+    }
+  if (s.outputs.empty())
+    return;
+  s.stream = b.CreateICmpNE(
+      b.CreateCall(runtime("tsl_rt_stream_output", i32, {i64}), {outputBytes}),
+      b.getInt32(0));
+  auto before = hooks.before;
+  hooks.before = [this, &s, before](Value *chunks) {
+    if (before)
+      before(chunks);
+    for (ValueId v : s.outputs) {
+      Value *bytes = b.CreateMul(
+          b.CreateMul(chunkRowStride(v), chunks),
+          b.getInt64(static_cast<int64_t>(dtypeSize(fn.type(v).dtype))));
+      s.base[v] = allocateBytes(b.CreateSelect(s.stream, bytes, b.getInt64(0)));
+    }
+  };
+  auto enter = hooks.enter;
+  hooks.enter = [this, &s, enter](Value *chunk) {
+    if (enter)
+      enter(chunk);
+    for (ValueId v : s.outputs)
+      s.row[v] = b.CreateGEP(storageType(fn.type(v).dtype), s.base[v],
+                             b.CreateMul(chunk, chunkRowStride(v)));
+  };
+  hooks.leave = [this, &s] {
+    whenTrue(s.stream, [&] {
+      b.CreateCall(runtime("tsl_rt_stream_fence", b.getVoidTy(), {}));
+    });
+  };
+}
+
+void Codegen::streamRows(const RowStreaming &s,
+                         const std::map<ValueId, Value *> &outRow) {
+  whenTrue(s.stream, [&] {
+    for (auto &[v, out] : outRow)
+      b.CreateCall(runtime("tsl_rt_stream_row", b.getVoidTy(), {ptr, ptr, i64}),
+                   {out, s.row.at(v),
+                    b.CreateMul(expr(fn.type(v).dims.back()),
+                                b.getInt64(static_cast<int64_t>(
+                                    dtypeSize(fn.type(v).dtype))))});
+  });
 }
 
 bool Codegen::lowerRowGroup(const RowGroup &g) {
@@ -40,14 +125,13 @@ bool Codegen::lowerRowGroup(const RowGroup &g) {
     for (const Operation *op : body)
       if (ValueId v = op->results[0]; scratch.count(v)) {
         opIndex = static_cast<int32_t>(op - fn.ops.data());
-        scratchBase[v] =
-            allocate(v, b.CreateMul(expr(fn.type(v).dims.back()), chunks));
+        scratchBase[v] = allocate(v, b.CreateMul(chunkRowStride(v), chunks));
       }
   };
   hooks.enter = [&](Value *chunk) {
     for (auto &[v, base] : scratchBase)
       bufs[v] = b.CreateGEP(storageType(storedType(v)), base,
-                            b.CreateMul(chunk, expr(fn.type(v).dims.back())));
+                            b.CreateMul(chunk, chunkRowStride(v)));
   };
   for (const Operation *op : body) {
     std::vector<ValueId> read;
@@ -70,14 +154,23 @@ bool Codegen::lowerRowGroup(const RowGroup &g) {
       work = b.CreateMul(work, expr(t.dims.back()));
       break;
     }
+  RowStreaming streaming;
+  planRowStreaming(g, body, rowBase, streaming, hooks);
   bool ok = true;
   hostParallelLoops(
       {rows}, work,
       [&](const std::vector<Value *> &r) {
-        for (auto &[v, base] : rowBase)
+        std::map<ValueId, Value *> outRow; // where streamed rows go
+        for (auto &[v, base] : rowBase) {
           bufs[v] =
               b.CreateGEP(storageType(fn.type(v).dtype), base,
                           b.CreateMul(r[0], expr(fn.type(v).dims.back())));
+          if (streaming.row.count(v)) {
+            outRow[v] = bufs[v];
+            bufs[v] =
+                b.CreateSelect(streaming.stream, streaming.row[v], bufs[v]);
+          }
+        }
         rowLead = g.lead;
         preallocated = true;
         for (const Operation *op : body) {
@@ -87,8 +180,12 @@ bool Codegen::lowerRowGroup(const RowGroup &g) {
         }
         rowLead.clear();
         preallocated = false;
+        if (ok && !outRow.empty())
+          streamRows(streaming, outRow);
       },
       hooks);
+  for (auto &[v, base] : streaming.base)
+    freeBuffer(base);
   for (auto &[v, base] : rowBase)
     bufs[v] = base;
   for (auto &[v, base] : scratchBase)

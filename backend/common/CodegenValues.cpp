@@ -673,18 +673,25 @@ Value *Codegen::fastExp(Value *x) {
   // exp for f32 without libm's error handling (vectorizable, no errno):
   // x = n*ln2 + r with |r| <= ln2/2 (Cody-Waite), exp(r) by the Cephes
   // polynomial, times 2^n applied in two halves so results down to the
-  // denormals and up to FLT_MAX are exact scalings; overflow gives inf.
+  // denormals are exact scalings and results past FLT_MAX overflow to inf
+  // by themselves. The clamps are compare-and-selects that keep a NaN
+  // (MAXPS and MINPS on x86, one instruction each), and n's integer is
+  // read from the bits of n + 1.5 * 2^23 (no fptosi, which a NaN would
+  // make poison), so NaN flows through to the result with no test of its
+  // own: 26 vector instructions per 16 floats instead of 31, most of
+  // softmax's time.
   llvm::Type *ty = x->getType();
   auto c = [&](double v) { return llvm::ConstantFP::get(ty, v); };
-  Value *xc = b.CreateBinaryIntrinsic(
-      llvm::Intrinsic::minnum,
-      b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, c(-104.0)),
-      c(88.72283935546875));
-  Value *n = b.CreateUnaryIntrinsic(llvm::Intrinsic::rint,
-                                    b.CreateFMul(xc, c(1.44269504088896341)));
+  Value *lo = c(-104.0), *hi = c(89.5);
+  Value *xc = b.CreateSelect(b.CreateFCmpOGT(lo, x), lo, x);
+  xc = b.CreateSelect(b.CreateFCmpOLT(hi, xc), hi, xc);
   auto fma = [&](Value *x, Value *y, Value *z) {
     return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {ty}, {x, y, z});
   };
+  // Round to nearest by the addition itself: |x * log2(e)| < 2^22.
+  const double magic = 12582912.0; // 1.5 * 2^23: bits 0x4B400000
+  Value *shifted = fma(xc, c(1.44269504088896341), c(magic));
+  Value *n = b.CreateFSub(shifted, c(magic));
   Value *r = fma(n, c(-0.693359375), xc);
   r = fma(n, c(2.12194440e-4), r);
   Value *r2 = b.CreateFMul(r, r);
@@ -692,17 +699,15 @@ Value *Codegen::fastExp(Value *x) {
                     {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
                      4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1});
   Value *e = b.CreateFAdd(fma(p, r2, r), c(1.0));
-  Value *ni = b.CreateFPToSI(n, i32);
+  Value *ni = b.CreateSub(b.CreateBitCast(shifted, i32),
+                          b.getInt32(0x4B400000));
   Value *half = b.CreateAShr(ni, 1);
   auto pow2 = [&](Value *k) {
     return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, b.getInt32(127)), 23),
                            ty);
   };
-  Value *scaled =
-      b.CreateFMul(b.CreateFMul(e, pow2(half)), pow2(b.CreateSub(ni, half)));
-  Value *result = b.CreateSelect(b.CreateFCmpOGT(x, c(88.72283935546875)),
-                                 llvm::ConstantFP::getInfinity(ty), scaled);
-  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, result);
+  return b.CreateFMul(b.CreateFMul(e, pow2(half)),
+                      pow2(b.CreateSub(ni, half)));
 }
 
 /// x * P(x^2) / Q(x^2) with x clamped to [-lim, lim]: the odd rational
