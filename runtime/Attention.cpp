@@ -126,8 +126,8 @@ struct Scratch {
 /// and \p v are that entry's f32 data, \p mask its mask (element type
 /// p.dtype) at the entry's base or null; writes rows of \p out.
 void queryBlock(const Problem &p, float scale, const float *q, const float *k,
-                const float *v, const void *mask, int64_t i0, int64_t rows,
-                Scratch &s, void *out, int64_t outBase) {
+                const float *kT, const float *v, const void *mask, int64_t i0,
+                int64_t rows, Scratch &s, void *out, int64_t outBase) {
   const RowOps &ops = rowOps();
   std::fill(s.rowMax, s.rowMax + rows, kNegInf);
   std::fill(s.rowSum, s.rowSum + rows, 0.0f);
@@ -135,7 +135,8 @@ void queryBlock(const Problem &p, float scale, const float *q, const float *k,
   int64_t keys = p.causal ? std::min(p.T, i0 + rows) : p.T;
   for (int64_t j0 = 0; j0 < keys; j0 += kKeyCols) {
     int64_t nk = std::min(kKeyCols, keys - j0);
-    tsl::rt::GemmB kt{k + j0 * p.D, p.D, true};
+    tsl::rt::GemmB kt = kT ? tsl::rt::GemmB{kT + j0, p.T, false}
+                           : tsl::rt::GemmB{k + j0 * p.D, p.D, true};
     tsl::rt::sgemm(rows, nk, p.D, q + i0 * p.D, p.D, kt, s.scores, nk, nullptr);
     for (int64_t r = 0; r < rows; ++r) {
       float *row = s.scores + r * nk;
@@ -222,6 +223,23 @@ bool attentionFloat(tsl_rt_context *ctx, const Problem &p, float scale,
   }
   size_t bytes = half ? 2 : 4;
   int64_t blocks = (p.S + kQueryRows - 1) / kQueryRows;
+  // K transposed once ([D, T] per batch entry) when several query blocks
+  // read it: the GEMM then packs its panels from contiguous rows instead of
+  // transposing them again for every block (8 heads of 1024 x 64 on one
+  // thread, with 512-key blocks: 27.4 -> 26.3 ms).
+  float *kT = blocks > 1
+                  ? static_cast<float *>(std::aligned_alloc(
+                        64, (static_cast<size_t>(kn) * 4 + 63) / 64 * 64))
+                  : nullptr;
+  if (kT)
+    pool.parallelFor(p.batch, [&](int64_t b) {
+      const float *from = kf + b * p.T * p.D;
+      float *to = kT + b * p.T * p.D;
+      for (int64_t t0 = 0; t0 < p.T; t0 += 64)
+        for (int64_t d = 0; d < p.D; ++d)
+          for (int64_t t = t0; t < std::min(p.T, t0 + 64); ++t)
+            to[d * p.T + t] = from[t * p.D + d];
+    });
   pool.parallelFor(p.batch * blocks, [&](int64_t item) {
     int64_t b = item / blocks, i0 = item % blocks * kQueryRows;
     Scratch s(block + perThread * tsl::rt::ThreadPool::threadIndex(), p);
@@ -229,9 +247,10 @@ bool attentionFloat(tsl_rt_context *ctx, const Problem &p, float scale,
         mask ? static_cast<const char *>(mask) + p.maskBase(b) * bytes
              : nullptr;
     queryBlock(p, scale, qf + b * p.S * p.D, kf + b * p.T * p.D,
-               vf + b * p.T * p.E, maskAt, i0, std::min(kQueryRows, p.S - i0),
-               s, out, b * p.S * p.E);
+               kT ? kT + b * p.T * p.D : nullptr, vf + b * p.T * p.E, maskAt,
+               i0, std::min(kQueryRows, p.S - i0), s, out, b * p.S * p.E);
   });
+  std::free(kT);
   std::free(block);
   return true;
 }

@@ -1,4 +1,5 @@
 #include "runtime/Manifest.h"
+#include "runtime/KernelAbi.h"
 #include "runtime/Sha256.h"
 
 #include <sstream>
@@ -61,9 +62,14 @@ bool toInt(const std::string &s, int64_t &v) {
 
 } // namespace
 
+std::string manifestHeader() {
+  return std::string(kManifestVersion) + " slots " +
+         std::to_string(TSL_RT_NUM_SLOTS);
+}
+
 std::string writeManifest(const std::vector<ManifestVariant> &variants) {
   std::ostringstream os;
-  os << kManifestVersion << "\n";
+  os << manifestHeader() << "\n";
   for (const ManifestVariant &m : variants) {
     const VariantCode &v = m.code;
     os << "variant\t" << escape(m.function) << "\t" << m.kernelSymbol << "\t"
@@ -93,9 +99,10 @@ bool readManifest(const std::string &text, std::vector<ManifestVariant> &out,
                   std::string &error) {
   std::istringstream in(text);
   std::string line;
-  if (!std::getline(in, line) || line != kManifestVersion) {
+  if (!std::getline(in, line) || line != manifestHeader()) {
     error = "not a TSL module manifest of this version (expected '" +
-            std::string(kManifestVersion) + "')";
+            manifestHeader() + "', found '" + line.substr(0, 40) +
+            "'): rebuild it with this version's 'tslc build'";
     return false;
   }
   ManifestVariant *cur = nullptr;

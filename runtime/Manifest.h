@@ -20,7 +20,13 @@ struct ManifestVariant {
   VariantCode code; ///< metadata only; entry points unset
 };
 
-inline constexpr const char *kManifestVersion = "tsl-aot 2";
+inline constexpr const char *kManifestVersion = "tsl-aot 3";
+
+/// The manifest's first line: the version and the number of runtime table
+/// slots (TSL_RT_NUM_SLOTS) the module's `tsl_rt_table` holds. A runtime
+/// fills that many slots, so a module built with another count (before or
+/// after runtime functions were added) is refused, never overrun.
+std::string manifestHeader();
 
 /// The exported dispatcher of \p function in an AOT module.
 inline std::string aotDispatcherSymbol(const std::string &function) {

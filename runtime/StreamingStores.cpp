@@ -6,6 +6,7 @@
 // read-for-ownership), so an output that goes straight to memory costs a
 // read and a write; a streaming store costs the write only. Softmax and
 // layer_norm over [64, 512, 768] (96 MiB out) move a third less memory.
+#include "runtime/StreamingStores.h"
 #include "runtime/KernelAbi.h"
 
 #include <algorithm>
@@ -21,20 +22,9 @@
 
 namespace {
 
-/// Output bytes above which streaming pays: the largest data cache's size
-/// (an output that fits may still be in the cache when it is read next;
-/// 32 MiB when sysfs does not say),
-/// or TSL_STREAM_STORE_BYTES (tests set it low to run the streaming path
-/// on small tensors; 0 streams every output, a negative value none).
-int64_t streamThreshold() {
-  if (const char *env = std::getenv("TSL_STREAM_STORE_BYTES")) {
-    char *end = nullptr;
-    long long n = std::strtoll(env, &end, 10);
-    if (end != env && *end == '\0')
-      return n < 0 ? INT64_MAX : static_cast<int64_t>(n);
-  }
-  // sysfs gives the cache one core shares (32 MiB here);
-  // sysconf(_SC_LEVEL3_CACHE_SIZE) gave the whole package's (320 MiB).
+/// The size of the largest data cache cpu0 reports in sysfs (32 MiB here;
+/// sysconf(_SC_LEVEL3_CACHE_SIZE) gave the whole package's 320 MiB), or 0.
+int64_t largestDataCache() {
   int64_t llc = 0;
   for (int index = 0; index < 8; ++index) {
     std::string dir =
@@ -53,7 +43,7 @@ int64_t streamThreshold() {
       n <<= 20;
     llc = std::max<int64_t>(llc, n);
   }
-  return llc > 0 ? static_cast<int64_t>(llc) : int64_t(32) << 20;
+  return llc;
 }
 
 #if defined(__x86_64__)
@@ -88,8 +78,19 @@ StreamFn chooseStream() {
 
 } // namespace
 
+int64_t tsl::rt::streamStoreThreshold(const char *env, int64_t cacheBytes) {
+  if (env) {
+    char *end = nullptr;
+    long long n = std::strtoll(env, &end, 10);
+    if (end != env && *end == '\0')
+      return n < 0 ? INT64_MAX : static_cast<int64_t>(n);
+  }
+  return cacheBytes > 0 ? cacheBytes : int64_t(32) << 20;
+}
+
 int32_t tsl_rt_stream_output(int64_t bytes) {
-  static const int64_t threshold = streamThreshold();
+  static const int64_t threshold = tsl::rt::streamStoreThreshold(
+      std::getenv("TSL_STREAM_STORE_BYTES"), largestDataCache());
   return bytes > threshold ? 1 : 0;
 }
 

@@ -3,13 +3,13 @@
 // at its ends: every alignment of the destination and the source, and
 // lengths around the 32-byte blocks, must copy exactly the bytes asked for
 // and touch nothing around them.
+#include "runtime/StreamingStores.h"
 #include "runtime/KernelAbi.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <vector>
 
 namespace {
@@ -42,16 +42,23 @@ TEST(StreamingStores, CopiesEveryAlignmentAndLengthExactly) {
 }
 
 TEST(StreamingStores, ThresholdComesFromTheEnvironmentOrTheCache) {
-  // The threshold is read once per process; tests run with
-  // TSL_STREAM_STORE_BYTES unset unless ctest sets it, so only what holds
-  // either way is checked: nothing streams an empty output, everything
-  // streams a petabyte.
-  EXPECT_EQ(tsl_rt_stream_output(int64_t(1) << 50),
-            std::getenv("TSL_STREAM_STORE_BYTES") &&
-                    std::atoll(std::getenv("TSL_STREAM_STORE_BYTES")) < 0
-                ? 0
-                : 1);
-  EXPECT_EQ(tsl_rt_stream_output(0), 0);
+  struct Case {
+    const char *env;
+    int64_t cache, want;
+  };
+  const int64_t mib = int64_t(1) << 20;
+  for (const Case &c :
+       std::vector<Case>{{nullptr, 32 * mib, 32 * mib}, // the cache's size
+                         {nullptr, 0, 32 * mib},        // unknown cache: 32 MiB
+                         {"0", 32 * mib, 0},            // every output streams
+                         {"4096", 32 * mib, 4096},    // tests' small threshold
+                         {"-1", 32 * mib, INT64_MAX}, // nothing streams
+                         {"12x", 8 * mib, 8 * mib},   // not a number: ignored
+                         {"", 8 * mib, 8 * mib}}) {
+    EXPECT_EQ(tsl::rt::streamStoreThreshold(c.env, c.cache), c.want)
+        << (c.env ? c.env : "(unset)") << ", cache " << c.cache;
+  }
+  EXPECT_EQ(tsl_rt_stream_output(0), 0); // an empty output never streams
 }
 
 } // namespace
