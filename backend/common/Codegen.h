@@ -189,8 +189,6 @@ public:
   /// Elements between the starts of two chunks' rows of per-chunk scratch
   /// \p v: its row length rounded up to whole 64-byte lines.
   Value *chunkRowStride(ValueId v);
-  /// if (cond) then(), in the current function.
-  void whenTrue(Value *cond, const std::function<void()> &then);
   /// The row group \p g as one device kernel, a block per row
   /// (CodegenDeviceRows.cpp).
   bool launchRowGroup(const RowGroup &g);

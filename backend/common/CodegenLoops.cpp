@@ -12,6 +12,16 @@ Value *Codegen::byteSize(const TensorType &t) {
   return b.CreateMul(product(dims(t)), b.getInt64(dtypeSize(t.dtype)));
 }
 
+void Codegen::ifThen(Value *cond, const std::function<void()> &body) {
+  auto *then = llvm::BasicBlock::Create(ctx, "then", kernel);
+  auto *done = llvm::BasicBlock::Create(ctx, "endif", kernel);
+  b.CreateCondBr(cond, then, done);
+  b.SetInsertPoint(then);
+  body();
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+}
+
 void Codegen::copyBytes(Value *dst, Value *src, Value *bytes) {
   b.CreateMemMove(dst, llvm::MaybeAlign(1), src, llvm::MaybeAlign(1), bytes);
 }

@@ -31,17 +31,6 @@ Value *Codegen::chunkRowStride(ValueId v) {
                      b.getInt64(perLine));
 }
 
-void Codegen::whenTrue(Value *cond, const std::function<void()> &then) {
-  llvm::Function *f = b.GetInsertBlock()->getParent();
-  auto *yes = llvm::BasicBlock::Create(ctx, "then", f);
-  auto *next = llvm::BasicBlock::Create(ctx, "endif", f);
-  b.CreateCondBr(cond, yes, next);
-  b.SetInsertPoint(yes);
-  then();
-  b.CreateBr(next);
-  b.SetInsertPoint(next);
-}
-
 void Codegen::planRowStreaming(const RowGroup &g,
                                const std::vector<const Operation *> &body,
                                const std::map<ValueId, Value *> &rowBase,
@@ -80,7 +69,7 @@ void Codegen::planRowStreaming(const RowGroup &g,
                              b.CreateMul(chunk, chunkRowStride(v)));
   };
   hooks.leave = [this, &s] {
-    whenTrue(s.stream, [&] {
+    ifThen(s.stream, [&] {
       b.CreateCall(runtime("tsl_rt_stream_fence", b.getVoidTy(), {}));
     });
   };
@@ -88,7 +77,7 @@ void Codegen::planRowStreaming(const RowGroup &g,
 
 void Codegen::streamRows(const RowStreaming &s,
                          const std::map<ValueId, Value *> &outRow) {
-  whenTrue(s.stream, [&] {
+  ifThen(s.stream, [&] {
     for (auto &[v, out] : outRow)
       b.CreateCall(runtime("tsl_rt_stream_row", b.getVoidTy(), {ptr, ptr, i64}),
                    {out, s.row.at(v),

@@ -60,16 +60,6 @@ void Codegen::blockStrideLoop(Value *count,
   stridedLoop(gpuBlockIdx(), count, gpuGridDim(), body);
 }
 
-void Codegen::ifThen(Value *cond, const std::function<void()> &body) {
-  auto *then = llvm::BasicBlock::Create(ctx, "then", kernel);
-  auto *done = llvm::BasicBlock::Create(ctx, "endif", kernel);
-  b.CreateCondBr(cond, then, done);
-  b.SetInsertPoint(then);
-  body();
-  b.CreateBr(done);
-  b.SetInsertPoint(done);
-}
-
 void Codegen::onThreadZero(const std::function<void()> &body) {
   ifThen(b.CreateICmpEQ(gpuThreadIdx(), b.getInt64(0)), body);
 }
