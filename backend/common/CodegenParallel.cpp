@@ -26,10 +26,17 @@ bool foreignTo(const Value *v, const llvm::Function *f) {
 }
 
 /// A fresh allocation or a noalias argument: memory no other pointer of
-/// the function reaches unless it is based on this one.
+/// the function reaches unless it is based on this one. A phi of fresh
+/// allocations and null (an allocation made only on some calls, such as a
+/// row group's staging rows) is one too: null is never dereferenced.
 bool identifiedObject(const Value *v) {
   if (auto *arg = llvm::dyn_cast<llvm::Argument>(v))
     return arg->hasNoAliasAttr();
+  if (auto *phi = llvm::dyn_cast<llvm::PHINode>(v))
+    return llvm::all_of(phi->incoming_values(), [](const llvm::Use &in) {
+      return llvm::isa<llvm::ConstantPointerNull>(in) ||
+             llvm::isNoAliasCall(in);
+    });
   return llvm::isNoAliasCall(v);
 }
 

@@ -53,11 +53,22 @@ void Codegen::planRowStreaming(const RowGroup &g,
   hooks.before = [this, &s, before](Value *chunks) {
     if (before)
       before(chunks);
+    // Staging rows only for a call that streams: the others pay no
+    // allocation.
     for (ValueId v : s.outputs) {
       Value *bytes = b.CreateMul(
           b.CreateMul(chunkRowStride(v), chunks),
           b.getInt64(static_cast<int64_t>(dtypeSize(fn.type(v).dtype))));
-      s.base[v] = allocateBytes(b.CreateSelect(s.stream, bytes, b.getInt64(0)));
+      llvm::BasicBlock *skipped = b.GetInsertBlock(), *allocated = nullptr;
+      Value *staged = nullptr;
+      ifThen(s.stream, [&] {
+        staged = allocateBytes(bytes);
+        allocated = b.GetInsertBlock();
+      });
+      llvm::PHINode *base = b.CreatePHI(ptr, 2);
+      base->addIncoming(staged, allocated);
+      base->addIncoming(llvm::ConstantPointerNull::get(b.getPtrTy()), skipped);
+      s.base[v] = base;
     }
   };
   auto enter = hooks.enter;
@@ -174,7 +185,7 @@ bool Codegen::lowerRowGroup(const RowGroup &g) {
       },
       hooks);
   for (auto &[v, base] : streaming.base)
-    freeBuffer(base);
+    freeBuffer(base); // null when the call did not stream: a no-op
   for (auto &[v, base] : rowBase)
     bufs[v] = base;
   for (auto &[v, base] : scratchBase)
