@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <immintrin.h>
 #include <iterator>
 #include <limits>
 
@@ -27,11 +28,42 @@ using namespace tsl::rt;
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,fma")
+// GCC 12 reads its own _mm512_undefined_ps() (`__m512 __Y = __Y;`, the
+// don't-care source of the unmasked intrinsics) as a maybe-uninitialized use.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 namespace avx512 {
 typedef float Vec __attribute__((vector_size(64)));
 constexpr int64_t Lanes = 16;
+/// e^x per lane, as the portable expVec (Cody-Waite reduction, Cephes'
+/// degree-6 polynomial) but with AVX-512's rounding and scaling
+/// instructions: VSCALEFPS makes p * 2^n in one step, denormal and overflow
+/// results included, so the clamps only keep the reduction finite (-inf
+/// gives 0, +inf gives inf) and NaN passes through every step (MINPS and
+/// MAXPS return their second operand when either is NaN). 17 instructions
+/// per 16 floats where the integer form takes 24.
+inline Vec expVec(Vec x) {
+  __m512 c = _mm512_min_ps(_mm512_set1_ps(89.0f), (__m512)x);
+  c = _mm512_max_ps(_mm512_set1_ps(-104.0f), c);
+  Vec cv = (Vec)c;
+  Vec n =
+      (Vec)_mm512_roundscale_ps((__m512)(cv * 1.44269504f),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  Vec r = cv - n * 0.693359375f + n * 2.12194440e-4f;
+  Vec p = Vec{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  return (Vec)_mm512_scalef_ps((__m512)p, (__m512)n);
+}
+#define TSL_ATTENTION_NATIVE_EXP
 #include "runtime/AttentionRow.inc"
+#undef TSL_ATTENTION_NATIVE_EXP
 } // namespace avx512
+#pragma GCC diagnostic pop
 #pragma GCC pop_options
 
 #pragma GCC push_options
