@@ -104,7 +104,7 @@ const RowOps &rowOps() {
 }
 #undef TSL_ROW_OPS
 
-constexpr int64_t kQueryRows = 240, kKeyCols = 256;
+constexpr int64_t kQueryRows = 240, kKeyCols = 512;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 /// One call's sizes and options.
@@ -154,22 +154,94 @@ struct Scratch {
   }
 };
 
-/// One block of \p rows query rows from \p i0 of one batch entry: \p q, \p k
-/// and \p v are that entry's f32 data, \p mask its mask (element type
-/// p.dtype) at the entry's base or null; writes rows of \p out.
-void queryBlock(const Problem &p, float scale, const float *q, const float *k,
-                const float *kT, const float *v, const void *mask, int64_t i0,
-                int64_t rows, Scratch &s, void *out, int64_t outBase) {
+/// Every batch entry's keys and values packed once in the GEMM's panels
+/// (tsl::rt::sgemmPackB), key block by key block: k^T's (D x nk) panels for
+/// the scores, then v's (nk x E) for the output. Every block of query rows
+/// reads them in place, where each used to pack its own copy (the GEMM's
+/// packing was 8% of 8 heads of 1024 x 64).
+class PackedKeys {
+public:
+  explicit PackedKeys(const Problem &p)
+      : p(p), keyFloats(tsl::rt::sgemmPackedFloats(p.D, kKeyCols)),
+        blockFloats(keyFloats + tsl::rt::sgemmPackedFloats(kKeyCols, p.E)),
+        entryFloats((p.T + kKeyCols - 1) / kKeyCols * blockFloats) {}
+  ~PackedKeys() { std::free(data); }
+  PackedKeys(const PackedKeys &) = delete;
+  PackedKeys &operator=(const PackedKeys &) = delete;
+
+  /// Packs \p k and \p v (f32, every batch entry) over the thread pool;
+  /// false when the memory cannot be had.
+  bool pack(const float *k, const float *v) {
+    size_t bytes = static_cast<size_t>(p.batch * entryFloats) * 4;
+    // aligned_alloc wants a size that is a nonzero multiple of the alignment.
+    data = static_cast<float *>(
+        std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64)));
+    if (!data)
+      return false;
+    int64_t keyBlocks = (p.T + kKeyCols - 1) / kKeyCols;
+    tsl::rt::ThreadPool::instance().parallelFor(
+        p.batch * keyBlocks, [&](int64_t item) {
+          int64_t b = item / keyBlocks, j0 = item % keyBlocks * kKeyCols;
+          int64_t nk = std::min(kKeyCols, p.T - j0);
+          tsl::rt::sgemmPackB(
+              p.D, nk, tsl::rt::GemmB{k + (b * p.T + j0) * p.D, p.D, true},
+              keys(b, j0));
+          tsl::rt::sgemmPackB(nk, p.E,
+                              tsl::rt::GemmB{v + (b * p.T + j0) * p.E, p.E},
+                              keys(b, j0) + keyFloats);
+        });
+    return true;
+  }
+
+  /// k^T's columns [j0, j0 + nk) of batch entry \p b as the scores' B
+  /// (nk up to the key block's length).
+  tsl::rt::GemmB keysFrom(int64_t b, int64_t j0) const {
+    tsl::rt::GemmB B;
+    B.packed = keys(b, j0);
+    B.packedN = std::min(kKeyCols, p.T - j0);
+    return B;
+  }
+  /// v's rows [j0, j0 + nk) of batch entry \p b as the output's B: packed
+  /// when nk is the whole key block, else read from \p v (the causal
+  /// diagonal's shortened block).
+  tsl::rt::GemmB valuesFrom(int64_t b, int64_t j0, int64_t nk,
+                            const float *v) const {
+    if (nk != std::min(kKeyCols, p.T - j0))
+      return tsl::rt::GemmB{v + (b * p.T + j0) * p.E, p.E};
+    tsl::rt::GemmB B;
+    B.packed = keys(b, j0) + keyFloats;
+    B.packedN = p.E;
+    return B;
+  }
+
+private:
+  float *keys(int64_t b, int64_t j0) const {
+    return data + b * entryFloats + j0 / kKeyCols * blockFloats;
+  }
+
+  const Problem &p;
+  int64_t keyFloats, blockFloats, entryFloats;
+  float *data = nullptr;
+};
+
+/// One block of \p rows query rows from \p i0 of batch entry \p b: \p q is
+/// that entry's f32 queries, \p keys every entry's packed keys and values
+/// (\p v the f32 values, read by the causal diagonal's shortened blocks),
+/// \p mask the entry's mask (element type p.dtype) at its base or null;
+/// writes rows of \p out.
+void queryBlock(const Problem &p, float scale, const float *q,
+                const PackedKeys &keys, const float *v, int64_t b,
+                const void *mask, int64_t i0, int64_t rows, Scratch &s,
+                void *out, int64_t outBase) {
   const RowOps &ops = rowOps();
   std::fill(s.rowMax, s.rowMax + rows, kNegInf);
   std::fill(s.rowSum, s.rowSum + rows, 0.0f);
   std::fill(s.out, s.out + rows * p.E, 0.0f);
-  int64_t keys = p.causal ? std::min(p.T, i0 + rows) : p.T;
-  for (int64_t j0 = 0; j0 < keys; j0 += kKeyCols) {
-    int64_t nk = std::min(kKeyCols, keys - j0);
-    tsl::rt::GemmB kt = kT ? tsl::rt::GemmB{kT + j0, p.T, false}
-                           : tsl::rt::GemmB{k + j0 * p.D, p.D, true};
-    tsl::rt::sgemm(rows, nk, p.D, q + i0 * p.D, p.D, kt, s.scores, nk, nullptr);
+  int64_t keyCount = p.causal ? std::min(p.T, i0 + rows) : p.T;
+  for (int64_t j0 = 0; j0 < keyCount; j0 += kKeyCols) {
+    int64_t nk = std::min(kKeyCols, keyCount - j0);
+    tsl::rt::sgemm(rows, nk, p.D, q + i0 * p.D, p.D, keys.keysFrom(b, j0),
+                   s.scores, nk, nullptr);
     for (int64_t r = 0; r < rows; ++r) {
       float *row = s.scores + r * nk;
       const float *maskRow = nullptr;
@@ -202,8 +274,8 @@ void queryBlock(const Problem &p, float scale, const float *q, const float *k,
       s.rowSum[r] = s.rowSum[r] * s.keep[r] + ops.expShiftSum(row, nk, next);
       s.rowMax[r] = next;
     }
-    tsl::rt::GemmB vb{v + j0 * p.E, p.E, false};
-    tsl::rt::sgemm(rows, p.E, nk, s.scores, nk, vb, s.pv, p.E, nullptr);
+    tsl::rt::sgemm(rows, p.E, nk, s.scores, nk, keys.valuesFrom(b, j0, nk, v),
+                   s.pv, p.E, nullptr);
     for (int64_t r = 0; r < rows; ++r)
       ops.rescaleAdd(s.out + r * p.E, s.pv + r * p.E, p.E, s.keep[r]);
   }
@@ -255,34 +327,21 @@ bool attentionFloat(tsl_rt_context *ctx, const Problem &p, float scale,
   }
   size_t bytes = half ? 2 : 4;
   int64_t blocks = (p.S + kQueryRows - 1) / kQueryRows;
-  // K transposed once ([D, T] per batch entry) when several query blocks
-  // read it: the GEMM then packs its panels from contiguous rows instead of
-  // transposing them again for every block (8 heads of 1024 x 64 on one
-  // thread, with 512-key blocks: 27.4 -> 26.3 ms).
-  float *kT = blocks > 1
-                  ? static_cast<float *>(std::aligned_alloc(
-                        64, (static_cast<size_t>(kn) * 4 + 63) / 64 * 64))
-                  : nullptr;
-  if (kT)
-    pool.parallelFor(p.batch, [&](int64_t b) {
-      const float *from = kf + b * p.T * p.D;
-      float *to = kT + b * p.T * p.D;
-      for (int64_t t0 = 0; t0 < p.T; t0 += 64)
-        for (int64_t d = 0; d < p.D; ++d)
-          for (int64_t t = t0; t < std::min(p.T, t0 + 64); ++t)
-            to[d * p.T + t] = from[t * p.D + d];
-    });
+  PackedKeys keys(p);
+  if (!keys.pack(kf, vf)) {
+    std::free(block);
+    tsl_rt_error(ctx, "out of memory (attention scratch)");
+    return false;
+  }
   pool.parallelFor(p.batch * blocks, [&](int64_t item) {
     int64_t b = item / blocks, i0 = item % blocks * kQueryRows;
     Scratch s(block + perThread * tsl::rt::ThreadPool::threadIndex(), p);
     const void *maskAt =
         mask ? static_cast<const char *>(mask) + p.maskBase(b) * bytes
              : nullptr;
-    queryBlock(p, scale, qf + b * p.S * p.D, kf + b * p.T * p.D,
-               kT ? kT + b * p.T * p.D : nullptr, vf + b * p.T * p.E, maskAt,
-               i0, std::min(kQueryRows, p.S - i0), s, out, b * p.S * p.E);
+    queryBlock(p, scale, qf + b * p.S * p.D, keys, vf, b, maskAt, i0,
+               std::min(kQueryRows, p.S - i0), s, out, b * p.S * p.E);
   });
-  std::free(kT);
   std::free(block);
   return true;
 }

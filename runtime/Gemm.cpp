@@ -52,13 +52,19 @@ using GemmFn = void (*)(int64_t, int64_t, int64_t, const float *, int64_t,
                         const tsl::rt::GemmB &, float *, int64_t, const float *,
                         float *, float *);
 
-/// One register tile's GEMM and the packing scratch it needs.
+/// One register tile's GEMM, its whole-operand packing, and the packing
+/// scratch it needs.
 struct Tile {
   GemmFn fn = nullptr;
+  void (*packB)(int64_t, int64_t, const tsl::rt::GemmB &, float *) = nullptr;
+  int64_t (*packedFloats)(int64_t, int64_t) = nullptr;
   int64_t mr = 0, nr = 0, bpFloats = 0, apFloats = 0;
 };
 #define TSL_GEMM_TILE(ns)                                                      \
-  Tile { ns::gemm, ns::MR, ns::NR, ns::BpFloats, ns::ApFloats }
+  Tile {                                                                       \
+    ns::gemm, ns::packB, ns::packedFloats, ns::MR, ns::NR, ns::BpFloats,       \
+        ns::ApFloats                                                           \
+  }
 
 /// The tiles of this CPU's instruction set, the first the default.
 struct Kernel {
@@ -174,9 +180,18 @@ bool tsl::rt::sgemm(int64_t M, int64_t N, int64_t K, const float *A,
   thread_local Scratch scratch;
   if (!scratch.reserve(k))
     return false;
-  k.choose(M, N).fn(M, N, K, A, lda, B, C, ldc, rowBias, scratch.bp,
-                    scratch.ap);
+  // Packed operands are in the default tile's panels (sgemmPackB).
+  const Tile &tile = B.packed ? k.tiles[0] : k.choose(M, N);
+  tile.fn(M, N, K, A, lda, B, C, ldc, rowBias, scratch.bp, scratch.ap);
   return true;
+}
+
+int64_t tsl::rt::sgemmPackedFloats(int64_t K, int64_t N) {
+  return kernel().tiles[0].packedFloats(K, N);
+}
+
+void tsl::rt::sgemmPackB(int64_t K, int64_t N, const GemmB &B, float *dst) {
+  kernel().tiles[0].packB(K, N, B, dst);
 }
 
 extern "C" void tsl_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A,

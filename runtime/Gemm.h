@@ -17,15 +17,28 @@ using GemmPanelPacker = void (*)(const void *self, int64_t k0, int64_t kc,
                                  float *panel);
 
 /// The B operand of sgemm: a row-major matrix (\p data, leading dimension
-/// \p ld; \p transposed: stored as [N, K]) when \p pack is null, else the
-/// panels \p pack writes.
+/// \p ld; \p transposed: stored as [N, K]) when \p pack and \p packed are
+/// null; else the panels \p pack writes; else \p packed: panels that
+/// sgemmPackB wrote for the product's K and \p packedN >= N columns (the
+/// product reads the first N), used in place with no packing.
 struct GemmB {
   const float *data = nullptr;
   int64_t ld = 0;
   bool transposed = false;
   GemmPanelPacker pack = nullptr;
   const void *self = nullptr;
+  const float *packed = nullptr;
+  int64_t packedN = 0;
 };
+
+/// Floats sgemmPackB writes for a K x N operand.
+int64_t sgemmPackedFloats(int64_t K, int64_t N);
+
+/// Packs the K x N operand \p B (a matrix or a packer, not \p packed) into
+/// \p dst (sgemmPackedFloats(K, N) floats) as sgemm's default register tile
+/// reads it: for a B that many products share (attention's keys and values
+/// for every block of query rows), packed once instead of once per product.
+void sgemmPackB(int64_t K, int64_t N, const GemmB &B, float *dst);
 
 /// C[M, N] = A[M, K] @ B, plus \p rowBias[i] on row i when not null; C
 /// row-major with leading dimension \p ldc, overwritten (K = 0 writes the
