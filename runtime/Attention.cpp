@@ -1,14 +1,16 @@
 // attention's library kernel on the CPU (tsl_rt_attention): softmax(q k^T *
 // scale + mask) v computed flash-style, so the S x T scores are never
-// stored. For each batch entry and block of 240 query rows (two of the GEMM's
-// row blocks, so each packed key block serves many rows) it walks the keys in
-// blocks of 256: the block's scores come from the runtime's GEMM (k read as a
-// transposed B, in place), then each row is scaled, masked, and turned into
-// exponentials against a running maximum (earlier blocks' sums and outputs are
-// rescaled when the maximum grows), and the output block gains P @ v from a
-// second GEMM. The (batch entry, query block) pairs are shared out over the
-// runtime's thread pool. f16 and bf16 compute in f32 (inputs widened once, the
-// result rounded once); f64 runs a scalar loop in double.
+// stored. Each batch entry's k^T and v are first packed into the GEMM's
+// panels, once, key block by key block (PackedKeys). Then for each batch
+// entry and block of 240 query rows (two of the GEMM's row blocks) it walks
+// the keys in blocks of 512: the block's scores come from the runtime's GEMM
+// reading the packed k^T in place, then each row is scaled, masked, and
+// turned into exponentials against a running maximum (earlier blocks' sums
+// and outputs are rescaled when the maximum grows), and the output block
+// gains P @ v from a second GEMM on the packed v. The (batch entry, query
+// block) pairs are shared out over the runtime's thread pool. f16 and bf16
+// compute in f32 (inputs widened once, the result rounded once); f64 runs a
+// scalar loop in double.
 #include "runtime/FloatElements.h"
 #include "runtime/Gemm.h"
 #include "runtime/KernelAbi.h"
