@@ -23,9 +23,11 @@ llvm::FunctionCallee Codegen::runtime(const char *name, llvm::Type *ret,
   if (std::string(name) == "tsl_rt_alloc")
     if (auto *f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
       // Fresh memory aliases nothing: lets LLVM keep accumulators in
-      // registers and vectorize across buffers.
+      // registers and vectorize across buffers. 16-byte aligned at least
+      // (small buffers come from malloc: tsl_rt_alloc); a larger claim
+      // would let LLVM pick aligned vector moves that fault on them.
       f->addRetAttr(llvm::Attribute::NoAlias);
-      f->addRetAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(64)));
+      f->addRetAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(16)));
     }
   return callee;
 }
