@@ -434,6 +434,7 @@ bool Elaborator::elaborateEntry(
     const LoadedModule &module, const ast::FnDecl &decl,
     const std::map<std::string, ExampleArg> *examples, Function &out) {
   fn = Function();
+  callRuns.clear();
   fn.name = decl.name;
   Frame frame;
   frame.module = &module;
@@ -500,9 +501,17 @@ bool Elaborator::finishEntry(const ast::FnDecl &decl, Frame &frame,
       fn.results.push_back(v.tensor);
     }
   }
-  eliminateDeadCode(fn);
-  if (fuseAttention(fn))
-    eliminateDeadCode(fn);
+  // Repeated calls become one callee first: the recorded runs are the
+  // elaborator's op indices, which the passes below change.
+  outlineRepeatedCalls(fn, callRuns);
+  std::vector<Function *> bodies{&fn};
+  for (Function &callee : fn.callees)
+    bodies.push_back(&callee);
+  for (Function *f : bodies) {
+    eliminateDeadCode(*f);
+    if (fuseAttention(*f))
+      eliminateDeadCode(*f);
+  }
   hoistLoopInvariantAssertions(fn, &env);
   hoistLoopInvariantOps(fn, &env);
   env.minimizeGuards();
@@ -513,6 +522,8 @@ bool Elaborator::finishEntry(const ast::FnDecl &decl, Frame &frame,
     for (SymExpr &d : fn.values[r].type.dims)
       d = env.simplifyWithFacts(d);
   fn.symbols = env.symbols();
+  for (Function &callee : fn.callees)
+    callee.symbols = fn.symbols;
   for (const ShapeFact &g : env.guards())
     fn.guards.push_back({g.cond, locOf(g.origin), g.op, g.reason});
   out = std::move(fn);

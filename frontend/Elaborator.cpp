@@ -797,6 +797,7 @@ bool Elaborator::callFunction(const LoadedModule &module,
                  "exponential fan-out");
   if (!checkTypeParams(decl))
     return false;
+  size_t firstOp = fn.ops.size();
   Frame frame;
   frame.module = &module;
   frame.decl = &decl;
@@ -864,6 +865,7 @@ bool Elaborator::callFunction(const LoadedModule &module,
   if (!matchResults(*this, decl, frame, result, range))
     return false;
   callStack.pop_back();
+  callRuns.push_back({firstOp, fn.ops.size(), decl.name, locOf(range)});
   out = result;
   out.range = range;
   return true;

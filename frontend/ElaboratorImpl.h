@@ -2,6 +2,7 @@
 /// \file Private to frontend/: the elaborator's state and helpers.
 
 #include "frontend/Elaborator.h"
+#include "ir/OutlineCalls.h"
 #include "ir/ShapeRules.h"
 
 #include <map>
@@ -347,6 +348,8 @@ public:
   bool generic;
   std::vector<const ast::FnDecl *> callStack;
   size_t inlinedCalls = 0;
+  /// The ops each inlined call produced, for outlineRepeatedCalls.
+  std::vector<InlinedCall> callRuns;
 
   // --- recursion bounds ---
   /// Current nesting of eval, evalDimExpr and execBlock (see kMaxEvalDepth).

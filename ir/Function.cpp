@@ -86,6 +86,27 @@ const SymbolInfo *Function::symbol(const std::string &name) const {
   return nullptr;
 }
 
+const Operation *opAtFailureIndex(const Function &fn, size_t index,
+                                  const Function **owner) {
+  const Function *holder = &fn;
+  for (size_t k = 0; index >= holder->ops.size(); ++k) {
+    if (k >= fn.callees.size())
+      return nullptr;
+    index -= holder->ops.size();
+    holder = &fn.callees[k];
+  }
+  if (owner)
+    *owner = holder;
+  return &holder->ops[index];
+}
+
+size_t calleeFailureBase(const Function &fn, size_t k) {
+  size_t base = fn.ops.size();
+  for (size_t i = 0; i < k && i < fn.callees.size(); ++i)
+    base += fn.callees[i].ops.size();
+  return base;
+}
+
 const Function *Module::find(const std::string &name) const {
   for (const Function &f : functions)
     if (f.name == name)

@@ -116,11 +116,25 @@ struct Function {
   /// when the axis is an expression; lets a runtime read a call's value of
   /// each named dim.
   std::vector<std::vector<std::string>> axisNames;
+  /// Functions this one calls (`call` ops name them by index): bodies of
+  /// repeated calls outlined once (ir/OutlineCalls.h). A callee reads its
+  /// caller's symbols (its `symbols` are a copy) and has no guards and no
+  /// callees of its own.
+  std::vector<Function> callees;
 
   ValueId addValue(TensorType type, std::string name = {});
   const TensorType &type(ValueId v) const { return values[v].type; }
   const SymbolInfo *symbol(const std::string &name) const;
 };
+
+/// Generated code names a failing op by one index (tsl_rt_fail): the
+/// function's own ops first, then each callee's in order. The op at
+/// \p index, or null past them all; \p owner (when given) receives the
+/// function that holds it (its values are that function's).
+const Operation *opAtFailureIndex(const Function &fn, size_t index,
+                                  const Function **owner = nullptr);
+/// The failure index of the first op of callee \p k of \p fn.
+size_t calleeFailureBase(const Function &fn, size_t k);
 
 /// A set of functions (for example the variants compiled from one file).
 struct Module {
@@ -144,7 +158,7 @@ struct OpInfo {
   const char *name;
   int minOperands;
   int maxOperands; ///< -1 for variadic
-  int numResults; ///< -1: one per operand (loop, end_loop)
+  int numResults;  ///< -1: one per operand (loop, end_loop); -2: the callee's
   std::vector<AttrSpec> attrs;
   const char *doc;
 };

@@ -333,15 +333,11 @@ private:
 };
 } // namespace
 
-bool interpret(const Function &fn, const std::vector<ArgValue> &args,
-               std::vector<Tensor> &outputs, RunError &error) {
-  std::map<std::string, int64_t> values;
-  if (!bindArguments(fn, args, values, error))
-    return false;
-  std::vector<Tensor> env(fn.values.size());
-  for (size_t i = 0; i < args.size(); ++i)
-    if (!fn.params[i].isInt)
-      env[fn.params[i].value] = args[i].tensor;
+namespace {
+/// Runs the ops of \p fn on \p env (its parameters set) under the bound
+/// symbols \p values, which the ops that bind sizes extend.
+bool runOps(const Function &fn, std::vector<Tensor> &env,
+            std::map<std::string, int64_t> &values, RunError &error) {
   auto lookup = [&](const std::string &n) -> std::optional<int64_t> {
     auto it = values.find(n);
     if (it == values.end())
@@ -354,6 +350,17 @@ bool interpret(const Function &fn, const std::vector<ArgValue> &args,
     if (isLoopMarker(op.code)) {
       if (!loops.step(pc, env, values, error))
         return false;
+      continue;
+    }
+    if (op.code == OpCode::Call) { // the callee reads the caller's symbols
+      const Function &callee = fn.callees[op.intAttr("callee")];
+      std::vector<Tensor> inner(callee.values.size());
+      for (size_t i = 0; i < op.operands.size(); ++i)
+        inner[callee.params[i].value] = env[op.operands[i]];
+      if (!runOps(callee, inner, values, error))
+        return false;
+      for (size_t i = 0; i < op.results.size(); ++i)
+        env[op.results[i]] = inner[callee.results[i]];
       continue;
     }
     if (op.code == OpCode::Assert) {
@@ -444,6 +451,21 @@ bool interpret(const Function &fn, const std::vector<ArgValue> &args,
       }
     }
   }
+  return true;
+}
+} // namespace
+
+bool interpret(const Function &fn, const std::vector<ArgValue> &args,
+               std::vector<Tensor> &outputs, RunError &error) {
+  std::map<std::string, int64_t> values;
+  if (!bindArguments(fn, args, values, error))
+    return false;
+  std::vector<Tensor> env(fn.values.size());
+  for (size_t i = 0; i < args.size(); ++i)
+    if (!fn.params[i].isInt)
+      env[fn.params[i].value] = args[i].tensor;
+  if (!runOps(fn, env, values, error))
+    return false;
   outputs.clear();
   for (ValueId r : fn.results)
     outputs.push_back(env[r]);

@@ -450,7 +450,8 @@ private:
           return false;
       }
     }
-    size_t numResults = info.numResults < 0
+    size_t numResults = info.numResults == -2 ? resultNames.size()
+                        : info.numResults < 0
                             ? op.operands.size()
                             : static_cast<size_t>(info.numResults);
     if (resultNames.size() != numResults)
@@ -480,9 +481,15 @@ private:
     return true;
   }
 
-  bool function(Function &fn) {
+  /// `func @name(...) -> (...) { ... }`, or, with \p caller, a callee of
+  /// it after its `callee` keyword: its values are its own, its symbols the
+  /// caller's, and it holds no symbols, guards or callees.
+  bool function(Function &fn, const Function *caller = nullptr) {
     names.clear();
-    if (!expect("func") || !expect("@") || !ident(fn.name) || !expect("("))
+    if (caller)
+      fn.symbols = caller->symbols;
+    if ((!caller && !expect("func")) || !expect("@") || !ident(fn.name) ||
+        !expect("("))
       return false;
     if (!accept(")")) {
       for (;;) {
@@ -532,6 +539,8 @@ private:
     for (;;) {
       if (accept("}"))
         return failAt(pos - 1, 1, "missing return");
+      if (caller && (peek("symbol") || peek("guard") || peek("callee")))
+        return failAt(pos, 0, "a callee has no symbols, guards or callees");
       if (accept("symbol")) {
         if (!symbolLine(fn))
           return false;
@@ -540,6 +549,16 @@ private:
       if (accept("guard")) {
         if (!guardLine(fn))
           return false;
+        continue;
+      }
+      if (accept("callee")) {
+        // The callee's values are its own: the caller's names wait.
+        std::unordered_map<std::string, ValueId> callerNames = std::move(names);
+        Function callee;
+        if (!function(callee, &fn))
+          return false;
+        fn.callees.push_back(std::move(callee));
+        names = std::move(callerNames);
         continue;
       }
       if (peek("return")) {

@@ -98,10 +98,12 @@ std::vector<std::string> valueNames(const Function &fn) {
   return names;
 }
 
-std::string printFunction(const Function &fn) {
-  std::vector<std::string> names = valueNames(fn);
+namespace {
 
-  std::string out = "func @" + fn.name + "(";
+/// `@name(params) -> (results)`.
+std::string printSignature(const Function &fn,
+                           const std::vector<std::string> &names) {
+  std::string out = "@" + fn.name + "(";
   for (size_t i = 0; i < fn.params.size(); ++i) {
     const Param &p = fn.params[i];
     if (i)
@@ -114,65 +116,90 @@ std::string printFunction(const Function &fn) {
   out += ") -> (";
   for (size_t i = 0; i < fn.results.size(); ++i)
     out += (i ? ", " : "") + fn.type(fn.results[i]).str();
-  out += ") {\n";
-  for (const SymbolInfo &s : fn.symbols) {
-    out += "  symbol " + s.name + ": " + dimKindName(s.kind);
-    if (s.isInt)
-      out += " int";
-    if (s.hint)
-      out += " hint=" + std::to_string(*s.hint);
-    if (s.lo == INT64_MIN)
-      out += " lo=-inf";
-    else if (s.lo != 0)
-      out += " lo=" + std::to_string(s.lo);
-    if (s.hi)
-      out += " hi=" + std::to_string(*s.hi);
-    if (s.multipleOf != 1)
-      out += " multiple_of=" + std::to_string(s.multipleOf);
-    if (!s.description.empty())
-      out += " desc=" + quote(s.description);
-    out += "\n";
+  return out + ")";
+}
+
+std::string printSymbol(const SymbolInfo &s) {
+  std::string out = "symbol " + s.name + ": " + dimKindName(s.kind);
+  if (s.isInt)
+    out += " int";
+  if (s.hint)
+    out += " hint=" + std::to_string(*s.hint);
+  if (s.lo == INT64_MIN)
+    out += " lo=-inf";
+  else if (s.lo != 0)
+    out += " lo=" + std::to_string(s.lo);
+  if (s.hi)
+    out += " hi=" + std::to_string(*s.hi);
+  if (s.multipleOf != 1)
+    out += " multiple_of=" + std::to_string(s.multipleOf);
+  if (!s.description.empty())
+    out += " desc=" + quote(s.description);
+  return out;
+}
+
+std::string printOperation(const Function &fn, const Operation &op,
+                           const std::vector<std::string> &names) {
+  std::string out;
+  for (size_t i = 0; i < op.results.size(); ++i)
+    out += (i ? ", " : "") + names[op.results[i]];
+  if (!op.results.empty())
+    out += " = ";
+  out += opInfo(op.code).name;
+  out += "(";
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    out += (i ? ", " : "") + names[op.operands[i]];
+  out += ")";
+  if (!op.attrs.empty()) {
+    out += " {";
+    bool first = true;
+    for (const auto &[name, value] : op.attrs) {
+      out += (first ? "" : ", ") + name + " = " + printAttr(value);
+      first = false;
+    }
+    out += "}";
   }
-  for (const Check &g : fn.guards)
-    out += "  guard {cond = " + g.cond.str() + ", op = " + quote(g.op) +
-           ", reason = " + quote(g.reason) + "}" + printLoc(g.loc) + "\n";
+  if (!op.results.empty()) {
+    out += " : ";
+    for (size_t i = 0; i < op.results.size(); ++i)
+      out += (i ? ", " : "") + fn.type(op.results[i]).str();
+  }
+  return out + printLoc(op.loc);
+}
+
+/// The ops and the return line of \p fn, each line indented by \p indent.
+std::string printBody(const Function &fn, size_t indent) {
+  std::vector<std::string> names = valueNames(fn);
+  std::string out;
   size_t depth = 0; // loop bodies are indented (the parser ignores it)
   for (const Operation &op : fn.ops) {
     if (op.code == OpCode::EndLoop && depth > 0)
       --depth;
-    out += std::string(2 + 2 * depth, ' ');
+    out += std::string(indent + 2 * depth, ' ');
     if (op.code == OpCode::Loop)
       ++depth;
-    for (size_t i = 0; i < op.results.size(); ++i)
-      out += (i ? ", " : "") + names[op.results[i]];
-    if (!op.results.empty())
-      out += " = ";
-    out += opInfo(op.code).name;
-    out += "(";
-    for (size_t i = 0; i < op.operands.size(); ++i)
-      out += (i ? ", " : "") + names[op.operands[i]];
-    out += ")";
-    if (!op.attrs.empty()) {
-      out += " {";
-      bool first = true;
-      for (const auto &[name, value] : op.attrs) {
-        out += (first ? "" : ", ") + name + " = " + printAttr(value);
-        first = false;
-      }
-      out += "}";
-    }
-    if (!op.results.empty()) {
-      out += " : ";
-      for (size_t i = 0; i < op.results.size(); ++i)
-        out += (i ? ", " : "") + fn.type(op.results[i]).str();
-    }
-    out += printLoc(op.loc) + "\n";
+    out += printOperation(fn, op, names) + "\n";
   }
-  out += "  return";
+  out += std::string(indent, ' ') + "return";
   for (size_t i = 0; i < fn.results.size(); ++i)
     out += (i ? ", " : " ") + names[fn.results[i]];
-  out += "\n}\n";
-  return out;
+  return out + "\n";
+}
+
+} // namespace
+
+std::string printFunction(const Function &fn) {
+  std::string out = "func " + printSignature(fn, valueNames(fn)) + " {\n";
+  for (const SymbolInfo &s : fn.symbols)
+    out += "  " + printSymbol(s) + "\n";
+  for (const Check &g : fn.guards)
+    out += "  guard {cond = " + g.cond.str() + ", op = " + quote(g.op) +
+           ", reason = " + quote(g.reason) + "}" + printLoc(g.loc) + "\n";
+  // Callees read the caller's symbols: only their signatures and bodies.
+  for (const Function &callee : fn.callees)
+    out += "  callee " + printSignature(callee, valueNames(callee)) + " {\n" +
+           printBody(callee, 4) + "  }\n";
+  return out + printBody(fn, 2) + "}\n";
 }
 
 std::string printModule(const Module &module) {

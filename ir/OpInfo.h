@@ -53,6 +53,8 @@ enum class OpCategory : uint8_t {
   /// Delimits a loop body (loop, end_loop): results have their operands'
   /// types.
   Control,
+  /// Runs an outlined function (call): results have its result types.
+  Call,
   /// A runtime assertion on sizes (assert).
   Check,
 };
@@ -79,6 +81,7 @@ enum class ResultDType : uint8_t {
   FromAttr,     ///< the op's `dtype` attribute
   ValuesAndI64, ///< result 0 as the operand, result 1 i64 (topk)
   PerOperand,   ///< one result per operand, of its type (loop, end_loop)
+  FromCallee,   ///< the callee's result types (call)
 };
 
 /// What an op does besides computing its results (a bit set).
@@ -101,7 +104,7 @@ struct OpTraits {
   std::string_view name; ///< the IR name ("reduce_sum")
   int minOperands;
   int maxOperands; ///< -1: variadic
-  int numResults;  ///< -1: one per operand (loop, end_loop)
+  int numResults;  ///< -1: one per operand (loop, end_loop); -2: the callee's
   OpCategory category;
   DTypeRule operands;
   /// The operands share one element type (where: its two branches; for

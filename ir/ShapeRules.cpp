@@ -352,6 +352,13 @@ static bool control(ShapeContext &ctx, std::vector<TensorType> &results) {
   return true;
 }
 
+/// call: its result types are its callee's, which only the function that
+/// holds the callee knows (the verifier checks them there); no shape rule
+/// can give them.
+static bool call(ShapeContext &ctx, std::vector<TensorType> &) {
+  return ctx.fail("a call's result types come from its callee");
+}
+
 /// The rule of each category.
 static Rule ruleFor(OpCategory category) {
   switch (category) {
@@ -376,6 +383,8 @@ static Rule ruleFor(OpCategory category) {
     return dataDependent;
   case OpCategory::Control:
     return control;
+  case OpCategory::Call:
+    return call;
   case OpCategory::Check:
     return check;
   }

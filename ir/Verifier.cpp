@@ -106,17 +106,81 @@ std::string checkLoopMarker(const Function &fn, size_t index, ShapeEnv &env,
   open.stack.pop_back();
   return {};
 }
+/// Checks a call op: it names a callee of \p fn and passes it operands of
+/// its parameters' types; its results have the callee's result types.
+/// Empty on success, else the problem.
+std::string checkCall(const Function &fn, const Operation &op) {
+  int64_t index = op.intAttr("callee");
+  if (index < 0 || static_cast<size_t>(index) >= fn.callees.size())
+    return "calls callee " + std::to_string(index) + " of " +
+           std::to_string(fn.callees.size());
+  const Function &callee = fn.callees[static_cast<size_t>(index)];
+  if (op.operands.size() != callee.params.size())
+    return "passes " + std::to_string(op.operands.size()) +
+           " operands to a callee of " + std::to_string(callee.params.size()) +
+           " parameters";
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    if (callee.params[i].isInt ||
+        fn.type(op.operands[i]) != callee.type(callee.params[i].value))
+      return "passes " + fn.type(op.operands[i]).str() + " as parameter " +
+             std::to_string(i) + " of its callee";
+  if (op.results.size() != callee.results.size())
+    return "has " + std::to_string(op.results.size()) +
+           " results but its callee returns " +
+           std::to_string(callee.results.size());
+  for (size_t i = 0; i < op.results.size(); ++i)
+    if (fn.type(op.results[i]) != callee.type(callee.results[i]))
+      return "result " + std::to_string(i) + " has type " +
+             fn.type(op.results[i]).str() + " but its callee returns " +
+             callee.type(callee.results[i]).str();
+  return {};
+}
 } // namespace
 
+/// Checks \p fn's ops and results under the facts in \p env (its symbols,
+/// its guards and, for a callee, the facts where it is first called); the
+/// facts its assertions add stay in \p env.
+static bool verifyOps(const Function &fn, ShapeEnv &env, std::string &error);
+
 bool verifyFunction(const Function &fn, std::string &error) {
-  std::vector<bool> defined(fn.values.size(), false);
-  OpenLoops open;
-  open.scopeOf.assign(fn.values.size(), -1);
   ShapeEnv env;
   for (const SymbolInfo &s : fn.symbols)
     env.addSymbol(s);
   for (const Check &g : fn.guards)
     env.addFact(g.cond);
+  for (const Function &callee : fn.callees) {
+    std::string problem = !callee.callees.empty()  ? "has callees of its own"
+                          : !callee.guards.empty() ? "has guards"
+                                                   : "";
+    for (const Param &p : callee.params)
+      if (p.isInt)
+        problem = "has an int parameter";
+    // Its results are buffers the caller owns and frees: made by its ops,
+    // and not by a layout op (a view of a parameter, perhaps).
+    std::vector<const Operation *> maker(callee.values.size(), nullptr);
+    for (const Operation &op : callee.ops)
+      for (ValueId r : op.results)
+        if (r < maker.size())
+          maker[r] = &op;
+    for (size_t i = 0; i < callee.results.size(); ++i) {
+      ValueId r = callee.results[i];
+      if (r >= maker.size() || !maker[r] || isLayout(maker[r]->code) ||
+          isLoopMarker(maker[r]->code) ||
+          std::count(callee.results.begin(), callee.results.begin() + i, r))
+        problem = "returns a value that none of its ops makes, a layout "
+                  "op's, or one value twice";
+    }
+    if (!problem.empty())
+      return error = "callee '" + callee.name + "' " + problem, false;
+  }
+  return verifyOps(fn, env, error);
+}
+
+static bool verifyOps(const Function &fn, ShapeEnv &env, std::string &error) {
+  std::vector<bool> defined(fn.values.size(), false);
+  std::vector<bool> calleeChecked(fn.callees.size(), false);
+  OpenLoops open;
+  open.scopeOf.assign(fn.values.size(), -1);
   for (const Param &p : fn.params) {
     if (p.isInt)
       continue;
@@ -132,8 +196,10 @@ bool verifyFunction(const Function &fn, std::string &error) {
     int n = static_cast<int>(op.operands.size());
     if (n < info.minOperands || (info.maxOperands >= 0 && n > info.maxOperands))
       return error = where + " has " + std::to_string(n) + " operands", false;
-    int numResults = info.numResults < 0 ? n : info.numResults;
-    if (static_cast<int>(op.results.size()) != numResults)
+    int numResults = info.numResults == -2 ? -1
+                     : info.numResults < 0 ? n
+                                           : info.numResults;
+    if (numResults >= 0 && static_cast<int>(op.results.size()) != numResults)
       return error = where + " has " + std::to_string(op.results.size()) +
                      " results",
              false;
@@ -168,8 +234,22 @@ bool verifyFunction(const Function &fn, std::string &error) {
       env.addFact(op.condAttr("cond"));
       continue;
     }
-    if (isLoopMarker(op.code)) {
-      std::string problem = checkLoopMarker(fn, index, env, open);
+    if (isLoopMarker(op.code) || op.code == OpCode::Call) {
+      std::string problem = op.code == OpCode::Call
+                                ? checkCall(fn, op)
+                                : checkLoopMarker(fn, index, env, open);
+      if (problem.empty() && op.code == OpCode::Call &&
+          !calleeChecked[op.intAttr("callee")]) {
+        // Under the facts where it is first called (its ops were checked
+        // under them when they were inlined).
+        calleeChecked[op.intAttr("callee")] = true;
+        ShapeEnv::FactMark mark = env.markFacts();
+        const Function &callee = fn.callees[op.intAttr("callee")];
+        if (!verifyOps(callee, env, problem))
+          problem =
+              "calls '" + callee.name + "', which is not valid: " + problem;
+        env.forgetFactsSince(mark);
+      }
       if (!problem.empty())
         return error = where + " " + problem, false;
       for (ValueId r : op.results) {

@@ -6,7 +6,10 @@
 // This file: the driver loop, elementwise loops (recomputing fused trees),
 // reductions and matmul.
 #include "backend/common/Codegen.h"
+#include "ir/OutlineCalls.h"
 #include "runtime/Sha256.h"
+
+#include <llvm/Linker/Linker.h>
 
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
@@ -47,6 +50,16 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
         err = error.empty() ? "not supported" : error;
         return nullptr;
       }
+      continue;
+    }
+    if (op.code == OpCode::Call) {
+      if (!lowerCall(op)) {
+        err = error.empty() ? "not supported" : error;
+        return nullptr;
+      }
+      for (ValueId r : freeAfter[i])
+        if (bufs[r])
+          freeBuffer(bufs[r]);
       continue;
     }
     if (rowGroups[i].end > i) {
@@ -210,8 +223,9 @@ bool Codegen::lowerKernel(size_t begin, size_t end, bool rowGroup) {
   for (auto [v, s] : slots)
     if (bufs[v])
       b.CreateStore(bufs[v], slotOf(s));
-  Value *status = b.CreateCall(f, {kernelArgs, symsArg, ctxArg,
-                                   b.getInt32(static_cast<int32_t>(begin))});
+  Value *status = b.CreateCall(
+      f, {kernelArgs, symsArg, ctxArg,
+          b.getInt32(static_cast<int32_t>(begin) + options.opIndexBase)});
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {}); // already recorded
   // The kernel allocated (or aliased) its results into its slots.
   for (size_t k = begin; k < end; ++k)
@@ -221,6 +235,34 @@ bool Codegen::lowerKernel(size_t begin, size_t end, bool rowGroup) {
           bufs[r] = b.CreateLoad(ptr, slotOf(it->second));
           b.CreateStore(bufs[r], bufferSlot(r));
         }
+  return true;
+}
+
+bool Codegen::lowerCall(const Operation &op) {
+  if (options.device)
+    return unsupported("calls (inline them: inlineCalls)");
+  auto k = static_cast<size_t>(op.intAttr("callee"));
+  const Function &callee = fn.callees[k];
+  LoweringOptions names;
+  names.prefix = options.calleePrefix(k);
+  llvm::FunctionCallee f = mod->getOrInsertFunction(
+      names.kernelName(), llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false));
+  // The callee's buffer array, one per call site: its parameters in, its
+  // results (allocated in this call's context) out.
+  llvm::IRBuilder<> entry(&kernel->getEntryBlock(),
+                          kernel->getEntryBlock().begin());
+  Value *array = entry.CreateAlloca(
+      llvm::ArrayType::get(ptr, std::max<size_t>(callee.values.size(), 1)));
+  auto slot = [&](ValueId v) { return b.CreateConstGEP1_64(ptr, array, v); };
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    b.CreateStore(bufs[op.operands[i]], slot(callee.params[i].value));
+  Value *status = b.CreateCall(f, {array, symsArg, ctxArg});
+  failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {}); // already recorded
+  for (size_t i = 0; i < op.results.size(); ++i) {
+    ValueId r = op.results[i];
+    bufs[r] = b.CreateLoad(ptr, slot(callee.results[i]));
+    b.CreateStore(bufs[r], bufferSlot(r));
+  }
   return true;
 }
 
@@ -720,10 +762,45 @@ bool Codegen::matmul(const Operation &op) {
 
 } // namespace backend
 
+namespace {
+/// Lowers callee \p k of \p fn into \p m as the internal function its
+/// call ops call (a module of its own, linked in: its kernels of equal text
+/// merge with the caller's).
+bool linkCallee(const Function &fn, size_t k, llvm::LLVMContext &ctx,
+                const Target &target, const LoweringOptions &options,
+                llvm::Module &m, std::string &error) {
+  LoweringOptions o = options;
+  o.prefix = options.calleePrefix(k);
+  o.opIndexBase =
+      options.opIndexBase + static_cast<int32_t>(calleeFailureBase(fn, k));
+  backend::Codegen cg(fn.callees[k], ctx, target, o);
+  std::unique_ptr<llvm::Module> callee = cg.run(error);
+  if (!callee)
+    return false;
+  // Only the body is called: its matcher and shape function go.
+  for (const std::string &name : {o.matchName(), o.shapesName()})
+    if (llvm::Function *f = callee->getFunction(name))
+      f->eraseFromParent();
+  if (llvm::Linker::linkModules(m, std::move(callee))) {
+    error = "internal error: cannot link callee '" + fn.callees[k].name + "'";
+    return false;
+  }
+  if (llvm::Function *f = m.getFunction(o.kernelName()))
+    f->setLinkage(llvm::GlobalValue::InternalLinkage);
+  return true;
+}
+} // namespace
+
 std::unique_ptr<llvm::Module>
 lowerForTarget(const Function &fn, llvm::LLVMContext &ctx, const Target &target,
                std::vector<std::string> &checks, std::string &error,
                const LoweringOptions &options, DeviceKernels *kernels) {
+  if (!fn.callees.empty() && target.caps().launchesKernels) {
+    // A target that launches kernels from its host code inlines calls.
+    Function flat = fn;
+    inlineCalls(flat);
+    return lowerForTarget(flat, ctx, target, checks, error, options, kernels);
+  }
   backend::Codegen cg(fn, ctx, target, options);
   std::unique_ptr<llvm::Module> m = cg.run(error);
   checks = cg.checks;
@@ -731,6 +808,9 @@ lowerForTarget(const Function &fn, llvm::LLVMContext &ctx, const Target &target,
     kernels->module = std::move(cg.deviceModule);
     kernels->count = cg.numKernels;
   }
+  for (size_t k = 0; m && k < fn.callees.size(); ++k)
+    if (!linkCallee(fn, k, ctx, target, options, *m, error))
+      return nullptr;
   return m;
 }
 

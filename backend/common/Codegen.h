@@ -55,6 +55,9 @@ public:
   /// Lowers \p op with the common lowering (loop nests, library calls) at
   /// the builder's position. False with the error set when unsupported.
   bool lowerOp(const Operation &op);
+  /// A call op: the callee's entry point (lowerForTarget links it in) on
+  /// an array of the operands' buffers; its results come back in it.
+  bool lowerCall(const Operation &op);
   /// Sequential loops over \p extents (the body may nest more loops).
   void serialLoops(const std::vector<Value *> &extents, const LoopBody &body);
   /// What a parallel loop does per chunk besides its iterations: \p before

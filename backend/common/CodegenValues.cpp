@@ -81,7 +81,7 @@ void Codegen::failIf(Value *failed, const std::function<void()> &record,
 
 Value *Codegen::opIndexValue() {
   if (!kernelOp)
-    return b.getInt32(opIndex);
+    return b.getInt32(opIndex + options.opIndexBase);
   return b.CreateAdd(kernelOp, b.getInt32(opIndex - kernelFirstOp));
 }
 
@@ -701,15 +701,14 @@ Value *Codegen::fastExp(Value *x) {
                     {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
                      4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1});
   Value *e = b.CreateFAdd(fma(p, r2, r), c(1.0));
-  Value *ni = b.CreateSub(b.CreateBitCast(shifted, i32),
-                          b.getInt32(0x4B400000));
+  Value *ni =
+      b.CreateSub(b.CreateBitCast(shifted, i32), b.getInt32(0x4B400000));
   Value *half = b.CreateAShr(ni, 1);
   auto pow2 = [&](Value *k) {
     return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, b.getInt32(127)), 23),
                            ty);
   };
-  return b.CreateFMul(b.CreateFMul(e, pow2(half)),
-                      pow2(b.CreateSub(ni, half)));
+  return b.CreateFMul(b.CreateFMul(e, pow2(half)), pow2(b.CreateSub(ni, half)));
 }
 
 /// x * P(x^2) / Q(x^2) with x clamped to [-lim, lim]: the odd rational

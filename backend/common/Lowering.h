@@ -55,6 +55,15 @@ struct LoweringOptions {
   /// Prefix of the three entry points ("": the default names above;
   /// "f_v0": f_v0_kernel, f_v0_match, f_v0_shapes).
   std::string prefix;
+  /// Added to the op index a failure reports: a callee's ops are numbered
+  /// after its caller's (calleeFailureBase).
+  int32_t opIndexBase = 0;
+  /// The prefix of callee \p k's entry points (its kernel function is
+  /// internal to the caller's module, which calls it).
+  std::string calleePrefix(size_t k) const {
+    return (prefix.empty() ? std::string("tsl") : prefix) + "_callee" +
+           std::to_string(k);
+  }
   /// The entry points' names: kKernelName, kMatchName and kShapesName
   /// without a prefix, else the prefix and `_kernel`, `_match`, `_shapes`.
   std::string kernelName() const {

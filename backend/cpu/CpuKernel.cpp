@@ -278,7 +278,9 @@ void fillVariantMetadata(const Function &fn,
     out.results.push_back({static_cast<int32_t>(fn.type(r).dtype),
                            static_cast<int32_t>(fn.type(r).rank()),
                            static_cast<int32_t>(r)});
-  for (const Operation &op : fn.ops) {
+  // Indexed as failures name ops: the function's, then each callee's.
+  for (size_t i = 0; const Operation *at = opAtFailureIndex(fn, i); ++i) {
+    const Operation &op = *at;
     rt::OpInfoRt info;
     info.location = op.loc.str();
     if (op.code == OpCode::Assert) {
@@ -541,8 +543,11 @@ void describeKernelFailure(const Function &fn, tsl_rt_context *ctx,
                            const std::vector<int64_t> &syms, RunError &error) {
   int32_t op = tsl_rt_context_failed_op(ctx);
   std::string message = tsl_rt_context_error(ctx);
-  if (op >= 0 && static_cast<size_t>(op) < fn.ops.size()) {
-    const Operation &failed = fn.ops[op];
+  const Function *owner = &fn;
+  const Operation *at =
+      op >= 0 ? opAtFailureIndex(fn, static_cast<size_t>(op), &owner) : nullptr;
+  if (at) {
+    const Operation &failed = *at;
     error.loc = failed.loc;
     if (failed.code == OpCode::Assert) {
       error.message = "runtime check failed: " + failed.condAttr("cond").str();
@@ -561,7 +566,7 @@ void describeKernelFailure(const Function &fn, tsl_rt_context *ctx,
     else if (message.find("64 bits") != std::string::npos ||
              message.find("limit") != std::string::npos)
       for (ValueId r : failed.results)
-        for (const SymExpr &d : fn.type(r).dims)
+        for (const SymExpr &d : owner->type(r).dims)
           for (const std::string &n : d.symbols())
             if (std::find(names.begin(), names.end(), n) == names.end())
               names.push_back(n);

@@ -5,6 +5,7 @@
 #include "backend/cpu/CpuKernel.h"
 #include "backend/cpu/HostJit.h"
 #include "backend/nvptx/NvptxTarget.h"
+#include "ir/OutlineCalls.h"
 #include "runtime/GpuDevice.h"
 #include "runtime/KernelAbi.h"
 #include "runtime/Variant.h"
@@ -442,9 +443,13 @@ bool buildHostCode(Lowered &l, HostCode &out, std::string &error) {
 
 } // namespace
 
-bool compileGpuVariant(const Function &fn,
+bool compileGpuVariant(const Function &called,
                        const std::shared_ptr<rt::GpuDevice> &device,
                        rt::VariantCode &out, std::string &error) {
+  // The host code launches kernels and has no calls: failures name ops of
+  // the inlined function.
+  Function fn = called;
+  inlineCalls(fn);
   Lowered l;
   if (!lowerBoth(fn, l, error))
     return false;
@@ -478,13 +483,14 @@ GpuKernel::compile(const Function &fn, GpuTarget target, std::string &error) {
   std::unique_ptr<GpuKernel> k(new GpuKernel());
   Impl &impl = *k->impl_;
   impl.fn = fn;
+  inlineCalls(impl.fn); // see compileGpuVariant
   // The device first: without a driver there is nothing to compile for.
   impl.device = target == GpuTarget::Cuda ? rt::GpuDevice::openCuda(0, error)
                                           : rt::GpuDevice::emulator();
   if (!impl.device)
     return nullptr;
   Lowered l;
-  if (!lowerBoth(fn, l, error))
+  if (!lowerBoth(impl.fn, l, error))
     return nullptr;
   if (!buildDeviceCode(l, *impl.device, impl.code, error) ||
       !buildHostCode(l, impl.host, error))

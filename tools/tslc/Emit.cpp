@@ -9,6 +9,7 @@
 #include "backend/nvptx/NvptxTarget.h"
 #include "frontend/AstPrinter.h"
 #include "ir/IrText.h"
+#include "ir/OutlineCalls.h"
 
 #include <fstream>
 #include <iostream>
@@ -65,8 +66,17 @@ bool eachFunction(const EmitInput &in, std::string &out, std::string &error,
 bool emitPlan(const EmitInput &in, std::string &out, std::string &) {
   const Target &target =
       in.options.target == "nvptx" ? nvptxTarget() : cpuTarget();
-  for (const Function &f : in.module.functions)
+  for (const Function &f : in.module.functions) {
+    if (target.caps().launchesKernels && !f.callees.empty()) {
+      Function flat = f; // as the GPU lowers it (lowerForTarget)
+      inlineCalls(flat);
+      out += printKernelPlan(flat, planKernels(flat, target.caps()));
+      continue;
+    }
     out += printKernelPlan(f, planKernels(f, target.caps()));
+    for (const Function &callee : f.callees)
+      out += printKernelPlan(callee, planKernels(callee, target.caps()));
+  }
   return true;
 }
 
@@ -88,12 +98,9 @@ bool emitPtx(const EmitInput &in, std::string &out, std::string &error) {
 
 /// The stages in pipeline order (the order they print in).
 const Stage kStages[] = {
-    {"ast", true, emitAst},
-    {"ir", false, emitIr},
-    {"plan", false, emitPlan},
-    {"llvm", false, emitLlvm},
-    {"asm", false, emitAsm},
-    {"ptx", false, emitPtx},
+    {"ast", true, emitAst},    {"ir", false, emitIr},
+    {"plan", false, emitPlan}, {"llvm", false, emitLlvm},
+    {"asm", false, emitAsm},   {"ptx", false, emitPtx},
 };
 
 std::string stageNames() {

@@ -114,6 +114,16 @@ struct Tail {
   std::string pre, expr, type;
 };
 
+/// A helper of float programs (tail 40 calls it three times): over 16 ops,
+/// so its repeated calls become one callee (ir/OutlineCalls.h).
+const std::string kCalledHelper =
+    "fn g(h: f32[R, C], x: f32[R, C]) -> f32[R, C] {\n"
+    "  let a = tanh(h) * 0.5 + x;\n"
+    "  let b = a - max(a, axis=1, keepdim=true);\n"
+    "  let c = exp(b) / (sum(exp(b), axis=1, keepdim=true) + 1.0);\n"
+    "  return c * 2.0 + h * 0.25 - x;\n"
+    "}\n";
+
 class Generator {
 public:
   explicit Generator(uint32_t seed) : rng_(seed) {}
@@ -356,8 +366,9 @@ private:
               "f32[?, ?]"};
     case 38:
       return {"", "sort(b, axis=" + std::to_string(pick(2)) + ")", "f32[?, ?]"};
+    case 40: // repeated calls of a helper, outlined into one callee
+      return {"", "g(g(g(e, x0), x0), x0)", "f32[?, ?]"};
     case 39: // duplicate targets along axis 0 (N = 0: a division by zero)
-    case 40:
       return {"",
               std::string(pick(2) ? "scatter" : "scatter_add") +
                   "(e, 0, (reshape(arange(N), [N, 1]) * 2 + arange(M)) % N, "
@@ -370,6 +381,7 @@ private:
               "f32[?, ?]"};
     case 43: // a bool mask of the leading dim (max: exact on every backend)
       return {"", "e[max(b, axis=1) > 0.0]", "f32[?, ?]"};
+
     default:
       return {"", "e", "f32[?, ?]"};
     }
@@ -388,12 +400,12 @@ private:
                 {"k", true, DType::I64, {}}};
     std::string e = F(1 + static_cast<int>(pick(3)));
     std::string b = B(1 + static_cast<int>(pick(2)));
-    return finish(p,
-                  "fn f(x0: f32[N, M], x1: f32[M], x2: f32[N, 1], idx: "
-                  "i64[K], k: int dynamic)",
-                  "  let e = " + e + " + x0 * 0.0;\n  let b = " + b +
-                      " + x0 * 0.0;\n",
-                  floatTail(), floatTail());
+    return finish(
+        p,
+        kCalledHelper + "fn f(x0: f32[N, M], x1: f32[M], x2: f32[N, 1], idx: "
+                        "i64[K], k: int dynamic)",
+        "  let e = " + e + " + x0 * 0.0;\n  let b = " + b + " + x0 * 0.0;\n",
+        floatTail(), floatTail());
   }
 
   /// i32 values in a small range (no overflow); division by zero happens.
