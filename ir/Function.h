@@ -1,7 +1,9 @@
 #pragma once
 /// \file The tensor IR: a function is a flat list of operations in SSA form
 /// over tensor values whose types use symbolic dims. Calls and `if`s are
-/// resolved during elaboration, so the IR of a variant has no control flow.
+/// resolved during elaboration; the control flow left is structured loops
+/// (loop/end_loop) and calls of callees that repeated calls were outlined
+/// into (ir/OutlineCalls.h).
 
 #include "ir/OpInfo.h"
 #include "ir/Type.h"
