@@ -200,6 +200,7 @@ bool closedSlice(const Function &fn, Function &out) {
   out = Function();
   out.name = fn.name;
   out.values = fn.values;
+  out.callees = fn.callees; // call ops name them by index
   for (size_t i = 0; i < fn.ops.size(); ++i)
     if (keep[i])
       out.ops.push_back(fn.ops[i]);
