@@ -486,8 +486,6 @@ private:
   /// caller's, and it holds no symbols, guards or callees.
   bool function(Function &fn, const Function *caller = nullptr) {
     names.clear();
-    if (caller)
-      fn.symbols = caller->symbols;
     if ((!caller && !expect("func")) || !expect("@") || !ident(fn.name) ||
         !expect("("))
       return false;
@@ -584,6 +582,10 @@ private:
                           "returned value " + std::to_string(i) + " has type " +
                               fn.type(fn.results[i]).str() +
                               ", the signature says " + resultTypes[i].str());
+        // Callees read all of their caller's symbols, wherever the symbol
+        // lines are.
+        for (Function &callee : fn.callees)
+          callee.symbols = fn.symbols;
         return expect("}");
       }
       std::vector<std::string> results;

@@ -247,12 +247,16 @@ bool Codegen::lowerCall(const Operation &op) {
   names.prefix = options.calleePrefix(k);
   llvm::FunctionCallee f = mod->getOrInsertFunction(
       names.kernelName(), llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false));
-  // The callee's buffer array, one per call site: its parameters in, its
-  // results (allocated in this call's context) out.
-  llvm::IRBuilder<> entry(&kernel->getEntryBlock(),
-                          kernel->getEntryBlock().begin());
-  Value *array = entry.CreateAlloca(
-      llvm::ArrayType::get(ptr, std::max<size_t>(callee.values.size(), 1)));
+  // The callee's buffer array, one per callee (calls run one after
+  // another): its parameters in, its results (allocated in this call's
+  // context) out.
+  Value *&array = calleeArrays[k];
+  if (!array) {
+    llvm::IRBuilder<> entry(&kernel->getEntryBlock(),
+                            kernel->getEntryBlock().begin());
+    array = entry.CreateAlloca(
+        llvm::ArrayType::get(ptr, std::max<size_t>(callee.values.size(), 1)));
+  }
   auto slot = [&](ValueId v) { return b.CreateConstGEP1_64(ptr, array, v); };
   for (size_t i = 0; i < op.operands.size(); ++i)
     b.CreateStore(bufs[op.operands[i]], slot(callee.params[i].value));

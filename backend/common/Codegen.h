@@ -217,6 +217,8 @@ private:
   llvm::IRBuilder<> b;
   const Target &target;
   Options options;
+  /// The buffer array of each callee's calls (lowerCall), by callee.
+  std::map<size_t, Value *> calleeArrays;
   llvm::Function *kernel = nullptr;
   Value *buffersArg = nullptr, *symsArg = nullptr, *ctxArg = nullptr;
   llvm::Type *i8 = nullptr, *i32 = nullptr, *i64 = nullptr, *ptr = nullptr;

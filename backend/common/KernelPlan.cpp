@@ -191,19 +191,27 @@ void planLoops(const Function &fn, KernelPlan &plan) {
 /// a reduction that iterates the same shape, is not stored: its consumer
 /// recomputes it at each index (constants and sizes always fuse). So
 /// `relu(x*1.5+0.5)*2.0` is one loop that reads x once and writes once.
+/// A constant that is also a result, or an operand of an op that reads
+/// buffers (a call, a library kernel, a loop marker), is stored as well.
 void planFusion(const Function &fn, KernelPlan &plan) {
   std::vector<int> uses(fn.values.size(), 0);
+  std::vector<bool> stored(fn.values.size(), false);
   plan.producer.assign(fn.values.size(), nullptr);
   plan.inlined.assign(fn.values.size(), false);
   plan.fusedDepth.assign(fn.values.size(), 0);
   for (const Operation &op : fn.ops) {
-    for (ValueId v : op.operands)
+    bool fuses = isElementwiseOrScalar(op.code) || isReductionOp(op.code);
+    for (ValueId v : op.operands) {
       ++uses[v];
+      stored[v] = stored[v] || !fuses;
+    }
     for (ValueId r : op.results)
       plan.producer[r] = &op;
   }
-  for (ValueId r : fn.results)
+  for (ValueId r : fn.results) {
     uses[r] += 2; // results are stored
+    stored[r] = true;
+  }
   planTransposedOperands(fn, uses, plan);
   for (const Operation &op : fn.ops) {
     bool consumerOk = isElementwiseOrScalar(op.code) || isReductionOp(op.code);
@@ -218,7 +226,9 @@ void planFusion(const Function &fn, KernelPlan &plan) {
       const Operation *p = plan.producer[v];
       if (!p || !isElementwiseOrScalar(p->code))
         continue;
-      bool scalar = p->code == OpCode::Constant || p->code == OpCode::SymScalar;
+      bool scalar =
+          (p->code == OpCode::Constant || p->code == OpCode::SymScalar) &&
+          !stored[v];
       // Fused trees stay shallow (kMaxFusedDepth): a 50,000-term sum becomes
       // a chain of loops instead of one expression that deep.
       // (Not into a loop body from outside it: once, not every iteration.)

@@ -94,7 +94,9 @@ unitOf(const llvm::Module &m,
   for (const llvm::Function *f : functions) {
     llvm::Function *copy = unit->getFunction(f->getName());
     copy->setLinkage(llvm::GlobalValue::ExternalLinkage);
-    if (f->getName().starts_with(kKernelFunctionPrefix))
+    // Kernels, and internal functions (callees), are seen by the other
+    // units only, not exported.
+    if (f->getName().starts_with(kKernelFunctionPrefix) || f->hasLocalLinkage())
       copy->setVisibility(llvm::GlobalValue::HiddenVisibility);
   }
   dropUnused(*unit);
@@ -133,10 +135,11 @@ void dropUnusedBodies(llvm::Module &m) {
 
 /// Makes \p f a declaration of what another unit defines.
 void declareOnly(llvm::Function &f) {
-  bool kernel = f.getName().starts_with(kKernelFunctionPrefix);
+  bool hidden =
+      f.getName().starts_with(kKernelFunctionPrefix) || f.hasLocalLinkage();
   f.deleteBody();
   f.setLinkage(llvm::GlobalValue::ExternalLinkage);
-  if (kernel)
+  if (hidden)
     f.setVisibility(llvm::GlobalValue::HiddenVisibility);
 }
 

@@ -67,6 +67,20 @@ TEST(OutlineCalls, TheVerifierChecksCalleesAndCalls) {
   }
 }
 
+TEST(OutlineCalls, CalleesNoCallReachesAreVerifiedToo) {
+  Function fn = parseOne("func @f(%x: f32[N]) -> (f32[N]) {\n"
+                         "  callee @g(%a: f32[N]) -> (f32[2]) {\n"
+                         "    %0 = tanh(%a) : f32[2]\n    return %0\n  }\n"
+                         "  symbol N: dynamic\n"
+                         "  %0 = tanh(%x) : f32[N]\n  return %0\n}\n");
+  // Symbol lines after the callee still reach it.
+  ASSERT_EQ(fn.callees.size(), 1u);
+  EXPECT_EQ(fn.callees[0].symbols.size(), 1u);
+  std::string error;
+  EXPECT_FALSE(verifyFunction(fn, error));
+  EXPECT_NE(error.find("callee 'g' is not valid"), std::string::npos) << error;
+}
+
 TEST(OutlineCalls, InliningGivesWhatTheCallsGive) {
   Function called = parseOne(module(kCallee, kCalls));
   Function flat = called;
