@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <unordered_map>
 
 namespace tsl {
 
@@ -27,12 +28,12 @@ struct Candidate {
 /// that reads v (the op count for results).
 bool makeCandidate(const Function &fn, const InlinedCall &call,
                    const std::vector<size_t> &lastUse, Candidate &out) {
-  std::vector<ValueId> local(fn.values.size(), kNoValue);
+  std::unordered_map<ValueId, ValueId> local; // the run's values, renumbered
   Function &callee = out.callee;
   callee.name = "f";
   auto input = [&](ValueId v) {
-    if (local[v] != kNoValue)
-      return local[v];
+    if (auto it = local.find(v); it != local.end())
+      return it->second;
     std::string name = "a" + std::to_string(callee.params.size());
     Param p;
     p.name = name;
@@ -90,6 +91,44 @@ std::vector<int> loopDepths(const Function &fn) {
   return depth;
 }
 
+/// The runs of \p candidates that become calls, by where they start:
+/// longest first (a call's nested calls are inside it), each where no run
+/// already taken overlaps it, then only texts that keep \p minCalls runs.
+/// \p runsOf counts each text's candidates; \p numOps is the op count.
+std::vector<Candidate *> chooseRuns(std::vector<Candidate> &candidates,
+                                    const std::map<std::string, size_t> &runsOf,
+                                    size_t numOps, size_t minCalls) {
+  std::vector<Candidate *> order;
+  for (Candidate &c : candidates)
+    if (runsOf.at(c.key) >= minCalls)
+      order.push_back(&c);
+  auto length = [](const Candidate *c) {
+    return c->call->end - c->call->begin;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](Candidate *x, Candidate *y) {
+    return length(x) != length(y) ? length(x) > length(y)
+                                  : x->call->begin < y->call->begin;
+  });
+  std::vector<bool> covered(numOps, false);
+  std::vector<Candidate *> taken;
+  std::map<std::string, size_t> takenOf;
+  for (Candidate *c : order) {
+    auto from = covered.begin() + static_cast<std::ptrdiff_t>(c->call->begin),
+         to = covered.begin() + static_cast<std::ptrdiff_t>(c->call->end);
+    if (std::find(from, to, true) != to)
+      continue;
+    std::fill(from, to, true);
+    taken.push_back(c);
+    ++takenOf[c->key];
+  }
+  std::erase_if(taken,
+                [&](Candidate *c) { return takenOf[c->key] < minCalls; });
+  std::sort(taken.begin(), taken.end(), [](Candidate *x, Candidate *y) {
+    return x->call->begin < y->call->begin;
+  });
+  return taken;
+}
+
 } // namespace
 
 size_t outlineRepeatedCalls(Function &fn, const std::vector<InlinedCall> &calls,
@@ -108,50 +147,23 @@ size_t outlineRepeatedCalls(Function &fn, const std::vector<InlinedCall> &calls,
     ++runsOf[c.key];
     candidates.push_back(std::move(c));
   }
-  // Longest runs first (a call's nested calls are inside it), each only
-  // where no chosen run overlaps it.
-  std::vector<Candidate *> order;
-  for (Candidate &c : candidates)
-    if (runsOf[c.key] >= minCalls)
-      order.push_back(&c);
-  std::stable_sort(order.begin(), order.end(), [](Candidate *x, Candidate *y) {
-    size_t nx = x->call->end - x->call->begin,
-           ny = y->call->end - y->call->begin;
-    return nx != ny ? nx > ny : x->call->begin < y->call->begin;
-  });
-  std::vector<bool> covered(fn.ops.size(), false);
-  std::map<std::string, std::vector<Candidate *>> chosen;
-  for (Candidate *c : order) {
-    const InlinedCall &call = *c->call;
-    if (std::any_of(covered.begin() + call.begin, covered.begin() + call.end,
-                    [](bool b) { return b; }))
-      continue;
-    std::fill(covered.begin() + call.begin, covered.begin() + call.end, true);
-    chosen[c->key].push_back(c);
-  }
-  // The runs that become calls, by where they start, and their callees in
-  // the order of their first call.
-  std::map<size_t, std::pair<Candidate *, int64_t>> starts;
-  std::vector<std::pair<size_t, std::vector<Candidate *>>> groups;
-  for (auto &[key, runs] : chosen)
-    if (runs.size() >= minCalls) {
-      size_t first = fn.ops.size();
-      for (Candidate *c : runs)
-        first = std::min(first, c->call->begin);
-      groups.push_back({first, runs});
-    }
-  std::sort(groups.begin(), groups.end(),
-            [](const auto &x, const auto &y) { return x.first < y.first; });
+  std::vector<Candidate *> taken =
+      chooseRuns(candidates, runsOf, fn.ops.size(), minCalls);
+  // One callee per text, numbered in the order of first calls.
+  std::map<size_t, std::pair<const Candidate *, int64_t>> starts;
+  std::map<std::string, int64_t> calleeOf;
   std::map<std::string, int> names;
-  for (auto &[first, runs] : groups) {
-    auto index = static_cast<int64_t>(fn.callees.size());
-    Function callee = runs.front()->callee;
-    const std::string &source = runs.front()->call->callee;
-    int seen = names[source]++;
-    callee.name = seen ? source + "_" + std::to_string(seen) : source;
-    fn.callees.push_back(std::move(callee));
-    for (Candidate *c : runs)
-      starts[c->call->begin] = {c, index};
+  for (const Candidate *c : taken) {
+    auto [it, fresh] =
+        calleeOf.emplace(c->key, static_cast<int64_t>(fn.callees.size()));
+    if (fresh) {
+      const std::string &source = c->call->callee;
+      int seen = names[source]++;
+      fn.callees.push_back(c->callee);
+      fn.callees.back().name =
+          seen ? source + "_" + std::to_string(seen) : source;
+    }
+    starts[c->call->begin] = {c, it->second};
   }
   if (starts.empty())
     return 0;

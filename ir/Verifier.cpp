@@ -139,6 +139,34 @@ std::string checkCall(const Function &fn, const Operation &op, ShapeEnv &env) {
              callee.type(callee.results[i]).str();
   return {};
 }
+
+/// What a callee must be besides valid ops: no callees or guards of its
+/// own, tensor parameters only, and results that are buffers the caller
+/// owns and frees (made by its ops, not by a layout op, which may be a view
+/// of a parameter, and none twice). Empty when it is, else the problem.
+std::string checkCalleeShape(const Function &callee) {
+  if (!callee.callees.empty())
+    return "has callees of its own";
+  if (!callee.guards.empty())
+    return "has guards";
+  for (const Param &p : callee.params)
+    if (p.isInt)
+      return "has an int parameter";
+  std::vector<const Operation *> maker(callee.values.size(), nullptr);
+  for (const Operation &op : callee.ops)
+    for (ValueId r : op.results)
+      if (r < maker.size())
+        maker[r] = &op;
+  for (size_t i = 0; i < callee.results.size(); ++i) {
+    ValueId r = callee.results[i];
+    if (r >= maker.size() || !maker[r] || isLayout(maker[r]->code) ||
+        isLoopMarker(maker[r]->code) ||
+        std::count(callee.results.begin(), callee.results.begin() + i, r))
+      return "returns a value that none of its ops makes, a layout op's, or "
+             "one value twice";
+  }
+  return {};
+}
 } // namespace
 
 /// Checks \p fn's ops and results under the facts in \p env (its symbols,
@@ -146,37 +174,34 @@ std::string checkCall(const Function &fn, const Operation &op, ShapeEnv &env) {
 /// facts its assertions add stay in \p env.
 static bool verifyOps(const Function &fn, ShapeEnv &env, std::string &error);
 
+/// The ops of the callee \p call names, checked at its first call under the
+/// facts there (its ops were checked under them when they were inlined);
+/// empty when valid or checked before, else the problem.
+static std::string checkCalleeOnce(const Function &fn, const Operation &call,
+                                   ShapeEnv &env,
+                                   std::vector<bool> &calleeChecked) {
+  auto k = static_cast<size_t>(call.intAttr("callee"));
+  if (calleeChecked[k])
+    return {};
+  calleeChecked[k] = true;
+  ShapeEnv::FactMark mark = env.markFacts();
+  std::string problem;
+  if (!verifyOps(fn.callees[k], env, problem))
+    problem =
+        "calls '" + fn.callees[k].name + "', which is not valid: " + problem;
+  env.forgetFactsSince(mark);
+  return problem;
+}
+
 bool verifyFunction(const Function &fn, std::string &error) {
   ShapeEnv env;
   for (const SymbolInfo &s : fn.symbols)
     env.addSymbol(s);
   for (const Check &g : fn.guards)
     env.addFact(g.cond);
-  for (const Function &callee : fn.callees) {
-    std::string problem = !callee.callees.empty()  ? "has callees of its own"
-                          : !callee.guards.empty() ? "has guards"
-                                                   : "";
-    for (const Param &p : callee.params)
-      if (p.isInt)
-        problem = "has an int parameter";
-    // Its results are buffers the caller owns and frees: made by its ops,
-    // and not by a layout op (a view of a parameter, perhaps).
-    std::vector<const Operation *> maker(callee.values.size(), nullptr);
-    for (const Operation &op : callee.ops)
-      for (ValueId r : op.results)
-        if (r < maker.size())
-          maker[r] = &op;
-    for (size_t i = 0; i < callee.results.size(); ++i) {
-      ValueId r = callee.results[i];
-      if (r >= maker.size() || !maker[r] || isLayout(maker[r]->code) ||
-          isLoopMarker(maker[r]->code) ||
-          std::count(callee.results.begin(), callee.results.begin() + i, r))
-        problem = "returns a value that none of its ops makes, a layout "
-                  "op's, or one value twice";
-    }
-    if (!problem.empty())
+  for (const Function &callee : fn.callees)
+    if (std::string problem = checkCalleeShape(callee); !problem.empty())
       return error = "callee '" + callee.name + "' " + problem, false;
-  }
   return verifyOps(fn, env, error);
 }
 
@@ -200,10 +225,9 @@ static bool verifyOps(const Function &fn, ShapeEnv &env, std::string &error) {
     int n = static_cast<int>(op.operands.size());
     if (n < info.minOperands || (info.maxOperands >= 0 && n > info.maxOperands))
       return error = where + " has " + std::to_string(n) + " operands", false;
-    int numResults = info.numResults == -2 ? -1
-                     : info.numResults < 0 ? n
-                                           : info.numResults;
-    if (numResults >= 0 && static_cast<int>(op.results.size()) != numResults)
+    int numResults = info.numResults < 0 ? n : info.numResults;
+    if (info.numResults != -2 && // a call's: checkCall
+        static_cast<int>(op.results.size()) != numResults)
       return error = where + " has " + std::to_string(op.results.size()) +
                      " results",
              false;
@@ -242,18 +266,8 @@ static bool verifyOps(const Function &fn, ShapeEnv &env, std::string &error) {
       std::string problem = op.code == OpCode::Call
                                 ? checkCall(fn, op, env)
                                 : checkLoopMarker(fn, index, env, open);
-      if (problem.empty() && op.code == OpCode::Call &&
-          !calleeChecked[op.intAttr("callee")]) {
-        // Under the facts where it is first called (its ops were checked
-        // under them when they were inlined).
-        calleeChecked[op.intAttr("callee")] = true;
-        ShapeEnv::FactMark mark = env.markFacts();
-        const Function &callee = fn.callees[op.intAttr("callee")];
-        if (!verifyOps(callee, env, problem))
-          problem =
-              "calls '" + callee.name + "', which is not valid: " + problem;
-        env.forgetFactsSince(mark);
-      }
+      if (problem.empty() && op.code == OpCode::Call)
+        problem = checkCalleeOnce(fn, op, env, calleeChecked);
       if (!problem.empty())
         return error = where + " " + problem, false;
       for (ValueId r : op.results) {

@@ -190,7 +190,7 @@ public:
     tsl::rt::ThreadPool::instance().parallelFor(
         p.batch * keyBlocks, [&](int64_t item) {
           int64_t b = item / keyBlocks, j0 = item % keyBlocks * kKeyCols;
-          int64_t nk = std::min(kKeyCols, p.T - j0);
+          int64_t nk = blockKeys(j0);
           tsl::rt::sgemmPackB(
               p.D, nk, tsl::rt::GemmB{k + (b * p.T + j0) * p.D, p.D, true},
               keys(b, j0));
@@ -206,7 +206,7 @@ public:
   tsl::rt::GemmB keysFrom(int64_t b, int64_t j0) const {
     tsl::rt::GemmB B;
     B.packed = keys(b, j0);
-    B.packedN = std::min(kKeyCols, p.T - j0);
+    B.packedN = blockKeys(j0);
     return B;
   }
   /// v's rows [j0, j0 + nk) of batch entry \p b as the output's B: packed
@@ -214,7 +214,7 @@ public:
   /// diagonal's shortened block).
   tsl::rt::GemmB valuesFrom(int64_t b, int64_t j0, int64_t nk,
                             const float *v) const {
-    if (nk != std::min(kKeyCols, p.T - j0))
+    if (nk != blockKeys(j0))
       return tsl::rt::GemmB{v + (b * p.T + j0) * p.E, p.E};
     tsl::rt::GemmB B;
     B.packed = keys(b, j0) + keyFloats;
@@ -223,6 +223,8 @@ public:
   }
 
 private:
+  /// The keys of the block from \p j0 (the last one may be short).
+  int64_t blockKeys(int64_t j0) const { return std::min(kKeyCols, p.T - j0); }
   float *keys(int64_t b, int64_t j0) const {
     return data + b * entryFloats + j0 / kKeyCols * blockFloats;
   }

@@ -6,7 +6,6 @@
 // This file: the driver loop, elementwise loops (recomputing fused trees),
 // reductions and matmul.
 #include "backend/common/Codegen.h"
-#include "ir/OutlineCalls.h"
 #include "runtime/Sha256.h"
 
 #include <llvm/Linker/Linker.h>
@@ -52,16 +51,6 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
       }
       continue;
     }
-    if (op.code == OpCode::Call) {
-      if (!lowerCall(op)) {
-        err = error.empty() ? "not supported" : error;
-        return nullptr;
-      }
-      for (ValueId r : freeAfter[i])
-        if (bufs[r])
-          freeBuffer(bufs[r]);
-      continue;
-    }
     if (rowGroups[i].end > i) {
       size_t end = rowGroups[i].end;
       if (outlining) {
@@ -86,11 +75,15 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
     // kernel, whose text would hold the slice's offset and so differ for
     // every layer of a stack (`w[0]`, `w[1]`, ...).
     bool alias = outlining && plan.isView(op);
-    if (!outlining || alias || computedElsewhere(op))
-      checkResultSizes(op); // a kernel checks its own
+    // A kernel, or a callee, checks its own result sizes.
+    bool checksOwn = op.code == OpCode::Call || (outlining && !alias);
+    if (!checksOwn || computedElsewhere(op))
+      checkResultSizes(op);
     if (computedElsewhere(op))
       continue; // computed inside its consumer (loop or GEMM)
-    if (alias)
+    if (op.code == OpCode::Call)
+      ok = lowerCall(op);
+    else if (alias)
       ok = lowerOp(op);
     else if (outlining)
       ok = lowerKernel(i, i + 1, false);
@@ -239,8 +232,8 @@ bool Codegen::lowerKernel(size_t begin, size_t end, bool rowGroup) {
 }
 
 bool Codegen::lowerCall(const Operation &op) {
-  if (options.device)
-    return unsupported("calls (inline them: inlineCalls)");
+  if (options.device) // its host code launches kernels: lowerBoth inlines
+    return unsupported("calls (inline them first: inlineCalls)");
   auto k = static_cast<size_t>(op.intAttr("callee"));
   const Function &callee = fn.callees[k];
   LoweringOptions names;
@@ -799,12 +792,6 @@ std::unique_ptr<llvm::Module>
 lowerForTarget(const Function &fn, llvm::LLVMContext &ctx, const Target &target,
                std::vector<std::string> &checks, std::string &error,
                const LoweringOptions &options, DeviceKernels *kernels) {
-  if (!fn.callees.empty() && target.caps().launchesKernels) {
-    // A target that launches kernels from its host code inlines calls.
-    Function flat = fn;
-    inlineCalls(flat);
-    return lowerForTarget(flat, ctx, target, checks, error, options, kernels);
-  }
   backend::Codegen cg(fn, ctx, target, options);
   std::unique_ptr<llvm::Module> m = cg.run(error);
   checks = cg.checks;

@@ -332,6 +332,9 @@ bool compileToPtx(llvm::Module &m, int32_t numKernels, const std::string &arch,
 
 /// Host and device modules of \p fn.
 struct Lowered {
+  /// The function lowered: the caller's, with its calls inlined (the host
+  /// code launches kernels and has no calls); failures name its ops.
+  Function fn;
   std::unique_ptr<llvm::LLVMContext> ctx;
   std::unique_ptr<llvm::Module> host, device;
   int32_t numKernels = 0;
@@ -339,8 +342,10 @@ struct Lowered {
 };
 
 bool lowerBoth(const Function &fn, Lowered &out, std::string &error) {
+  out.fn = fn;
+  inlineCalls(out.fn);
   out.ctx = std::make_unique<llvm::LLVMContext>();
-  out.host = lowerFunctionWithDevice(fn, *out.ctx, out.checks, error,
+  out.host = lowerFunctionWithDevice(out.fn, *out.ctx, out.checks, error,
                                      out.device, out.numKernels);
   return out.host != nullptr;
 }
@@ -443,13 +448,9 @@ bool buildHostCode(Lowered &l, HostCode &out, std::string &error) {
 
 } // namespace
 
-bool compileGpuVariant(const Function &called,
+bool compileGpuVariant(const Function &fn,
                        const std::shared_ptr<rt::GpuDevice> &device,
                        rt::VariantCode &out, std::string &error) {
-  // The host code launches kernels and has no calls: failures name ops of
-  // the inlined function.
-  Function fn = called;
-  inlineCalls(fn);
   Lowered l;
   if (!lowerBoth(fn, l, error))
     return false;
@@ -462,7 +463,7 @@ bool compileGpuVariant(const Function &called,
   out.kernel = host.kernel;
   out.match = host.match;
   out.shapes = host.shapes;
-  fillVariantMetadata(fn, l.checks, out);
+  fillVariantMetadata(l.fn, l.checks, out);
   out.device = code;
   out.keepAlive = host.jit;
   return true;
@@ -482,16 +483,15 @@ std::unique_ptr<GpuKernel>
 GpuKernel::compile(const Function &fn, GpuTarget target, std::string &error) {
   std::unique_ptr<GpuKernel> k(new GpuKernel());
   Impl &impl = *k->impl_;
-  impl.fn = fn;
-  inlineCalls(impl.fn); // see compileGpuVariant
   // The device first: without a driver there is nothing to compile for.
   impl.device = target == GpuTarget::Cuda ? rt::GpuDevice::openCuda(0, error)
                                           : rt::GpuDevice::emulator();
   if (!impl.device)
     return nullptr;
   Lowered l;
-  if (!lowerBoth(impl.fn, l, error))
+  if (!lowerBoth(fn, l, error))
     return nullptr;
+  impl.fn = l.fn; // what failures name
   if (!buildDeviceCode(l, *impl.device, impl.code, error) ||
       !buildHostCode(l, impl.host, error))
     return nullptr;

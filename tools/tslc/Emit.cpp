@@ -68,7 +68,7 @@ bool emitPlan(const EmitInput &in, std::string &out, std::string &) {
       in.options.target == "nvptx" ? nvptxTarget() : cpuTarget();
   for (const Function &f : in.module.functions) {
     if (target.caps().launchesKernels && !f.callees.empty()) {
-      Function flat = f; // as the GPU lowers it (lowerForTarget)
+      Function flat = f; // as the GPU lowers it (GpuKernel.cpp: lowerBoth)
       inlineCalls(flat);
       out += printKernelPlan(flat, planKernels(flat, target.caps()));
       continue;
