@@ -70,6 +70,8 @@ struct VariantCode {
   KernelFn kernel = nullptr;
   MatchFn match = nullptr;
   ShapesFn shapes = nullptr;
+  /// The kernel's buffer array holds numValues + 1 pointers: one per IR
+  /// value and the scratch area after them (backend bufferArrayLength).
   size_t numValues = 0;
   size_t numSymbols = 0;
   std::vector<ParamInfo> params;

@@ -40,10 +40,15 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
   if (options.device)
     deviceModule = std::make_unique<llvm::Module>("tsl_device", ctx);
   makePlan();
+  if (outlining) // its calls decide how it is compiled (compileToObjects)
+    kernel->addFnAttr(kHostCodeAttribute);
+  segmenting = outlining && fn.ops.size() > kSegmentOps;
   for (size_t i = 0; i < fn.ops.size(); ++i) {
     opIndex = static_cast<int32_t>(i);
     const Operation &op = fn.ops[i];
     bool ok;
+    placeInSegment(i);
+    reloadBuffers(i, std::max(i + 1, rowGroups[i].end));
     if (isLoopMarker(op.code)) {
       if (!(op.code == OpCode::Loop ? beginLoop(i) : endLoop(i))) {
         err = error.empty() ? "not supported" : error;
@@ -97,8 +102,9 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
     // later allocations of the call can take their memory.
     for (ValueId r : freeAfter[i])
       if (bufs[r])
-        freeBuffer(bufs[r]);
+        freeBuffer(outlining ? loadBuffer(r) : bufs[r]);
   }
+  closeSegments();
   target.lowerCallEnd(*this);
   b.CreateRet(b.getInt32(0));
   emitMatch();
@@ -154,6 +160,30 @@ std::vector<ValueId> Codegen::valuesRead(size_t begin, size_t end) const {
   return used;
 }
 
+void Codegen::reloadBuffers(size_t begin, size_t end) {
+  if (!outlining)
+    return;
+  auto reload = [&](ValueId v) {
+    if (!bufs[v])
+      return;
+    if (!openLoops.empty())
+      openLoops.back().reloaded.emplace_back(v, bufs[v]);
+    bufs[v] = loadBuffer(v);
+  };
+  for (ValueId v : valuesRead(begin, end))
+    reload(v);
+  for (size_t i = begin; i < end; ++i) {
+    for (ValueId v : freeAfter[i])
+      reload(v);
+    if (isLoopMarker(fn.ops[i].code)) {
+      const Operation &loop =
+          fn.ops[fn.ops[i].code == OpCode::Loop ? i : plan.partner[i]];
+      for (ValueId v : loop.results)
+        reload(v);
+    }
+  }
+}
+
 llvm::Function *Codegen::shareKernel(llvm::Function *f) {
   // The text names no value of the function (slots are numbered by first
   // use, the op index is an argument), so equal text is equal code.
@@ -204,23 +234,21 @@ bool Codegen::lowerKernel(size_t begin, size_t end, bool rowGroup) {
     return false;
   }
   f = shareKernel(f);
-  if (!kernelArgs) {
-    llvm::IRBuilder<> entry(&kernel->getEntryBlock(),
-                            kernel->getEntryBlock().begin());
-    kernelArgs = entry.CreateAlloca(
-        llvm::ArrayType::get(ptr, std::max<size_t>(fn.values.size(), 1)));
-  }
-  auto slotOf = [&](unsigned s) {
-    return b.CreateConstGEP1_64(ptr, kernelArgs, s);
-  };
+  // The argument array lives in the scratch area of our own buffer array
+  // (bufferArrayLength), not on the stack: a kernel can read every value.
+  Value *args = scratchArea();
+  auto slotOf = [&](unsigned s) { return b.CreateConstGEP1_64(ptr, args, s); };
   for (auto [v, s] : slots)
     if (bufs[v])
       b.CreateStore(bufs[v], slotOf(s));
   Value *status = b.CreateCall(
-      f, {kernelArgs, symsArg, ctxArg,
+      f, {args, symsArg, ctxArg,
           b.getInt32(static_cast<int32_t>(begin) + options.opIndexBase)});
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {}); // already recorded
-  // The kernel allocated (or aliased) its results into its slots.
+  // The kernel allocated (or aliased) its results into its slots. (The
+  // array's address again: a value kept across the failure branch would
+  // take a stack slot of its own in unoptimized host code.)
+  args = scratchArea();
   for (size_t k = begin; k < end; ++k)
     if (!computedElsewhere(fn.ops[k]))
       for (ValueId r : fn.ops[k].results)
@@ -240,27 +268,25 @@ bool Codegen::lowerCall(const Operation &op) {
   names.prefix = options.calleePrefix(k);
   llvm::FunctionCallee f = mod->getOrInsertFunction(
       names.kernelName(), llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false));
-  // The callee's buffer array, one per callee (calls run one after
-  // another): its parameters in, its results (allocated in this call's
-  // context) out.
-  Value *&array = calleeArrays[k];
-  if (!array) {
-    llvm::IRBuilder<> entry(&kernel->getEntryBlock(),
-                            kernel->getEntryBlock().begin());
-    array = entry.CreateAlloca(
-        llvm::ArrayType::get(ptr, std::max<size_t>(callee.values.size(), 1)));
-  }
+  // The callee's buffer array is our scratch area (bufferArrayLength):
+  // its parameters in, its results (allocated in this call's context) out.
+  Value *array = scratchArea();
   auto slot = [&](ValueId v) { return b.CreateConstGEP1_64(ptr, array, v); };
   for (size_t i = 0; i < op.operands.size(); ++i)
     b.CreateStore(bufs[op.operands[i]], slot(callee.params[i].value));
   Value *status = b.CreateCall(f, {array, symsArg, ctxArg});
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {}); // already recorded
+  array = scratchArea(); // not kept across the branch (lowerKernel)
   for (size_t i = 0; i < op.results.size(); ++i) {
     ValueId r = op.results[i];
     bufs[r] = b.CreateLoad(ptr, slot(callee.results[i]));
     b.CreateStore(bufs[r], bufferSlot(r));
   }
   return true;
+}
+
+Value *Codegen::scratchArea() {
+  return b.CreateConstGEP1_64(ptr, buffersArg, fn.values.size());
 }
 
 bool Codegen::unsupported(const std::string &what) {
@@ -788,6 +814,13 @@ bool linkCallee(const Function &fn, size_t k, llvm::LLVMContext &ctx,
 }
 } // namespace
 
+size_t bufferArrayLength(const Function &fn) {
+  size_t scratch = fn.values.size();
+  for (const Function &callee : fn.callees)
+    scratch = std::max(scratch, bufferArrayLength(callee));
+  return fn.values.size() + scratch;
+}
+
 std::unique_ptr<llvm::Module>
 lowerForTarget(const Function &fn, llvm::LLVMContext &ctx, const Target &target,
                std::vector<std::string> &checks, std::string &error,
@@ -802,6 +835,14 @@ lowerForTarget(const Function &fn, llvm::LLVMContext &ctx, const Target &target,
   for (size_t k = 0; m && k < fn.callees.size(); ++k)
     if (!linkCallee(fn, k, ctx, target, options, *m, error))
       return nullptr;
+  // Every frame of host code touches each page it allocates in order, so
+  // that an overflow hits the guard page instead of memory below the
+  // stack (frames are bounded, see bufferArrayLength, but a caller's stack
+  // may be small).
+  if (m)
+    for (llvm::Function &f : *m)
+      if (!f.isDeclaration())
+        f.addFnAttr("probe-stack", "inline-asm");
   return m;
 }
 

@@ -217,8 +217,6 @@ private:
   llvm::IRBuilder<> b;
   const Target &target;
   Options options;
-  /// The buffer array of each callee's calls (lowerCall), by callee.
-  std::map<size_t, Value *> calleeArrays;
   llvm::Function *kernel = nullptr;
   Value *buffersArg = nullptr, *symsArg = nullptr, *ctxArg = nullptr;
   llvm::Type *i8 = nullptr, *i32 = nullptr, *i64 = nullptr, *ptr = nullptr;
@@ -337,6 +335,10 @@ private:
   struct OpenLoop {
     llvm::BasicBlock *header, *exit;
     llvm::PHINode *index;
+    /// Buffers reloaded in the body (reloadBuffers) with their values
+    /// before, which are restored after the loop: a reload in the body
+    /// does not dominate the code after it.
+    std::vector<std::pair<ValueId, Value *>> reloaded = {};
   };
   std::vector<OpenLoop> openLoops;
   /// Host code of loop op \p i: the carried buffers (copies of the initial
@@ -465,6 +467,8 @@ private:
 
   bool concat(const Operation &op);
 
+  /// An alloca in the current function's entry block (not in a loop).
+  Value *entryAlloca(llvm::Type *t);
   /// An alloca'd i64 array holding a type's dims.
   Value *shapeArray(const TensorType &t);
   Value *dtypeCode(ValueId v) {
@@ -527,6 +531,34 @@ private:
   bool lowerKernel(size_t begin, size_t end, bool rowGroup);
   /// The values whose buffers ops [begin, end) read.
   std::vector<ValueId> valuesRead(size_t begin, size_t end) const;
+  // --- host code in segments (CodegenSegments.cpp) ----------------------
+  /// Ops of host code per segment function, in functions with more ops.
+  static constexpr size_t kSegmentOps = 64;
+  /// A segment being emitted: where its caller goes on, the loop depth it
+  /// began at (it ends with that loop's body at the latest) and its ops.
+  struct Segment {
+    llvm::Function *caller;
+    llvm::BasicBlock *block;
+    size_t depth, ops;
+  };
+  std::vector<Segment> segments;
+  bool segmenting = false;
+  unsigned numSegments = 0;
+  /// Before host op \p i: ends the segment that is full (or, before an
+  /// end_loop, the one begun in its body) and begins the next.
+  void placeInSegment(size_t i);
+  /// Calls a new segment function from the current one and emits into it.
+  void openSegment(size_t depth);
+  void closeSegment();
+  void closeSegments();
+
+  /// In outlined host code, reloads from the buffer array the buffers that
+  /// ops [begin, end) read, free or carry (a loop marker), so that no
+  /// pointer stays live from one kernel call to a later one: unoptimized
+  /// host code (ObjectCompiler's kLargeHostCode) spills every value live
+  /// across blocks to its own stack slot, a frame that grew with the
+  /// function (16 bytes per kernel call).
+  void reloadBuffers(size_t begin, size_t end);
   /// \p f, or an earlier kernel with the same LLVM text (\p f is erased).
   llvm::Function *shareKernel(llvm::Function *f);
   bool outlining = false;
@@ -540,8 +572,10 @@ private:
   int32_t kernelFirstOp = 0;
   /// The kernels emitted so far, by their LLVM text.
   std::map<std::string, llvm::Function *> kernelsByText;
-  /// The argument array of kernel calls (fn.values.size() pointers).
-  Value *kernelArgs = nullptr;
+  /// The scratch area of the entry point's buffer array: the argument
+  /// array of a kernel call or the buffer array of a callee call while it
+  /// runs (bufferArrayLength). Only in the entry point (not in a kernel).
+  Value *scratchArea();
 
   // --- device kernels (backend/nvptx: CodegenDevice*.cpp) -----------------
   // On a target that launches kernels each op becomes a device function of
@@ -819,8 +853,6 @@ private:
   Value *orderLess(DType t, Value *u, Value *v);
   void copyElementRaw(DType t, Value *dst, Value *to, Value *src, Value *from);
   bool lowerDeviceOp(const Operation &op);
-  /// An alloca in the current function's entry block (not in a loop).
-  Value *entryAlloca(llvm::Type *t);
   /// A reduction whose reduced axes are not one run of adjacent axes: one
   /// thread per result element looping over them (no shared accumulators).
   bool deviceReduce(const Operation &op);

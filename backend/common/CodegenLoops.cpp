@@ -83,13 +83,15 @@ bool Codegen::endLoop(size_t i) {
   int self = static_cast<int>(plan.partner[i]);
   for (ValueId v : freeAfter[i])
     if (bufs[v] && plan.loopHolds(self, plan.loopOfValue[v]))
-      freeBuffer(bufs[v]);
+      freeBuffer(outlining ? loadBuffer(v) : bufs[v]);
   OpenLoop open = openLoops.back();
   openLoops.pop_back();
   Value *following = b.CreateAdd(open.index, b.getInt64(1));
   open.index->addIncoming(following, b.GetInsertBlock());
   b.CreateBr(open.header);
   b.SetInsertPoint(open.exit);
+  for (auto it = open.reloaded.rbegin(); it != open.reloaded.rend(); ++it)
+    bufs[it->first] = it->second;
   // Size checks made in the body do not hold where it never ran.
   sizesChecked.clear();
   for (size_t k = 0; k < end.results.size(); ++k) {
@@ -98,7 +100,7 @@ bool Codegen::endLoop(size_t i) {
   }
   for (ValueId v : freeAfter[i])
     if (bufs[v] && !plan.loopHolds(self, plan.loopOfValue[v]))
-      freeBuffer(bufs[v]);
+      freeBuffer(outlining ? loadBuffer(v) : bufs[v]); // see reloadBuffers
   return true;
 }
 

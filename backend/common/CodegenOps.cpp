@@ -363,7 +363,8 @@ bool Codegen::concat(const Operation &op) {
 
 /// An alloca'd i64 array holding a type's dims.
 Value *Codegen::shapeArray(const TensorType &t) {
-  Value *arr = b.CreateAlloca(i64, b.getInt32(std::max<size_t>(t.rank(), 1)));
+  Value *arr =
+      entryAlloca(llvm::ArrayType::get(i64, std::max<size_t>(t.rank(), 1)));
   for (size_t i = 0; i < t.rank(); ++i)
     b.CreateStore(expr(t.dims[i]), b.CreateConstGEP1_64(i64, arr, i));
   return arr;
@@ -376,7 +377,8 @@ bool Codegen::attention(const Operation &op) {
   Value *dst = allocateResult(op);
   const TensorType &q = fn.type(op.operands[0]);
   size_t rank = q.rank();
-  Value *strides = b.CreateAlloca(i64, b.getInt32(static_cast<int>(rank)));
+  Value *strides =
+      entryAlloca(llvm::ArrayType::get(i64, std::max<size_t>(rank, 1)));
   Value *mask = llvm::ConstantPointerNull::get(llvm::PointerType::get(ctx, 0));
   if (op.operands.size() > 4) {
     mask = bufs[op.operands[4]];
@@ -441,7 +443,7 @@ bool Codegen::library(const Operation &op) {
   case OpCode::Nonzero:
   case OpCode::MaskedSelect:
   case OpCode::Unique: {
-    Value *outSlot = b.CreateAlloca(ptr), *count = b.CreateAlloca(i64);
+    Value *outSlot = entryAlloca(ptr), *count = entryAlloca(i64);
     Value *status;
     if (op.code == OpCode::Nonzero)
       status = b.CreateCall(

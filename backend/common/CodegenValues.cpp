@@ -316,6 +316,14 @@ Codegen::contiguousStrides(const std::vector<Value *> &shape) {
   return s;
 }
 
+Value *Codegen::entryAlloca(llvm::Type *t) {
+  // In the entry block, so that an op in a loop body reuses one slot
+  // instead of growing the stack on every iteration.
+  llvm::IRBuilder<> entry(&kernel->getEntryBlock(),
+                          kernel->getEntryBlock().begin());
+  return entry.CreateAlloca(t);
+}
+
 /// Allocates the buffer of value \p v with \p count elements.
 DType Codegen::storedType(ValueId v) const {
   return wideScratch.count(v) ? DType::F32 : fn.type(v).dtype;

@@ -37,6 +37,10 @@ inline constexpr const char *kShapesName = "tsl_result_shapes";
 /// row group, see LoweringOptions::outlineOpsAbove); the rest of the name is
 /// a digest of the kernel's code, so equal kernels have equal names.
 inline constexpr const char *kKernelFunctionPrefix = "tsl_k_";
+/// A function attribute on host code: entry points, their segments and
+/// callees (the functions that call kernels, callees and segments; not the
+/// kernels, matchers, shape functions or dispatchers).
+inline constexpr const char *kHostCodeAttribute = "tsl-host-code";
 /// Name prefix of the chunk functions of parallel loops (internal to the
 /// kernel or entry point that runs them; named by a digest of their code,
 /// like kernels). Each compiled unit carries the ones its functions use.
@@ -76,6 +80,16 @@ struct LoweringOptions {
     return prefix.empty() ? kShapesName : prefix + "_shapes";
   }
 };
+
+/// The number of pointers in the buffer array an entry point of \p fn takes
+/// (its first argument): one per IR value, indexed by value, then a scratch
+/// area from index `fn.values.size()` on that holds the argument array of
+/// each kernel call and the buffer array of each callee call while it runs
+/// (they run one after another, so one area serves them all). Keeping these
+/// arrays in the caller's memory instead of on the stack bounds every
+/// generated frame, whatever the size of the function: a kernel has at most
+/// one argument per value, a callee needs its own buffer array length.
+size_t bufferArrayLength(const Function &fn);
 
 /// The device kernels of a target that launches kernels
 /// (TargetCaps::launchesKernels): `tsl_dev_<k>(ptr buffers, ptr syms, i64

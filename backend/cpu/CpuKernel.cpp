@@ -255,7 +255,7 @@ std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
 void fillVariantMetadata(const Function &fn,
                          const std::vector<std::string> &checks,
                          rt::VariantCode &out) {
-  out.numValues = fn.values.size();
+  out.numValues = bufferArrayLength(fn);
   out.numSymbols = fn.symbols.size();
   out.checks = checks;
   out.specialized = fn.specialized;
@@ -589,7 +589,7 @@ bool CpuKernel::run(const std::vector<ArgValue> &args,
   std::vector<int64_t> syms;
   if (!bindSymbols(fn, args, syms, error))
     return false;
-  std::vector<void *> buffers(fn.values.size(), nullptr);
+  std::vector<void *> buffers(bufferArrayLength(fn), nullptr);
   for (size_t i = 0; i < args.size(); ++i)
     if (!fn.params[i].isInt)
       buffers[fn.params[i].value] = const_cast<uint8_t *>(args[i].tensor.raw());

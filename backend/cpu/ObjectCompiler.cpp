@@ -232,15 +232,28 @@ bool compileToObjects(std::unique_ptr<llvm::Module> m, bool pic,
   // and ran within 1.3% of the loop form (the kernels do the work;
   // bench/loop_compile.sh). The cost, with kernels too small to hide it:
   // 512 calls of 64x64 matmuls and tanh took 2.09 ms instead of 1.93.
+  // Host code (entry points, their segments and callees) and the calls it
+  // makes of what the module defines: kernels, segments, callees. Counting
+  // calls of callees too: a function calling a helper 10,000 times was
+  // optimized as if it made no call, in time quadratic in its calls.
   std::set<const llvm::Function *> entries;
-  for (llvm::Function *k : kernels)
-    for (llvm::User *user : k->users())
-      if (auto *call = llvm::dyn_cast<llvm::CallInst>(user))
-        entries.insert(call->getFunction());
+  size_t hostCalls = 0;
+  for (llvm::Function &f : *m)
+    if (!f.isDeclaration() && f.hasFnAttribute(kHostCodeAttribute)) {
+      entries.insert(&f);
+      for (llvm::BasicBlock &bb : f)
+        for (llvm::Instruction &inst : bb)
+          if (auto *call = llvm::dyn_cast<llvm::CallInst>(&inst))
+            if (llvm::Function *callee = call->getCalledFunction();
+                callee && !callee->isDeclaration() &&
+                (callee->hasFnAttribute(kHostCodeAttribute) ||
+                 callee->getName().starts_with(kKernelFunctionPrefix)))
+              ++hostCalls;
+    }
   std::vector<Unit> units(kernels.size() + 2);
   constexpr size_t kLargeHostCode = 128;
   units[1].effort =
-      s.kernelCalls > kLargeHostCode ? OptEffort::None : OptEffort::Light;
+      hostCalls > kLargeHostCode ? OptEffort::None : OptEffort::Light;
   if (!entries.empty())
     units[1].bitcode = bitcodeOf(*unitOf(*m, entries));
   for (size_t k = 0; k < kernels.size(); ++k)

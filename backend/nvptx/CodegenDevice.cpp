@@ -9,12 +9,6 @@
 
 namespace tsl::backend {
 
-Value *Codegen::entryAlloca(llvm::Type *t) {
-  llvm::IRBuilder<> entry(&kernel->getEntryBlock(),
-                          kernel->getEntryBlock().begin());
-  return entry.CreateAlloca(t);
-}
-
 void Codegen::gridStrideLoops(const std::vector<Value *> &extents,
                               const LoopBody &body) {
   stridedLoop(deviceThread, product(extents), deviceThreads, [&](Value *i) {

@@ -508,7 +508,7 @@ bool GpuKernel::run(const std::vector<ArgValue> &args,
     return false;
   rt::GpuDevice::Call call(device, impl.code);
   // The arguments, copied to device memory.
-  std::vector<void *> buffers(fn.values.size() + 1, nullptr), copies;
+  std::vector<void *> buffers(bufferArrayLength(fn) + 1, nullptr), copies;
   bool ok = true;
   for (size_t i = 0; i < args.size() && ok; ++i) {
     if (fn.params[i].isInt)
