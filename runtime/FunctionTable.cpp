@@ -236,6 +236,14 @@ void FunctionTable::publish(std::shared_ptr<VariantCode> v) {
   }
 }
 
+std::optional<size_t> FunctionTable::arity(Error &error) const {
+  if (publishedCount_.load(std::memory_order_acquire) > 0)
+    return published_[0].load(std::memory_order_relaxed)->params.size();
+  if (!hook_)
+    return std::nullopt;
+  return hook_->arity(name_, error);
+}
+
 void FunctionTable::setDispatcher(Dispatcher d) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!d.fn || d.count > publishedCount_.load(std::memory_order_relaxed))

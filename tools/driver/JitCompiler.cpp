@@ -15,6 +15,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <optional>
 #include <set>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -102,6 +103,24 @@ bool JitCompiler::compileDispatcher(
     const std::vector<const rt::VariantCode *> &variants, rt::Dispatcher &out,
     std::string &error) {
   return tsl::compileDispatcher(variants, out, error);
+}
+
+std::optional<size_t> JitCompiler::arity(const std::string &function,
+                                         Error &error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string text;
+  if (!ensureLoaded(text)) {
+    error = diagnosticsError(/*trim=*/false);
+    return std::nullopt;
+  }
+  auto it = module_->fns.find(function);
+  if (it == module_->fns.end()) {
+    error = {ErrorKind::NotFound,
+             "no function named '" + function + "' in " + path_,
+             {}};
+    return std::nullopt;
+  }
+  return it->second->params.size();
 }
 
 bool JitCompiler::compile(const std::string &function,
