@@ -375,6 +375,17 @@ tsl_status tsl_function_call_on_stream(tsl_function *fn, const tsl_arg *args,
   if (stream && fn->device.device_type != 2)
     return fail(TSL_INVALID_ARGUMENT,
                 "tsl_function_call_on_stream: a stream needs a CUDA runtime");
+  // The arity first: nargs sizes what is gathered below (and says how many
+  // tsl_args the caller's array holds), so a wrong count is never used.
+  tsl::Error arityError;
+  std::optional<size_t> arity = fn->table->arity(arityError);
+  if (!arity && !arityError.message.empty())
+    return fail(tsl::rt::statusFor(arityError.kind),
+                std::move(arityError.message));
+  if (arity && *arity != static_cast<size_t>(nargs))
+    return fail(TSL_INVALID_ARGUMENT,
+                "'" + fn->table->name() + "' takes " + std::to_string(*arity) +
+                    " arguments, got " + std::to_string(nargs));
   // Views of the caller's arguments, gathered for dispatch as they are
   // checked: a call copies no shapes, and formats no text unless it fails.
   tsl::rt::CallInput callInput;

@@ -7,8 +7,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <optional>
+#include <set>
 #include <type_traits>
 
 namespace tsl::rt {
@@ -154,6 +156,22 @@ namespace {
 /// LogFlags::setActive's flags: bit 4 set when installed, bits 0-3 the
 /// flags (recompiles, guards, dynamic, perf).
 std::atomic<unsigned> activeLogs{0};
+
+/// Says once per value of TSL_LOGS that it names logs that do not exist.
+/// \p unknown lists the names, quoted; \p count says how many.
+void warnBadLogs(const std::string &spec, const std::string &unknown,
+                 int count) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (warned.insert(spec).second)
+    std::fprintf(stderr,
+                 "[tsl] warning: TSL_LOGS='%s': unknown log%s %s (known: "
+                 "recompiles, guards, dynamic, perf, all, none); ignoring "
+                 "%s\n",
+                 spec.c_str(), count > 1 ? "s" : "", unknown.c_str(),
+                 count > 1 ? "them" : "it");
+}
 } // namespace
 
 LogFlags LogFlags::fromEnvironment() {
@@ -169,11 +187,27 @@ LogFlags LogFlags::fromEnvironment() {
   const char *env = std::getenv("TSL_LOGS");
   if (!env)
     return f;
-  std::string s = env;
-  f.recompiles = s.find("recompiles") != std::string::npos;
-  f.guards = s.find("guards") != std::string::npos;
-  f.dynamic = s.find("dynamic") != std::string::npos;
-  f.perf = s.find("perf") != std::string::npos;
+  // Name by name, so a typo drops only itself (said once per value).
+  std::string spec = env, unknown;
+  int unknownCount = 0;
+  for (size_t start = 0; start <= spec.size();) {
+    size_t comma = std::min(spec.find(',', start), spec.size());
+    LogFlags one;
+    std::string error;
+    if (parse(spec.substr(start, comma - start), one, error)) {
+      f.recompiles |= one.recompiles;
+      f.guards |= one.guards;
+      f.dynamic |= one.dynamic;
+      f.perf |= one.perf;
+    } else {
+      unknown += (unknown.empty() ? "'" : ", '") +
+                 spec.substr(start, comma - start) + "'";
+      ++unknownCount;
+    }
+    start = comma + 1;
+  }
+  if (!unknown.empty())
+    warnBadLogs(spec, unknown, unknownCount);
   return f;
 }
 
@@ -234,6 +268,14 @@ void FunctionTable::publish(std::shared_ptr<VariantCode> v) {
       maxSymbols_.store(v->numSymbols, std::memory_order_relaxed);
     publishedCount_.store(index + 1, std::memory_order_release);
   }
+}
+
+std::optional<size_t> FunctionTable::arity(Error &error) const {
+  if (publishedCount_.load(std::memory_order_acquire) > 0)
+    return published_[0].load(std::memory_order_relaxed)->params.size();
+  if (!hook_)
+    return std::nullopt;
+  return hook_->arity(name_, error);
 }
 
 void FunctionTable::setDispatcher(Dispatcher d) {

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -262,6 +263,13 @@ public:
   /// call() over arguments gathered in \p in (the C API's path).
   bool call(const CallInput &in, Results &results, int &variant, Error &error,
             void *stream = nullptr);
+
+  /// The function's parameter count: its variants', else its compiler's
+  /// (CompilerHook::arity: nullopt when unknown, or with \p error set when
+  /// no call can be compiled). Allocates nothing once a variant exists.
+  std::optional<size_t> arity(Error &error) const;
+  /// The function's name.
+  const std::string &name() const { return name_; }
 
   Stats stats() const;
   size_t numVariants() const;

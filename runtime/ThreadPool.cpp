@@ -8,10 +8,15 @@
 #include "runtime/ThreadPool.h"
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <new>
+#include <pthread.h>
 #include <sched.h>
 #include <thread>
 #include <vector>
@@ -36,13 +41,14 @@ inline void spinPause() {
 thread_local bool inParallelLoop = false;
 thread_local int poolIndex = 0;
 
-int defaultThreads() {
-  if (const char *env = std::getenv("TSL_NUM_THREADS")) {
-    char *end = nullptr;
-    long n = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && n >= 1 && n <= 4096)
-      return static_cast<int>(n);
-  }
+/// The largest TSL_NUM_THREADS taken.
+constexpr long kMaxThreads = 4096;
+
+/// Stack size of workers started from now on (0: the system's default).
+std::atomic<size_t> workerStackBytes{0};
+
+/// The CPUs in the affinity mask (else the hardware's count, else 1).
+int cpuThreads() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0)
     return std::max(1, CPU_COUNT(&set));
@@ -50,13 +56,49 @@ int defaultThreads() {
   return hw ? static_cast<int>(hw) : 1;
 }
 
+/// TSL_NUM_THREADS when it is an integer from 1 to kMaxThreads, else the
+/// CPUs; a value that is set but not such an integer ("0", "-1", "abc",
+/// "1e3") is named in a warning, once per process.
+int defaultThreads() {
+  const char *env = std::getenv("TSL_NUM_THREADS");
+  if (env && *env) {
+    char *end = nullptr;
+    errno = 0;
+    long n = std::strtol(env, &end, 10);
+    if (errno == 0 && end != env && *end == '\0' && n >= 1 && n <= kMaxThreads)
+      return static_cast<int>(n);
+  }
+  int cpus = cpuThreads();
+  static std::atomic<bool> warned{false};
+  if (env && *env && !warned.exchange(true))
+    std::fprintf(stderr,
+                 "[tsl] warning: TSL_NUM_THREADS='%s' is not an integer from "
+                 "1 to %ld; using %d threads (the CPUs this process may run "
+                 "on)\n",
+                 env, kMaxThreads, cpus);
+  return cpus;
+}
+
+/// Says once per process that the pool runs on fewer threads than asked.
+void warnThreadsNotStarted(int wanted, int started, int err) {
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true))
+    std::fprintf(stderr,
+                 "[tsl] warning: could not start thread %d of the pool's %d "
+                 "(%s); running on %d thread%s\n",
+                 started + 1, wanted, std::strerror(err), started,
+                 started == 1 ? "" : "s");
+}
+
 } // namespace
 
 struct ThreadPool::State {
   std::mutex mutex;
   std::condition_variable wake, finished;
-  std::vector<std::thread> workers;
-  int threads = 1;
+  std::vector<pthread_t> workers;
+  /// The pool's size; lowered (under the mutex) when a worker cannot be
+  /// started. Read without the mutex by size().
+  std::atomic<int> threads{1};
   bool stop = false;
   /// Written under the mutex; read without it by workers spinning for
   /// the next loop.
@@ -112,10 +154,57 @@ struct ThreadPool::State {
     }
   }
 
+  /// What a worker thread starts with.
+  struct Start {
+    State *state;
+    int index;
+  };
+  static void *workerMain(void *arg) {
+    Start start = *static_cast<Start *>(arg);
+    delete static_cast<Start *>(arg);
+    start.state->workerLoop(start.index);
+    return nullptr;
+  }
+
+  /// Starts worker \p index (pthread_create: it reports a thread that
+  /// cannot be had as an error code, where std::thread throws); 0 or the
+  /// error.
+  int startWorker(int index) {
+    auto *start = new (std::nothrow) Start{this, index};
+    if (!start)
+      return ENOMEM;
+    pthread_attr_t attr;
+    int err = pthread_attr_init(&attr);
+    if (err) {
+      delete start;
+      return err;
+    }
+    if (size_t bytes = workerStackBytes.load(std::memory_order_relaxed))
+      err = pthread_attr_setstacksize(&attr, bytes);
+    pthread_t thread;
+    if (!err)
+      err = pthread_create(&thread, &attr, workerMain, start);
+    pthread_attr_destroy(&attr);
+    if (err) {
+      delete start;
+      return err;
+    }
+    workers.push_back(thread);
+    return 0;
+  }
+
+  /// Starts the missing workers (under the mutex). One that cannot be
+  /// started (no memory for its stack, a thread limit) leaves the pool at
+  /// the threads it has, with a warning.
   void startWorkers() {
-    while (static_cast<int>(workers.size()) < threads - 1) {
+    int wanted = threads.load(std::memory_order_relaxed);
+    while (static_cast<int>(workers.size()) < wanted - 1) {
       int index = static_cast<int>(workers.size()) + 1;
-      workers.emplace_back([this, index] { workerLoop(index); });
+      if (int err = startWorker(index)) {
+        threads.store(index, std::memory_order_relaxed);
+        warnThreadsNotStarted(wanted, index, err);
+        return;
+      }
     }
   }
 
@@ -125,8 +214,8 @@ struct ThreadPool::State {
       stop = true;
     }
     wake.notify_all();
-    for (std::thread &t : workers)
-      t.join();
+    for (pthread_t t : workers)
+      pthread_join(t, nullptr);
     workers.clear();
     stop = false;
   }
@@ -147,7 +236,13 @@ ThreadPool &ThreadPool::instance() {
   return *pool;
 }
 
-int ThreadPool::size() const { return state_->threads; }
+int ThreadPool::size() const {
+  return state_->threads.load(std::memory_order_relaxed);
+}
+
+void ThreadPool::setWorkerStackBytes(size_t bytes) {
+  workerStackBytes.store(bytes, std::memory_order_relaxed);
+}
 
 int ThreadPool::threadIndex() { return poolIndex; }
 
@@ -162,7 +257,8 @@ void ThreadPool::resize(int threads) {
 void ThreadPool::run(int64_t n, Body body, void *self) {
   State &s = *state_;
   std::unique_lock<std::mutex> owner(s.owner, std::defer_lock);
-  if (n <= 1 || s.threads <= 1 || inParallelLoop || !owner.try_lock()) {
+  if (n <= 1 || s.threads.load(std::memory_order_relaxed) <= 1 ||
+      inParallelLoop || !owner.try_lock()) {
     for (int64_t i = 0; i < n; ++i)
       body(self, i);
     return;

@@ -8,6 +8,7 @@
 /// runs on its caller's thread alone, so threads never exceed the pool's
 /// size however many calls a program makes at once.
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -21,12 +22,21 @@ public:
   /// The process's pool (created on first use; workers start lazily).
   static ThreadPool &instance();
 
-  /// Threads a loop may use, the caller's included (>= 1).
+  /// Threads a loop may use, the caller's included (>= 1). When a worker
+  /// thread cannot be started (a thread limit, no memory for its stack),
+  /// the pool keeps the threads it started, says so once on stderr, and
+  /// size() drops to their number.
   int size() const;
 
   /// Sets the thread count (>= 1; 0 restores the default: TSL_NUM_THREADS,
-  /// else the CPUs in the affinity mask). Waits for a running loop to end.
+  /// else the CPUs in the affinity mask; an invalid TSL_NUM_THREADS is
+  /// named in a warning, once). Waits for a running loop to end.
   void resize(int threads);
+
+  /// The stack size of worker threads started from now on (after a
+  /// resize()); 0, the default, is the system's. A size no thread can have
+  /// makes every worker fail to start (the tests of that path use one).
+  static void setWorkerStackBytes(size_t bytes);
 
   /// Runs body(self, i) for every i in [0, n), each exactly once, on up to
   /// size() threads, and returns when all have returned. Indices are handed

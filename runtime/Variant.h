@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -154,6 +155,17 @@ public:
                        const std::vector<CallArg> &args,
                        const std::set<std::string> &dynamicDims,
                        bool allDynamic, VariantCode &out, Error &error) = 0;
+  /// The number of parameters of \p function, so that a call's arity is
+  /// checked before its arguments are gathered. nullopt when the hook
+  /// cannot tell (the default), or, with \p error set as compile() would
+  /// set it, when \p function cannot be compiled for any arguments (no
+  /// such function, a module that does not load).
+  virtual std::optional<size_t> arity(const std::string &function,
+                                      Error &error) {
+    (void)function;
+    (void)error;
+    return std::nullopt;
+  }
   /// Compiles one native function choosing among \p variants in order.
   /// False (with \p error) when it cannot; the table then tries each
   /// variant's matcher in turn, which chooses the same variant.

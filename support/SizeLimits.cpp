@@ -9,6 +9,9 @@ namespace tsl {
 
 namespace {
 
+/// TSL_MAX_TENSOR_BYTES when it is a positive byte count, else the
+/// default; a value that is set but not such a count ("0", "16G", "abc") is
+/// named in a warning (read once per process, so said once).
 int64_t limitFromEnvironment() {
   const char *text = std::getenv("TSL_MAX_TENSOR_BYTES");
   if (!text || !*text)
@@ -16,9 +19,13 @@ int64_t limitFromEnvironment() {
   errno = 0;
   char *end = nullptr;
   long long v = std::strtoll(text, &end, 10);
-  if (errno != 0 || *end != '\0' || v <= 0)
-    return kDefaultMaxTensorBytes;
-  return static_cast<int64_t>(v);
+  if (errno == 0 && end != text && *end == '\0' && v > 0)
+    return static_cast<int64_t>(v);
+  std::fprintf(stderr,
+               "[tsl] warning: TSL_MAX_TENSOR_BYTES='%s' is not a positive "
+               "byte count; using the default of %s\n",
+               text, describeBytes(kDefaultMaxTensorBytes).c_str());
+  return kDefaultMaxTensorBytes;
 }
 
 std::atomic<int64_t> overrideBytes{0};

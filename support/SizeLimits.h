@@ -14,7 +14,8 @@ inline constexpr int64_t kDefaultMaxTensorBytes = int64_t(1) << 34;
 
 /// The largest tensor, in bytes, that any backend allocates or accepts.
 /// `TSL_MAX_TENSOR_BYTES` (a byte count, read once per process) overrides
-/// the default; a value that is not a positive integer is ignored.
+/// the default; a value that is not a positive integer is ignored, with a
+/// warning on stderr naming it.
 int64_t maxTensorBytes();
 
 /// Overrides the limit for this process (tests, embedders); <= 0 restores

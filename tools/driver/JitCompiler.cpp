@@ -9,15 +9,18 @@
 #include "runtime/Manifest.h"
 #include "runtime/Sha256.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <optional>
 #include <set>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 namespace tsl {
 
@@ -102,6 +105,24 @@ bool JitCompiler::compileDispatcher(
     const std::vector<const rt::VariantCode *> &variants, rt::Dispatcher &out,
     std::string &error) {
   return tsl::compileDispatcher(variants, out, error);
+}
+
+std::optional<size_t> JitCompiler::arity(const std::string &function,
+                                         Error &error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string text;
+  if (!ensureLoaded(text)) {
+    error = diagnosticsError(/*trim=*/false);
+    return std::nullopt;
+  }
+  auto it = module_->fns.find(function);
+  if (it == module_->fns.end()) {
+    error = {ErrorKind::NotFound,
+             "no function named '" + function + "' in " + path_,
+             {}};
+    return std::nullopt;
+  }
+  return it->second->params.size();
 }
 
 bool JitCompiler::compile(const std::string &function,
@@ -268,42 +289,129 @@ std::string unsafeDirectoryReason(const struct stat &st) {
   return "";
 }
 
-/// The largest cache entry file read (objects of one function's variant).
-constexpr size_t kMaxEntryBytes = size_t(1) << 30;
-
-/// Opens the entry file \p name of the cache directory \p dir for reading
-/// without following symlinks; it must be a regular file of the current
-/// user that no one else can write. False (and \p problem set) if it
-/// exists but is not such a file; false with \p problem empty if missing.
-bool readEntryFile(int dir, const std::string &name, std::string &out,
-                   std::string &problem) {
-  problem.clear();
-  int fd = ::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno != ENOENT)
-      problem = name + ": " + errnoText(errno);
-    return false;
+/// Why the symlinks met in resolving \p path cannot be trusted, or "" when
+/// they can: each one (a component of the path, or of a link's target) must
+/// be owned by the current user or root, since whoever owns a link chooses
+/// where it leads (ssh refuses such paths to ~/.ssh files likewise).
+/// Components that do not exist yet end the walk: they are created 0700.
+std::string untrustedSymlinkReason(const std::string &path) {
+  // Components still to resolve, the next one last.
+  std::vector<std::string> todo;
+  auto push = [&](const std::string &p) {
+    std::vector<std::string> parts;
+    for (size_t start = 0; start <= p.size();) {
+      size_t slash = std::min(p.find('/', start), p.size());
+      if (slash > start)
+        parts.push_back(p.substr(start, slash - start));
+      start = slash + 1;
+    }
+    todo.insert(todo.end(), parts.rbegin(), parts.rend());
+  };
+  std::string done = path.empty() || path[0] != '/' ? "." : "";
+  push(path);
+  for (int links = 0; !todo.empty();) {
+    std::string part = todo.back();
+    todo.pop_back();
+    if (part == ".")
+      continue;
+    std::string next = done + "/" + part;
+    struct stat st;
+    if (::lstat(next.c_str(), &st) != 0)
+      return "";
+    if (!S_ISLNK(st.st_mode)) {
+      done = next;
+      continue;
+    }
+    if (st.st_uid != ::geteuid() && st.st_uid != 0)
+      return "'" + next + "' is a symlink owned by uid " +
+             std::to_string(st.st_uid) + ", neither the current user (uid " +
+             std::to_string(::geteuid()) + ") nor root";
+    char target[4096];
+    ssize_t n = ::readlink(next.c_str(), target, sizeof target);
+    if (n <= 0 || static_cast<size_t>(n) == sizeof target || ++links > 40)
+      return "'" + next + "' is a symlink that cannot be followed";
+    std::string to(target, static_cast<size_t>(n));
+    if (to[0] == '/')
+      done = "";
+    push(to);
   }
-  struct stat st;
-  bool ok = ::fstat(fd, &st) == 0;
-  if (ok && (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
-             (st.st_mode & (S_IWGRP | S_IWOTH)))) {
+  return "";
+}
+
+/// The largest cache entry file read (objects of one function's variant,
+/// or one kernel's object).
+constexpr size_t kMaxEntryBytes = size_t(1) << 30;
+/// The largest `.manifest` file read (one variant's metadata: kilobytes).
+constexpr size_t kMaxManifestBytes = size_t(16) << 20;
+
+/// The size an entry file must have, checked with fstat before any of it is
+/// read: exactly \p exact bytes when \p says (what gave that size: "its
+/// manifest says") is set, else at most \p max.
+struct EntrySize {
+  size_t max = kMaxEntryBytes;
+  size_t exact = 0;
+  const char *says = nullptr;
+};
+
+/// How readEntryFile ended.
+enum class EntryRead {
+  Ok,
+  Missing,   ///< no such file
+  WrongSize, ///< not the size asked for (`problem` says so); nothing read
+  Refused,   ///< not a file to load (`problem` says why)
+};
+
+/// Reads the entry file \p name of the cache directory \p dir, once: opened
+/// without following symlinks and without waiting (O_NONBLOCK: a FIFO
+/// planted as an entry opens at once, and is refused), it must be a
+/// regular file of the current user that no one else can write, of the
+/// size \p size asks for.
+EntryRead readEntryFile(int dir, const std::string &name, std::string &out,
+                        std::string &problem, EntrySize size = {}) {
+  problem.clear();
+  out.clear();
+  int fd = ::openat(dir, name.c_str(),
+                    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT)
+      return EntryRead::Missing;
+    problem = name + ": " + errnoText(errno);
+    return EntryRead::Refused;
+  }
+  struct stat st {};
+  EntryRead result = EntryRead::Ok;
+  if (::fstat(fd, &st) != 0) {
+    problem = name + ": " + errnoText(errno);
+    result = EntryRead::Refused;
+  } else if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+             (st.st_mode & (S_IWGRP | S_IWOTH))) {
     problem = name + " is not a regular file of the current user that only "
                      "it can write";
-    ok = false;
+    result = EntryRead::Refused;
   }
-  out.clear();
-  if (ok) {
-    FileReadStatus read =
-        readUpTo(fd, kMaxEntryBytes, out, static_cast<size_t>(st.st_size));
-    ok = read == FileReadStatus::Ok;
-    if (!ok)
+  size_t bytes = static_cast<size_t>(st.st_size);
+  if (result == EntryRead::Ok && size.says && bytes != size.exact) {
+    problem = name + " has " + std::to_string(bytes) + " bytes, " + size.says +
+              " " + std::to_string(size.exact);
+    result = EntryRead::WrongSize;
+  } else if (result == EntryRead::Ok && bytes > size.max) {
+    problem = name + " has " + std::to_string(bytes) +
+              " bytes, more than a cache entry can have (" +
+              std::to_string(size.max) + ")";
+    result = EntryRead::WrongSize;
+  }
+  if (result == EntryRead::Ok) {
+    // At most the size just checked: a file that grows meanwhile is refused.
+    FileReadStatus read = readUpTo(fd, bytes, out, bytes);
+    if (read != FileReadStatus::Ok) {
       problem = name + (read == FileReadStatus::TooLarge
-                            ? ": larger than a cache entry can be"
+                            ? ": it changed while it was read"
                             : ": " + errnoText(errno));
+      result = EntryRead::Refused;
+    }
   }
   ::close(fd);
-  return ok;
+  return result;
 }
 
 /// Writes \p name in \p dir through a new temporary file (O_EXCL |
@@ -357,9 +465,15 @@ public:
 
   bool load(const std::string &key, std::string &object) override {
     std::string data, problem;
-    if (!readEntryFile(dir_, fileName(key), data, problem) ||
-        data.size() < kDigestChars)
+    if (readEntryFile(dir_, fileName(key), data, problem) != EntryRead::Ok ||
+        data.size() < kDigestChars) {
+      if (!problem.empty())
+        std::fprintf(stderr,
+                     "[tsl] compile cache: kernel %s is not used (%s); "
+                     "rebuilding it\n",
+                     fileName(key).c_str(), problem.c_str());
       return false;
+    }
     object = data.substr(0, data.size() - kDigestChars);
     if (data.compare(object.size(), kDigestChars, digest(key, object)) != 0) {
       std::fprintf(stderr,
@@ -433,6 +547,32 @@ std::string entryDigest(const std::string &request, const std::string &manifest,
   return h.finishHex();
 }
 
+/// An entry's `.manifest` file: the size of its `.o` file on a line of its
+/// own ("object-bytes N"), checked before the object is read, then the
+/// manifest.
+std::string manifestFileText(size_t objectBytes, const std::string &manifest) {
+  return "object-bytes " + std::to_string(objectBytes) + "\n" + manifest;
+}
+
+/// The object size and the manifest of a `.manifest` file's \p text;
+/// nullopt when its first line is not an object size.
+std::optional<size_t> splitManifestFile(const std::string &text,
+                                        std::string &manifest) {
+  const std::string prefix = "object-bytes ";
+  size_t end = text.find('\n');
+  if (text.compare(0, prefix.size(), prefix) != 0 || end == std::string::npos ||
+      end == prefix.size() || end - prefix.size() > 18)
+    return std::nullopt;
+  size_t bytes = 0;
+  for (size_t i = prefix.size(); i < end; ++i) {
+    if (text[i] < '0' || text[i] > '9')
+      return std::nullopt;
+    bytes = bytes * 10 + static_cast<size_t>(text[i] - '0');
+  }
+  manifest = text.substr(end + 1);
+  return bytes;
+}
+
 /// Whether the manifest of a cache entry describes what \p function was
 /// compiled for with \p args: one variant of that function, with the entry
 /// points compileObject names for it and the request's parameter kinds,
@@ -489,6 +629,11 @@ int JitCompiler::openCacheDirectory(std::string &path) {
   } else {
     return -1;
   }
+  if (std::string reason = untrustedSymlinkReason(path); !reason.empty()) {
+    warnOnce("refused " + path,
+             "not using '" + path + "': " + reason + "; running uncached");
+    return -1;
+  }
   // Create the missing components 0700, each checked like the directory
   // itself (a component someone else made first is refused below when it
   // is the cache directory; see docs/design.md for what is not checked).
@@ -518,7 +663,8 @@ int JitCompiler::openCacheDirectory(std::string &path) {
   }
   // The directory itself, checked on the descriptor every entry is then
   // opened through (no path is looked up again).
-  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd =
+      ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     warnOnce("create " + path, "cannot open '" + path + "' (" +
                                    errnoText(errno) + "); running uncached");
@@ -553,7 +699,7 @@ std::string JitCompiler::cacheRequest(const std::string &function,
     sources.update(name);
     sources.update(text);
   }
-  std::string text = "tsl 0.1.0 cache 3\ncompiler " + compilerBuildId() +
+  std::string text = "tsl 0.1.0 cache 4\ncompiler " + compilerBuildId() +
                      "\ntarget " + hostTargetId() + "\nsources " +
                      sources.finishHex() + "\nfunction " + function + "\n";
   for (const rt::CallArg &a : args) {
@@ -575,29 +721,51 @@ bool JitCompiler::loadCached(int dir, const std::string &key,
                              const std::vector<rt::CallArg> &args,
                              rt::VariantCode &out) {
   // The key file (the request and the digest) is written last: an entry
-  // without one is incomplete.
-  std::string keyFile, object, manifest, problem;
+  // without one is incomplete. Every file's size is checked before it is
+  // read: the key's is the request's plus the digest line, the object's is
+  // what the manifest file's first line says.
+  std::string keyFile, object, manifestFile, problem;
   auto ignore = [&](const std::string &why) {
     std::fprintf(stderr, "[tsl] compile cache: entry %s %s; rebuilding it\n",
                  key.c_str(), why.c_str());
     return false;
   };
-  if (!readEntryFile(dir, key + ".key", keyFile, problem))
-    return problem.empty() ? false : ignore("is not used (" + problem + ")");
+  std::string digestLine = "digest ";
+  size_t keyBytes = request.size() + digestLine.size() + 64 + 1;
+  switch (readEntryFile(dir, key + ".key", keyFile, problem,
+                        {keyBytes, keyBytes, "an entry of this request has"})) {
+  case EntryRead::Ok:
+    break;
+  case EntryRead::Missing:
+    return false;
+  case EntryRead::WrongSize: // a key collision, or another request's file
+    return ignore("was made for another request");
+  case EntryRead::Refused:
+    return ignore("is not used (" + problem + ")");
+  }
   // The entry must have been made for this very request: a key collision or
   // a file copied from another entry is a miss.
-  std::string digestLine = "digest ";
-  if (keyFile.size() != request.size() + digestLine.size() + 64 + 1 ||
-      keyFile.compare(0, request.size(), request) != 0 ||
+  if (keyFile.compare(0, request.size(), request) != 0 ||
       keyFile.compare(request.size(), digestLine.size(), digestLine) != 0)
     return ignore("was made for another request");
-  if (!readEntryFile(dir, key + ".o", object, problem) ||
-      !readEntryFile(dir, key + ".manifest", manifest, problem))
+  auto incomplete = [&] {
     return ignore("is not used (" +
                   (problem.empty() ? std::string("incomplete") : problem) +
                   ")");
+  };
+  if (readEntryFile(dir, key + ".manifest", manifestFile, problem,
+                    {kMaxManifestBytes}) != EntryRead::Ok)
+    return incomplete();
+  std::string manifest;
+  std::optional<size_t> objectBytes = splitManifestFile(manifestFile, manifest);
+  if (!objectBytes)
+    return ignore("is corrupt");
+  if (readEntryFile(dir, key + ".o", object, problem,
+                    {kMaxEntryBytes, *objectBytes, "its manifest says"}) !=
+      EntryRead::Ok)
+    return incomplete();
   if (keyFile.compare(request.size() + digestLine.size(), 64,
-                      entryDigest(request, manifest, object)) != 0)
+                      entryDigest(request, manifestFile, object)) != 0)
     return ignore("is corrupt");
   // Checked before any of its code is loaded.
   std::string mismatch = manifestMismatch(manifest, function, args);
@@ -622,13 +790,14 @@ void JitCompiler::storeCached(int dir, const std::string &dirPath,
                               const std::string &object,
                               const std::string &manifest) {
   // The key file goes last: an entry without a matching one is ignored.
+  std::string manifestFile = manifestFileText(object.size(), manifest);
   int err = writeEntryFile(dir, key + ".o", object);
   if (!err)
-    err = writeEntryFile(dir, key + ".manifest", manifest);
+    err = writeEntryFile(dir, key + ".manifest", manifestFile);
   if (!err)
     err = writeEntryFile(dir, key + ".key",
                          request + "digest " +
-                             entryDigest(request, manifest, object) + "\n");
+                             entryDigest(request, manifestFile, object) + "\n");
   if (err)
     warnOnce("write " + dirPath, "cannot write to '" + dirPath + "' (" +
                                      errnoText(err) +

@@ -42,6 +42,10 @@ public:
                rt::VariantCode &out, std::string &error);
   bool compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
                          rt::Dispatcher &out, std::string &error) override;
+  /// The parameter count of \p function; nullopt with compile()'s error
+  /// when the module does not load or has no such function.
+  std::optional<size_t> arity(const std::string &function,
+                              Error &error) override;
 
   /// Compiles \p text instead of reading the file: the path given to the
   /// constructor only names it in diagnostics (the Python package's

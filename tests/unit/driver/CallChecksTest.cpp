@@ -5,6 +5,7 @@
 #include "support/SizeLimits.h"
 #include "tsl/tsl_c.h"
 
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <gtest/gtest.h>
@@ -55,6 +56,36 @@ struct CallChecks : ::testing::Test {
   }
   std::vector<float> result;
 };
+
+// nargs is checked against the function's arity before anything is sized by
+// it (or any tsl_arg past the caller's array is read): INT32_MAX threw
+// std::bad_alloc out of the C API. Before the first compile the arity is
+// the source's, after it the variants'.
+TEST_F(CallChecks, AnArgumentCountOtherThanTheArityIsRejected) {
+  std::vector<float> data(4, 1.0f);
+  int64_t shape[2] = {2, 2};
+  tsl_arg args[2] = {};
+  for (tsl_arg &a : args) {
+    a.tensor.data = data.data();
+    a.tensor.device = {1, 0};
+    a.tensor.ndim = 2;
+    a.tensor.dtype = {2, 32, 1};
+    a.tensor.shape = shape;
+  }
+  tsl_tensor *outputs = nullptr;
+  int32_t n = 0;
+  for (int round = 0; round < 2; ++round) {
+    for (int32_t nargs : {INT32_MAX, 2, 0}) {
+      EXPECT_EQ(tsl_function_call(fn, args, nargs, &outputs, &n),
+                TSL_INVALID_ARGUMENT);
+      EXPECT_EQ(std::string(tsl_last_error()),
+                "'twice' takes 1 arguments, got " + std::to_string(nargs));
+    }
+    ASSERT_EQ(tsl_function_call(fn, args, 1, &outputs, &n), TSL_OK)
+        << tsl_last_error();
+    tsl_outputs_free(outputs, n);
+  }
+}
 
 TEST_F(CallChecks, AShapeWhoseByteSizeLeavesInt64IsRejected) {
   std::vector<float> data(4, 1.0f);
@@ -115,8 +146,7 @@ TEST_F(CallChecks, StridesOfAnOverflowingShapeAreRejected) {
   arg.tensor.strides = strides.data();
   tsl_tensor *outputs = nullptr;
   int32_t n = 0;
-  EXPECT_EQ(tsl_function_call(fn, &arg, 1, &outputs, &n),
-            TSL_INVALID_ARGUMENT);
+  EXPECT_EQ(tsl_function_call(fn, &arg, 1, &outputs, &n), TSL_INVALID_ARGUMENT);
   EXPECT_NE(std::strstr(tsl_last_error(), "does not fit in 64 bits"), nullptr)
       << tsl_last_error();
 }

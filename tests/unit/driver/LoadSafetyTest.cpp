@@ -1,5 +1,7 @@
 // Code loaded from disk: the compile cache's temporary files never follow a
-// symlink planted at their name, and AOT modules are checked against their
+// symlink planted at their name, its entries are never waited on (FIFOs) or
+// read past the size they must have, and a cache path through another
+// user's symlink is refused; and AOT modules are checked against their
 // digest file before dlopen (a truncated, bit-flipped or digest-less module
 // is TSL_INVALID_ARGUMENT naming the file; a bare name is the file in the
 // current directory). Also SHA-256 against known digests.
@@ -17,6 +19,7 @@
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 using namespace tsl;
 namespace fs = std::filesystem;
@@ -167,6 +170,188 @@ TEST(CompileCache, EntryFilesAreNotOpenedThroughSymlinks) {
   // Rebuilt as regular files in place of the links.
   EXPECT_TRUE(
       fs::is_regular_file(fs::symlink_status(cacheDir + "/" + key + ".o")));
+}
+
+/// Compiles f with the cache in \p dir and returns its entry's key (the
+/// stem of its `.o` file).
+std::string probeEntry(const std::string &model, const std::string &dir) {
+  CacheDirEnv env(dir);
+  rt::VariantCode code;
+  EXPECT_TRUE(compileF(model, code));
+  std::string key;
+  for (const auto &e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".o")
+      key = e.path().stem().string();
+  EXPECT_FALSE(key.empty());
+  return key;
+}
+
+/// The names of the per-kernel objects (`k*.kernel`) in \p dir.
+std::vector<std::string> kernelFiles(const std::string &dir) {
+  std::vector<std::string> names;
+  for (const auto &e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".kernel")
+      names.push_back(e.path().filename().string());
+  return names;
+}
+
+/// Copies the files of cache directory \p from into a new 0700 \p to.
+void copyCache(const std::string &from, const std::string &to) {
+  fs::create_directories(to);
+  fs::permissions(to, fs::perms::owner_all);
+  for (const auto &e : fs::directory_iterator(from))
+    fs::copy_file(e.path(), to + "/" + e.path().filename().string());
+}
+
+/// How many times \p needle occurs in \p text.
+size_t occurrences(const std::string &text, const std::string &needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos;
+       at = text.find(needle, at + 1))
+    ++n;
+  return n;
+}
+
+// FIFOs planted as entry files (the key file; the object and every kernel
+// object of an otherwise valid entry) are refused, never waited on: they
+// were opened without O_NONBLOCK, and open(2) of a FIFO waits for a writer
+// that never comes. (alarm() turns a hang into a failure.)
+TEST(CompileCache, FifoEntriesAreRefusedNotWaitedOn) {
+  std::string work = freshDir("fifo");
+  std::string model = writeModel(work);
+  std::string key = probeEntry(model, work + "/probe");
+  std::vector<std::string> kernels = kernelFiles(work + "/probe");
+  ASSERT_FALSE(kernels.empty());
+  std::string keyFifo = work + "/key-fifo", objectFifo = work + "/object-fifo";
+  copyCache(work + "/probe", keyFifo);
+  copyCache(work + "/probe", objectFifo);
+  fs::remove(keyFifo + "/" + key + ".key");
+  ASSERT_EQ(::mkfifo((keyFifo + "/" + key + ".key").c_str(), 0600), 0);
+  fs::remove(objectFifo + "/" + key + ".o");
+  ASSERT_EQ(::mkfifo((objectFifo + "/" + key + ".o").c_str(), 0600), 0);
+  for (const std::string &k : kernels) {
+    fs::remove(objectFifo + "/" + k);
+    ASSERT_EQ(::mkfifo((objectFifo + "/" + k).c_str(), 0600), 0);
+  }
+  for (const std::string &dir : {keyFifo, objectFifo}) {
+    SCOPED_TRACE(dir);
+    CacheDirEnv env(dir);
+    rt::VariantCode code;
+    ::testing::internal::CaptureStderr();
+    ::alarm(120);
+    ASSERT_TRUE(compileF(model, code));
+    ::alarm(0);
+    std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_FALSE(code.fromCache);
+    std::string file = key + (dir == keyFifo ? ".key" : ".o");
+    EXPECT_NE(err.find("entry " + key + " is not used (" + file +
+                       " is not a regular file of the current user"),
+              std::string::npos)
+        << err;
+    if (dir == objectFifo)
+      for (const std::string &k : kernels)
+        EXPECT_NE(err.find("kernel " + k + " is not used (" + k +
+                           " is not a regular file"),
+                  std::string::npos)
+            << err;
+    // Rebuilt in place, and used.
+    EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(dir + "/" + file)));
+    rt::VariantCode again;
+    ASSERT_TRUE(compileF(model, again));
+    EXPECT_TRUE(again.fromCache);
+  }
+}
+
+// An entry whose object file is not the size its manifest file records (a
+// sparse 1 GiB file here) is refused on its size, before any of it is read,
+// once; it was read whole (1 GiB) and only then found corrupt. A kernel
+// object past the largest a cache entry can be is refused on its size
+// too: it used to be read up to that size first.
+TEST(CompileCache, OversizedEntriesAreRefusedBeforeTheyAreRead) {
+  std::string work = freshDir("oversized");
+  std::string model = writeModel(work);
+  std::string key = probeEntry(model, work + "/probe");
+  std::string cacheDir = work + "/cache";
+  copyCache(work + "/probe", cacheDir);
+  std::string object = cacheDir + "/" + key + ".o";
+  size_t realBytes = fs::file_size(object);
+  fs::resize_file(object, size_t(1) << 30);
+  CacheDirEnv env(cacheDir);
+  {
+    rt::VariantCode code;
+    ::testing::internal::CaptureStderr();
+    ASSERT_TRUE(compileF(model, code));
+    std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_FALSE(code.fromCache);
+    std::string line = "[tsl] compile cache: entry " + key + " is not used (" +
+                       key + ".o has 1073741824 bytes, its manifest says " +
+                       std::to_string(realBytes) + "); rebuilding it\n";
+    EXPECT_EQ(occurrences(err, line), 1u) << err;
+    EXPECT_EQ(occurrences(err, "[tsl]"), 1u) << err;
+    EXPECT_EQ(fs::file_size(object), realBytes); // rebuilt
+  }
+  // Kernel objects over the limit, with no entry to hit.
+  for (const char *ext : {".o", ".manifest", ".key"})
+    fs::remove(cacheDir + "/" + key + ext);
+  std::vector<std::string> kernels = kernelFiles(cacheDir);
+  ASSERT_FALSE(kernels.empty());
+  for (const std::string &k : kernels)
+    fs::resize_file(cacheDir + "/" + k, (size_t(1) << 30) + 1);
+  rt::VariantCode code;
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(compileF(model, code));
+  std::string err = ::testing::internal::GetCapturedStderr();
+  for (const std::string &k : kernels)
+    EXPECT_EQ(occurrences(err, "[tsl] compile cache: kernel " + k +
+                                   " is not used (" + k +
+                                   " has 1073741825 bytes, more than a cache "
+                                   "entry can have (1073741824)); rebuilding "
+                                   "it\n"),
+              1u)
+        << err;
+  EXPECT_EQ(occurrences(err, "[tsl]"), kernels.size()) << err;
+}
+
+// A symlink on the way to TSL_CACHE_DIR (the directory itself, or a
+// component above it) owned by a user other than the current one or root is
+// refused, as ssh refuses such paths: whoever owns the link chooses where
+// the cache is. It was followed, and the directory it led to used. One
+// owned by the current user is followed.
+TEST(CompileCache, SymlinksOfOtherUsersOnTheCachePathAreRefused) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "giving a symlink to another user needs root";
+  std::string work = freshDir("foreign_link");
+  std::string model = writeModel(work);
+  std::string real = work + "/real";
+  fs::create_directories(real + "/cache");
+  fs::permissions(real, fs::perms::owner_all);
+  fs::permissions(real + "/cache", fs::perms::owner_all);
+  fs::create_symlink(real + "/cache", work + "/link");
+  fs::create_symlink(real, work + "/parent-link");
+  for (const char *link : {"/link", "/parent-link"})
+    ASSERT_EQ(::lchown((work + link).c_str(), 12345, 12345), 0);
+  for (const std::string &dir : {work + "/link", work + "/parent-link/cache"}) {
+    SCOPED_TRACE(dir);
+    CacheDirEnv env(dir);
+    rt::VariantCode code;
+    ::testing::internal::CaptureStderr();
+    ASSERT_TRUE(compileF(model, code));
+    std::string err = ::testing::internal::GetCapturedStderr();
+    std::string link = dir == work + "/link" ? dir : work + "/parent-link";
+    EXPECT_EQ(err, "[tsl] compile cache: not using '" + dir + "': '" + link +
+                       "' is a symlink owned by uid 12345, neither the "
+                       "current user (uid 0) nor root; running uncached\n");
+    EXPECT_TRUE(fs::is_empty(real + "/cache"));
+  }
+  // The same links owned by the current user are followed.
+  ASSERT_EQ(::lchown((work + "/link").c_str(), 0, 0), 0);
+  std::string dir = work + "/link";
+  CacheDirEnv env(dir);
+  rt::VariantCode code;
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(compileF(model, code));
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_FALSE(fs::is_empty(real + "/cache"));
 }
 
 /// Builds f ahead of time into \p path (+ its digest file).

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -76,6 +77,50 @@ TEST(ThreadPool, ConcurrentCallersNeverExceedThePoolSize) {
   EXPECT_EQ(total.load(), 2 * 50 * 8);
   // The pool's 2 threads plus the second caller running its loop inline.
   EXPECT_LE(most.load(), 3);
+}
+
+// A worker thread that cannot be started (here: every one, asked for a
+// stack no address space holds, so pthread_create really fails) leaves the
+// pool on the threads it has, said once on stderr, and every loop still
+// runs each index once. std::thread threw std::system_error there: with
+// TSL_NUM_THREADS=4096 under a memory limit, the process aborted.
+TEST(ThreadPool, WorkersThatCannotStartLeaveThePoolSmaller) {
+  ThreadPool::setWorkerStackBytes(size_t(1) << 62);
+  std::string first, second;
+  std::vector<std::atomic<int>> hits(100);
+  {
+    PoolSize size(4);
+    ::testing::internal::CaptureStderr();
+    ThreadPool::instance().parallelFor(
+        100, [&](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); });
+    first = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(ThreadPool::instance().size(), 1);
+    // Asked again (a resize), the workers fail again: no second warning.
+    ThreadPool::instance().resize(3);
+    ::testing::internal::CaptureStderr();
+    ThreadPool::instance().parallelFor(
+        100, [&](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); });
+    second = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(ThreadPool::instance().size(), 1);
+  }
+  ThreadPool::setWorkerStackBytes(0);
+  for (size_t i = 0; i < hits.size(); ++i)
+    EXPECT_EQ(hits[i].load(), 2) << i;
+  const std::string head = "[tsl] warning: could not start thread 2 of the "
+                           "pool's 4 (",
+                    tail = "); running on 1 thread\n";
+  EXPECT_EQ(first.compare(0, head.size(), head), 0) << first;
+  EXPECT_TRUE(first.size() > tail.size() &&
+              first.compare(first.size() - tail.size(), tail.size(), tail) == 0)
+      << first;
+  EXPECT_EQ(second, "");
+  // With the default stack the workers start again.
+  PoolSize size(4);
+  std::atomic<int> total{0};
+  ThreadPool::instance().parallelFor(1000,
+                                     [&](int64_t) { total.fetch_add(1); });
+  EXPECT_EQ(total.load(), 1000);
+  EXPECT_EQ(ThreadPool::instance().size(), 4);
 }
 
 /// C = A @ B through tsl_rt_sgemm with \p threads pool threads.
