@@ -27,6 +27,7 @@ SymExpr ShapeEnv::addSymbol(SymbolInfo info) {
   if (info.kind != DimKind::Unbacked && !info.hint && info.hi &&
       *info.hi == info.lo)
     info.hint = info.lo;
+  symbolIndex_.emplace(name, symbols_.size());
   symbols_.push_back(std::move(info));
   return SymExpr::symbol(name);
 }
@@ -47,11 +48,14 @@ SymExpr ShapeEnv::freshUnbacked(int64_t lo, std::optional<int64_t> hi,
   return addSymbol(std::move(info));
 }
 
+size_t ShapeEnv::indexOf(const std::string &name) const {
+  auto it = symbolIndex_.find(name);
+  return it == symbolIndex_.end() ? symbols_.size() : it->second;
+}
+
 const SymbolInfo *ShapeEnv::lookup(const std::string &name) const {
-  for (const SymbolInfo &s : symbols_)
-    if (s.name == name)
-      return &s;
-  return nullptr;
+  size_t i = indexOf(name);
+  return i < symbols_.size() ? &symbols_[i] : nullptr;
 }
 
 void ShapeEnv::addFact(const SymCond &cond) {
@@ -405,12 +409,7 @@ SymExpr ShapeEnv::simplify(SymExpr e) const {
   e = refine(e, IntervalEval(*this)); // min/max decided by the ranges
   if (facts_.empty())
     return e;
-  auto order = [&](const std::string &name) {
-    for (size_t i = 0; i < symbols_.size(); ++i)
-      if (symbols_[i].name == name)
-        return i;
-    return symbols_.size();
-  };
+  auto order = [&](const std::string &name) { return indexOf(name); };
   std::map<std::string, SymExpr> repl;
   for (const SymCond &f : facts_) {
     if (f.kind() != SymCond::Kind::Eq)

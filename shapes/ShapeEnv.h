@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace tsl {
@@ -133,7 +134,13 @@ public:
   const std::vector<ShapeFact> &assertions() const { return assertions_; }
 
 private:
+  /// The index of \p name in symbols_, or symbols_.size().
+  size_t indexOf(const std::string &name) const;
+
   std::vector<SymbolInfo> symbols_;
+  /// symbols_ by name: a function of 10,000 `for` loops has a symbol per
+  /// loop, and a linear lookup made checking it quadratic (450 s).
+  std::unordered_map<std::string, size_t> symbolIndex_;
   std::vector<SymCond> facts_;
   std::vector<ShapeFact> guards_;
   std::vector<ShapeFact> assertions_;

@@ -15,9 +15,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <sched.h>
 #include <set>
 #include <thread>
@@ -197,16 +199,28 @@ unsigned compileAll(std::vector<Unit> &units, bool pic, unsigned threads) {
 } // namespace
 
 unsigned compileThreads() {
-  if (const char *env = std::getenv("TSL_COMPILE_THREADS"); env && *env) {
-    char *end = nullptr;
-    long n = std::strtol(env, &end, 10);
-    if (*end == 0 && n > 0)
-      return static_cast<unsigned>(std::min<long>(n, 1024));
-  }
+  unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-    return static_cast<unsigned>(CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
+    cpus = static_cast<unsigned>(CPU_COUNT(&set));
+  const char *env = std::getenv("TSL_COMPILE_THREADS");
+  if (!env || !*env)
+    return cpus;
+  char *end = nullptr;
+  errno = 0;
+  long n = std::strtol(env, &end, 10);
+  if (*end == 0 && errno == 0 && n > 0 && n <= 1024)
+    return static_cast<unsigned>(n);
+  // Said once per process, as the runtime says it of TSL_NUM_THREADS.
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    std::fprintf(stderr,
+                 "[tsl] warning: TSL_COMPILE_THREADS='%s' is not an integer "
+                 "from 1 to 1024; compiling on %u threads (the CPUs this "
+                 "process may run on)\n",
+                 env, cpus);
+  });
+  return cpus;
 }
 
 bool compileToObjects(std::unique_ptr<llvm::Module> m, bool pic,
