@@ -401,7 +401,8 @@ bool Elaborator::binary(const std::string &op, SemValue a, SemValue b,
       return false;
     r = op == "/" ? SymExpr::floorDiv(a.i, b.i) : SymExpr::mod(a.i, b.i);
   }
-  if (!checkSize(r, range, sizeOverflowDetail(a.i, op, b.i)))
+  if (!checkSize(r, range, sizeOverflowDetail(a.i, op, b.i),
+                 !a.i.isConst() || !b.i.isConst()))
     return false;
   out = SemValue::ofInt(r, range);
   return true;
