@@ -1,4 +1,5 @@
 #include "frontend/Parser.h"
+#include "frontend/DirectParser.h"
 #include "frontend/SyntaxErrors.h"
 
 #include "TSLLexer.h"
@@ -14,6 +15,8 @@ namespace tsl {
 namespace {
 
 using syntax::describeToken;
+using syntax::DirectParser;
+using syntax::ReleasingTokenStream;
 using syntax::StatementRecovery;
 using syntax::SyntaxErrorListener;
 using tslgen::TSLLexer;
@@ -29,24 +32,6 @@ public:
       _data.push_back(static_cast<char32_t>(c));
     p = 0;
   }
-};
-
-/// A token stream that frees the tokens a statement used once its AST is
-/// built (releaseConsumed), keeping the one before the next token (a rule
-/// that ends reads it as its stop token). Only forward parsing may follow
-/// a release: a reparse needs a fresh stream.
-class ReleasingTokenStream : public antlr4::CommonTokenStream {
-public:
-  using antlr4::CommonTokenStream::CommonTokenStream;
-  /// Frees every token before index() - 1.
-  void releaseConsumed() {
-    size_t end = index() > 1 ? index() - 1 : 0;
-    for (; released_ < end && released_ < _tokens.size(); ++released_)
-      _tokens[released_].reset();
-  }
-
-private:
-  size_t released_ = 0;
 };
 
 /// Builds the AST from a parse tree that parsed without errors.
@@ -187,11 +172,18 @@ private:
       return false;
     SourceRange openRange = rangeOf(open);
     const size_t closeType = literalType(parser, "'}'");
-    f.body.stmts.reserve(64);
+    DirectParser direct(*releasing, parser.getVocabulary(), sm, file, diags,
+                        [&](ast::TypeExpr &t) {
+                          bool ok = typeExpr(parser.typeExpr(), t);
+                          parser.getTreeTracker().reset();
+                          return ok;
+                        });
     while (ts.LA(1) != closeType && ts.LA(1) != antlr4::Token::EOF) {
       ast::Stmt st;
-      if (!stmt(parser.stmt(), st))
-        return false;
+      if (!direct.stmt(st)) {
+        syntaxError = direct.syntaxError;
+        return failed = failed || direct.failed, false;
+      }
       f.body.stmts.push_back(std::move(st));
       pieceDone(parser);
     }
@@ -247,16 +239,7 @@ private:
   bool failed = false;
 
   static std::string unescape(const std::string &s) {
-    std::string out;
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == '\\' && i + 1 < s.size()) {
-        char c = s[++i];
-        out += c == 'n' ? '\n' : c == 't' ? '\t' : c;
-      } else {
-        out += s[i];
-      }
-    }
-    return out;
+    return syntax::unescapeString(s);
   }
 
   bool signedInt(TSLParser::SignedIntContext *ctx, int64_t &out) {
@@ -857,8 +840,26 @@ std::unique_ptr<ast::Module> parseReportingErrors(TSLLexer &lexer,
 
 } // namespace
 
+std::unique_ptr<ast::Module> parseSourceReporting(SourceManager &sm,
+                                                  uint32_t file,
+                                                  DiagnosticEngine &diags) {
+  try {
+    ByteInputStream input(sm.text(file));
+    TSLLexer lexer(&input);
+    lexer.removeErrorListeners();
+    return parseReportingErrors(lexer, sm, file, diags);
+  } catch (...) {
+    diags.error(ErrorKind::Internal, SourceRange(sm.locAt(file, 0)),
+                "internal parser error");
+  }
+  return nullptr;
+}
+
 std::unique_ptr<ast::Module> parseSource(SourceManager &sm, uint32_t file,
-                                         DiagnosticEngine &diags) {
+                                         DiagnosticEngine &diags,
+                                         ParsePath *path) {
+  if (path)
+    *path = ParsePath::Fast;
   std::string_view text = sm.text(file);
   unsigned errorsBefore = diags.errorCount();
   try {
@@ -904,6 +905,8 @@ std::unique_ptr<ast::Module> parseSource(SourceManager &sm, uint32_t file,
     }
     module.reset();
     parser.getTreeTracker().reset();
+    if (path)
+      *path = ParsePath::Reporting;
     return parseReportingErrors(lexer, sm, file, diags);
   } catch (const std::exception &e) {
     diags.error(ErrorKind::Internal, SourceRange(sm.locAt(file, 0)),
