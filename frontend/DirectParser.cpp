@@ -131,7 +131,7 @@ std::string unescapeString(std::string_view s) {
 /// One `PREFIX* postfixExpr` of a `**` chain and the `**` after it.
 struct DirectParser::PowerSegment {
   uint32_t begin = 0;
-  std::vector<std::pair<std::string, SourceRange>> prefixes;
+  std::vector<ast::Operator> prefixes;
   ast::ExprPtr operand;
   SourceRange powRange;
 };
@@ -319,7 +319,7 @@ bool DirectParser::letOrVar(ast::Stmt &st, bool isVar) {
     ast::TypeExpr t;
     if (!typeExpr(t))
       return failed = true, false;
-    st.ascription = std::move(t);
+    st.ascription = std::make_unique<ast::TypeExpr>(std::move(t));
   }
   if (!expect(Tok::Assign) || !(st.value = expr()))
     return false;
@@ -423,15 +423,14 @@ ast::ExprPtr DirectParser::binary(int level) {
   auto e = make(ast::Expr::Kind::Chain, 0);
   e->operands.push_back(std::move(first));
   while (isLevelOp(level, la())) {
-    std::string op(nextText());
+    std::string_view op = nextText();
     uint32_t b, end;
     take(&b, &end);
     ast::ExprPtr rhs = binary(level + 1);
     if (!rhs)
       return nullptr;
     // `||` and `&&` are located at their right operand.
-    e->opRanges.push_back(level <= 1 ? rhs->range : range(b, end));
-    e->ops.push_back(std::move(op));
+    e->ops.emplace_back(op, level <= 1 ? rhs->range : range(b, end));
     e->operands.push_back(std::move(rhs));
     if (level == 2) // `cmpExpr: bitOrExpr (cmpOp bitOrExpr)?`
       break;
@@ -452,7 +451,7 @@ ast::ExprPtr DirectParser::unary() {
     PowerSegment s;
     s.begin = nextBegin();
     while (la() == Tok::Minus || la() == Tok::Bang) {
-      std::string op(nextText());
+      std::string_view op = nextText();
       uint32_t b, e;
       take(&b, &e);
       s.prefixes.emplace_back(std::move(op), range(b, e));
@@ -485,8 +484,7 @@ ast::ExprPtr DirectParser::foldPower(std::vector<PowerSegment> &segments) {
       e->range = SourceRange(power->range.begin, end);
       e->operands.push_back(std::move(power));
       e->operands.push_back(std::move(acc));
-      e->ops.push_back("**");
-      e->opRanges.push_back(s.powRange);
+      e->ops.emplace_back("**", s.powRange);
       if (!setDepth(*e, SourceRange(e->range.begin)))
         return nullptr;
       power = std::move(e);
@@ -498,10 +496,8 @@ ast::ExprPtr DirectParser::foldPower(std::vector<PowerSegment> &segments) {
     auto e = std::make_unique<ast::Expr>();
     e->kind = ast::Expr::Kind::Prefix;
     e->range = SourceRange(sm.locAt(file, s.begin), end);
-    for (auto &[op, r] : s.prefixes) {
-      e->ops.push_back(std::move(op));
-      e->opRanges.push_back(r);
-    }
+    for (const ast::Operator &op : s.prefixes)
+      e->ops.push_back(op);
     e->operands.push_back(std::move(power));
     if (!setDepth(*e, SourceRange(e->range.begin)))
       return nullptr;
@@ -534,7 +530,7 @@ ast::ExprPtr DirectParser::postfix() {
       e->text = nextText();
       uint32_t b, end;
       take(&b, &end);
-      e->opRanges.push_back(range(b, end));
+      e->ops.emplace_back(".", range(b, end));
       e->operands.push_back(std::move(cur));
     } else {
       e = make(ast::Expr::Kind::Index, begin);
@@ -687,7 +683,9 @@ ast::ExprPtr DirectParser::group(bool square) {
                              ? ast::Expr::Kind::Tuple
                              : ast::Expr::Kind::Paren;
   auto e = make(kind, begin);
-  e->operands = std::move(items);
+  e->operands.reserve(items.size());
+  for (ast::ExprPtr &x : items)
+    e->operands.push_back(std::move(x));
   if (!setDepth(*e, SourceRange(e->range.begin)))
     return nullptr;
   return e;

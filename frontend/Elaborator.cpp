@@ -367,10 +367,10 @@ bool Elaborator::evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
         out = out * r;
       else if (op == "/" || op == "%") {
         if (r.isConst(0))
-          return error(e.opRanges[i], "division by zero in a size expression");
+          return error(e.ops[i].range, "division by zero in a size expression");
         out = op == "/" ? SymExpr::floorDiv(out, r) : SymExpr::mod(out, r);
       } else
-        return error(e.opRanges[i],
+        return error(e.ops[i].range,
                      "'" + op + "' is not allowed in a size expression");
       if (!checkSize(out, e.range, sizeOverflowDetail(lhs, op, r),
                      !lhs.isConst() || !r.isConst()))

@@ -403,7 +403,7 @@ private:
     ast::TypeExpr t;
     if (!typeExpr(ctx, t))
       return false;
-    st.ascription = std::move(t);
+    st.ascription = std::make_unique<ast::TypeExpr>(std::move(t));
     return true;
   }
 
@@ -520,8 +520,7 @@ private:
     for (auto *s : subs)
       e->operands.push_back(exprOf(s));
     for (auto *o : ops) {
-      e->ops.push_back(o->getText());
-      e->opRanges.push_back(rangeOf(o));
+      e->ops.emplace_back(o->getText(), rangeOf(o));
     }
     setDepth(*e, SourceRange(e->range.begin));
     return e;
@@ -537,8 +536,7 @@ private:
     for (auto *s : ctx->andExpr())
       e->operands.push_back(exprOf(s));
     for (size_t i = 1; i < ctx->andExpr().size(); ++i) {
-      e->ops.push_back("||");
-      e->opRanges.push_back(rangeOf(ctx->andExpr(i)));
+      e->ops.emplace_back("||", rangeOf(ctx->andExpr(i)));
     }
     setDepth(*e, SourceRange(e->range.begin));
     return e;
@@ -550,8 +548,7 @@ private:
     for (auto *s : ctx->cmpExpr())
       e->operands.push_back(exprOf(s));
     for (size_t i = 1; i < ctx->cmpExpr().size(); ++i) {
-      e->ops.push_back("&&");
-      e->opRanges.push_back(rangeOf(ctx->cmpExpr(i)));
+      e->ops.emplace_back("&&", rangeOf(ctx->cmpExpr(i)));
     }
     setDepth(*e, SourceRange(e->range.begin));
     return e;
@@ -577,8 +574,7 @@ private:
     auto e = make(ast::Expr::Kind::Chain, rangeOf(ctx));
     e->operands.push_back(exprOf(ctx->postfixExpr()));
     e->operands.push_back(exprOf(ctx->unaryExpr()));
-    e->ops.push_back("**");
-    e->opRanges.push_back(rangeOf(ctx->powOp()));
+    e->ops.emplace_back("**", rangeOf(ctx->powOp()));
     setDepth(*e, SourceRange(e->range.begin));
     return e;
   }
@@ -594,8 +590,7 @@ private:
       return inner;
     auto e = make(ast::Expr::Kind::Prefix, rangeOf(ctx));
     for (auto *o : ctx->prefixOp()) {
-      e->ops.push_back(o->getText());
-      e->opRanges.push_back(rangeOf(o));
+      e->ops.emplace_back(o->getText(), rangeOf(o));
     }
     e->operands.push_back(std::move(inner));
     setDepth(*e, SourceRange(e->range.begin));
@@ -625,7 +620,7 @@ private:
                      dynamic_cast<TSLParser::MemberPostfixContext *>(p)) {
         auto e = make(ast::Expr::Kind::Member, range);
         e->text = mem->IDENT()->getText();
-        e->opRanges.push_back(rangeOf(mem->IDENT()));
+        e->ops.emplace_back(".", rangeOf(mem->IDENT()));
         e->operands.push_back(std::move(cur));
         cur = std::move(e);
       } else if (auto *idx =

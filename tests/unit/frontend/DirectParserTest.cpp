@@ -27,13 +27,17 @@ struct Dumper {
     out += "(" + std::to_string(static_cast<int>(x->kind)) + " d" +
            std::to_string(x->depth) + " ";
     r(x->range);
-    out += " i" + std::to_string(x->intValue) + " f" +
-           std::to_string(x->floatValue) + " b" + std::to_string(x->boolValue) +
-           " t'" + x->text + "'";
-    for (size_t i = 0; i < x->ops.size(); ++i)
-      out += " op" + x->ops[i];
-    for (SourceRange o : x->opRanges)
-      r(o);
+    if (x->kind == ast::Expr::Kind::IntLit)
+      out += " i" + std::to_string(x->intValue);
+    if (x->kind == ast::Expr::Kind::FloatLit)
+      out += " f" + std::to_string(x->floatValue);
+    if (x->kind == ast::Expr::Kind::BoolLit)
+      out += " b" + std::to_string(x->boolValue);
+    out += " t'" + x->text + "'";
+    for (const ast::Operator &o : x->ops) {
+      out += " op" + o.text();
+      r(o.range);
+    }
     for (const auto &o : x->operands)
       e(o.get());
     for (const ast::Arg &a : x->args) {
