@@ -283,10 +283,10 @@ bool Elaborator::tensorBinary(OpCode code, SemValue a, SemValue b,
 }
 
 bool Elaborator::isZeroFill(ValueId v) const {
-  auto it = producerOp.find(v);
-  if (it == producerOp.end())
+  const Operation *producer = producerOf(v);
+  if (!producer)
     return false;
-  const Operation &op = fn.ops[it->second];
+  const Operation &op = *producer;
   if (op.code != OpCode::Full && op.code != OpCode::Constant)
     return false;
   Number n = op.numAttr("value");

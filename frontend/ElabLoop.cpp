@@ -218,8 +218,8 @@ bool Elaborator::execFor(const ast::Stmt &st, Frame &frame) {
 void Elaborator::dropEmittedSince(size_t ops, size_t values) {
   fn.ops.resize(ops);
   fn.values.resize(values);
-  producerOp.erase(producerOp.lower_bound(static_cast<ValueId>(values)),
-                   producerOp.end());
+  if (producerOp.size() > values)
+    producerOp.resize(values);
   while (!callRuns.empty() && callRuns.back().end > ops)
     callRuns.pop_back();
 }

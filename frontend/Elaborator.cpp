@@ -109,8 +109,11 @@ bool Elaborator::emit(OpCode code, std::vector<ValueId> operands,
     results.push_back(fn.addValue(t));
   }
   op.results = results;
-  for (ValueId r : results)
-    producerOp[r] = fn.ops.size();
+  for (ValueId r : results) {
+    if (producerOp.size() <= r)
+      producerOp.resize(r + 1, 0);
+    producerOp[r] = static_cast<uint32_t>(fn.ops.size() + 1);
+  }
   fn.ops.push_back(std::move(op));
   if (fn.ops.size() > 2000000)
     return error(range,

@@ -359,8 +359,14 @@ public:
 
   ShapeEnv env;
   Function fn;
-  /// The op index that defines each value (for local simplifications).
-  std::map<ValueId, size_t> producerOp;
+  /// 1 + the index of the op that defines each value, by value id; 0 for
+  /// none (for local simplifications).
+  std::vector<uint32_t> producerOp;
+  /// The op that defines \p v, or null.
+  const Operation *producerOf(ValueId v) const {
+    return v < producerOp.size() && producerOp[v] ? &fn.ops[producerOp[v] - 1]
+                                                  : nullptr;
+  }
   bool isZeroFill(ValueId v) const;
   bool generic;
   std::vector<const ast::FnDecl *> callStack;
