@@ -73,14 +73,14 @@ struct Printer {
     case K::Chain: {
       std::string ops;
       for (auto &o : e.ops)
-        ops += " " + o;
+        ops += " " + o.text();
       line(indent, "Binary" + ops + p);
       break;
     }
     case K::Prefix: {
       std::string ops;
       for (auto &o : e.ops)
-        ops += o;
+        ops += o.text();
       line(indent, "Unary " + ops + p);
       break;
     }

@@ -283,10 +283,10 @@ bool Elaborator::tensorBinary(OpCode code, SemValue a, SemValue b,
 }
 
 bool Elaborator::isZeroFill(ValueId v) const {
-  auto it = producerOp.find(v);
-  if (it == producerOp.end())
+  const Operation *producer = producerOf(v);
+  if (!producer)
     return false;
-  const Operation &op = fn.ops[it->second];
+  const Operation &op = *producer;
   if (op.code != OpCode::Full && op.code != OpCode::Constant)
     return false;
   Number n = op.numAttr("value");
@@ -401,7 +401,8 @@ bool Elaborator::binary(const std::string &op, SemValue a, SemValue b,
       return false;
     r = op == "/" ? SymExpr::floorDiv(a.i, b.i) : SymExpr::mod(a.i, b.i);
   }
-  if (!checkSize(r, range, sizeOverflowDetail(a.i, op, b.i)))
+  if (!checkSize(r, range, sizeOverflowDetail(a.i, op, b.i),
+                 !a.i.isConst() || !b.i.isConst()))
     return false;
   out = SemValue::ofInt(r, range);
   return true;
@@ -649,7 +650,7 @@ bool Elaborator::eval(const ast::Expr &e, Frame &frame, SemValue &out) {
         return false;
       SourceRange range(e.operands[0]->range.begin,
                         e.operands[i + 1]->range.end);
-      if (!binary(e.ops[i], acc, rhs, e.opRanges[i], range, acc))
+      if (!binary(e.ops[i], acc, rhs, e.ops[i].range, range, acc))
         return false;
     }
     out = acc;
@@ -660,7 +661,7 @@ bool Elaborator::eval(const ast::Expr &e, Frame &frame, SemValue &out) {
     if (!eval(*e.operands[0], frame, v))
       return false;
     for (size_t i = e.ops.size(); i-- > 0;) {
-      SourceRange range(e.opRanges[i].begin, e.range.end);
+      SourceRange range(e.ops[i].range.begin, e.range.end);
       if (!unaryOp(e.ops[i], v, range, v))
         return false;
     }
@@ -678,7 +679,7 @@ bool Elaborator::eval(const ast::Expr &e, Frame &frame, SemValue &out) {
         for (const auto &entry : base.module->fns)
           names.push_back(entry.first);
         std::optional<std::string> close = closestSpelling(e.text, names);
-        return error(e.opRanges[0],
+        return error(e.ops[0].range,
                      "module '" + sourceText(e.operands[0]->range) +
                          "' has no function '" + e.text + "'",
                      close ? "did you mean '" + *close + "'?" : "");
@@ -699,13 +700,13 @@ bool Elaborator::eval(const ast::Expr &e, Frame &frame, SemValue &out) {
     }
     if (base.kind == SemValue::Kind::Tensor &&
         (e.text == "T" || e.text == "mT"))
-      return transposed(base.tensor, e.text == "mT", e.range, e.opRanges[0],
+      return transposed(base.tensor, e.text == "mT", e.range, e.ops[0].range,
                         out);
-    return error(e.opRanges[0], std::string(kindName(base.kind)) +
-                                    " has no member '" + e.text + "'" +
-                                    (base.kind == SemValue::Kind::Tensor
-                                         ? " (tensors have .shape, .T and .mT)"
-                                         : ""));
+    return error(e.ops[0].range, std::string(kindName(base.kind)) +
+                                     " has no member '" + e.text + "'" +
+                                     (base.kind == SemValue::Kind::Tensor
+                                          ? " (tensors have .shape, .T and .mT)"
+                                          : ""));
   }
   case K::Index: {
     SemValue base;

@@ -127,10 +127,10 @@ bool picksBroadcast(Elaborator &el, const std::vector<Pick> &picks,
 /// and not negative, so it needs neither normalizing nor checking (the
 /// rows of `x[arange(N), labels]`).
 bool fromArange(Elaborator &el, ValueId v, SymExpr size) {
-  auto it = el.producerOp.find(v);
-  if (it == el.producerOp.end())
+  const Operation *producer = el.producerOf(v);
+  if (!producer)
     return false;
-  const Operation &op = el.fn.ops[it->second];
+  const Operation &op = *producer;
   return op.code == OpCode::Arange && el.fn.type(v).dtype == DType::I64 &&
          el.env.prove(SymCond::le(op.exprAttr("n"), size)) == Truth::True;
 }

@@ -162,6 +162,12 @@ bool Elaborator::execFor(const ast::Stmt &st, Frame &frame) {
   info.description = "the variable of 'for " + var + " in ...'";
   info.loopVariable = true;
   SymExpr sym = env.addSymbol(info);
+  // A range empty at compile time (`0..T` with T = 0): no iteration runs,
+  // so every requirement of the body holds vacuously. The body is still
+  // elaborated (its type errors are reported), but what it emits is
+  // dropped: the carried variables keep their values.
+  const bool empty = env.prove(SymCond::lt(lo, hi)) == Truth::False;
+  const size_t opsBefore = fn.ops.size(), valuesBefore = fn.values.size();
 
   std::vector<ValueId> inside;
   if (!emit(OpCode::Loop, initial, {{"sym", sym}, {"lo", lo}, {"hi", hi}},
@@ -181,9 +187,11 @@ bool Elaborator::execFor(const ast::Stmt &st, Frame &frame) {
   }
   frame.scopes.back()[var] = SemValue::ofInt(sym, st.nameRanges[0]);
   ++frame.loops;
+  emptyLoops += empty;
   bool returned = false;
   SemValue unused;
   bool ok = execBlock(*st.blocks[0], frame, returned, unused);
+  emptyLoops -= empty;
   --frame.loops;
   if (!ok)
     return false;
@@ -191,8 +199,12 @@ bool Elaborator::execFor(const ast::Stmt &st, Frame &frame) {
   if (!carriedTypesKept(st, carried, inside, frame.scopes[loopScope], next))
     return false;
   std::vector<ValueId> after;
-  if (!emit(OpCode::EndLoop, next, {}, st.nameRanges[0], after))
+  if (empty) {
+    dropEmittedSince(opsBefore, valuesBefore);
+    after = initial;
+  } else if (!emit(OpCode::EndLoop, next, {}, st.nameRanges[0], after)) {
     return false;
+  }
   env.forgetFactsSince(mark);
   frame.popScope();
   for (size_t k = 0; k < carried.size(); ++k) {
@@ -201,6 +213,15 @@ bool Elaborator::execFor(const ast::Stmt &st, Frame &frame) {
         SemValue::ofTensor(after[k], carried[k].where);
   }
   return true;
+}
+
+void Elaborator::dropEmittedSince(size_t ops, size_t values) {
+  fn.ops.resize(ops);
+  fn.values.resize(values);
+  if (producerOp.size() > values)
+    producerOp.resize(values);
+  while (!callRuns.empty() && callRuns.back().end > ops)
+    callRuns.pop_back();
 }
 
 bool Elaborator::carriedTypesKept(const ast::Stmt &st,

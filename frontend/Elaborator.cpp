@@ -109,8 +109,11 @@ bool Elaborator::emit(OpCode code, std::vector<ValueId> operands,
     results.push_back(fn.addValue(t));
   }
   op.results = results;
-  for (ValueId r : results)
-    producerOp[r] = fn.ops.size();
+  for (ValueId r : results) {
+    if (producerOp.size() <= r)
+      producerOp.resize(r + 1, 0);
+    producerOp[r] = static_cast<uint32_t>(fn.ops.size() + 1);
+  }
   fn.ops.push_back(std::move(op));
   if (fn.ops.size() > 2000000)
     return error(range,
@@ -153,16 +156,32 @@ std::string sizeOverflowDetail(SymExpr a, const std::string &op, SymExpr b) {
 }
 
 bool Elaborator::checkSize(SymExpr e, SourceRange range,
-                           const std::string &detail) {
+                           const std::string &detail, bool symbolic) {
   if (e.isOverflow()) {
     std::string text = sourceText(range);
     if (text.size() > 80 || text.find('\n') != std::string::npos)
       text.clear();
+    std::string what = "size " + (text.empty() ? "" : "'" + text + "' ");
+    if (symbolic && checkingAllSizes) {
+      // Sizes are exact: this one overflows for some values of its
+      // symbols only (N * 2^64 fits when N is 0), so `check` does not
+      // refuse it; a run refuses the values that overflow.
+      diags.warning(range, what + "overflows 64 bits for some values of its "
+                                  "sizes: the rest of this function is checked "
+                                  "only when it runs with given sizes");
+      stoppedUncheckable = true;
+      return false;
+    }
     return error(range,
-                 "size " + (text.empty() ? "" : "'" + text + "' ") +
-                     "does not fit in 64 bits" +
-                     (detail.empty() ? "" : " (" + detail + ")"),
-                 "sizes are exact signed 64-bit integers; make it smaller");
+                 what + "overflows 64 bits" +
+                     (detail.empty() ? "" : " (" + detail + ")") +
+                     (symbolic ? " for some values of its sizes" : ""),
+                 symbolic ? "sizes are exact signed 64-bit integers; a "
+                            "function compiled for every size cannot hold "
+                            "this one (give its sizes as static dims, or "
+                            "make it smaller)"
+                          : "sizes are exact signed 64-bit integers; make it "
+                            "smaller");
   }
   if (e.depth() > 64 || e.operands().size() > 1000)
     return error(range, "size expression is too complex (" +
@@ -188,6 +207,8 @@ bool Elaborator::checkStaticBytes(const TensorType &t, SourceRange range) {
 bool Elaborator::requireCond(const SymCond &cond, SourceRange range,
                              const std::string &op, const std::string &reason,
                              const std::string &message) {
+  if (emptyLoops > 0) // inside a loop that runs no iteration: vacuous
+    return true;
   size_t before = env.assertions().size();
   if (env.require(cond, range, op, reason) == ShapeEnv::Resolution::Violated) {
     // The sizes and ints of this call that make it false, when known.
@@ -349,12 +370,13 @@ bool Elaborator::evalDimExpr(const ast::Expr &e, Frame &frame, SymExpr &out,
         out = out * r;
       else if (op == "/" || op == "%") {
         if (r.isConst(0))
-          return error(e.opRanges[i], "division by zero in a size expression");
+          return error(e.ops[i].range, "division by zero in a size expression");
         out = op == "/" ? SymExpr::floorDiv(out, r) : SymExpr::mod(out, r);
       } else
-        return error(e.opRanges[i],
+        return error(e.ops[i].range,
                      "'" + op + "' is not allowed in a size expression");
-      if (!checkSize(out, e.range, sizeOverflowDetail(lhs, op, r)))
+      if (!checkSize(out, e.range, sizeOverflowDetail(lhs, op, r),
+                     !lhs.isConst() || !r.isConst()))
         return false;
     }
     return true;
@@ -656,6 +678,8 @@ bool Elaborator::execBlock(const ast::Block &block, Frame &frame,
             "check(...) needs a condition on sizes or ints, got " +
                 std::string(kindName(c.kind)),
             "conditions on tensor values are data, not shapes: use where(...)");
+      if (emptyLoops > 0) // in a loop that runs no iteration: vacuous
+        break;
       Truth t = env.prove(c.c);
       if (t == Truth::False) {
         diags.error(ErrorKind::Shape, st.cond->range,

@@ -168,10 +168,20 @@ public:
   bool emit1(OpCode code, std::vector<ValueId> operands,
              std::map<std::string, Attr> attrs, SourceRange range,
              ValueId &result);
-  /// Reports \p e when it is the overflow poison ("size 'D * D' does not
-  /// fit in 64 bits", with \p detail such as "D * D = 2^64" in parentheses)
-  /// or too complex; true when it is fine.
-  bool checkSize(SymExpr e, SourceRange range, const std::string &detail = {});
+  /// Reports \p e when it is the overflow poison ("size 'D * D' overflows
+  /// 64 bits", with \p detail such as "D * D = 2^64" in parentheses) or too
+  /// complex; true when it is fine. \p symbolic: the operation that
+  /// overflowed had a symbolic operand, so it overflows for some values
+  /// only (N * 2^64 fits for N = 0); `check` then warns and stops
+  /// checking the function (stoppedUncheckable) instead of refusing it.
+  bool checkSize(SymExpr e, SourceRange range, const std::string &detail = {},
+                 bool symbolic = false);
+  /// Set by checkModule: the elaboration checks the function for every size
+  /// (`tslc check`) rather than compiling a variant.
+  bool checkingAllSizes = false;
+  /// Set when checkSize stopped a `check` at a size that overflows for
+  /// some values only (a warning, not an error).
+  bool stoppedUncheckable = false;
   /// Reports a type of constant dims whose byte size leaves int64.
   bool checkStaticBytes(const TensorType &t, SourceRange range);
   bool requireCond(const SymCond &cond, SourceRange range,
@@ -317,6 +327,13 @@ public:
   /// once, with NAME a symbol in [lo, hi); the vars the body assigns are
   /// carried and must keep their types.
   bool execFor(const ast::Stmt &st, Frame &frame);
+  /// How many `for` bodies being elaborated have a range that is empty at
+  /// compile time (`0..T` with T = 0): their requirements hold vacuously
+  /// (requireCond), and execFor drops what they emitted.
+  unsigned emptyLoops = 0;
+  /// Forgets the ops and values emitted from \p ops and \p values on (the
+  /// body of a loop that runs no iteration).
+  void dropEmittedSince(size_t ops, size_t values);
   /// \p x with the block \p target selects replaced by \p value
   /// (broadcast to the block; same element type) as a new value \p out.
   bool assignBlock(const ast::Expr &target, ValueId x, const SemValue &value,
@@ -342,8 +359,14 @@ public:
 
   ShapeEnv env;
   Function fn;
-  /// The op index that defines each value (for local simplifications).
-  std::map<ValueId, size_t> producerOp;
+  /// 1 + the index of the op that defines each value, by value id; 0 for
+  /// none (for local simplifications).
+  std::vector<uint32_t> producerOp;
+  /// The op that defines \p v, or null.
+  const Operation *producerOf(ValueId v) const {
+    return v < producerOp.size() && producerOp[v] ? &fn.ops[producerOp[v] - 1]
+                                                  : nullptr;
+  }
   bool isZeroFill(ValueId v) const;
   bool generic;
   std::vector<const ast::FnDecl *> callStack;

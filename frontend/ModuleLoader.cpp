@@ -35,12 +35,15 @@ static std::string dirOf(const std::string &file) {
 const LoadedModule *ModuleLoader::load(const std::string &path) {
   if (rootDir_.empty())
     rootDir_ = dirOf(path);
+  if (failed_.count(canonical(path)))
+    return nullptr; // reported when it failed
   std::string error;
   uint32_t file = sm_.findFile(path);
   if (!file)
     file = sm_.addFile(path, error);
   if (!file) {
     diags_.error(ErrorKind::Io, SourceRange(), error);
+    failed_.insert(canonical(path));
     return nullptr;
   }
   return loadFile(file, SourceRange());
@@ -95,6 +98,17 @@ const LoadedModule *ModuleLoader::loadFile(uint32_t file,
   auto found = modules_.find(key);
   if (found != modules_.end())
     return found->second.get();
+  if (failed_.count(key))
+    return nullptr; // its errors were reported when it failed
+  const LoadedModule *m = parseAndIndex(file, key, importedFrom);
+  if (!m)
+    failed_.insert(key);
+  return m;
+}
+
+const LoadedModule *ModuleLoader::parseAndIndex(uint32_t file,
+                                                const std::string &key,
+                                                SourceRange importedFrom) {
   auto module = std::make_unique<LoadedModule>();
   module->path = sm_.name(file);
   module->ast = parseSource(sm_, file, diags_);

@@ -14,6 +14,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,13 @@ public:
   const LoadedModule *loadText(const std::string &name, std::string text);
 
 private:
+  /// The module of \p file (loaded once; a file that failed is reported
+  /// once, and null after that).
   const LoadedModule *loadFile(uint32_t file, SourceRange importedFrom);
+  /// loadFile's work: parses \p file, indexes its names and loads its
+  /// imports; \p key is its canonical path.
+  const LoadedModule *parseAndIndex(uint32_t file, const std::string &key,
+                                    SourceRange importedFrom);
   const LoadedModule *resolveImport(const LoadedModule &from,
                                     const ast::ImportDecl &imp);
   bool indexNames(LoadedModule &m);
@@ -64,6 +71,9 @@ private:
   std::vector<std::string> importDirs_;
   std::string rootDir_; // the directory of the first file loaded
   std::map<std::string, std::unique_ptr<LoadedModule>> modules_;
+  /// Canonical paths of files that failed to load (their errors were
+  /// reported once: a runtime that asks again does not repeat them).
+  std::set<std::string> failed_;
   std::vector<std::string> loading_; // the import chain, for cycle reports
 };
 

@@ -1,4 +1,5 @@
 #include "frontend/Parser.h"
+#include "frontend/DirectParser.h"
 #include "frontend/SyntaxErrors.h"
 
 #include "TSLLexer.h"
@@ -14,6 +15,8 @@ namespace tsl {
 namespace {
 
 using syntax::describeToken;
+using syntax::DirectParser;
+using syntax::ReleasingTokenStream;
 using syntax::StatementRecovery;
 using syntax::SyntaxErrorListener;
 using tslgen::TSLLexer;
@@ -34,8 +37,9 @@ public:
 /// Builds the AST from a parse tree that parsed without errors.
 class AstBuilder {
 public:
-  AstBuilder(const SourceManager &sm, uint32_t file, DiagnosticEngine &diags)
-      : sm(sm), file(file), diags(diags) {}
+  AstBuilder(const SourceManager &sm, uint32_t file, DiagnosticEngine &diags,
+             ReleasingTokenStream *releasing = nullptr)
+      : sm(sm), file(file), diags(diags), releasing(releasing) {}
 
   SourceRange rangeOf(antlr4::ParserRuleContext *ctx) {
     if (!ctx || !ctx->getStart())
@@ -102,12 +106,20 @@ public:
       } else if (!item(parser.item(), m)) {
         return false;
       }
-      parser.getTreeTracker().reset();
+      pieceDone(parser);
     }
     return !failed;
   }
 
 private:
+  /// After the AST of one piece (an item, a statement) is built: frees its
+  /// parse tree and its tokens.
+  void pieceDone(TSLParser &parser) {
+    parser.getTreeTracker().reset();
+    if (releasing)
+      releasing->releaseConsumed();
+  }
+
   static size_t literalType(TSLParser &parser, const std::string &literal) {
     const antlr4::dfa::Vocabulary &v = parser.getVocabulary();
     for (size_t t = 1; t <= v.getMaxTokenType(); ++t)
@@ -132,6 +144,7 @@ private:
     antlr4::Token *fnTok = expect("'fn'");
     if (!fnTok)
       return false;
+    SourceRange fnRange = rangeOf(fnTok); // the token is freed before the end
     if (ts.LA(1) != TSLParser::IDENT)
       return syntaxError = true, false;
     antlr4::Token *name = ts.LT(1);
@@ -153,26 +166,34 @@ private:
       if (!results(parser.resultTypes(), f))
         return false;
     }
-    parser.getTreeTracker().reset();
+    pieceDone(parser);
     antlr4::Token *open = expect("'{'");
     if (!open)
       return false;
+    SourceRange openRange = rangeOf(open);
     const size_t closeType = literalType(parser, "'}'");
-    f.body.stmts.reserve(64);
+    DirectParser direct(*releasing, parser.getVocabulary(), sm, file, diags,
+                        [&](ast::TypeExpr &t) {
+                          bool ok = typeExpr(parser.typeExpr(), t);
+                          parser.getTreeTracker().reset();
+                          return ok;
+                        });
     while (ts.LA(1) != closeType && ts.LA(1) != antlr4::Token::EOF) {
       ast::Stmt st;
-      if (!stmt(parser.stmt(), st))
-        return false;
+      if (!direct.stmt(st)) {
+        syntaxError = direct.syntaxError;
+        return failed = failed || direct.failed, false;
+      }
       f.body.stmts.push_back(std::move(st));
-      parser.getTreeTracker().reset();
+      pieceDone(parser);
     }
     antlr4::Token *close = expect("'}'");
     if (!close)
       return false;
     f.body.stmts.shrink_to_fit();
     SourceRange end = rangeOf(close);
-    f.body.range = SourceRange(rangeOf(open).begin, end.end);
-    f.range = SourceRange(rangeOf(fnTok).begin, end.end);
+    f.body.range = SourceRange(openRange.begin, end.end);
+    f.range = SourceRange(fnRange.begin, end.end);
     return !failed;
   }
 
@@ -214,19 +235,11 @@ private:
   const SourceManager &sm;
   uint32_t file;
   DiagnosticEngine &diags;
+  ReleasingTokenStream *releasing = nullptr;
   bool failed = false;
 
   static std::string unescape(const std::string &s) {
-    std::string out;
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == '\\' && i + 1 < s.size()) {
-        char c = s[++i];
-        out += c == 'n' ? '\n' : c == 't' ? '\t' : c;
-      } else {
-        out += s[i];
-      }
-    }
-    return out;
+    return syntax::unescapeString(s);
   }
 
   bool signedInt(TSLParser::SignedIntContext *ctx, int64_t &out) {
@@ -346,8 +359,8 @@ private:
     {
       for (auto *p : pl->param()) {
         ast::Param param;
-        param.name = p->IDENT()->getText();
-        param.nameRange = rangeOf(p->IDENT());
+        param.name = p->ident()->getText();
+        param.nameRange = rangeOf(p->ident());
         if (!typeExpr(p->typeExpr(), param.type))
           return false;
         if (p->defaultValue)
@@ -390,7 +403,7 @@ private:
     ast::TypeExpr t;
     if (!typeExpr(ctx, t))
       return false;
-    st.ascription = std::move(t);
+    st.ascription = std::make_unique<ast::TypeExpr>(std::move(t));
     return true;
   }
 
@@ -401,7 +414,7 @@ private:
         st.kind = ast::Stmt::Kind::Let;
         auto *target = let->letTarget();
         st.tuplePattern = target->getStart()->getText() == "(";
-        for (auto *id : target->IDENT()) {
+        for (auto *id : target->ident()) {
           st.names.push_back(id->getText());
           st.nameRanges.push_back(rangeOf(id));
         }
@@ -410,15 +423,15 @@ private:
         st.value = expr(let->expr());
       } else if (auto *var = dynamic_cast<TSLParser::VarStmtContext *>(s)) {
         st.kind = ast::Stmt::Kind::Var;
-        st.names.push_back(var->IDENT()->getText());
-        st.nameRanges.push_back(rangeOf(var->IDENT()));
+        st.names.push_back(var->ident()->getText());
+        st.nameRanges.push_back(rangeOf(var->ident()));
         if (!ascription(var->typeExpr(), st))
           return false;
         st.value = expr(var->expr());
       } else if (auto *loop = dynamic_cast<TSLParser::ForStmtContext *>(s)) {
         st.kind = ast::Stmt::Kind::For;
-        st.names.push_back(loop->IDENT()->getText());
-        st.nameRanges.push_back(rangeOf(loop->IDENT()));
+        st.names.push_back(loop->ident()->getText());
+        st.nameRanges.push_back(rangeOf(loop->ident()));
         st.lo = expr(loop->lo);
         st.hi = expr(loop->hi);
         auto body = std::make_unique<ast::Block>();
@@ -507,8 +520,7 @@ private:
     for (auto *s : subs)
       e->operands.push_back(exprOf(s));
     for (auto *o : ops) {
-      e->ops.push_back(o->getText());
-      e->opRanges.push_back(rangeOf(o));
+      e->ops.emplace_back(o->getText(), rangeOf(o));
     }
     setDepth(*e, SourceRange(e->range.begin));
     return e;
@@ -524,8 +536,7 @@ private:
     for (auto *s : ctx->andExpr())
       e->operands.push_back(exprOf(s));
     for (size_t i = 1; i < ctx->andExpr().size(); ++i) {
-      e->ops.push_back("||");
-      e->opRanges.push_back(rangeOf(ctx->andExpr(i)));
+      e->ops.emplace_back("||", rangeOf(ctx->andExpr(i)));
     }
     setDepth(*e, SourceRange(e->range.begin));
     return e;
@@ -537,8 +548,7 @@ private:
     for (auto *s : ctx->cmpExpr())
       e->operands.push_back(exprOf(s));
     for (size_t i = 1; i < ctx->cmpExpr().size(); ++i) {
-      e->ops.push_back("&&");
-      e->opRanges.push_back(rangeOf(ctx->cmpExpr(i)));
+      e->ops.emplace_back("&&", rangeOf(ctx->cmpExpr(i)));
     }
     setDepth(*e, SourceRange(e->range.begin));
     return e;
@@ -564,8 +574,7 @@ private:
     auto e = make(ast::Expr::Kind::Chain, rangeOf(ctx));
     e->operands.push_back(exprOf(ctx->postfixExpr()));
     e->operands.push_back(exprOf(ctx->unaryExpr()));
-    e->ops.push_back("**");
-    e->opRanges.push_back(rangeOf(ctx->powOp()));
+    e->ops.emplace_back("**", rangeOf(ctx->powOp()));
     setDepth(*e, SourceRange(e->range.begin));
     return e;
   }
@@ -581,8 +590,7 @@ private:
       return inner;
     auto e = make(ast::Expr::Kind::Prefix, rangeOf(ctx));
     for (auto *o : ctx->prefixOp()) {
-      e->ops.push_back(o->getText());
-      e->opRanges.push_back(rangeOf(o));
+      e->ops.emplace_back(o->getText(), rangeOf(o));
     }
     e->operands.push_back(std::move(inner));
     setDepth(*e, SourceRange(e->range.begin));
@@ -599,9 +607,9 @@ private:
         if (auto *al = call->argList()) {
           for (auto *a : al->arg()) {
             ast::Arg arg;
-            if (a->IDENT()) {
-              arg.name = a->IDENT()->getText();
-              arg.nameRange = rangeOf(a->IDENT());
+            if (a->ident()) {
+              arg.name = a->ident()->getText();
+              arg.nameRange = rangeOf(a->ident());
             }
             arg.value = expr(a->expr());
             e->args.push_back(std::move(arg));
@@ -612,7 +620,7 @@ private:
                      dynamic_cast<TSLParser::MemberPostfixContext *>(p)) {
         auto e = make(ast::Expr::Kind::Member, range);
         e->text = mem->IDENT()->getText();
-        e->opRanges.push_back(rangeOf(mem->IDENT()));
+        e->ops.emplace_back(".", rangeOf(mem->IDENT()));
         e->operands.push_back(std::move(cur));
         cur = std::move(e);
       } else if (auto *idx =
@@ -674,7 +682,7 @@ private:
     }
     if (auto *n = dynamic_cast<TSLParser::NameRefContext *>(ctx)) {
       auto e = make(ast::Expr::Kind::Name, r);
-      e->text = n->IDENT()->getText();
+      e->text = n->ident()->getText();
       return e;
     }
     if (auto *p = dynamic_cast<TSLParser::ParenExprContext *>(ctx)) {
@@ -695,110 +703,190 @@ private:
   }
 };
 
+/// Whether \p first may start a module (`import`, `dim`, `fn`): the parser
+/// gets past it. A file that does not begin so is not shown in diagnostics.
+bool beginsLikeTsl(const TSLLexer &lexer, const antlr4::Token &first) {
+  std::string name = lexer.getVocabulary().getLiteralName(first.getType());
+  return name == "'import'" || name == "'dim'" || name == "'fn'";
+}
+
+/// The lexical pass over the whole file, one token at a time (no token is
+/// kept): hides a file that is not TSL, reports bad characters (a run of
+/// them once), unterminated strings and comments, and brackets nested past
+/// kMaxNesting. False after an error; \p count: how many tokens there are.
+bool scanTokens(TSLLexer &lexer, SourceManager &sm, uint32_t file,
+                DiagnosticEngine &diags, size_t &count) {
+  std::string_view text = sm.text(file);
+  const unsigned errorsBefore = diags.errorCount();
+  unsigned depth = 0;
+  bool ok = true;
+  std::unique_ptr<antlr4::Token> run; // the first of a run of bad chars
+  size_t runEnd = 0, runLength = 0;   // its last one's stop, its length
+  auto flushRun = [&] {
+    if (!run)
+      return;
+    SourceRange range(sm.locAt(file, run->getStartIndex()),
+                      sm.locAt(file, runEnd + 1));
+    diags.error(ErrorKind::Syntax, range,
+                "unexpected character " + describeToken(run.get(), text) +
+                    (runLength > 1
+                         ? " (and " + std::to_string(runLength - 1) + " more)"
+                         : ""));
+    run.reset();
+  };
+  count = 0;
+  for (std::unique_ptr<antlr4::Token> t = lexer.nextToken();
+       t->getType() != antlr4::Token::EOF; t = lexer.nextToken()) {
+    if (count++ == 0 && !beginsLikeTsl(lexer, *t))
+      // Not TSL (a password file, a binary, a file meant for another
+      // tool): diagnostics give the location and the offending token,
+      // never a line of it.
+      sm.hideTextFrom(file, 0);
+    SourceRange range(sm.locAt(file, t->getStartIndex()),
+                      sm.locAt(file, t->getStopIndex() + 1));
+    if (run && t->getType() == TSLLexer::BAD_CHAR &&
+        t->getStartIndex() == runEnd + 1) {
+      runEnd = t->getStopIndex();
+      ++runLength;
+      continue;
+    }
+    flushRun();
+    switch (t->getType()) {
+    case TSLLexer::BAD_CHAR: {
+      unsigned char first = static_cast<unsigned char>(
+          text[std::min<size_t>(t->getStartIndex(), text.size() - 1)]);
+      if (first < 0x20 || first >= 0x7f) {
+        // Not text (binary data, non-ASCII, a file that is not source):
+        // diagnostics show nothing of it past this byte, and report no
+        // more of its bytes.
+        sm.hideTextFrom(file, t->getStopIndex() + 1);
+        diags.error(ErrorKind::Syntax, range,
+                    "unexpected character " + describeToken(t.get(), text),
+                    "TSL source is ASCII outside comments and strings");
+        return false;
+      }
+      runEnd = t->getStopIndex();
+      runLength = 1;
+      run = std::move(t);
+      ok = false;
+      break;
+    }
+    case TSLLexer::UNTERMINATED_STRING:
+      diags.error(ErrorKind::Syntax, SourceRange(range.begin),
+                  "unterminated string literal",
+                  "close the string with '\"' on the same line");
+      ok = false;
+      break;
+    case TSLLexer::UNTERMINATED_COMMENT:
+      diags.error(ErrorKind::Syntax, SourceRange(range.begin),
+                  "unterminated /* comment", "close it with '*/'");
+      ok = false;
+      break;
+    default: {
+      std::string s = t->getText();
+      if (s == "(" || s == "[" || s == "{") {
+        if (++depth > kMaxNesting && ok) {
+          diags.error(ErrorKind::Syntax, range,
+                      "brackets nested too deeply (more than " +
+                          std::to_string(kMaxNesting) + " levels)",
+                      "split the expression with 'let' bindings");
+          return false;
+        }
+      } else if ((s == ")" || s == "]" || s == "}") && depth > 0) {
+        --depth;
+      }
+    }
+    }
+    if (diags.errorCount() - errorsBefore >= 20)
+      break;
+  }
+  flushRun();
+  return ok;
+}
+
+/// The full LL parse with error recovery, over a fresh token stream of the
+/// whole file: reports every syntax error (after SLL failed). Returns the
+/// module when there was none after all.
+std::unique_ptr<ast::Module> parseReportingErrors(TSLLexer &lexer,
+                                                  SourceManager &sm,
+                                                  uint32_t file,
+                                                  DiagnosticEngine &diags) {
+  lexer.reset();
+  antlr4::CommonTokenStream stream(&lexer);
+  TSLParser parser(&stream);
+  parser.removeErrorListeners();
+  SyntaxErrorListener listener(sm, file, diags);
+  parser.setErrorHandler(
+      std::make_shared<StatementRecovery>(parser.getVocabulary()));
+  parser.addErrorListener(&listener);
+  parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+      antlr4::atn::PredictionMode::LL);
+  TSLParser::ModuleContext *tree = parser.module();
+  if (listener.failed)
+    return nullptr;
+  auto module = std::make_unique<ast::Module>();
+  module->path = sm.name(file);
+  module->file = file;
+  AstBuilder builder(sm, file, diags);
+  if (!builder.build(tree, *module))
+    return nullptr;
+  return module;
+}
+
 } // namespace
 
+std::unique_ptr<ast::Module> parseSourceReporting(SourceManager &sm,
+                                                  uint32_t file,
+                                                  DiagnosticEngine &diags) {
+  try {
+    ByteInputStream input(sm.text(file));
+    TSLLexer lexer(&input);
+    lexer.removeErrorListeners();
+    return parseReportingErrors(lexer, sm, file, diags);
+  } catch (...) {
+    diags.error(ErrorKind::Internal, SourceRange(sm.locAt(file, 0)),
+                "internal parser error");
+  }
+  return nullptr;
+}
+
 std::unique_ptr<ast::Module> parseSource(SourceManager &sm, uint32_t file,
-                                         DiagnosticEngine &diags) {
+                                         DiagnosticEngine &diags,
+                                         ParsePath *path) {
+  if (path)
+    *path = ParsePath::Fast;
   std::string_view text = sm.text(file);
   unsigned errorsBefore = diags.errorCount();
   try {
     ByteInputStream input(text);
     TSLLexer lexer(&input);
     lexer.removeErrorListeners();
-    std::vector<std::unique_ptr<antlr4::Token>> tokens = lexer.getAllTokens();
-    // Lexical errors and the nesting bound come first, over the flat tokens.
-    unsigned depth = 0;
-    bool lexOk = true;
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      antlr4::Token *t = tokens[i].get();
-      SourceRange range(sm.locAt(file, t->getStartIndex()),
-                        sm.locAt(file, t->getStopIndex() + 1));
-      switch (t->getType()) {
-      case TSLLexer::BAD_CHAR: {
-        // One diagnostic for a run of bad bytes.
-        size_t j = i;
-        while (j + 1 < tokens.size() &&
-               tokens[j + 1]->getType() == TSLLexer::BAD_CHAR &&
-               tokens[j + 1]->getStartIndex() == tokens[j]->getStopIndex() + 1)
-          ++j;
-        range.end = sm.locAt(file, tokens[j]->getStopIndex() + 1);
-        unsigned char first = static_cast<unsigned char>(
-            text[std::min<size_t>(t->getStartIndex(), text.size() - 1)]);
-        bool binary = first < 0x20 || first >= 0x7f;
-        if (binary) {
-          // Not text (binary data, non-ASCII, a file that is not source):
-          // diagnostics show nothing of it past this byte, and report no
-          // more of its bytes.
-          sm.hideTextFrom(file, t->getStopIndex() + 1);
-          range.end = sm.locAt(file, t->getStopIndex() + 1);
-          diags.error(ErrorKind::Syntax, range,
-                      "unexpected character " + describeToken(t, text),
-                      "TSL source is ASCII outside comments and strings");
-          return nullptr;
-        }
-        diags.error(
-            ErrorKind::Syntax, range,
-            "unexpected character " + describeToken(t, text) +
-                (j > i ? " (and " + std::to_string(j - i) + " more)" : ""));
-        i = j;
-        lexOk = false;
-        break;
-      }
-      case TSLLexer::UNTERMINATED_STRING:
-        diags.error(ErrorKind::Syntax, SourceRange(range.begin),
-                    "unterminated string literal",
-                    "close the string with '\"' on the same line");
-        lexOk = false;
-        break;
-      case TSLLexer::UNTERMINATED_COMMENT:
-        diags.error(ErrorKind::Syntax, SourceRange(range.begin),
-                    "unterminated /* comment", "close it with '*/'");
-        lexOk = false;
-        break;
-      default: {
-        std::string s = t->getText();
-        if (s == "(" || s == "[" || s == "{") {
-          if (++depth > kMaxNesting && lexOk) {
-            diags.error(ErrorKind::Syntax, range,
-                        "brackets nested too deeply (more than " +
-                            std::to_string(kMaxNesting) + " levels)",
-                        "split the expression with 'let' bindings");
-            return nullptr;
-          }
-        } else if ((s == ")" || s == "]" || s == "}") && depth > 0) {
-          --depth;
-        }
-      }
-      }
-      if (diags.errorCount() - errorsBefore >= 20)
-        break;
-    }
-    if (!lexOk)
+    // Lexical errors and the nesting bound come first, over the tokens one
+    // at a time: the parse below lexes again, and frees each statement's
+    // tokens once its AST is built, so the tokens of a large file are
+    // never all alive at once.
+    size_t count = 0;
+    if (!scanTokens(lexer, sm, file, diags, count))
       return nullptr;
-    if (tokens.empty()) { // only comments and blanks: an empty module
-      auto module = std::make_unique<ast::Module>();
-      module->path = sm.name(file);
-      module->file = file;
+    auto module = std::make_unique<ast::Module>();
+    module->path = sm.name(file);
+    module->file = file;
+    if (count == 0) // only comments and blanks: an empty module
       return module;
-    }
-    // Parse the tokens already lexed: fast SLL prediction first, one item
-    // (and one statement of a function) at a time, building the AST as it
-    // goes; full LL with error reporting over the whole file only when SLL
-    // fails (the standard two-stage ANTLR strategy; SLL never accepts
-    // invalid input).
-    antlr4::ListTokenSource source(std::move(tokens));
-    antlr4::CommonTokenStream stream(&source);
+    // Fast SLL prediction first, one item (and one statement of a
+    // function) at a time, building the AST as it goes; full LL with error
+    // reporting over the whole file only when SLL fails (the standard
+    // two-stage ANTLR strategy; SLL never accepts invalid input).
+    lexer.reset();
+    ReleasingTokenStream stream(&lexer);
     TSLParser parser(&stream);
     parser.removeErrorListeners();
     parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
     parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
         antlr4::atn::PredictionMode::SLL);
-    auto module = std::make_unique<ast::Module>();
-    module->path = sm.name(file);
-    module->file = file;
     bool syntaxError = false;
     {
-      AstBuilder builder(sm, file, diags);
+      AstBuilder builder(sm, file, diags, &stream);
       bool built = false;
       try {
         built = builder.buildIncremental(parser, *module, syntaxError);
@@ -810,25 +898,11 @@ std::unique_ptr<ast::Module> parseSource(SourceManager &sm, uint32_t file,
       if (!syntaxError || diags.errorCount() != errorsBefore)
         return nullptr; // the builder reported an error (report no more)
     }
-    module = std::make_unique<ast::Module>();
-    module->path = sm.name(file);
-    module->file = file;
+    module.reset();
     parser.getTreeTracker().reset();
-    stream.seek(0);
-    parser.reset();
-    SyntaxErrorListener listener(sm, file, diags);
-    parser.setErrorHandler(
-        std::make_shared<StatementRecovery>(parser.getVocabulary()));
-    parser.addErrorListener(&listener);
-    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
-        antlr4::atn::PredictionMode::LL);
-    TSLParser::ModuleContext *tree = parser.module();
-    if (listener.failed)
-      return nullptr;
-    AstBuilder builder(sm, file, diags);
-    if (!builder.build(tree, *module))
-      return nullptr;
-    return module;
+    if (path)
+      *path = ParsePath::Reporting;
+    return parseReportingErrors(lexer, sm, file, diags);
   } catch (const std::exception &e) {
     diags.error(ErrorKind::Internal, SourceRange(sm.locAt(file, 0)),
                 std::string("internal parser error: ") + e.what());

@@ -27,7 +27,18 @@ constexpr unsigned kMaxExprDepth = 256;
 /// one diagnostic at that byte, and its text from there on is hidden from
 /// diagnostics (SourceManager::hideTextFrom), so a binary file that is not
 /// TSL is never echoed.
+/// How parseSource got its result: the fast pass (direct AST building), or
+/// the reporting pass (ANTLR's full parse tree, with error recovery) after
+/// the fast pass met a syntax error.
+enum class ParsePath { Fast, Reporting };
+
 std::unique_ptr<ast::Module> parseSource(SourceManager &sm, uint32_t file,
-                                         DiagnosticEngine &diags);
+                                         DiagnosticEngine &diags,
+                                         ParsePath *path = nullptr);
+
+/// The reporting pass alone, over the whole file (for tests: its AST must
+/// equal the fast pass's wherever both succeed).
+std::unique_ptr<ast::Module>
+parseSourceReporting(SourceManager &sm, uint32_t file, DiagnosticEngine &diags);
 
 } // namespace tsl

@@ -61,6 +61,12 @@ void SyntaxErrorListener::syntaxError(antlr4::Recognizer *recognizer,
     try {
       antlr4::misc::IntervalSet set = parser->getExpectedTokens();
       std::vector<ssize_t> types = set.toList();
+      // Where a name is expected, the soft keyword 'var' is one too.
+      const antlr4::dfa::Vocabulary &vocab = parser->getVocabulary();
+      if (set.contains(static_cast<size_t>(TSLLexer::IDENT)))
+        std::erase_if(types, [&](ssize_t t) {
+          return vocab.getLiteralName(t) == "'var'";
+        });
       if (!types.empty() && types.size() <= 4) {
         for (size_t i = 0; i < types.size(); ++i) {
           std::string name = parser->getVocabulary().getDisplayName(types[i]);

@@ -28,7 +28,7 @@ typeParam: IDENT ':' bound=IDENT;
 
 paramList: param (',' param)* ','?;
 
-param: IDENT ':' typeExpr ('=' defaultValue=expr)?;
+param: ident ':' typeExpr ('=' defaultValue=expr)?;
 
 resultTypes: typeExpr | '(' typeExpr (',' typeExpr)* ','? ')';
 
@@ -46,8 +46,8 @@ block: '{' stmt* '}';
 
 stmt
   : 'let' letTarget (':' typeExpr)? '=' expr ';'                  # letStmt
-  | 'var' IDENT (':' typeExpr)? '=' expr ';'                      # varStmt
-  | 'for' IDENT 'in' lo=expr '..' hi=expr block                   # forStmt
+  | 'var' ident (':' typeExpr)? '=' expr ';'                      # varStmt
+  | 'for' ident 'in' lo=expr '..' hi=expr block                   # forStmt
   | target=postfixExpr '=' value=expr ';'                         # assignStmt
   | 'check' '(' cond=expr (',' message=STRING)? ')' ';'         # checkStmt
   | 'if' expr block ('else' 'if' expr block)* ('else' block)?   # ifStmt
@@ -55,7 +55,11 @@ stmt
   | expr ';'                                                    # exprStmt
   ;
 
-letTarget: IDENT | '(' IDENT (',' IDENT)* ','? ')';
+letTarget: ident | '(' ident (',' ident)* ','? ')';
+
+// A variable's name. `var` is a keyword only where a statement starts (a
+// soft keyword, as Python's `match`): `fn bn(x, mu, var)` names a variance.
+ident: IDENT | 'var';
 
 expr: orExpr;
 orExpr: andExpr ('||' andExpr)*;
@@ -87,7 +91,7 @@ postfix
   | '[' sliceItem (',' sliceItem)* ','? ']'  # indexPostfix
   ;
 argList: arg (',' arg)* ','?;
-arg: (IDENT '=')? expr;
+arg: (ident '=')? expr;
 sliceItem: start=expr? ':' stop=expr? (':' step=expr?)? | index=expr;
 
 primary
@@ -95,7 +99,7 @@ primary
   | FLOAT                                 # floatLit
   | ('true' | 'false')                    # boolLit
   | STRING                                # stringLit
-  | IDENT                                 # nameRef
+  | ident                                 # nameRef
   | '(' expr (',' expr)* trailing=','? ')' # parenExpr
   | '[' (expr (',' expr)* ','?)? ']'      # listExpr
   ;

@@ -56,6 +56,33 @@ std::string jsonEscape(std::string_view text) {
 DiagnosticEngine::DiagnosticEngine(const SourceManager &sm, std::ostream &out)
     : sm_(sm), out_(out) {}
 
+/// Whether \p text is well-formed UTF-8 (no stray continuation byte,
+/// truncated sequence, overlong form, surrogate or code point past U+10FFFF).
+static bool isValidUtf8(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    size_t n = c < 0x80         ? 0
+               : (c >> 5) == 6  ? 1
+               : (c >> 4) == 14 ? 2
+               : (c >> 3) == 30 ? 3
+                                : 4;
+    if (n == 4 || i + n >= text.size() + (n == 0))
+      return false;
+    uint32_t cp = n == 0 ? c : c & (0x3f >> n);
+    for (size_t k = 1; k <= n; ++k) {
+      unsigned char d = static_cast<unsigned char>(text[i + k]);
+      if ((d >> 6) != 2)
+        return false;
+      cp = (cp << 6) | (d & 0x3f);
+    }
+    static const uint32_t least[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < least[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+      return false;
+    i += n + 1;
+  }
+  return true;
+}
+
 /// Makes a source line printable: tabs become one space (so the caret lines
 /// up) and control or non-ASCII bytes become '?'.
 static std::string printableLine(std::string_view line) {
@@ -72,6 +99,31 @@ static std::string printableLine(std::string_view line) {
   return out;
 }
 
+bool DiagnosticEngine::showsLine(SourceRange range) const {
+  // Only text of a file that began as TSL (not hidden), and only valid
+  // UTF-8 around the offending token (which is printed as '?' when it is
+  // not text); else the location and the message, which names the
+  // offending token, stand alone.
+  std::string_view line = sm_.lineText(range.begin);
+  size_t col = sm_.lineCol(range.begin).col - 1;
+  // lineText() stops where the file's text is hidden (hideTextFrom): the
+  // location is hidden when the line is cut before it.
+  std::string_view text = sm_.text(range.begin.file);
+  size_t start = range.begin.offset - col;
+  size_t full = std::min(text.find('\n', start), text.size()) - start;
+  if (full > 0 && text[start + full - 1] == '\r')
+    --full;
+  if (line.size() < full && col >= line.size())
+    return false;
+  size_t end = col + 1;
+  if (range.end.isValid() && range.end.file == range.begin.file &&
+      range.end.offset > range.begin.offset)
+    end = col + (range.end.offset - range.begin.offset);
+  col = std::min(col, line.size());
+  end = std::min(std::max(end, col), line.size());
+  return isValidUtf8(line.substr(0, col)) && isValidUtf8(line.substr(end));
+}
+
 void DiagnosticEngine::renderLocation(std::string &out, Severity sev,
                                       SourceRange range,
                                       const std::string &message) const {
@@ -79,7 +131,7 @@ void DiagnosticEngine::renderLocation(std::string &out, Severity sev,
     out += sm_.describe(range.begin) + ": ";
   out += severityName(sev);
   out += ": " + message + "\n";
-  if (!range.isValid())
+  if (!range.isValid() || !showsLine(range))
     return;
   std::string line = printableLine(sm_.lineText(range.begin));
   LineCol begin = sm_.lineCol(range.begin);

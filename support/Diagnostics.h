@@ -88,6 +88,10 @@ public:
 private:
   void renderLocation(std::string &out, Severity sev, SourceRange range,
                       const std::string &message) const;
+  /// Whether a diagnostic at \p range shows its source line: not when the
+  /// file's text is hidden (it is not TSL) or the line around the range is
+  /// not valid UTF-8.
+  bool showsLine(SourceRange range) const;
   const SourceManager &sm_;
   std::ostream &out_;
   bool json_ = false;

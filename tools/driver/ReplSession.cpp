@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <ostream>
 #include <regex>
@@ -755,18 +754,22 @@ bool ReplSession::ir(const std::string &fnName) {
 }
 
 bool ReplSession::load(const std::string &path) {
-  std::ifstream in(trim(path));
-  if (!in) {
-    err_ << "<input>: error: cannot read '" << trim(path) << "'\n";
+  // The reader of source files and imports: a regular file only (not a
+  // directory, a device such as /dev/zero or a FIFO, which would hang),
+  // within the size limit.
+  SourceManager files;
+  std::string error;
+  uint32_t file = files.addFile(trim(path), error);
+  if (!file) {
+    err_ << "<input>: error: " << error << "\n";
     return false;
   }
-  std::ostringstream buf;
-  buf << in.rdbuf();
+  std::string text(files.text(file));
   // The file's text becomes this entry's text, and its path the entry's
   // name, so errors and IR locations point into the file.
-  entries_[entry_] = buf.str();
+  entries_[entry_] = text;
   entryNames_[entry_] = trim(path);
-  return addItems(buf.str());
+  return addItems(text);
 }
 
 bool ReplSession::run(const std::string &argsText) {
