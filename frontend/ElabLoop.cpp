@@ -149,8 +149,12 @@ bool Elaborator::execFor(const ast::Stmt &st, Frame &frame) {
   // The loop variable: a symbol with no value at compile time, so that
   // the body is checked once for every iteration.
   std::string symName = var;
-  for (int k = 1; env.lookup(symName) || frame.module->dims.count(symName); ++k)
-    symName = var + "_" + std::to_string(k);
+  int &suffix = loopSymbolSuffix[var];
+  if (suffix > 0)
+    symName = var + "_" + std::to_string(suffix);
+  for (; env.lookup(symName) || frame.module->dims.count(symName);)
+    symName = var + "_" + std::to_string(++suffix);
+  ++suffix;
   SymbolInfo info;
   info.name = symName;
   info.kind = DimKind::Unbacked;

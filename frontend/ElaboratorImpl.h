@@ -358,6 +358,9 @@ public:
                    SourceRange range, SemValue &out);
 
   ShapeEnv env;
+  /// Per `for` variable name, the next suffix to try for its symbol (t,
+  /// t_1, t_2, ...): trying from 1 in every loop was quadratic in loops.
+  std::map<std::string, int> loopSymbolSuffix;
   Function fn;
   /// 1 + the index of the op that defines each value, by value id; 0 for
   /// none (for local simplifications).
