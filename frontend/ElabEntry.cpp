@@ -530,9 +530,21 @@ bool Elaborator::finishEntry(const ast::FnDecl &decl, Frame &frame,
   warnPinnedDynamicDims();
   // Result types as the facts simplify them (`check(pos < 5)` makes
   // min(5, pos + 1) just pos + 1): what guards reports and callers read.
+  // Not a dim with an unbacked size, which its producing op binds at run
+  // time: a declared `-> i32[0]` adds the fact `0 == u0` as an assertion
+  // after that op, and rewriting the op's own type to i32[0] made the CPU
+  // bind nothing and return an empty result (fuzz finding).
+  auto unbacked = [&](SymExpr d) {
+    for (const std::string &name : d.symbols())
+      if (const SymbolInfo *s = env.lookup(name);
+          s && s->kind == DimKind::Unbacked && !s->loopVariable)
+        return true;
+    return false;
+  };
   for (ValueId r : fn.results)
     for (SymExpr &d : fn.values[r].type.dims)
-      d = env.simplifyWithFacts(d);
+      if (!unbacked(d))
+        d = env.simplifyWithFacts(d);
   fn.symbols = env.symbols();
   for (Function &callee : fn.callees)
     callee.symbols = fn.symbols;
