@@ -9,6 +9,7 @@
 #include "shapes/ShapeEnv.h"
 #include "support/SourceManager.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -96,6 +97,27 @@ struct Expr {
   CompactVector<Arg> args;
   CompactVector<SliceItem> slices;
 };
+
+/// 1 + the depth of \p e's deepest child (operands, argument values, slice
+/// bounds and indices): what the parsers store in Expr::depth.
+inline uint32_t depthFromChildren(const Expr &e) {
+  uint32_t d = 0;
+  auto see = [&](const ExprPtr &x) {
+    if (x)
+      d = std::max(d, x->depth);
+  };
+  for (const ExprPtr &o : e.operands)
+    see(o);
+  for (const Arg &a : e.args)
+    see(a.value);
+  for (const SliceItem &si : e.slices) {
+    see(si.start);
+    see(si.stop);
+    see(si.step);
+    see(si.index);
+  }
+  return d + 1;
+}
 
 /// `dim X: dynamic in 1..8, multiple_of 4` (also used for inline dims).
 struct DimSpec {

@@ -710,22 +710,7 @@ bool DirectParser::intLiteral(std::string_view digits, SourceRange r,
 /// As the tree builder's setDepth: past kMaxExprDepth, reports at \p where
 /// and fails.
 bool DirectParser::setDepth(ast::Expr &e, SourceRange where) {
-  uint32_t d = 0;
-  auto see = [&](const ast::ExprPtr &x) {
-    if (x)
-      d = std::max(d, x->depth);
-  };
-  for (const ast::ExprPtr &o : e.operands)
-    see(o);
-  for (const ast::Arg &a : e.args)
-    see(a.value);
-  for (const ast::SliceItem &si : e.slices) {
-    see(si.start);
-    see(si.stop);
-    see(si.step);
-    see(si.index);
-  }
-  e.depth = d + 1;
+  e.depth = ast::depthFromChildren(e);
   if (e.depth <= kMaxExprDepth)
     return true;
   diags.error(ErrorKind::Syntax, where,
