@@ -233,9 +233,9 @@ int64_t fitSize(Reader &in, bool small) {
 }
 
 /// Fills \p count elements of type \p t at \p p from a generator seeded
-/// by \p seed: \p mode 0 zeros, 1 small integers, 2 random values, 3 random
-/// values with specials (NaN, infinities, -0, integers at their type's
-/// edges: indices out of range, item values far out).
+/// by \p seed: \p mode 0 zeros, 1 small integers (0 to 2), 2 random values
+/// (integers from -4 to 4), 3 random values with specials (NaN, infinities, -0,
+/// integers at their type's edges: indices out of range, item values far out).
 void fillData(uint8_t *p, tsl_dtype t, uint64_t count, uint32_t seed,
               int mode) {
   bool known = t.lanes == 1 &&
@@ -256,8 +256,8 @@ void fillData(uint8_t *p, tsl_dtype t, uint64_t count, uint32_t seed,
     uint32_t v = mode == 0 ? 0 : next();
     bool special = mode == 3 && v % 8 == 0;
     int64_t small = static_cast<int64_t>(v % 9) - 4;
-    if (mode == 1)
-      small = static_cast<int64_t>(k % 5) - 1;
+    if (mode == 1) // valid indices of dims of 3 or more; item gives 0 to 2
+      small = static_cast<int64_t>(k % 3);
     if (t.code == 6) {
       p[k] = mode == 0 ? 0 : v % 2;
     } else if (t.code == 0) {

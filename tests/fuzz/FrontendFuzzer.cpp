@@ -22,9 +22,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 namespace {
+
+/// TSL_FUZZ_VERBOSE=1: print each run's outcome.
+const bool verbose = [] {
+  const char *v = std::getenv("TSL_FUZZ_VERBOSE");
+  return v && v[0] == '1';
+}();
 
 /// Elements a value may have for a run; unbacked sizes count as kUnbacked.
 constexpr int64_t kMaxElements = int64_t(1) << 16;
@@ -168,8 +175,12 @@ void runFunction(const tsl::LoadedModule &module, const std::string &name,
       !boundedRun(fn, values))
     return;
   std::vector<tsl::Tensor> outputs;
-  if (!tsl::interpret(fn, args, outputs, runError) &&
-      runError.message.find("internal error") != std::string::npos) {
+  bool ok = tsl::interpret(fn, args, outputs, runError);
+  if (verbose)
+    std::fprintf(stderr, "ran %s at size %lld: %s\n", name.c_str(),
+                 static_cast<long long>(size),
+                 ok ? "ok" : runError.message.c_str());
+  if (!ok && runError.message.find("internal error") != std::string::npos) {
     std::fprintf(stderr, "%s: the interpreter: %s\n", name.c_str(),
                  runError.message.c_str());
     __builtin_trap();
