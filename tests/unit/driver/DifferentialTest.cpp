@@ -416,7 +416,7 @@ TEST(Differential, RandomProgramsAtManyShapes) {
 TEST(Differential, GeneratorCoversEveryOpWithinAPeriod) {
   for (const OpInfo &op : allOps())
     EXPECT_NE(probeFor(op.name), nullptr)
-        << "no probe in DifferentialTest.cpp's kProbes for " << op.name;
+        << "no probe in DifferentialGenerator.h's kProbes for " << op.name;
   for (uint32_t seed : {1u, 777u, 20261127u}) {
     std::set<OpCode> used;
     for (int64_t index = 0; index < kCoveragePeriod; ++index) {
