@@ -20,7 +20,7 @@
 //     checks that accepted ones stay inside it;
 //   - fit (function byte >= 128): arguments of the function's signature,
 //     each dim's size chosen by the input (0 and 1 most often, up to 39),
-//     ints from -1 to 49, data from a seeded generator (zeros, small
+//     ints from -1 to 55, data from a seeded generator (zeros, small
 //     integers, random values, or with NaN, infinities, -0 and indices out
 //     of range), and now and then one extent off by one or one element type
 //     changed. These run the compiled code of every op at empty and
