@@ -36,7 +36,7 @@ if [ "${1:-}" = "--smoke" ]; then
   for t in frontend capi ir; do
     case $t in
       frontend) runs=${TSL_FUZZ_RUNS:-20000} ;;
-      capi) runs=${TSL_FUZZ_CAPI_RUNS:-20000} ;;
+      capi) runs=${TSL_FUZZ_CAPI_RUNS:-6000} ;;
       ir) runs=${TSL_FUZZ_IR_RUNS:-100000} ;;
     esac
     start=$(date +%s)
