@@ -1,5 +1,7 @@
 #include "ir/Passes.h"
 
+#include <algorithm>
+
 namespace tsl {
 
 size_t eliminateDeadCode(Function &fn) {
@@ -21,6 +23,7 @@ size_t eliminateDeadCode(Function &fn) {
       used[v] = true;
   }
   std::vector<Operation> kept;
+  kept.reserve(static_cast<size_t>(std::count(keep.begin(), keep.end(), true)));
   for (size_t i = 0; i < fn.ops.size(); ++i)
     if (keep[i])
       kept.push_back(std::move(fn.ops[i]));

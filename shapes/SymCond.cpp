@@ -5,6 +5,12 @@
 
 namespace tsl {
 
+const std::shared_ptr<const std::vector<SymCond>> &SymCond::noChildren() {
+  static const std::shared_ptr<const std::vector<SymCond>> empty =
+      std::make_shared<const std::vector<SymCond>>();
+  return empty;
+}
+
 SymCond SymCond::truth(bool value) {
   SymCond c;
   c.kind_ = value ? Kind::True : Kind::False;

@@ -61,8 +61,11 @@ public:
 private:
   Kind kind_;
   SymExpr lhs_, rhs_;
-  std::shared_ptr<const std::vector<SymCond>> children_ =
-      std::make_shared<const std::vector<SymCond>>();
+  /// One empty child list shared by every leaf condition: a fresh one per
+  /// condition was a heap allocation for every value a large function
+  /// makes (600,000 at 120,000 lines).
+  static const std::shared_ptr<const std::vector<SymCond>> &noChildren();
+  std::shared_ptr<const std::vector<SymCond>> children_ = noChildren();
 };
 
 /// Parses a dim expression in TSL syntax (`N * 2 + 1`, `min(A, B)`, `S / 2`).
