@@ -151,12 +151,12 @@ void padImage(const Geometry &g, int32_t d, const void *x, int64_t n,
       }
       std::fill(row, row + g.pw, 0.f);
       int64_t src = base + (c * g.H + ih) * g.W;
-      if (d == F32)
-        std::memcpy(row + g.pw, static_cast<const float *>(x) + src,
-                    static_cast<size_t>(g.W) * sizeof(float));
-      else
+      if (d != F32)
         for (int64_t iw = 0; iw < g.W; ++iw)
           row[g.pw + iw] = loadFloat(d, x, src + iw);
+      else if (g.W > 0) // an empty image may have no buffer at all
+        std::memcpy(row + g.pw, static_cast<const float *>(x) + src,
+                    static_cast<size_t>(g.W) * sizeof(float));
       std::fill(row + g.pw + g.W, row + Ws, 0.f);
     }
 }

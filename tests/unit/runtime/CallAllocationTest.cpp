@@ -26,8 +26,17 @@ void *operator new(std::size_t bytes) {
     return p;
   throw std::bad_alloc();
 }
+// The nothrow form too: the library's default one would allocate with
+// its own operator new while the plain delete below frees with free()
+// (std::stable_sort's temporary buffer does exactly that: ASan reported
+// the mismatch once a test reached topk, and the thread pool's start).
+void *operator new(std::size_t bytes, const std::nothrow_t &) noexcept {
+  ++newCalls;
+  return std::malloc(bytes ? bytes : 1);
+}
 void operator delete(void *p) noexcept { std::free(p); }
 void operator delete(void *p, std::size_t) noexcept { std::free(p); }
+void operator delete(void *p, const std::nothrow_t &) noexcept { std::free(p); }
 
 using namespace tsl;
 using namespace tsl::rt;
