@@ -104,7 +104,8 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
       if (bufs[r])
         freeBuffer(outlining ? loadBuffer(r) : bufs[r]);
   }
-  closeSegments();
+  while (!segments.empty())
+    closeSegment();
   target.lowerCallEnd(*this);
   b.CreateRet(b.getInt32(0));
   emitMatch();

@@ -60,16 +60,6 @@ public:
   bool lowerCall(const Operation &op);
   /// Sequential loops over \p extents (the body may nest more loops).
   void serialLoops(const std::vector<Value *> &extents, const LoopBody &body);
-  /// What a parallel loop does per chunk besides its iterations: \p before
-  /// runs in the host function with the chunk count (i64) before the loop
-  /// (to allocate per-chunk scratch), \p enter at the start of each chunk
-  /// with its index (i64, in [0, chunks)), \p leave at its end (on the
-  /// chunk's thread). Any may be empty.
-  struct ChunkHooks {
-    std::function<void(Value *chunks)> before;
-    std::function<void(Value *chunk)> enter;
-    std::function<void()> leave;
-  };
   /// Host code (CodegenParallel.cpp): \p body for every index of
   /// \p extents, whose iterations are independent and write disjoint data.
   /// The outer indices (all but the last extent; the only one for rank 1)
@@ -335,9 +325,8 @@ private:
   struct OpenLoop {
     llvm::BasicBlock *header, *exit;
     llvm::PHINode *index;
-    /// Buffers reloaded in the body (reloadBuffers) with their values
-    /// before, which are restored after the loop: a reload in the body
-    /// does not dominate the code after it.
+    /// Buffers the body reloaded, with their values before: restored after
+    /// the loop, which a reload in the body does not dominate.
     std::vector<std::pair<ValueId, Value *>> reloaded = {};
   };
   std::vector<OpenLoop> openLoops;
@@ -531,11 +520,10 @@ private:
   bool lowerKernel(size_t begin, size_t end, bool rowGroup);
   /// The values whose buffers ops [begin, end) read.
   std::vector<ValueId> valuesRead(size_t begin, size_t end) const;
-  // --- host code in segments (CodegenSegments.cpp) ----------------------
-  /// Ops of host code per segment function, in functions with more ops.
+  // --- host code in segments of kSegmentOps ops (CodegenSegments.cpp) ---
   static constexpr size_t kSegmentOps = 64;
-  /// A segment being emitted: where its caller goes on, the loop depth it
-  /// began at (it ends with that loop's body at the latest) and its ops.
+  /// Where the caller goes on, the loop depth the segment began at (it
+  /// ends with that loop's body at the latest) and its ops so far.
   struct Segment {
     llvm::Function *caller;
     llvm::BasicBlock *block;
@@ -544,20 +532,14 @@ private:
   std::vector<Segment> segments;
   bool segmenting = false;
   unsigned numSegments = 0;
-  /// Before host op \p i: ends the segment that is full (or, before an
-  /// end_loop, the one begun in its body) and begins the next.
+  /// Before host op \p i: ends a full segment (or, before an end_loop, the
+  /// one begun in its body) and opens the next, called from the current.
   void placeInSegment(size_t i);
-  /// Calls a new segment function from the current one and emits into it.
   void openSegment(size_t depth);
   void closeSegment();
-  void closeSegments();
-
-  /// In outlined host code, reloads from the buffer array the buffers that
-  /// ops [begin, end) read, free or carry (a loop marker), so that no
-  /// pointer stays live from one kernel call to a later one: unoptimized
-  /// host code (ObjectCompiler's kLargeHostCode) spills every value live
-  /// across blocks to its own stack slot, a frame that grew with the
-  /// function (16 bytes per kernel call).
+  /// In outlined host code, reloads the buffers ops [begin, end) read, free
+  /// or carry from the buffer array: no pointer lives from one kernel call
+  /// to the next, which unoptimized code gives a stack slot of its own.
   void reloadBuffers(size_t begin, size_t end);
   /// \p f, or an earlier kernel with the same LLVM text (\p f is erased).
   llvm::Function *shareKernel(llvm::Function *f);
@@ -572,9 +554,8 @@ private:
   int32_t kernelFirstOp = 0;
   /// The kernels emitted so far, by their LLVM text.
   std::map<std::string, llvm::Function *> kernelsByText;
-  /// The scratch area of the entry point's buffer array: the argument
-  /// array of a kernel call or the buffer array of a callee call while it
-  /// runs (bufferArrayLength). Only in the entry point (not in a kernel).
+  /// The entry point's scratch area (bufferArrayLength): a kernel call's
+  /// argument array or a callee call's buffer array while it runs.
   Value *scratchArea();
 
   // --- device kernels (backend/nvptx: CodegenDevice*.cpp) -----------------

@@ -62,9 +62,4 @@ void Codegen::closeSegment() {
   b.SetInsertPoint(s.block);
 }
 
-void Codegen::closeSegments() {
-  while (!segments.empty())
-    closeSegment();
-}
-
 } // namespace tsl::backend

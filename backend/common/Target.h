@@ -38,6 +38,16 @@ struct RuntimeEntries {
 
 /// Loop bodies get one index per extent (row-major).
 using LoopBody = std::function<void(const std::vector<llvm::Value *> &)>;
+/// What a parallel loop (Codegen::hostParallelLoops) does per chunk besides
+/// its iterations: \p before runs in the host function with the chunk count
+/// (i64) before the loop (to allocate per-chunk scratch), \p enter at the
+/// start of each chunk with its index (i64, in [0, chunks)), \p leave at
+/// its end (on the chunk's thread). Any may be empty.
+struct ChunkHooks {
+  std::function<void(llvm::Value *chunks)> before;
+  std::function<void(llvm::Value *chunk)> enter;
+  std::function<void()> leave;
+};
 
 /// A code generation target. Implementations are stateless: every hook gets
 /// the Codegen whose state it reads and extends, so one Target object
