@@ -1,9 +1,9 @@
 // Outlining repeated inlined calls into callees, and inlining them again
 // (ir/OutlineCalls.h).
 #include "ir/OutlineCalls.h"
-#include "ir/IrText.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <map>
 #include <unordered_map>
@@ -14,61 +14,160 @@ namespace {
 
 constexpr ValueId kNoValue = std::numeric_limits<ValueId>::max();
 
-/// One run that may become a call: its callee as it would be (ops
-/// renumbered) and the caller's values it reads and gives.
+/// One run that may become a call: the caller's values it reads and gives,
+/// and its shape as a callee would have it (ops renumbered).
 struct Candidate {
   const InlinedCall *call = nullptr;
-  Function callee;
   std::vector<ValueId> inputs, outputs;
-  std::string key; ///< the callee's text: equal text, equal callee
+  /// For each op, its operands as callee-local numbers (parameters first,
+  /// then results in order), then a 1 for each result the callee gives.
+  std::vector<uint32_t> wiring;
+  size_t hash = 0;
+  size_t kind = 0; ///< equal kinds, equal callees (see sameCallee)
 };
 
-/// The run [call.begin, call.end) of \p fn as a callee, or false when it
-/// cannot be one (see outlineRepeatedCalls). \p lastUse[v] is the last op
-/// that reads v (the op count for results).
+size_t mix(size_t h, size_t v) {
+  return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+}
+
+size_t hashType(const TensorType &t) {
+  size_t h = static_cast<size_t>(t.dtype);
+  for (const SymExpr &d : t.dims)
+    h = mix(h, d.hash());
+  return h;
+}
+
+/// Attributes equal as the IR text prints them: floats bit for bit (a
+/// callee for `x * 0.0` is not one for `x * -0.0`).
+bool sameAttr(const Attr &a, const Attr &b) {
+  if (a.index() != b.index())
+    return false;
+  if (auto *x = std::get_if<double>(&a))
+    return std::bit_cast<uint64_t>(*x) ==
+           std::bit_cast<uint64_t>(std::get<double>(b));
+  if (auto *x = std::get_if<Number>(&a)) {
+    const Number &y = std::get<Number>(b);
+    return x->isInt == y.isInt && (x->isInt ? x->i == y.i
+                                            : std::bit_cast<uint64_t>(x->f) ==
+                                                  std::bit_cast<uint64_t>(y.f));
+  }
+  return a == b;
+}
+
+bool sameAttrs(const std::map<std::string, Attr> &a,
+               const std::map<std::string, Attr> &b) {
+  if (a.size() != b.size())
+    return false;
+  for (auto x = a.begin(), y = b.begin(); x != a.end(); ++x, ++y)
+    if (x->first != y->first || !sameAttr(x->second, y->second))
+      return false;
+  return true;
+}
+
+/// Whether \p x and \p y would make the same callee: the same ops, wiring,
+/// attributes, locations and types (interned dims compare by identity).
+bool sameCallee(const Function &fn, const Candidate &x, const Candidate &y) {
+  if (x.wiring != y.wiring || x.inputs.size() != y.inputs.size() ||
+      x.call->end - x.call->begin != y.call->end - y.call->begin)
+    return false;
+  for (size_t k = 0; k < x.inputs.size(); ++k)
+    if (!(fn.type(x.inputs[k]) == fn.type(y.inputs[k])))
+      return false;
+  for (size_t i = x.call->begin, j = y.call->begin; i < x.call->end; ++i, ++j) {
+    const Operation &a = fn.ops[i], &b = fn.ops[j];
+    if (a.code != b.code || !(a.loc == b.loc) ||
+        a.results.size() != b.results.size() || !sameAttrs(a.attrs, b.attrs))
+      return false;
+    for (size_t r = 0; r < a.results.size(); ++r)
+      if (!(fn.type(a.results[r]) == fn.type(b.results[r])))
+        return false;
+  }
+  return true;
+}
+
+/// The run [call.begin, call.end) of \p fn as a candidate, or false when
+/// it cannot be a callee (see outlineRepeatedCalls). \p lastUse[v] is the
+/// last op that reads v (the op count for results).
 bool makeCandidate(const Function &fn, const InlinedCall &call,
                    const std::vector<size_t> &lastUse, Candidate &out) {
-  std::unordered_map<ValueId, ValueId> local; // the run's values, renumbered
-  Function &callee = out.callee;
-  callee.name = "f";
-  auto input = [&](ValueId v) {
-    if (auto it = local.find(v); it != local.end())
-      return it->second;
-    std::string name = "a" + std::to_string(callee.params.size());
-    Param p;
-    p.name = name;
-    p.value = local[v] = callee.addValue(fn.type(v), name);
-    callee.params.push_back(p);
-    out.inputs.push_back(v);
-    return local[v];
-  };
+  std::unordered_map<ValueId, uint32_t> local; // the run's values, renumbered
+  std::vector<ValueId> results;
+  size_t h = call.end - call.begin;
   for (size_t i = call.begin; i < call.end; ++i) {
     const Operation &op = fn.ops[i];
     if (isLoopMarker(op.code) || bindsSizes(op.code) || op.code == OpCode::Call)
       return false;
-    Operation copy = op;
-    for (ValueId &v : copy.operands)
-      v = input(v);
-    for (ValueId &r : copy.results) {
-      ValueId id = callee.addValue(fn.type(r));
-      local[r] = id;
+    h = mix(mix(h, static_cast<size_t>(op.code)), op.loc.line);
+    for (ValueId v : op.operands) {
+      auto [it, fresh] = local.try_emplace(v, 0);
+      if (fresh) {
+        out.inputs.push_back(v);
+        h = mix(h, hashType(fn.type(v)));
+      }
+      out.wiring.push_back(it->second); // numbered below, once all are known
+    }
+    for (ValueId r : op.results) {
+      local.emplace(r, 0); // not an input where later ops read it
+      results.push_back(r);
+      h = mix(h, hashType(fn.type(r)));
       if (lastUse[r] >= call.end) {
         // A layout op's result may be a view of its operand: the caller
         // could free the operand while the view lives.
         if (isLayout(op.code))
           return false;
         out.outputs.push_back(r);
-        callee.results.push_back(id);
       }
-      r = id;
     }
-    callee.ops.push_back(std::move(copy));
   }
   if (out.outputs.empty())
     return false;
+  // Parameters are numbered first, then results, as the callee's values.
+  uint32_t next = 0;
+  for (ValueId v : out.inputs)
+    local[v] = next++;
+  for (ValueId r : results)
+    local[r] = next++;
+  size_t w = 0;
+  for (size_t i = call.begin; i < call.end; ++i) {
+    for (ValueId v : fn.ops[i].operands)
+      out.wiring[w++] = local[v];
+    for (ValueId r : fn.ops[i].results)
+      out.wiring.push_back(lastUse[r] >= call.end);
+  }
+  for (uint32_t x : out.wiring)
+    h = mix(h, x);
   out.call = &call;
-  out.key = printFunction(callee);
+  out.hash = h;
   return true;
+}
+
+/// The callee that \p c's run becomes (named "f"; the caller renames it).
+/// Parameters are made where the run first reads them, as before callees
+/// were built only once per kind (their value numbers show in the IR).
+Function buildCallee(const Function &fn, const Candidate &c) {
+  std::unordered_map<ValueId, ValueId> local;
+  Function callee;
+  callee.name = "f";
+  for (size_t i = c.call->begin; i < c.call->end; ++i) {
+    Operation copy = fn.ops[i];
+    for (ValueId &v : copy.operands) {
+      auto it = local.find(v);
+      if (it == local.end()) {
+        Param p;
+        p.name = "a" + std::to_string(callee.params.size());
+        p.value = callee.addValue(fn.type(v), p.name);
+        callee.params.push_back(p);
+        it = local.emplace(v, p.value).first;
+      }
+      v = it->second;
+    }
+    for (ValueId &r : copy.results)
+      r = local[r] = callee.addValue(fn.type(r));
+    callee.ops.push_back(std::move(copy));
+  }
+  for (ValueId r : c.outputs)
+    callee.results.push_back(local.at(r));
+  return callee;
 }
 
 /// For each value, the last op that reads it (results: the op count).
@@ -93,14 +192,14 @@ std::vector<int> loopDepths(const Function &fn) {
 
 /// The runs of \p candidates that become calls, by where they start:
 /// longest first (a call's nested calls are inside it), each where no run
-/// already taken overlaps it, then only texts that keep \p minCalls runs.
-/// \p runsOf counts each text's candidates; \p numOps is the op count.
+/// already taken overlaps it, then only kinds that keep \p minCalls runs.
+/// \p runsOf counts each kind's candidates; \p numOps is the op count.
 std::vector<Candidate *> chooseRuns(std::vector<Candidate> &candidates,
-                                    const std::map<std::string, size_t> &runsOf,
+                                    const std::vector<size_t> &runsOf,
                                     size_t numOps, size_t minCalls) {
   std::vector<Candidate *> order;
   for (Candidate &c : candidates)
-    if (runsOf.at(c.key) >= minCalls)
+    if (runsOf[c.kind] >= minCalls)
       order.push_back(&c);
   auto length = [](const Candidate *c) {
     return c->call->end - c->call->begin;
@@ -111,7 +210,7 @@ std::vector<Candidate *> chooseRuns(std::vector<Candidate> &candidates,
   });
   std::vector<bool> covered(numOps, false);
   std::vector<Candidate *> taken;
-  std::map<std::string, size_t> takenOf;
+  std::vector<size_t> takenOf(runsOf.size(), 0);
   for (Candidate *c : order) {
     auto from = covered.begin() + static_cast<std::ptrdiff_t>(c->call->begin),
          to = covered.begin() + static_cast<std::ptrdiff_t>(c->call->end);
@@ -119,10 +218,10 @@ std::vector<Candidate *> chooseRuns(std::vector<Candidate> &candidates,
       continue;
     std::fill(from, to, true);
     taken.push_back(c);
-    ++takenOf[c->key];
+    ++takenOf[c->kind];
   }
   std::erase_if(taken,
-                [&](Candidate *c) { return takenOf[c->key] < minCalls; });
+                [&](Candidate *c) { return takenOf[c->kind] < minCalls; });
   std::sort(taken.begin(), taken.end(), [](Candidate *x, Candidate *y) {
     return x->call->begin < y->call->begin;
   });
@@ -136,7 +235,9 @@ size_t outlineRepeatedCalls(Function &fn, const std::vector<InlinedCall> &calls,
   std::vector<size_t> lastUse = lastUses(fn);
   std::vector<int> depth = loopDepths(fn);
   std::vector<Candidate> candidates;
-  std::map<std::string, size_t> runsOf;
+  std::vector<size_t> runsOf;      // by kind
+  std::vector<size_t> firstOfKind; // a candidate of each kind
+  std::unordered_map<size_t, std::vector<size_t>> kindsOfHash;
   for (const InlinedCall &call : calls) {
     if (call.begin >= call.end || call.end > fn.ops.size() ||
         call.end - call.begin < minOps || depth[call.begin] != 0)
@@ -144,22 +245,34 @@ size_t outlineRepeatedCalls(Function &fn, const std::vector<InlinedCall> &calls,
     Candidate c;
     if (!makeCandidate(fn, call, lastUse, c))
       continue;
-    ++runsOf[c.key];
+    std::vector<size_t> &kinds = kindsOfHash[c.hash];
+    auto same = std::find_if(kinds.begin(), kinds.end(), [&](size_t k) {
+      return sameCallee(fn, candidates[firstOfKind[k]], c);
+    });
+    if (same != kinds.end()) {
+      c.kind = *same;
+    } else {
+      c.kind = runsOf.size();
+      kinds.push_back(c.kind);
+      runsOf.push_back(0);
+      firstOfKind.push_back(candidates.size());
+    }
+    ++runsOf[c.kind];
     candidates.push_back(std::move(c));
   }
   std::vector<Candidate *> taken =
       chooseRuns(candidates, runsOf, fn.ops.size(), minCalls);
-  // One callee per text, numbered in the order of first calls.
+  // One callee per kind, numbered in the order of first calls.
   std::map<size_t, std::pair<const Candidate *, int64_t>> starts;
-  std::map<std::string, int64_t> calleeOf;
+  std::unordered_map<size_t, int64_t> calleeOf;
   std::map<std::string, int> names;
   for (const Candidate *c : taken) {
     auto [it, fresh] =
-        calleeOf.emplace(c->key, static_cast<int64_t>(fn.callees.size()));
+        calleeOf.emplace(c->kind, static_cast<int64_t>(fn.callees.size()));
     if (fresh) {
       const std::string &source = c->call->callee;
       int seen = names[source]++;
-      fn.callees.push_back(c->callee);
+      fn.callees.push_back(buildCallee(fn, *c));
       fn.callees.back().name =
           seen ? source + "_" + std::to_string(seen) : source;
     }

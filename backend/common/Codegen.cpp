@@ -8,10 +8,11 @@
 #include "backend/common/Codegen.h"
 #include "runtime/Sha256.h"
 
-#include <llvm/Linker/Linker.h>
-
 #include <llvm/IR/Verifier.h>
+#include <llvm/Linker/Linker.h>
 #include <llvm/Support/raw_ostream.h>
+
+#include <algorithm>
 
 namespace tsl {
 namespace backend {
@@ -164,9 +165,13 @@ std::vector<ValueId> Codegen::valuesRead(size_t begin, size_t end) const {
 void Codegen::reloadBuffers(size_t begin, size_t end) {
   if (!outlining)
     return;
+  // Each buffer once: an op's operands repeat (x * x, a view and its base),
+  // and at O0 every dead load is an instruction to select.
+  std::vector<ValueId> done;
   auto reload = [&](ValueId v) {
-    if (!bufs[v])
+    if (!bufs[v] || std::find(done.begin(), done.end(), v) != done.end())
       return;
+    done.push_back(v);
     if (!openLoops.empty())
       openLoops.back().reloaded.emplace_back(v, bufs[v]);
     bufs[v] = loadBuffer(v);
@@ -245,7 +250,7 @@ bool Codegen::lowerKernel(size_t begin, size_t end, bool rowGroup) {
   Value *status = b.CreateCall(
       f, {args, symsArg, ctxArg,
           b.getInt32(static_cast<int32_t>(begin) + options.opIndexBase)});
-  failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {}); // already recorded
+  failIf(b.CreateICmpNE(status, b.getInt32(0)), nullptr); // recorded
   // The kernel allocated (or aliased) its results into its slots. (The
   // array's address again: a value kept across the failure branch would
   // take a stack slot of its own in unoptimized host code.)
@@ -276,7 +281,7 @@ bool Codegen::lowerCall(const Operation &op) {
   for (size_t i = 0; i < op.operands.size(); ++i)
     b.CreateStore(bufs[op.operands[i]], slot(callee.params[i].value));
   Value *status = b.CreateCall(f, {array, symsArg, ctxArg});
-  failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {}); // already recorded
+  failIf(b.CreateICmpNE(status, b.getInt32(0)), nullptr); // recorded
   array = scratchArea(); // not kept across the branch (lowerKernel)
   for (size_t i = 0; i < op.results.size(); ++i) {
     ValueId r = op.results[i];

@@ -257,9 +257,9 @@ private:
   llvm::FunctionCallee runtime(const char *name, llvm::Type *ret,
                                std::vector<llvm::Type *> args);
 
-  /// Branches to a failure exit when \p failed is true. On the device the
-  /// first failing thread also stores \p values (at most two i64), which
-  /// the message shows as {0} and {1} (tsl_rt_dev_error).
+  /// Branches to a failure exit when \p failed is true (one per host function
+  /// for an empty \p record: already recorded). On the device the first
+  /// failing thread also stores \p values (two i64 at most, {0} and {1}).
   void failIf(Value *failed, const std::function<void()> &record,
               const std::vector<Value *> &values = {});
   void failOpIf(Value *failed);

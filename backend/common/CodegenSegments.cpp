@@ -40,7 +40,7 @@ void Codegen::openSegment(size_t depth) {
   for (unsigned a = 0; a < 3; ++a)
     f->addParamAttr(a, llvm::Attribute::NoAlias);
   Value *status = b.CreateCall(f, {buffersArg, symsArg, ctxArg});
-  failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {}); // already recorded
+  failIf(b.CreateICmpNE(status, b.getInt32(0)), nullptr); // recorded
   segments.push_back({kernel, b.GetInsertBlock(), depth, 0});
   kernel = f;
   sizesChecked.clear();

@@ -3,6 +3,8 @@
 #include "backend/common/Codegen.h"
 #include "runtime/KernelAbi.h"
 
+#include <llvm/IR/ValueSymbolTable.h>
+
 namespace tsl::backend {
 
 // --- runtime calls ---------------------------------------------------
@@ -38,6 +40,21 @@ void Codegen::failIf(Value *failed, const std::function<void()> &record,
   if (auto *never = llvm::dyn_cast<llvm::ConstantInt>(failed);
       never && never->isZero())
     return;
+  if (!record && !inDevice && kernel->getReturnType()->isIntegerTy(32)) {
+    // One return for every call whose callee recorded its failure: 10,000
+    // calls of a helper made 10,000 blocks for instruction selection.
+    auto *bad = llvm::dyn_cast_or_null<llvm::BasicBlock>(
+        kernel->getValueSymbolTable()->lookup("tsl.failed"));
+    if (!bad) {
+      bad = llvm::BasicBlock::Create(ctx, "tsl.failed", kernel);
+      llvm::IRBuilder<>(bad).CreateRet(b.getInt32(1));
+    }
+    auto *ok = llvm::BasicBlock::Create(ctx, "ok", kernel);
+    b.CreateCondBr(failed, bad, ok,
+                   llvm::MDBuilder(ctx).createBranchWeights(1, 1 << 20));
+    b.SetInsertPoint(ok);
+    return;
+  }
   auto *bad = llvm::BasicBlock::Create(ctx, "fail", kernel);
   auto *ok = llvm::BasicBlock::Create(ctx, "ok", kernel);
   b.CreateCondBr(failed, bad, ok,
@@ -73,7 +90,8 @@ void Codegen::failIf(Value *failed, const std::function<void()> &record,
     else
       b.CreateRetVoid();
   } else {
-    record();
+    if (record)
+      record();
     b.CreateRet(b.getInt32(1));
   }
   b.SetInsertPoint(ok);

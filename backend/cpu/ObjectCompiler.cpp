@@ -78,6 +78,36 @@ withBodies(const std::set<const llvm::Function *> &functions) {
   return all;
 }
 
+/// Exports \p functions of \p unit for the other units (hidden where they
+/// are kernels or were internal), drops what nothing uses and puts the
+/// declarations in name order: where the whole module first declared an
+/// intrinsic depends on the other kernels, and must not change this unit's
+/// bitcode (its cache key).
+void finishUnit(llvm::Module &unit,
+                const std::set<const llvm::Function *> &functions) {
+  for (const llvm::Function *f : functions) {
+    llvm::Function *own = unit.getFunction(f->getName());
+    bool hidden = f->getName().starts_with(kKernelFunctionPrefix) ||
+                  own->hasLocalLinkage();
+    own->setLinkage(llvm::GlobalValue::ExternalLinkage);
+    if (hidden)
+      own->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  }
+  dropUnused(unit);
+  std::vector<llvm::Function *> declarations;
+  for (llvm::Function &f : unit)
+    if (f.isDeclaration())
+      declarations.push_back(&f);
+  std::sort(declarations.begin(), declarations.end(),
+            [](llvm::Function *x, llvm::Function *y) {
+              return x->getName() < y->getName();
+            });
+  for (llvm::Function *f : declarations) {
+    f->removeFromParent();
+    unit.getFunctionList().push_back(f);
+  }
+}
+
 /// A copy of \p m with only \p functions (and the chunk functions they
 /// use, kept internal) and the constants they read defined; the functions
 /// are exported (hidden) for the other units.
@@ -93,31 +123,60 @@ unitOf(const llvm::Module &m,
         auto *var = llvm::dyn_cast<llvm::GlobalVariable>(g);
         return var && var->hasLocalLinkage(); // messages they may report
       });
-  for (const llvm::Function *f : functions) {
-    llvm::Function *copy = unit->getFunction(f->getName());
-    copy->setLinkage(llvm::GlobalValue::ExternalLinkage);
-    // Kernels, and internal functions (callees), are seen by the other
-    // units only, not exported.
-    if (f->getName().starts_with(kKernelFunctionPrefix) || f->hasLocalLinkage())
-      copy->setVisibility(llvm::GlobalValue::HiddenVisibility);
-  }
-  dropUnused(*unit);
-  // Declarations in name order: where the whole module first declared an
-  // intrinsic depends on the other kernels, and must not change this
-  // unit's bitcode (its cache key).
-  std::vector<llvm::Function *> declarations;
-  for (llvm::Function &f : *unit)
-    if (f.isDeclaration())
-      declarations.push_back(&f);
-  std::sort(declarations.begin(), declarations.end(),
-            [](llvm::Function *x, llvm::Function *y) {
-              return x->getName() < y->getName();
-            });
-  for (llvm::Function *f : declarations) {
-    f->removeFromParent();
-    unit->getFunctionList().push_back(f);
-  }
+  std::set<const llvm::Function *> own;
+  for (const llvm::Function *f : functions)
+    own.insert(unit->getFunction(f->getName()));
+  finishUnit(*unit, own);
   return unit;
+}
+
+/// Makes \p m itself the unit unitOf(m, functions) would copy: the host
+/// code of a function with 10,000 calls is most of the module, and a copy
+/// of it doubled the compiler's peak memory.
+void becomeUnitOf(llvm::Module &m,
+                  const std::set<const llvm::Function *> &functions) {
+  std::set<const llvm::Function *> defined = withBodies(functions);
+  for (llvm::Function &f : m)
+    if (!f.isDeclaration() && !defined.count(&f)) {
+      f.deleteBody();
+      f.setComdat(nullptr);
+      f.setLinkage(llvm::GlobalValue::ExternalLinkage);
+    }
+  for (llvm::GlobalVariable &g : m.globals())
+    if (!g.hasLocalLinkage() && !g.isDeclaration()) {
+      g.setInitializer(nullptr);
+      g.setComdat(nullptr);
+      g.setLinkage(llvm::GlobalValue::ExternalLinkage);
+    }
+  finishUnit(m, functions);
+}
+
+/// A copy of \p m without the bodies of \p entries and \p kernels (they
+/// are declared, as the other units export them): what is left for the
+/// rest's unit, the matchers and dispatchers.
+std::unique_ptr<llvm::Module>
+restOf(const llvm::Module &m, const std::set<const llvm::Function *> &entries,
+       const std::vector<llvm::Function *> &kernels) {
+  std::set<const llvm::Function *> elsewhere(kernels.begin(), kernels.end());
+  elsewhere.insert(entries.begin(), entries.end());
+  std::set<const llvm::Function *> roots;
+  for (const llvm::Function &f : m)
+    if (!f.isDeclaration() && !elsewhere.count(&f) &&
+        !(f.hasLocalLinkage() && f.getName().starts_with(kBodyFunctionPrefix)))
+      roots.insert(&f);
+  std::set<const llvm::Function *> defined = withBodies(roots);
+  llvm::ValueToValueMapTy map;
+  std::unique_ptr<llvm::Module> rest =
+      llvm::CloneModule(m, map, [&](const llvm::GlobalValue *g) {
+        if (auto *f = llvm::dyn_cast<llvm::Function>(g))
+          return defined.count(f) > 0;
+        return true;
+      });
+  for (const llvm::Function *f : elsewhere)
+    if (f->getName().starts_with(kKernelFunctionPrefix) || f->hasLocalLinkage())
+      rest->getFunction(f->getName())
+          ->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  return rest;
 }
 
 /// Erases the chunk functions nothing in \p m uses any more (their kernels
@@ -268,17 +327,20 @@ bool compileToObjects(std::unique_ptr<llvm::Module> m, bool pic,
   constexpr size_t kLargeHostCode = 128;
   units[1].effort =
       hostCalls > kLargeHostCode ? OptEffort::None : OptEffort::Light;
-  if (!entries.empty())
-    units[1].bitcode = bitcodeOf(*unitOf(*m, entries));
   for (size_t k = 0; k < kernels.size(); ++k)
     units[k + 2].bitcode = bitcodeOf(*unitOf(*m, {kernels[k]}));
-  // The rest calls what the other units now define.
-  for (llvm::Function *f : kernels)
-    declareOnly(*f);
-  for (const llvm::Function *f : entries)
-    declareOnly(*const_cast<llvm::Function *>(f));
-  dropUnusedBodies(*m);
-  units[0].bitcode = bitcodeOf(*m);
+  if (!entries.empty()) {
+    // The rest calls what the other units define; the host code's unit is
+    // the module itself (it holds most of a large function).
+    units[0].bitcode = bitcodeOf(*restOf(*m, entries, kernels));
+    becomeUnitOf(*m, entries);
+    units[1].bitcode = bitcodeOf(*m);
+  } else {
+    for (llvm::Function *f : kernels)
+      declareOnly(*f);
+    dropUnusedBodies(*m);
+    units[0].bitcode = bitcodeOf(*m);
+  }
   m.reset();
   if (entries.empty())
     units.erase(units.begin() + 1);
