@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 namespace tsl {
 
@@ -741,6 +742,7 @@ bool Elaborator::execBlock(const ast::Block &block, Frame &frame,
       return error(st.range, "this expression's value is unused",
                    "bind it with 'let' or return it");
     }
+    frame.finished(block, st);
   }
   frame.popScope();
   return true;
@@ -884,6 +886,11 @@ bool Elaborator::callFunction(const LoadedModule &module,
   }
   bool returned = false;
   SemValue result;
+  std::optional<NameUses> uses;
+  if (decl.body.stmts.size() >= NameUses::kMinStatements) {
+    frame.uses = &uses.emplace(decl.body);
+    frame.usesBody = &decl.body;
+  }
   if (!execBlock(decl.body, frame, returned, result))
     return false;
   if (!matchResults(*this, decl, frame, result, range))

@@ -2,6 +2,7 @@
 /// \file Private to frontend/: the elaborator's state and helpers.
 
 #include "frontend/Elaborator.h"
+#include "frontend/NameUses.h"
 #include "ir/OutlineCalls.h"
 #include "ir/ShapeRules.h"
 
@@ -105,6 +106,24 @@ struct Frame {
     scopes.pop_back();
     while (!vars.empty() && vars.rbegin()->first >= scopes.size())
       vars.erase(std::prev(vars.end()));
+  }
+  /// The name counts of the function's body (\p usesBody) when it is long
+  /// enough to count (NameUses.h): after each of its statements the
+  /// bindings that no later statement reads are dropped.
+  NameUses *uses = nullptr;
+  const ast::Block *usesBody = nullptr;
+  /// Drops \p st's last reads' bindings, if \p st is a statement of
+  /// usesBody.
+  void finished(const ast::Block &block, const ast::Stmt &st) {
+    if (!uses || &block != usesBody)
+      return;
+    for (std::string_view name : uses->finished(st)) {
+      std::string key(name);
+      for (size_t k = 0; k < scopes.size(); ++k) {
+        scopes[k].erase(key);
+        vars.erase({k, key});
+      }
+    }
   }
 };
 
