@@ -1,0 +1,320 @@
+// Reverse-mode differentiation: the op table's differentiation column, the
+// builder the rules emit with, and the reverse sweep (see Differentiate.h).
+#include "ir/Differentiate.h"
+#include "ir/VjpBuilder.h"
+
+#include <algorithm>
+
+namespace tsl {
+
+DiffRule diffRuleOf(OpCode c) {
+  // One row per op of ir/Ops.def, no default: adding an op without deciding
+  // how it differentiates is a -Wswitch warning and fails OpTableTest.
+  switch (c) {
+  case OpCode::Add:
+  case OpCode::Sub:
+  case OpCode::Mul:
+  case OpCode::Div:
+  case OpCode::Pow:
+  case OpCode::Maximum:
+  case OpCode::Minimum:
+  case OpCode::Neg:
+  case OpCode::Exp:
+  case OpCode::Log:
+  case OpCode::Sqrt:
+  case OpCode::Rsqrt:
+  case OpCode::Tanh:
+  case OpCode::Sigmoid:
+  case OpCode::Relu:
+  case OpCode::Gelu:
+  case OpCode::Erf:
+  case OpCode::Abs:
+  case OpCode::Sin:
+  case OpCode::Cos:
+  case OpCode::Where:
+  case OpCode::Cast:
+  case OpCode::ReduceSum:
+  case OpCode::ReduceMean:
+  case OpCode::ReduceMax:
+  case OpCode::ReduceMin:
+  case OpCode::Cumsum:
+  case OpCode::Matmul:
+  case OpCode::Reshape:
+  case OpCode::Permute:
+  case OpCode::Expand:
+  case OpCode::Concat:
+  case OpCode::Slice:
+  case OpCode::UpdateSlice:
+  case OpCode::Pad:
+  case OpCode::IndexSelect:
+  case OpCode::Gather:
+  case OpCode::Scatter:
+  case OpCode::Topk:
+  case OpCode::Sort:
+    return {DiffKind::Rule, ""};
+  case OpCode::Lt:
+  case OpCode::Le:
+  case OpCode::Gt:
+  case OpCode::Ge:
+  case OpCode::Eq:
+  case OpCode::Ne:
+    return {DiffKind::NoGradient, "a comparison: its result is bool"};
+  case OpCode::And:
+  case OpCode::Or:
+  case OpCode::Xor:
+  case OpCode::Not:
+    return {DiffKind::NoGradient, "bool or integer operands"};
+  case OpCode::Constant:
+  case OpCode::SymScalar:
+  case OpCode::Full:
+  case OpCode::Arange:
+    return {DiffKind::NoGradient, "no operands"};
+  case OpCode::Argmax:
+  case OpCode::Argmin:
+  case OpCode::Nonzero:
+    return {DiffKind::NoGradient, "an integer result"};
+  case OpCode::Assert:
+    return {DiffKind::NoGradient, "a check on sizes"};
+  case OpCode::Unique:
+    return {DiffKind::NotDifferentiable,
+            "its result's size and order depend on the values"};
+  case OpCode::Item:
+    return {DiffKind::NotDifferentiable, "it turns a value into a size"};
+  case OpCode::Cumprod:
+  case OpCode::Conv2d:
+  case OpCode::MaxPool2d:
+  case OpCode::Attention:
+  case OpCode::MaskedSelect:
+  case OpCode::Call:
+    return {DiffKind::NotSupported, "no rule yet"};
+  case OpCode::Loop:
+  case OpCode::EndLoop:
+    return {DiffKind::NotSupported, "a 'for' loop: no reverse of loops yet"};
+  }
+  return {DiffKind::NotSupported, "no rule"};
+}
+
+namespace vjp {
+
+ValueId Builder::op(OpCode code, std::vector<ValueId> operands,
+                    std::map<std::string, Attr> attrs) {
+  if (failed)
+    return kFailed;
+  for (ValueId v : operands)
+    if (v == kFailed)
+      return kFailed;
+  std::vector<ValueId> results;
+  if (!emitFn(code, std::move(operands), std::move(attrs), results) ||
+      results.empty()) {
+    failed = true;
+    return kFailed;
+  }
+  return results[0];
+}
+
+ValueId Builder::constant(double value, DType dtype) {
+  return op(OpCode::Constant, {},
+            {{"value", Number::ofFloat(value)}, {"dtype", dtype}});
+}
+
+ValueId Builder::full(const std::vector<SymExpr> &dims, double value,
+                      DType dtype) {
+  return op(
+      OpCode::Full, {},
+      {{"shape", dims}, {"value", Number::ofFloat(value)}, {"dtype", dtype}});
+}
+
+ValueId Builder::size(SymExpr e, DType dtype) {
+  if (e.isConst())
+    return constant(static_cast<double>(e.constValue()), dtype);
+  return op(OpCode::SymScalar, {}, {{"expr", e}, {"dtype", dtype}});
+}
+
+ValueId Builder::reshape(ValueId a, const std::vector<SymExpr> &dims) {
+  if (a != kFailed && type(a).dims == dims)
+    return a;
+  return op(OpCode::Reshape, {a}, {{"shape", dims}});
+}
+
+ValueId Builder::fit(ValueId g, const std::vector<SymExpr> &dims) {
+  if (g == kFailed)
+    return g;
+  TensorType t = type(g);
+  if (t.rank() > dims.size()) {
+    std::vector<int64_t> lead;
+    for (size_t i = 0; i < t.rank() - dims.size(); ++i)
+      lead.push_back(static_cast<int64_t>(i));
+    g = op(OpCode::ReduceSum, {g}, {{"axes", lead}, {"keepdim", false}});
+    if (g == kFailed)
+      return g;
+    t = type(g);
+  }
+  if (t.rank() == dims.size()) {
+    std::vector<int64_t> axes;
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (t.dims[i] != dims[i] &&
+          (dims[i].isConst(1) ||
+           env.prove(SymCond::eq(dims[i], 1)) == Truth::True))
+        axes.push_back(static_cast<int64_t>(i));
+    if (!axes.empty())
+      g = op(OpCode::ReduceSum, {g}, {{"axes", axes}, {"keepdim", true}});
+  }
+  return reshape(g, dims);
+}
+
+std::vector<SymExpr> Builder::keptDims(const std::vector<SymExpr> &dims,
+                                       const std::vector<int64_t> &axes) {
+  std::vector<SymExpr> kept = dims;
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (axes.empty() || std::find(axes.begin(), axes.end(),
+                                  static_cast<int64_t>(i)) != axes.end())
+      kept[i] = SymExpr(1);
+  return kept;
+}
+
+} // namespace vjp
+
+namespace {
+
+/// Which values depend on the wrt values (through any op, stop_gradient
+/// excepted), and which values y depends on.
+struct Dependence {
+  std::vector<char> fromWrt, toY;
+};
+
+Dependence dependence(const Function &fn, const DiffRequest &req) {
+  Dependence d;
+  d.fromWrt.assign(fn.values.size(), 0);
+  d.toY.assign(fn.values.size(), 0);
+  for (ValueId w : req.wrt)
+    d.fromWrt[w] = 1;
+  for (size_t i = 0; i < req.endOp; ++i) {
+    const Operation &op = fn.ops[i];
+    bool any = false;
+    for (ValueId v : op.operands)
+      any = any || d.fromWrt[v];
+    if (any)
+      for (ValueId r : op.results)
+        if (!req.stopped.count(r))
+          d.fromWrt[r] = 1;
+  }
+  d.toY[req.y] = 1;
+  for (size_t i = req.endOp; i-- > 0;) {
+    const Operation &op = fn.ops[i];
+    bool any = false;
+    for (ValueId r : op.results)
+      any = any || d.toY[r];
+    if (any)
+      for (ValueId v : op.operands)
+        d.toY[v] = 1;
+  }
+  return d;
+}
+
+/// An `item` that binds a size from a value depending on the wrt values,
+/// where a value on the path to y has a type using that size: the index of
+/// the item, or SIZE_MAX.
+size_t itemOnPath(const Function &fn, const DiffRequest &req,
+                  const Dependence &d) {
+  for (size_t i = 0; i < req.endOp; ++i) {
+    const Operation &op = fn.ops[i];
+    if (op.code != OpCode::Item || !d.fromWrt[op.operands[0]])
+      continue;
+    auto it = op.attrs.find("sym");
+    if (it == op.attrs.end() || !std::holds_alternative<SymExpr>(it->second))
+      continue;
+    const SymExpr &sym = std::get<SymExpr>(it->second);
+    if (!sym.isSymbol())
+      continue;
+    for (ValueId v = 0; v < d.toY.size(); ++v) {
+      if (!d.toY[v] || !d.fromWrt[v])
+        continue;
+      for (const SymExpr &dim : fn.type(v).dims)
+        if (dim.containsSymbol(sym.symbolName()))
+          return i;
+    }
+  }
+  return SIZE_MAX;
+}
+
+bool refuse(const Operation &op, size_t index, DiffResult &out) {
+  DiffRule rule = diffRuleOf(op.code);
+  std::string name(opName(op.code));
+  out.failedOp = index;
+  out.message =
+      rule.kind == DiffKind::NotDifferentiable
+          ? "not differentiable: '" + name + "' (" + rule.reason + ")"
+          : "not supported: gradient of '" + name + "' (" + rule.reason + ")";
+  return false;
+}
+
+} // namespace
+
+bool differentiate(const Function &fn, const ShapeEnv &env,
+                   const DiffRequest &req, const DiffEmitFn &emit,
+                   DiffResult &out) {
+  using vjp::kFailed;
+  Dependence dep = dependence(fn, req);
+  size_t item = itemOnPath(fn, req, dep);
+  if (item != SIZE_MAX)
+    return refuse(fn.ops[item], item, out);
+  size_t numForward = fn.values.size();
+  vjp::Builder b(fn, env, emit);
+  std::vector<ValueId> ct(numForward, kFailed);
+  DType ydt = fn.type(req.y).dtype;
+  ct[req.y] = req.cotangent ? *req.cotangent : b.constant(1.0, ydt);
+  auto active = [&](ValueId v) {
+    return v < numForward && dep.fromWrt[v] && dep.toY[v] &&
+           isFloat(fn.type(v).dtype) && !req.stopped.count(v);
+  };
+  for (size_t i = req.endOp; i-- > 0 && !b.failed;) {
+    Operation op = fn.ops[i]; // a copy: emitting grows fn.ops
+    std::vector<ValueId> cts;
+    bool anyCt = false;
+    for (ValueId r : op.results) {
+      cts.push_back(r < numForward ? ct[r] : kFailed);
+      anyCt = anyCt || cts.back() != kFailed;
+    }
+    std::vector<bool> want;
+    bool anyWant = false;
+    for (ValueId v : op.operands) {
+      want.push_back(active(v));
+      anyWant = anyWant || want.back();
+    }
+    if (!anyCt || !anyWant)
+      continue;
+    DiffRule rule = diffRuleOf(op.code);
+    if (rule.kind == DiffKind::NoGradient)
+      continue;
+    if (rule.kind != DiffKind::Rule)
+      return refuse(op, i, out);
+    std::vector<ValueId> grads;
+    if (!vjp::applyRule(b, op, cts, want, grads, out.message)) {
+      if (b.failed)
+        return false;
+      out.failedOp = i;
+      return false;
+    }
+    for (size_t k = 0; k < op.operands.size() && k < grads.size(); ++k) {
+      ValueId v = op.operands[k];
+      if (!want[k] || grads[k] == kFailed)
+        continue;
+      ValueId g = b.fit(grads[k], b.type(v).dims);
+      ct[v] = ct[v] == kFailed ? g : b.add(ct[v], g);
+    }
+  }
+  if (b.failed)
+    return false;
+  for (ValueId w : req.wrt) {
+    TensorType t = fn.type(w);
+    bool reached = ct[w] != kFailed;
+    ValueId g = reached ? b.reshape(ct[w], t.dims) : b.full(t.dims, 0, t.dtype);
+    if (b.failed)
+      return false;
+    out.grads.push_back(g);
+    out.reached.push_back(reached);
+  }
+  return true;
+}
+
+} // namespace tsl

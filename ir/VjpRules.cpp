@@ -1,0 +1,381 @@
+// The VJP rules: for each op of ir/Differentiate.cpp's table marked Rule, the
+// gradients of its operands from the cotangent of its result. Gradients may
+// come out with the result's broadcast shape: the sweep fits each to its
+// operand (Builder::fit), summing the axes the forward broadcast.
+#include "ir/VjpBuilder.h"
+
+#include <cmath>
+#include <numeric>
+
+namespace {
+constexpr double kPi = 3.14159265358979323846;
+} // namespace
+
+namespace tsl::vjp {
+
+namespace {
+
+/// One rule application: the op, its cotangent(s) and the gradients.
+struct Rule {
+  Builder &b;
+  const Operation &op;
+  const std::vector<ValueId> &cts;
+  const std::vector<bool> &want;
+  std::vector<ValueId> &grads;
+  std::string &message;
+
+  ValueId x(size_t i) const { return op.operands[i]; }
+  ValueId r() const { return op.results[0]; }
+  ValueId g() const { return cts[0]; }
+  DType dt() const { return b.type(op.results[0]).dtype; }
+  ValueId c(double v) const { return b.constant(v, dt()); }
+  void set(size_t i, ValueId v) {
+    if (want[i])
+      grads[i] = v;
+  }
+  bool refuse(const std::string &why) {
+    message = "not supported: gradient of '" + std::string(opName(op.code)) +
+              "' " + why;
+    return false;
+  }
+};
+
+/// where(cond, g, 0) with a 0-d zero of g's type.
+ValueId maskOr0(Builder &b, ValueId cond, ValueId g) {
+  if (g == kFailed)
+    return g;
+  return b.op(OpCode::Where, {cond, g, b.constant(0, b.type(g).dtype)});
+}
+
+bool binaryRule(Rule &k) {
+  Builder &b = k.b;
+  ValueId g = k.g(), a = k.x(0), c = k.x(1);
+  switch (k.op.code) {
+  case OpCode::Add:
+    k.set(0, g), k.set(1, g);
+    return true;
+  case OpCode::Sub:
+    k.set(0, g);
+    if (k.want[1])
+      k.set(1, b.neg(g));
+    return true;
+  case OpCode::Mul:
+    if (k.want[0])
+      k.set(0, b.mul(g, c));
+    if (k.want[1])
+      k.set(1, b.mul(g, a));
+    return true;
+  case OpCode::Div:
+    if (k.want[0])
+      k.set(0, b.div(g, c));
+    if (k.want[1]) // -g * a / c^2 = -(g * r) / c
+      k.set(1, b.neg(b.div(b.mul(g, k.r()), c)));
+    return true;
+  case OpCode::Pow:
+    if (k.want[0]) // g * c * a^(c - 1)
+      k.set(0, b.mul(b.mul(g, c), b.op(OpCode::Pow, {a, b.sub(c, k.c(1))})));
+    if (k.want[1]) // g * r * log(a)
+      k.set(1, b.mul(b.mul(g, k.r()), b.op(OpCode::Log, {a})));
+    return true;
+  case OpCode::Maximum:
+  case OpCode::Minimum: {
+    // The larger (smaller) operand takes the gradient; ties split it.
+    OpCode wins = k.op.code == OpCode::Maximum ? OpCode::Gt : OpCode::Lt;
+    ValueId tie = b.op(OpCode::Eq, {a, c});
+    ValueId half = maskOr0(b, tie, b.mul(g, k.c(0.5)));
+    if (k.want[0])
+      k.set(0, b.add(maskOr0(b, b.op(wins, {a, c}), g), half));
+    if (k.want[1])
+      k.set(1, b.add(maskOr0(b, b.op(wins, {c, a}), g), half));
+    return true;
+  }
+  default:
+    return k.refuse("(no binary rule)");
+  }
+}
+
+/// d/dx of the unary ops, times g.
+ValueId unaryGrad(Rule &k) {
+  Builder &b = k.b;
+  ValueId g = k.g(), a = k.x(0), r = k.r();
+  switch (k.op.code) {
+  case OpCode::Neg:
+    return b.neg(g);
+  case OpCode::Exp:
+    return b.mul(g, r);
+  case OpCode::Log:
+    return b.div(g, a);
+  case OpCode::Sqrt: // g / (2 sqrt(a))
+    return b.div(g, b.mul(r, k.c(2)));
+  case OpCode::Rsqrt: // -g / 2 * a^-3/2 = -g / 2 * r^3
+    return b.mul(b.mul(g, k.c(-0.5)), b.mul(r, b.mul(r, r)));
+  case OpCode::Tanh: // g (1 - r^2)
+    return b.mul(g, b.sub(k.c(1), b.mul(r, r)));
+  case OpCode::Sigmoid: // g r (1 - r)
+    return b.mul(b.mul(g, r), b.sub(k.c(1), r));
+  case OpCode::Relu:
+    return maskOr0(b, b.op(OpCode::Gt, {a, k.c(0)}), g);
+  case OpCode::Abs: // g sign(a), 0 at 0
+    return b.sub(maskOr0(b, b.op(OpCode::Gt, {a, k.c(0)}), g),
+                 maskOr0(b, b.op(OpCode::Lt, {a, k.c(0)}), g));
+  case OpCode::Erf: // g 2/sqrt(pi) e^-a^2
+    return b.mul(b.mul(g, k.c(2 / std::sqrt(kPi))),
+                 b.op(OpCode::Exp, {b.neg(b.mul(a, a))}));
+  case OpCode::Gelu: { // g (Phi(a) + a phi(a))
+    ValueId cdf = b.mul(
+        k.c(0.5),
+        b.add(k.c(1), b.op(OpCode::Erf, {b.mul(a, k.c(1 / std::sqrt(2.0)))})));
+    ValueId pdf = b.mul(k.c(1 / std::sqrt(2 * kPi)),
+                        b.op(OpCode::Exp, {b.mul(b.mul(a, a), k.c(-0.5))}));
+    return b.mul(g, b.add(cdf, b.mul(a, pdf)));
+  }
+  case OpCode::Sin:
+    return b.mul(g, b.op(OpCode::Cos, {a}));
+  case OpCode::Cos:
+    return b.neg(b.mul(g, b.op(OpCode::Sin, {a})));
+  case OpCode::Cast: // float to float: the gradient in the operand's type
+    return b.op(OpCode::Cast, {g}, {{"dtype", b.type(a).dtype}});
+  default:
+    k.refuse("(no unary rule)");
+    return kFailed;
+  }
+}
+
+bool reductionRule(Rule &k) {
+  Builder &b = k.b;
+  TensorType in = b.type(k.x(0));
+  std::vector<int64_t> axes = k.op.intsAttr("axes");
+  std::vector<SymExpr> kept = Builder::keptDims(in.dims, axes);
+  ValueId gk = b.reshape(k.g(), kept);
+  if (k.op.code == OpCode::ReduceSum) {
+    k.set(0, b.op(OpCode::Expand, {gk}, {{"shape", in.dims}}));
+    return true;
+  }
+  if (k.op.code == OpCode::ReduceMean) {
+    SymExpr count(1);
+    for (size_t i = 0; i < in.rank(); ++i)
+      if (!(kept[i] == in.dims[i]) || in.dims[i].isConst(1))
+        count = count * in.dims[i];
+    ValueId e = b.op(OpCode::Expand, {gk}, {{"shape", in.dims}});
+    k.set(0, b.div(e, b.size(count, in.dtype)));
+    return true;
+  }
+  // max/min: the positions equal to the result share g evenly (torch's
+  // amax/amin).
+  ValueId mask =
+      b.op(OpCode::Cast, {b.op(OpCode::Eq, {k.x(0), b.reshape(k.r(), kept)})},
+           {{"dtype", in.dtype}});
+  ValueId count =
+      b.op(OpCode::ReduceSum, {mask}, {{"axes", axes}, {"keepdim", true}});
+  k.set(0, b.mul(mask, b.div(gk, count)));
+  return true;
+}
+
+/// The axes of \p rank with the last two swapped.
+std::vector<int64_t> swapLast(size_t rank) {
+  std::vector<int64_t> p(rank);
+  std::iota(p.begin(), p.end(), 0);
+  std::swap(p[rank - 1], p[rank - 2]);
+  return p;
+}
+
+bool matmulRule(Rule &k) {
+  Builder &b = k.b;
+  TensorType ta = b.type(k.x(0)), tb = b.type(k.x(1));
+  std::vector<SymExpr> gd = b.type(k.r()).dims, ad = ta.dims, bd = tb.dims;
+  // 1-d operands as matrices: a [K] as [1, K], b [K] as [K, 1].
+  if (ta.rank() == 1) {
+    ad.insert(ad.begin(), SymExpr(1));
+    gd.insert(gd.end() - (tb.rank() == 1 ? 0 : 1), SymExpr(1));
+  }
+  if (tb.rank() == 1) {
+    bd.push_back(SymExpr(1));
+    gd.push_back(SymExpr(1));
+  }
+  ValueId a2 = b.reshape(k.x(0), ad), b2 = b.reshape(k.x(1), bd);
+  ValueId g2 = b.reshape(k.g(), gd);
+  if (k.want[0]) {
+    ValueId bt = b.op(OpCode::Permute, {b2}, {{"perm", swapLast(bd.size())}});
+    k.set(0, b.reshape(b.fit(b.op(OpCode::Matmul, {g2, bt}), ad), ta.dims));
+  }
+  if (k.want[1]) {
+    ValueId at = b.op(OpCode::Permute, {a2}, {{"perm", swapLast(ad.size())}});
+    k.set(1, b.reshape(b.fit(b.op(OpCode::Matmul, {at, g2}), bd), tb.dims));
+  }
+  return true;
+}
+
+/// The index \p idx of index_select along \p axis, shaped and expanded as
+/// \p dims (the cotangent's) for scatter.
+ValueId spreadIndex(Builder &b, ValueId idx, size_t axis,
+                    const std::vector<SymExpr> &dims) {
+  std::vector<SymExpr> shape(dims.size(), SymExpr(1));
+  shape[axis] = dims[axis];
+  ValueId r = b.reshape(idx, shape);
+  if (r == kFailed || b.type(r).dims == dims)
+    return r;
+  return b.op(OpCode::Expand, {r}, {{"shape", dims}});
+}
+
+/// x's gradient when the result took x's elements at \p idx along \p axis:
+/// the cotangent scatter-added into zeros of x's type.
+ValueId scatterBack(Builder &b, const TensorType &x, ValueId idx, ValueId g,
+                    int64_t axis) {
+  return b.op(OpCode::Scatter, {b.full(x.dims, 0, x.dtype), idx, g},
+              {{"axis", axis}, {"add", true}});
+}
+
+bool layoutRule(Rule &k) {
+  Builder &b = k.b;
+  TensorType in = b.type(k.x(0));
+  ValueId g = k.g();
+  switch (k.op.code) {
+  case OpCode::Reshape:
+    k.set(0, b.reshape(g, in.dims));
+    return true;
+  case OpCode::Expand:
+    k.set(0, g); // fitted to the operand by the sweep
+    return true;
+  case OpCode::Permute: {
+    const std::vector<int64_t> &perm = k.op.intsAttr("perm");
+    std::vector<int64_t> inv(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i)
+      inv[perm[i]] = static_cast<int64_t>(i);
+    k.set(0, b.op(OpCode::Permute, {g}, {{"perm", inv}}));
+    return true;
+  }
+  case OpCode::Concat: {
+    int64_t axis = k.op.intAttr("axis");
+    SymExpr offset(0);
+    for (size_t i = 0; i < k.op.operands.size(); ++i) {
+      TensorType t = b.type(k.x(i));
+      std::vector<SymExpr> starts(t.rank(), SymExpr(0));
+      starts[axis] = offset;
+      offset = offset + t.dims[axis];
+      if (k.want[i])
+        k.set(i, b.op(OpCode::Slice, {g},
+                      {{"starts", starts}, {"sizes", t.dims}}));
+    }
+    return true;
+  }
+  case OpCode::Slice: {
+    auto st = k.op.attrs.find("steps");
+    if (st != k.op.attrs.end())
+      for (int64_t s : std::get<std::vector<int64_t>>(st->second))
+        if (s != 1)
+          return k.refuse("with a step (x[::2])");
+    const std::vector<SymExpr> &starts = k.op.exprsAttr("starts");
+    const std::vector<SymExpr> &sizes = k.op.exprsAttr("sizes");
+    std::vector<SymExpr> hi;
+    for (size_t i = 0; i < in.rank(); ++i)
+      hi.push_back(in.dims[i] - starts[i] - sizes[i]);
+    k.set(0, b.op(OpCode::Pad, {g},
+                  {{"lo", starts}, {"hi", hi}, {"value", Number::ofFloat(0)}}));
+    return true;
+  }
+  case OpCode::Pad:
+    k.set(0, b.op(OpCode::Slice, {g},
+                  {{"starts", k.op.exprsAttr("lo")}, {"sizes", in.dims}}));
+    return true;
+  case OpCode::UpdateSlice: {
+    TensorType v = b.type(k.x(1));
+    const std::vector<SymExpr> &starts = k.op.exprsAttr("starts");
+    if (k.want[0])
+      k.set(0, b.op(OpCode::UpdateSlice, {g, b.full(v.dims, 0, v.dtype)},
+                    {{"starts", starts}}));
+    if (k.want[1])
+      k.set(1,
+            b.op(OpCode::Slice, {g}, {{"starts", starts}, {"sizes", v.dims}}));
+    return true;
+  }
+  default:
+    return k.refuse("(no layout rule)");
+  }
+}
+
+bool indexingRule(Rule &k) {
+  Builder &b = k.b;
+  TensorType in = b.type(k.x(0));
+  ValueId g = k.g();
+  switch (k.op.code) {
+  case OpCode::IndexSelect: {
+    int64_t axis = k.op.intAttr("axis");
+    ValueId idx = spreadIndex(b, k.x(1), axis, b.type(g).dims);
+    k.set(0, scatterBack(b, in, idx, g, axis));
+    return true;
+  }
+  case OpCode::Gather:
+    k.set(0, scatterBack(b, in, k.x(1), g, k.op.intAttr("axis")));
+    return true;
+  case OpCode::Scatter: {
+    // add: x passes g through; overwrite: the written positions of x get
+    // none. src takes g where it was written (for duplicate positions of
+    // an overwrite, every duplicate: as torch's).
+    int64_t axis = k.op.intAttr("axis");
+    ValueId idx = k.x(1);
+    TensorType src = b.type(k.x(2));
+    if (k.want[0])
+      k.set(0, k.op.boolAttr("add")
+                   ? g
+                   : b.op(OpCode::Scatter,
+                          {g, idx, b.full(src.dims, 0, src.dtype)},
+                          {{"axis", axis}, {"add", false}}));
+    if (k.want[2])
+      k.set(2, b.op(OpCode::Gather, {g, idx}, {{"axis", axis}}));
+    return true;
+  }
+  case OpCode::Topk:
+  case OpCode::Sort: {
+    int64_t axis = k.op.code == OpCode::Topk
+                       ? static_cast<int64_t>(in.rank()) - 1
+                       : k.op.intAttr("axis");
+    k.set(0, scatterBack(b, in, k.op.results[1], g, axis));
+    return true;
+  }
+  case OpCode::Cumsum: { // the reverse running sum: total - cumsum + g
+    int64_t axis = k.op.intAttr("axis");
+    ValueId total =
+        b.op(OpCode::ReduceSum, {g},
+             {{"axes", std::vector<int64_t>{axis}}, {"keepdim", true}});
+    ValueId run = b.op(OpCode::Cumsum, {g}, {{"axis", axis}});
+    k.set(0, b.add(b.sub(total, run), g));
+    return true;
+  }
+  default:
+    return k.refuse("(no indexing rule)");
+  }
+}
+
+} // namespace
+
+bool applyRule(Builder &b, const Operation &op, const std::vector<ValueId> &cts,
+               const std::vector<bool> &want, std::vector<ValueId> &grads,
+               std::string &message) {
+  grads.assign(op.operands.size(), kFailed);
+  Rule k{b, op, cts, want, grads, message};
+  if (cts.empty() || cts[0] == kFailed)
+    return true; // only an index result has a cotangent: none flows back
+  switch (categoryOf(op.code)) {
+  case OpCategory::ElementwiseBinary:
+    return binaryRule(k);
+  case OpCategory::ElementwiseUnary:
+    k.set(0, unaryGrad(k));
+    return message.empty();
+  case OpCategory::ElementwiseSelect: // where(c, a, b)
+    if (want[1])
+      k.set(1, maskOr0(b, k.x(0), k.g()));
+    if (want[2])
+      k.set(2, maskOr0(b, b.op(OpCode::Not, {k.x(0)}), k.g()));
+    return true;
+  case OpCategory::Reduction:
+    return reductionRule(k);
+  case OpCategory::Matmul:
+    return matmulRule(k);
+  case OpCategory::Layout:
+    return layoutRule(k);
+  default:
+    return indexingRule(k);
+  }
+}
+
+} // namespace tsl::vjp
