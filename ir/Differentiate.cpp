@@ -89,7 +89,7 @@ DiffRule diffRuleOf(OpCode c) {
     return {DiffKind::NotSupported, "no rule yet"};
   case OpCode::Loop:
   case OpCode::EndLoop:
-    return {DiffKind::NotSupported, "a 'for' loop: no reverse of loops yet"};
+    return {DiffKind::NotSupported, "reverse-mode through loops comes later"};
   }
   return {DiffKind::NotSupported, "no rule"};
 }
@@ -241,10 +241,14 @@ bool refuse(const Operation &op, size_t index, DiffResult &out) {
   DiffRule rule = diffRuleOf(op.code);
   std::string name(opName(op.code));
   out.failedOp = index;
-  out.message =
-      rule.kind == DiffKind::NotDifferentiable
-          ? "not differentiable: '" + name + "' (" + rule.reason + ")"
-          : "not supported: gradient of '" + name + "' (" + rule.reason + ")";
+  if (rule.kind == DiffKind::NotDifferentiable)
+    out.message = "not differentiable: '" + name + "' (" + rule.reason + ")";
+  else if (isLoopMarker(op.code))
+    out.message = "not supported: gradient through a 'for' loop (" +
+                  std::string(rule.reason) + ")";
+  else
+    out.message =
+        "not supported: gradient of '" + name + "' (" + rule.reason + ")";
   return false;
 }
 
