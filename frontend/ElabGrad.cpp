@@ -86,8 +86,18 @@ bool Elaborator::gradient(const std::string &name, const SemValue &y,
                           std::vector<ValueId> &results) {
     return emit(code, std::move(operands), std::move(attrs), range, results);
   };
+  // The backward asks the forward's equations the other way round (a
+  // reshape back: numel(out) == numel(in)); the prover matches facts as
+  // written, so each equation is also stated reversed while it runs.
+  ShapeEnv::FactMark mark = env.markFacts();
+  std::vector<SymCond> facts = env.facts();
+  for (const SymCond &f : facts)
+    if (f.kind() == SymCond::Kind::Eq)
+      env.addFact(SymCond::eq(f.rhs(), f.lhs()));
   DiffResult res;
-  if (!differentiate(fn, env, req, emitFn, res)) {
+  bool ok = differentiate(fn, env, req, emitFn, res);
+  env.forgetFactsSince(mark);
+  if (!ok) {
     if (res.failedOp == SIZE_MAX)
       return false;
     SourceRange at = rangeOfLocation(sm(), fn.ops[res.failedOp].loc);
@@ -96,9 +106,14 @@ bool Elaborator::gradient(const std::string &name, const SemValue &y,
     return errorWithNotes(at, res.message,
                           {DiagNote{range, "in the gradient taken here"}});
   }
-  if (env.guards().size() != guards || env.assertions().size() != assertions)
+  if (env.guards().size() != guards || env.assertions().size() != assertions) {
+    const ShapeFact &f = env.guards().size() != guards
+                             ? env.guards()[guards]
+                             : env.assertions()[assertions];
     return error(range, "internal error: the gradient added a size check "
-                        "its forward did not have");
+                        "its forward did not have: " +
+                            f.cond.str() + " (" + f.reason + ")");
+  }
   std::string yText = sourceText(y.range);
   for (size_t i = 0; i < ws.size(); ++i)
     if (!res.reached[i])

@@ -132,8 +132,20 @@ ValueId Builder::size(SymExpr e, DType dtype) {
 }
 
 ValueId Builder::reshape(ValueId a, const std::vector<SymExpr> &dims) {
-  if (a != kFailed && type(a).dims == dims)
+  if (a == kFailed)
     return a;
+  TensorType t = type(a);
+  if (t.dims == dims)
+    return a;
+  // Dims that differ only in spelling (2 * (K / 2) and K after a guard):
+  // an expand, whose rule asks each pair (proven), not a reshape, whose
+  // rule asks the products (which the prover may not see equal).
+  bool respelled = t.rank() == dims.size();
+  for (size_t i = 0; respelled && i < dims.size(); ++i)
+    respelled = t.dims[i] == dims[i] ||
+                env.prove(SymCond::eq(t.dims[i], dims[i])) == Truth::True;
+  if (respelled)
+    return op(OpCode::Expand, {a}, {{"shape", dims}});
   return op(OpCode::Reshape, {a}, {{"shape", dims}});
 }
 

@@ -42,8 +42,8 @@ public:
   /// \p g (a broadcast of a value of \p dims) summed back to \p dims: its
   /// extra leading axes and every axis where \p dims is 1 (literally, or
   /// proven from the forward's facts) and g's is not; then reshaped when
-  /// the dims differ only in spelling (proven equal). No size question is
-  /// left undecided: the forward's broadcast decided each axis.
+  /// the dims differ only in spelling (proven equal: an expand). No size
+  /// question is left undecided: the forward's broadcast decided each axis.
   ValueId fit(ValueId g, const std::vector<SymExpr> &dims);
   /// \p dims with the reduced \p axes (all when empty) set to 1.
   static std::vector<SymExpr> keptDims(const std::vector<SymExpr> &dims,
