@@ -52,6 +52,7 @@ DiffRule diffRuleOf(OpCode c) {
   case OpCode::Scatter:
   case OpCode::Topk:
   case OpCode::Sort:
+  case OpCode::MaskedSelect:
     return {DiffKind::Rule, ""};
   case OpCode::Lt:
   case OpCode::Le:
@@ -85,7 +86,6 @@ DiffRule diffRuleOf(OpCode c) {
   case OpCode::Conv2d:
   case OpCode::MaxPool2d:
   case OpCode::Attention:
-  case OpCode::MaskedSelect:
   case OpCode::Call:
     return {DiffKind::NotSupported, "no rule yet"};
   case OpCode::Loop:
@@ -114,8 +114,9 @@ ValueId Builder::op(OpCode code, std::vector<ValueId> operands,
 }
 
 ValueId Builder::constant(double value, DType dtype) {
-  return op(OpCode::Constant, {},
-            {{"value", Number::ofFloat(value)}, {"dtype", dtype}});
+  Number n = isFloat(dtype) ? Number::ofFloat(value)
+                            : Number::ofInt(static_cast<int64_t>(value));
+  return op(OpCode::Constant, {}, {{"value", n}, {"dtype", dtype}});
 }
 
 ValueId Builder::full(const std::vector<SymExpr> &dims, double value,

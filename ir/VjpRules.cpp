@@ -293,6 +293,29 @@ bool layoutRule(Rule &k) {
   }
 }
 
+/// The gradient of masked_select(x, mask) from \p g [u]: element i of x
+/// (row-major) takes g[number of true mask elements before i] where the
+/// mask is true, else 0 (read from a zero appended to g, so no index is
+/// out of bounds and u needs no new check).
+ValueId maskedSelectBack(Builder &b, const TensorType &x, ValueId mask,
+                         ValueId g) {
+  if (g == kFailed)
+    return g;
+  std::vector<SymExpr> flat = {x.numel()};
+  SymExpr u = b.type(g).dims[0];
+  ValueId m = b.reshape(mask, flat);
+  ValueId pos = b.sub(b.op(OpCode::Cumsum,
+                           {b.op(OpCode::Cast, {m}, {{"dtype", DType::I64}})},
+                           {{"axis", int64_t{0}}}),
+                      b.constant(1, DType::I64));
+  ValueId slot = b.op(OpCode::Where, {m, pos, b.size(u, DType::I64)});
+  ValueId padded = b.op(OpCode::Concat, {g, b.full({SymExpr(1)}, 0, x.dtype)},
+                        {{"axis", int64_t{0}}});
+  ValueId picked =
+      b.op(OpCode::IndexSelect, {padded, slot}, {{"axis", int64_t{0}}});
+  return b.reshape(picked, x.dims);
+}
+
 bool indexingRule(Rule &k) {
   Builder &b = k.b;
   TensorType in = b.type(k.x(0));
@@ -332,6 +355,9 @@ bool indexingRule(Rule &k) {
     k.set(0, scatterBack(b, in, k.op.results[1], g, axis));
     return true;
   }
+  case OpCode::MaskedSelect:
+    k.set(0, maskedSelectBack(b, in, k.x(1), g));
+    return true;
   case OpCode::Cumsum: { // the reverse running sum: total - cumsum + g
     int64_t axis = k.op.intAttr("axis");
     ValueId total =
