@@ -225,6 +225,40 @@ ValueId scatterBack(Builder &b, const TensorType &x, ValueId idx, ValueId g,
               {{"axis", axis}, {"add", true}});
 }
 
+/// The gradient of a slice: \p g padded with zeros around the block on the
+/// axes of step 1, and scatter-added at start + i * step on the others.
+ValueId sliceBack(Builder &b, const Operation &op, const TensorType &in,
+                  ValueId g) {
+  const std::vector<SymExpr> &starts = op.exprsAttr("starts");
+  const std::vector<SymExpr> &sizes = op.exprsAttr("sizes");
+  std::vector<int64_t> steps = op.intsAttr("steps");
+  steps.resize(in.rank(), 1);
+  std::vector<SymExpr> lo, hi;
+  for (size_t i = 0; i < in.rank(); ++i) {
+    bool unit = steps[i] == 1;
+    lo.push_back(unit ? starts[i] : SymExpr(0));
+    hi.push_back(unit ? in.dims[i] - starts[i] - sizes[i] : SymExpr(0));
+  }
+  ValueId cur = b.op(OpCode::Pad, {g},
+                     {{"lo", lo}, {"hi", hi}, {"value", Number::ofFloat(0)}});
+  for (size_t i = 0; i < in.rank() && cur != kFailed; ++i) {
+    if (steps[i] == 1)
+      continue;
+    std::vector<SymExpr> dims = b.type(cur).dims;
+    ValueId at =
+        b.add(b.mul(b.op(OpCode::Arange, {},
+                         {{"n", sizes[i]}, {"dtype", DType::I64}}),
+                    b.constant(static_cast<double>(steps[i]), DType::I64)),
+              b.size(starts[i], DType::I64));
+    std::vector<SymExpr> full = dims;
+    full[i] = in.dims[i];
+    cur = b.op(OpCode::Scatter,
+               {b.full(full, 0, in.dtype), spreadIndex(b, at, i, dims), cur},
+               {{"axis", static_cast<int64_t>(i)}, {"add", true}});
+  }
+  return b.reshape(cur, in.dims);
+}
+
 bool layoutRule(Rule &k) {
   Builder &b = k.b;
   TensorType in = b.type(k.x(0));
@@ -258,21 +292,9 @@ bool layoutRule(Rule &k) {
     }
     return true;
   }
-  case OpCode::Slice: {
-    auto st = k.op.attrs.find("steps");
-    if (st != k.op.attrs.end())
-      for (int64_t s : std::get<std::vector<int64_t>>(st->second))
-        if (s != 1)
-          return k.refuse("with a step (x[::2])");
-    const std::vector<SymExpr> &starts = k.op.exprsAttr("starts");
-    const std::vector<SymExpr> &sizes = k.op.exprsAttr("sizes");
-    std::vector<SymExpr> hi;
-    for (size_t i = 0; i < in.rank(); ++i)
-      hi.push_back(in.dims[i] - starts[i] - sizes[i]);
-    k.set(0, b.op(OpCode::Pad, {g},
-                  {{"lo", starts}, {"hi", hi}, {"value", Number::ofFloat(0)}}));
+  case OpCode::Slice:
+    k.set(0, sliceBack(b, k.op, in, g));
     return true;
-  }
   case OpCode::Pad:
     k.set(0, b.op(OpCode::Slice, {g},
                   {{"starts", k.op.exprsAttr("lo")}, {"sizes", in.dims}}));
