@@ -53,6 +53,7 @@ DiffRule diffRuleOf(OpCode c) {
   case OpCode::Topk:
   case OpCode::Sort:
   case OpCode::MaskedSelect:
+  case OpCode::Conv2d:
     return {DiffKind::Rule, ""};
   case OpCode::Lt:
   case OpCode::Le:
@@ -83,7 +84,6 @@ DiffRule diffRuleOf(OpCode c) {
   case OpCode::Item:
     return {DiffKind::NotDifferentiable, "it turns a value into a size"};
   case OpCode::Cumprod:
-  case OpCode::Conv2d:
   case OpCode::MaxPool2d:
   case OpCode::Attention:
   case OpCode::Call:

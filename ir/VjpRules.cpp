@@ -338,6 +338,69 @@ ValueId maskedSelectBack(Builder &b, const TensorType &x, ValueId mask,
   return b.reshape(picked, x.dims);
 }
 
+/// \p w [O, C, KH, KW] turned into the weights of conv2d's transpose: its
+/// spatial axes reversed and its channel axes swapped, [C, O, KH, KW].
+ValueId flippedWeights(Builder &b, ValueId w) {
+  TensorType t = b.type(w);
+  for (int64_t axis : {2, 3}) {
+    SymExpr k = t.dims[axis];
+    ValueId rev =
+        b.sub(b.size(k - SymExpr(1), DType::I64),
+              b.op(OpCode::Arange, {}, {{"n", k}, {"dtype", DType::I64}}));
+    w = b.op(OpCode::IndexSelect, {w, rev}, {{"axis", axis}});
+  }
+  return b.op(OpCode::Permute, {w},
+              {{"perm", std::vector<int64_t>{1, 0, 2, 3}}});
+}
+
+/// conv2d of stride 1 (x [N, C, H, W], w [O, C, KH, KW], padding p < K):
+/// x's gradient is the full correlation of g with the flipped weights
+/// (g padded by K - 1 - p, and one more row and column so that H = 0 still
+/// leaves a window; the extra output sliced off), w's the correlation of
+/// x with g over the batch, the bias's g summed over N, H and W.
+bool convRule(Rule &k) {
+  Builder &b = k.b;
+  const std::vector<int64_t> &stride = k.op.intsAttr("stride");
+  const std::vector<int64_t> &pad = k.op.intsAttr("padding");
+  if (stride.size() != 2 || pad.size() != 2 || stride[0] != 1 || stride[1] != 1)
+    return k.refuse("with a stride (only stride 1 so far)");
+  TensorType x = b.type(k.x(0)), w = b.type(k.x(1));
+  for (int i = 0; i < 2; ++i)
+    if (b.env.prove(SymCond::ge(w.dims[2 + i], SymExpr(pad[i] + 1))) !=
+        Truth::True)
+      return k.refuse("with padding not below the kernel size");
+  ValueId g = k.g();
+  if (k.want[0]) {
+    std::vector<SymExpr> lo(4, SymExpr(0)), hi(4, SymExpr(0));
+    for (int i = 0; i < 2; ++i) {
+      lo[2 + i] = w.dims[2 + i] - SymExpr(1 + pad[i]);
+      hi[2 + i] = w.dims[2 + i] - SymExpr(pad[i]);
+    }
+    ValueId gp = b.op(OpCode::Pad, {g},
+                      {{"lo", lo}, {"hi", hi}, {"value", Number::ofFloat(0)}});
+    ValueId full = b.op(OpCode::Conv2d, {gp, flippedWeights(b, k.x(1))},
+                        {{"stride", std::vector<int64_t>{1, 1}},
+                         {"padding", std::vector<int64_t>{0, 0}}});
+    k.set(0, b.op(OpCode::Slice, {full},
+                  {{"starts", std::vector<SymExpr>(4, SymExpr(0))},
+                   {"sizes", x.dims}}));
+  }
+  std::vector<int64_t> swap01 = {1, 0, 2, 3};
+  if (k.want[1]) {
+    ValueId xt = b.op(OpCode::Permute, {k.x(0)}, {{"perm", swap01}});
+    ValueId gt = b.op(OpCode::Permute, {g}, {{"perm", swap01}});
+    ValueId dw =
+        b.op(OpCode::Conv2d, {xt, gt},
+             {{"stride", std::vector<int64_t>{1, 1}}, {"padding", pad}});
+    k.set(1, b.op(OpCode::Permute, {dw}, {{"perm", swap01}}));
+  }
+  if (k.op.operands.size() > 2 && k.want[2])
+    k.set(2,
+          b.op(OpCode::ReduceSum, {g},
+               {{"axes", std::vector<int64_t>{0, 2, 3}}, {"keepdim", false}}));
+  return true;
+}
+
 bool indexingRule(Rule &k) {
   Builder &b = k.b;
   TensorType in = b.type(k.x(0));
@@ -377,6 +440,8 @@ bool indexingRule(Rule &k) {
     k.set(0, scatterBack(b, in, k.op.results[1], g, axis));
     return true;
   }
+  case OpCode::Conv2d:
+    return convRule(k);
   case OpCode::MaskedSelect:
     k.set(0, maskedSelectBack(b, in, k.x(1), g));
     return true;
