@@ -26,65 +26,67 @@ SourceRange rangeOfLocation(const SourceManager &sm, const Location &loc) {
                      sm.locAt(file, offset + std::max(1u, loc.length)));
 }
 
-} // namespace
-
-bool Elaborator::gradient(const std::string &name, const SemValue &y,
-                          const SemValue *cotangent, const SemValue &wrt,
-                          SourceRange range, SemValue &out) {
+/// Checks grad's or vjp's arguments and fills \p req (y, its cotangent and
+/// the wrt values \p ws); false after reporting.
+bool checkArguments(Elaborator &el, const std::string &name, const SemValue &y,
+                    const SemValue *cotangent,
+                    const std::vector<const SemValue *> &ws, DiffRequest &req) {
   if (y.kind != SemValue::Kind::Tensor)
-    return error(y.range, "'" + name + "' needs a tensor for y, got " +
-                              kindName(y.kind));
-  TensorType yt = fn.type(y.tensor);
+    return el.error(y.range, "'" + name + "' needs a tensor for y, got " +
+                                 kindName(y.kind));
+  TensorType yt = el.fn.type(y.tensor);
   if (!isFloat(yt.dtype))
-    return error(y.range, "'" + name + "' needs a float y, got " + yt.str());
+    return el.error(y.range, "'" + name + "' needs a float y, got " + yt.str());
   if (!cotangent && yt.rank() != 0)
-    return error(y.range, "'grad' needs a 0-d y, got " + yt.str(),
-                 "use vjp(y, cotangent, wrt=...) for a tensor y");
-  DiffRequest req;
+    return el.error(y.range, "'grad' needs a 0-d y, got " + yt.str(),
+                    "use vjp(y, cotangent, wrt=...) for a tensor y");
   req.y = y.tensor;
   if (cotangent) {
     if (cotangent->kind != SemValue::Kind::Tensor)
-      return error(cotangent->range,
-                   "'vjp' needs a tensor cotangent, got " +
-                       std::string(kindName(cotangent->kind)));
-    TensorType ct = fn.type(cotangent->tensor);
+      return el.error(cotangent->range,
+                      "'vjp' needs a tensor cotangent, got " +
+                          std::string(kindName(cotangent->kind)));
+    TensorType ct = el.fn.type(cotangent->tensor);
     bool same = ct.dtype == yt.dtype && ct.rank() == yt.rank();
     for (size_t i = 0; same && i < ct.rank(); ++i)
       same = ct.dims[i] == yt.dims[i] ||
-             env.prove(SymCond::eq(ct.dims[i], yt.dims[i])) == Truth::True;
+             el.env.prove(SymCond::eq(ct.dims[i], yt.dims[i])) == Truth::True;
     if (!same)
-      return error(cotangent->range, "'vjp' needs a cotangent of y's type " +
-                                         yt.str() + ", got " + ct.str());
+      return el.error(cotangent->range, "'vjp' needs a cotangent of y's type " +
+                                            yt.str() + ", got " + ct.str());
     req.cotangent = cotangent->tensor;
   }
-  bool isTuple = wrt.kind == SemValue::Kind::Tuple;
-  std::vector<const SemValue *> ws;
-  if (isTuple)
-    for (const SemValue &w : wrt.elems)
-      ws.push_back(&w);
-  else
-    ws.push_back(&wrt);
   for (const SemValue *w : ws) {
     if (w->kind != SemValue::Kind::Tensor)
-      return error(w->range, "'" + name +
-                                 "' takes gradients with respect to "
-                                 "tensors, got " +
-                                 kindName(w->kind));
-    TensorType t = fn.type(w->tensor);
+      return el.error(w->range, "'" + name +
+                                    "' takes gradients with respect to "
+                                    "tensors, got " +
+                                    kindName(w->kind));
+    TensorType t = el.fn.type(w->tensor);
     if (!isFloat(t.dtype))
-      return error(w->range, "not differentiable: '" + sourceText(w->range) +
-                                 "' is " + t.str() +
-                                 " (gradients are taken with respect to "
-                                 "float values)");
+      return el.error(w->range, "not differentiable: '" +
+                                    el.sourceText(w->range) + "' is " +
+                                    t.str() +
+                                    " (gradients are taken with respect to "
+                                    "float values)");
     req.wrt.push_back(w->tensor);
   }
-  req.stopped = stoppedGradients;
-  req.endOp = fn.ops.size();
+  return true;
+}
+
+/// Runs differentiate on the ops elaborated so far, the backward's ops
+/// located at \p range; reports a refused op at its own location and a
+/// backward that added a guard or assertion (an internal error).
+bool runDifferentiate(Elaborator &el, DiffRequest &req, SourceRange range,
+                      DiffResult &res) {
+  ShapeEnv &env = el.env;
+  req.stopped = el.stoppedGradients;
+  req.endOp = el.fn.ops.size();
   size_t guards = env.guards().size(), assertions = env.assertions().size();
   DiffEmitFn emitFn = [&](OpCode code, std::vector<ValueId> operands,
                           std::map<std::string, Attr> attrs,
                           std::vector<ValueId> &results) {
-    return emit(code, std::move(operands), std::move(attrs), range, results);
+    return el.emit(code, std::move(operands), std::move(attrs), range, results);
   };
   // The backward asks the forward's equations the other way round (a
   // reshape back: numel(out) == numel(in)); the prover matches facts as
@@ -94,26 +96,45 @@ bool Elaborator::gradient(const std::string &name, const SemValue &y,
   for (const SymCond &f : facts)
     if (f.kind() == SymCond::Kind::Eq)
       env.addFact(SymCond::eq(f.rhs(), f.lhs()));
-  DiffResult res;
-  bool ok = differentiate(fn, env, req, emitFn, res);
+  bool ok = differentiate(el.fn, env, req, emitFn, res);
   env.forgetFactsSince(mark);
   if (!ok) {
     if (res.failedOp == SIZE_MAX)
       return false;
-    SourceRange at = rangeOfLocation(sm(), fn.ops[res.failedOp].loc);
+    SourceRange at = rangeOfLocation(el.sm(), el.fn.ops[res.failedOp].loc);
     if (!at.isValid())
-      return error(range, res.message);
-    return errorWithNotes(at, res.message,
-                          {DiagNote{range, "in the gradient taken here"}});
+      return el.error(range, res.message);
+    return el.errorWithNotes(at, res.message,
+                             {DiagNote{range, "in the gradient taken here"}});
   }
   if (env.guards().size() != guards || env.assertions().size() != assertions) {
     const ShapeFact &f = env.guards().size() != guards
                              ? env.guards()[guards]
                              : env.assertions()[assertions];
-    return error(range, "internal error: the gradient added a size check "
-                        "its forward did not have: " +
-                            f.cond.str() + " (" + f.reason + ")");
+    return el.error(range, "internal error: the gradient added a size check "
+                           "its forward did not have: " +
+                               f.cond.str() + " (" + f.reason + ")");
   }
+  return true;
+}
+
+} // namespace
+
+bool Elaborator::gradient(const std::string &name, const SemValue &y,
+                          const SemValue *cotangent, const SemValue &wrt,
+                          SourceRange range, SemValue &out) {
+  bool isTuple = wrt.kind == SemValue::Kind::Tuple;
+  std::vector<const SemValue *> ws;
+  if (isTuple)
+    for (const SemValue &w : wrt.elems)
+      ws.push_back(&w);
+  else
+    ws.push_back(&wrt);
+  DiffRequest req;
+  DiffResult res;
+  if (!checkArguments(*this, name, y, cotangent, ws, req) ||
+      !runDifferentiate(*this, req, range, res))
+    return false;
   std::string yText = sourceText(y.range);
   for (size_t i = 0; i < ws.size(); ++i)
     if (!res.reached[i])
