@@ -54,6 +54,7 @@ DiffRule diffRuleOf(OpCode c) {
   case OpCode::Sort:
   case OpCode::MaskedSelect:
   case OpCode::Conv2d:
+  case OpCode::MaxPool2d:
     return {DiffKind::Rule, ""};
   case OpCode::Lt:
   case OpCode::Le:
@@ -84,7 +85,6 @@ DiffRule diffRuleOf(OpCode c) {
   case OpCode::Item:
     return {DiffKind::NotDifferentiable, "it turns a value into a size"};
   case OpCode::Cumprod:
-  case OpCode::MaxPool2d:
   case OpCode::Attention:
   case OpCode::Call:
     return {DiffKind::NotSupported, "no rule yet"};

@@ -227,11 +227,9 @@ ValueId scatterBack(Builder &b, const TensorType &x, ValueId idx, ValueId g,
 
 /// The gradient of a slice: \p g padded with zeros around the block on the
 /// axes of step 1, and scatter-added at start + i * step on the others.
-ValueId sliceBack(Builder &b, const Operation &op, const TensorType &in,
-                  ValueId g) {
-  const std::vector<SymExpr> &starts = op.exprsAttr("starts");
-  const std::vector<SymExpr> &sizes = op.exprsAttr("sizes");
-  std::vector<int64_t> steps = op.intsAttr("steps");
+ValueId sliceBack(Builder &b, const std::vector<SymExpr> &starts,
+                  const std::vector<SymExpr> &sizes, std::vector<int64_t> steps,
+                  const TensorType &in, ValueId g) {
   steps.resize(in.rank(), 1);
   std::vector<SymExpr> lo, hi;
   for (size_t i = 0; i < in.rank(); ++i) {
@@ -239,7 +237,12 @@ ValueId sliceBack(Builder &b, const Operation &op, const TensorType &in,
     lo.push_back(unit ? starts[i] : SymExpr(0));
     hi.push_back(unit ? in.dims[i] - starts[i] - sizes[i] : SymExpr(0));
   }
-  ValueId cur = b.op(OpCode::Pad, {g},
+  bool padded = false;
+  for (size_t i = 0; i < in.rank(); ++i)
+    padded = padded || !lo[i].isConst(0) || !hi[i].isConst(0);
+  ValueId cur =
+      !padded ? g
+              : b.op(OpCode::Pad, {g},
                      {{"lo", lo}, {"hi", hi}, {"value", Number::ofFloat(0)}});
   for (size_t i = 0; i < in.rank() && cur != kFailed; ++i) {
     if (steps[i] == 1)
@@ -293,7 +296,8 @@ bool layoutRule(Rule &k) {
     return true;
   }
   case OpCode::Slice:
-    k.set(0, sliceBack(b, k.op, in, g));
+    k.set(0, sliceBack(b, k.op.exprsAttr("starts"), k.op.exprsAttr("sizes"),
+                       k.op.intsAttr("steps"), in, g));
     return true;
   case OpCode::Pad:
     k.set(0, b.op(OpCode::Slice, {g},
@@ -401,6 +405,49 @@ bool convRule(Rule &k) {
   return true;
 }
 
+/// max_pool2d: x padded with -inf, each of the kernel's window offsets a
+/// strided slice of it compared with the result; the first offset (in
+/// row-major kernel order, as the forward scans) equal to the maximum takes
+/// g, scattered back through the slice's gradient; the padding sliced off.
+ValueId maxPoolBack(Rule &k) {
+  Builder &b = k.b;
+  const std::vector<int64_t> &kernel = k.op.intsAttr("kernel");
+  const std::vector<int64_t> &stride = k.op.intsAttr("stride");
+  const std::vector<int64_t> &pad = k.op.intsAttr("padding");
+  TensorType x = b.type(k.x(0));
+  std::vector<SymExpr> lo = {0, 0, pad[0], pad[1]};
+  ValueId xp =
+      b.op(OpCode::Pad, {k.x(0)},
+           {{"lo", lo}, {"hi", lo}, {"value", Number::ofFloat(-INFINITY)}});
+  if (xp == kFailed)
+    return xp;
+  TensorType padded = b.type(xp);
+  std::vector<SymExpr> sizes = b.type(k.r()).dims;
+  std::vector<int64_t> steps = {1, 1, stride[0], stride[1]};
+  ValueId taken = kFailed, acc = kFailed;
+  for (int64_t i = 0; i < kernel[0]; ++i)
+    for (int64_t j = 0; j < kernel[1]; ++j) {
+      std::vector<SymExpr> starts = {0, 0, i, j};
+      ValueId win =
+          b.op(OpCode::Slice, {xp},
+               {{"starts", starts}, {"sizes", sizes}, {"steps", steps}});
+      ValueId hit = b.op(OpCode::Eq, {win, k.r()});
+      ValueId first = hit;
+      if (taken != kFailed) {
+        first = b.op(OpCode::And, {hit, b.op(OpCode::Not, {taken})});
+        taken = b.op(OpCode::Or, {taken, hit});
+      } else {
+        taken = hit;
+      }
+      ValueId back =
+          sliceBack(b, starts, sizes, steps, padded, maskOr0(b, first, k.g()));
+      acc = acc == kFailed ? back : b.add(acc, back);
+      if (b.failed)
+        return kFailed;
+    }
+  return b.op(OpCode::Slice, {acc}, {{"starts", lo}, {"sizes", x.dims}});
+}
+
 bool indexingRule(Rule &k) {
   Builder &b = k.b;
   TensorType in = b.type(k.x(0));
@@ -442,6 +489,9 @@ bool indexingRule(Rule &k) {
   }
   case OpCode::Conv2d:
     return convRule(k);
+  case OpCode::MaxPool2d:
+    k.set(0, maxPoolBack(k));
+    return true;
   case OpCode::MaskedSelect:
     k.set(0, maskedSelectBack(b, in, k.x(1), g));
     return true;
