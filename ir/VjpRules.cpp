@@ -357,7 +357,7 @@ ValueId flippedWeights(Builder &b, ValueId w) {
               {{"perm", std::vector<int64_t>{1, 0, 2, 3}}});
 }
 
-/// conv2d of stride 1 (x [N, C, H, W], w [O, C, KH, KW], padding p < K):
+/// conv2d (x [N, C, H, W], w [O, C, KH, KW], padding p < K), stride 1:
 /// x's gradient is the full correlation of g with the flipped weights
 /// (g padded by K - 1 - p, and one more row and column so that H = 0 still
 /// leaves a window; the extra output sliced off), w's the correlation of
@@ -366,14 +366,23 @@ bool convRule(Rule &k) {
   Builder &b = k.b;
   const std::vector<int64_t> &stride = k.op.intsAttr("stride");
   const std::vector<int64_t> &pad = k.op.intsAttr("padding");
-  if (stride.size() != 2 || pad.size() != 2 || stride[0] != 1 || stride[1] != 1)
-    return k.refuse("with a stride (only stride 1 so far)");
+  if (stride.size() != 2 || pad.size() != 2)
+    return k.refuse("(malformed attributes)");
   TensorType x = b.type(k.x(0)), w = b.type(k.x(1));
   for (int i = 0; i < 2; ++i)
     if (b.env.prove(SymCond::ge(w.dims[2 + i], SymExpr(pad[i] + 1))) !=
         Truth::True)
       return k.refuse("with padding not below the kernel size");
+  // A stride s is the stride-1 convolution read at every s-th position:
+  // g goes back through that strided slice first.
   ValueId g = k.g();
+  if (stride[0] != 1 || stride[1] != 1) {
+    TensorType z = b.type(g);
+    for (int i = 0; i < 2; ++i)
+      z.dims[2 + i] = x.dims[2 + i] + SymExpr(2 * pad[i]) - w.dims[2 + i] + 1;
+    g = sliceBack(b, std::vector<SymExpr>(4, SymExpr(0)), b.type(g).dims,
+                  {1, 1, stride[0], stride[1]}, z, g);
+  }
   if (k.want[0]) {
     std::vector<SymExpr> lo(4, SymExpr(0)), hi(4, SymExpr(0));
     for (int i = 0; i < 2; ++i) {
