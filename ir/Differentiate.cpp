@@ -251,6 +251,35 @@ size_t itemOnPath(const Function &fn, const DiffRequest &req,
   return SIZE_MAX;
 }
 
+/// For a grad inside a loop body: an open loop (its body not ended yet)
+/// whose carried value y depends on, where a wrt value is defined before the
+/// loop. That carried value may depend on the wrt value through earlier
+/// iterations, which the backward of one iteration cannot see (no reverse of
+/// loops yet): the index of the loop op, or SIZE_MAX.
+size_t openLoopOnPath(const Function &fn, const DiffRequest &req,
+                      const Dependence &d) {
+  std::vector<size_t> open;
+  std::vector<size_t> defined(fn.values.size(), 0); // 1 + the defining op
+  for (size_t i = 0; i < req.endOp; ++i) {
+    const Operation &op = fn.ops[i];
+    for (ValueId r : op.results)
+      defined[r] = i + 1;
+    if (op.code == OpCode::Loop)
+      open.push_back(i);
+    else if (op.code == OpCode::EndLoop && !open.empty())
+      open.pop_back();
+  }
+  for (size_t li : open) {
+    bool carriedOnPath = false;
+    for (ValueId r : fn.ops[li].results)
+      carriedOnPath = carriedOnPath || d.toY[r];
+    for (ValueId w : req.wrt)
+      if (carriedOnPath && defined[w] <= li)
+        return li;
+  }
+  return SIZE_MAX;
+}
+
 bool refuse(const Operation &op, size_t index, DiffResult &out) {
   DiffRule rule = diffRuleOf(op.code);
   std::string name(opName(op.code));
@@ -276,6 +305,13 @@ bool differentiate(const Function &fn, const ShapeEnv &env,
   size_t item = itemOnPath(fn, req, dep);
   if (item != SIZE_MAX)
     return refuse(fn.ops[item], item, out);
+  size_t loop = openLoopOnPath(fn, req, dep);
+  if (loop != SIZE_MAX) {
+    refuse(fn.ops[loop], loop, out);
+    out.message += ": a value carried by the loop is on the path and may "
+                   "depend on a wrt value through earlier iterations";
+    return false;
+  }
   size_t numForward = fn.values.size();
   vjp::Builder b(fn, env, emit);
   std::vector<ValueId> ct(numForward, kFailed);
