@@ -680,6 +680,28 @@ bool topk(BuiltinCall &c) {
   return true;
 }
 
+/// grad(y, wrt), vjp(y, cotangent, wrt): reverse-mode gradients
+/// (frontend/ElabGrad.cpp).
+bool gradient(BuiltinCall &c) {
+  bool isVjp = c.name == "vjp";
+  if (!c.bind(isVjp ? std::vector<std::string>{"y", "cotangent", "wrt"}
+                    : std::vector<std::string>{"y", "wrt"}))
+    return false;
+  return c.el.gradient(c.name, *c.a[0], isVjp ? c.a[1] : nullptr,
+                       *c.a[isVjp ? 2 : 1], c.range, c.out);
+}
+
+/// stop_gradient(x): x, through which no gradient flows.
+bool stopGradient(BuiltinCall &c) {
+  ValueId x, r;
+  if (!c.bind({"x"}) || !c.tensorArg(c.a[0], "x", x) ||
+      !c.el.emit1(OpCode::Reshape, {x}, {{"shape", c.el.fn.type(x).dims}},
+                  c.range, r))
+    return false;
+  c.el.stoppedGradients.insert(r);
+  return c.result(r);
+}
+
 /// How one builtin is elaborated.
 struct Builtin {
   bool (*handler)(BuiltinCall &);
@@ -728,7 +750,10 @@ const std::map<std::string, Builtin, std::less<>> &builtinTable() {
         {"sort", {sort}},
         {"argsort", {sort}},
         {"scatter", {scatter}},
-        {"scatter_add", {scatter}}};
+        {"scatter_add", {scatter}},
+        {"grad", {gradient}},
+        {"vjp", {gradient}},
+        {"stop_gradient", {stopGradient}}};
     // A spelled op takes only tensors (one or two) and no attributes;
     // BuiltinNamesTest checks that every spelling is registered.
     for (const OpTraits &op : kOpTable) {

@@ -224,6 +224,9 @@ void Elaborator::dropEmittedSince(size_t ops, size_t values) {
   fn.values.resize(values);
   if (producerOp.size() > values)
     producerOp.resize(values);
+  // Ids from `values` on will name new values.
+  stoppedGradients.erase(stoppedGradients.lower_bound(values),
+                         stoppedGradients.end());
   while (!callRuns.empty() && callRuns.back().end > ops)
     callRuns.pop_back();
 }

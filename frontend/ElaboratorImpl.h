@@ -376,6 +376,16 @@ public:
   bool callBuiltin(const std::string &name, std::vector<CallArg> &args,
                    SourceRange range, SemValue &out);
 
+  // --- gradients (ElabGrad.cpp) ---
+  /// `grad(y, wrt=...)` (\p cotangent null) or `vjp(y, cotangent,
+  /// wrt=...)`: the ops y depends on differentiated (ir/Differentiate.h);
+  /// \p out the gradient, or a tuple of them when \p wrt is a tuple.
+  bool gradient(const std::string &name, const SemValue &y,
+                const SemValue *cotangent, const SemValue &wrt,
+                SourceRange range, SemValue &out);
+  /// Values made by stop_gradient: no gradient flows through them.
+  std::set<ValueId> stoppedGradients;
+
   ShapeEnv env;
   /// Per `for` variable name, the next suffix to try for its symbol (t,
   /// t_1, t_2, ...): trying from 1 in every loop was quadratic in loops.

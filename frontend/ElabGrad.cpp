@@ -1,0 +1,156 @@
+// grad(y, wrt=...) and vjp(y, cotangent, wrt=...): the ops already emitted
+// that y depends on are differentiated in place (ir/Differentiate.h), with
+// the elaborator's ShapeEnv, so the backward is typed by the forward's facts
+// and adds no guard.
+#include "frontend/ElaboratorImpl.h"
+#include "ir/Differentiate.h"
+
+namespace tsl {
+
+namespace {
+
+/// The source range of an op's location, or an invalid range.
+SourceRange rangeOfLocation(const SourceManager &sm, const Location &loc) {
+  if (!loc.isValid())
+    return {};
+  uint32_t file = sm.findFile(loc.file);
+  if (!file)
+    return {};
+  std::string_view text = sm.text(file);
+  size_t offset = 0;
+  for (unsigned line = 1; line < loc.line && offset < text.size(); ++offset)
+    if (text[offset] == '\n')
+      ++line;
+  offset += loc.col ? loc.col - 1 : 0;
+  return SourceRange(sm.locAt(file, offset),
+                     sm.locAt(file, offset + std::max(1u, loc.length)));
+}
+
+/// Checks grad's or vjp's arguments and fills \p req (y, its cotangent and
+/// the wrt values \p ws); false after reporting.
+bool checkArguments(Elaborator &el, const std::string &name, const SemValue &y,
+                    const SemValue *cotangent,
+                    const std::vector<const SemValue *> &ws, DiffRequest &req) {
+  if (y.kind != SemValue::Kind::Tensor)
+    return el.error(y.range, "'" + name + "' needs a tensor for y, got " +
+                                 kindName(y.kind));
+  TensorType yt = el.fn.type(y.tensor);
+  if (!isFloat(yt.dtype))
+    return el.error(y.range, "'" + name + "' needs a float y, got " + yt.str());
+  if (!cotangent && yt.rank() != 0)
+    return el.error(y.range, "'grad' needs a 0-d y, got " + yt.str(),
+                    "use vjp(y, cotangent, wrt=...) for a tensor y");
+  req.y = y.tensor;
+  if (cotangent) {
+    if (cotangent->kind != SemValue::Kind::Tensor)
+      return el.error(cotangent->range,
+                      "'vjp' needs a tensor cotangent, got " +
+                          std::string(kindName(cotangent->kind)));
+    TensorType ct = el.fn.type(cotangent->tensor);
+    bool same = ct.dtype == yt.dtype && ct.rank() == yt.rank();
+    for (size_t i = 0; same && i < ct.rank(); ++i)
+      same = ct.dims[i] == yt.dims[i] ||
+             el.env.prove(SymCond::eq(ct.dims[i], yt.dims[i])) == Truth::True;
+    if (!same)
+      return el.error(cotangent->range, "'vjp' needs a cotangent of y's type " +
+                                            yt.str() + ", got " + ct.str());
+    req.cotangent = cotangent->tensor;
+  }
+  for (const SemValue *w : ws) {
+    if (w->kind != SemValue::Kind::Tensor)
+      return el.error(w->range, "'" + name +
+                                    "' takes gradients with respect to "
+                                    "tensors, got " +
+                                    kindName(w->kind));
+    TensorType t = el.fn.type(w->tensor);
+    if (!isFloat(t.dtype))
+      return el.error(w->range, "not differentiable: '" +
+                                    el.sourceText(w->range) + "' is " +
+                                    t.str() +
+                                    " (gradients are taken with respect to "
+                                    "float values)");
+    req.wrt.push_back(w->tensor);
+  }
+  return true;
+}
+
+/// Runs differentiate on the ops elaborated so far, the backward's ops
+/// located at \p range; reports a refused op at its own location and a
+/// backward that added a guard or assertion (an internal error).
+bool runDifferentiate(Elaborator &el, DiffRequest &req, SourceRange range,
+                      DiffResult &res) {
+  ShapeEnv &env = el.env;
+  req.stopped = el.stoppedGradients;
+  req.endOp = el.fn.ops.size();
+  size_t guards = env.guards().size(), assertions = env.assertions().size();
+  DiffEmitFn emitFn = [&](OpCode code, std::vector<ValueId> operands,
+                          std::map<std::string, Attr> attrs,
+                          std::vector<ValueId> &results) {
+    return el.emit(code, std::move(operands), std::move(attrs), range, results);
+  };
+  // The backward asks the forward's equations the other way round (a
+  // reshape back: numel(out) == numel(in)); the prover matches facts as
+  // written, so each equation is also stated reversed while it runs.
+  ShapeEnv::FactMark mark = env.markFacts();
+  std::vector<SymCond> facts = env.facts();
+  for (const SymCond &f : facts)
+    if (f.kind() == SymCond::Kind::Eq)
+      env.addFact(SymCond::eq(f.rhs(), f.lhs()));
+  bool ok = differentiate(el.fn, env, req, emitFn, res);
+  env.forgetFactsSince(mark);
+  if (!ok) {
+    if (res.failedOp == SIZE_MAX)
+      return false;
+    SourceRange at = rangeOfLocation(el.sm(), el.fn.ops[res.failedOp].loc);
+    if (!at.isValid())
+      return el.error(range, res.message);
+    return el.errorWithNotes(at, res.message,
+                             {DiagNote{range, "in the gradient taken here"}});
+  }
+  if (env.guards().size() != guards || env.assertions().size() != assertions) {
+    const ShapeFact &f = env.guards().size() != guards
+                             ? env.guards()[guards]
+                             : env.assertions()[assertions];
+    return el.error(range, "internal error: the gradient added a size check "
+                           "its forward did not have: " +
+                               f.cond.str() + " (" + f.reason + ")");
+  }
+  return true;
+}
+
+} // namespace
+
+bool Elaborator::gradient(const std::string &name, const SemValue &y,
+                          const SemValue *cotangent, const SemValue &wrt,
+                          SourceRange range, SemValue &out) {
+  bool isTuple = wrt.kind == SemValue::Kind::Tuple;
+  std::vector<const SemValue *> ws;
+  if (isTuple)
+    for (const SemValue &w : wrt.elems)
+      ws.push_back(&w);
+  else
+    ws.push_back(&wrt);
+  DiffRequest req;
+  DiffResult res;
+  if (!checkArguments(*this, name, y, cotangent, ws, req) ||
+      !runDifferentiate(*this, req, range, res))
+    return false;
+  std::string yText = sourceText(y.range);
+  for (size_t i = 0; i < ws.size(); ++i)
+    if (!res.reached[i])
+      diags.warning(ws[i]->range, "'" + yText + "' does not depend on '" +
+                                      sourceText(ws[i]->range) +
+                                      "': its gradient is zeros");
+  if (!isTuple) {
+    out = SemValue::ofTensor(res.grads[0], range);
+    return true;
+  }
+  out = SemValue();
+  out.kind = SemValue::Kind::Tuple;
+  out.range = range;
+  for (ValueId g : res.grads)
+    out.elems.push_back(SemValue::ofTensor(g, range));
+  return setNest(out, 0, range);
+}
+
+} // namespace tsl

@@ -1,0 +1,374 @@
+// Reverse-mode differentiation: the op table's differentiation column, the
+// builder the rules emit with, and the reverse sweep (see Differentiate.h).
+#include "ir/Differentiate.h"
+#include "ir/VjpBuilder.h"
+
+#include <algorithm>
+
+namespace tsl {
+
+DiffRule diffRuleOf(OpCode c) {
+  // One row per op of ir/Ops.def, no default: adding an op without deciding
+  // how it differentiates is a -Wswitch warning (DifferentiateTest checks
+  // that each refusal says why).
+  switch (c) {
+  case OpCode::Add:
+  case OpCode::Sub:
+  case OpCode::Mul:
+  case OpCode::Div:
+  case OpCode::Pow:
+  case OpCode::Maximum:
+  case OpCode::Minimum:
+  case OpCode::Neg:
+  case OpCode::Exp:
+  case OpCode::Log:
+  case OpCode::Sqrt:
+  case OpCode::Rsqrt:
+  case OpCode::Tanh:
+  case OpCode::Sigmoid:
+  case OpCode::Relu:
+  case OpCode::Gelu:
+  case OpCode::Erf:
+  case OpCode::Abs:
+  case OpCode::Sin:
+  case OpCode::Cos:
+  case OpCode::Where:
+  case OpCode::Cast:
+  case OpCode::ReduceSum:
+  case OpCode::ReduceMean:
+  case OpCode::ReduceMax:
+  case OpCode::ReduceMin:
+  case OpCode::Cumsum:
+  case OpCode::Matmul:
+  case OpCode::Reshape:
+  case OpCode::Permute:
+  case OpCode::Expand:
+  case OpCode::Concat:
+  case OpCode::Slice:
+  case OpCode::UpdateSlice:
+  case OpCode::Pad:
+  case OpCode::IndexSelect:
+  case OpCode::Gather:
+  case OpCode::Scatter:
+  case OpCode::Topk:
+  case OpCode::Sort:
+  case OpCode::MaskedSelect:
+  case OpCode::Conv2d:
+  case OpCode::MaxPool2d:
+    return {DiffKind::Rule, ""};
+  case OpCode::Lt:
+  case OpCode::Le:
+  case OpCode::Gt:
+  case OpCode::Ge:
+  case OpCode::Eq:
+  case OpCode::Ne:
+    return {DiffKind::NoGradient, "a comparison: its result is bool"};
+  case OpCode::And:
+  case OpCode::Or:
+  case OpCode::Xor:
+  case OpCode::Not:
+    return {DiffKind::NoGradient, "bool or integer operands"};
+  case OpCode::Constant:
+  case OpCode::SymScalar:
+  case OpCode::Full:
+  case OpCode::Arange:
+    return {DiffKind::NoGradient, "no operands"};
+  case OpCode::Argmax:
+  case OpCode::Argmin:
+  case OpCode::Nonzero:
+    return {DiffKind::NoGradient, "an integer result"};
+  case OpCode::Assert:
+    return {DiffKind::NoGradient, "a check on sizes"};
+  case OpCode::Unique:
+    return {DiffKind::NotDifferentiable,
+            "its result's size and order depend on the values"};
+  case OpCode::Item:
+    return {DiffKind::NotDifferentiable, "it turns a value into a size"};
+  case OpCode::Cumprod:
+  case OpCode::Attention:
+  case OpCode::Call:
+    return {DiffKind::NotSupported, "no rule yet"};
+  case OpCode::Loop:
+  case OpCode::EndLoop:
+    return {DiffKind::NotSupported, "reverse-mode through loops comes later"};
+  }
+  return {DiffKind::NotSupported, "no rule"};
+}
+
+namespace vjp {
+
+ValueId Builder::op(OpCode code, std::vector<ValueId> operands,
+                    std::map<std::string, Attr> attrs) {
+  if (failed)
+    return kFailed;
+  for (ValueId v : operands)
+    if (v == kFailed)
+      return kFailed;
+  std::vector<ValueId> results;
+  if (!emitFn(code, std::move(operands), std::move(attrs), results) ||
+      results.empty()) {
+    failed = true;
+    return kFailed;
+  }
+  return results[0];
+}
+
+ValueId Builder::constant(double value, DType dtype) {
+  Number n = isFloat(dtype) ? Number::ofFloat(value)
+                            : Number::ofInt(static_cast<int64_t>(value));
+  return op(OpCode::Constant, {}, {{"value", n}, {"dtype", dtype}});
+}
+
+ValueId Builder::full(const std::vector<SymExpr> &dims, double value,
+                      DType dtype) {
+  return op(
+      OpCode::Full, {},
+      {{"shape", dims}, {"value", Number::ofFloat(value)}, {"dtype", dtype}});
+}
+
+ValueId Builder::size(SymExpr e, DType dtype) {
+  if (e.isConst())
+    return constant(static_cast<double>(e.constValue()), dtype);
+  return op(OpCode::SymScalar, {}, {{"expr", e}, {"dtype", dtype}});
+}
+
+ValueId Builder::reshape(ValueId a, const std::vector<SymExpr> &dims) {
+  if (a == kFailed)
+    return a;
+  TensorType t = type(a);
+  if (t.dims == dims)
+    return a;
+  // Dims that differ only in spelling (2 * (K / 2) and K after a guard):
+  // an expand, whose rule asks each pair (proven), not a reshape, whose
+  // rule asks the products (which the prover may not see equal).
+  bool respelled = t.rank() == dims.size();
+  for (size_t i = 0; respelled && i < dims.size(); ++i)
+    respelled = t.dims[i] == dims[i] ||
+                env.prove(SymCond::eq(t.dims[i], dims[i])) == Truth::True;
+  if (respelled)
+    return op(OpCode::Expand, {a}, {{"shape", dims}});
+  return op(OpCode::Reshape, {a}, {{"shape", dims}});
+}
+
+ValueId Builder::fit(ValueId g, const std::vector<SymExpr> &dims) {
+  if (g == kFailed)
+    return g;
+  TensorType t = type(g);
+  if (t.rank() > dims.size()) {
+    std::vector<int64_t> lead;
+    for (size_t i = 0; i < t.rank() - dims.size(); ++i)
+      lead.push_back(static_cast<int64_t>(i));
+    g = op(OpCode::ReduceSum, {g}, {{"axes", lead}, {"keepdim", false}});
+    if (g == kFailed)
+      return g;
+    t = type(g);
+  }
+  if (t.rank() == dims.size()) {
+    std::vector<int64_t> axes;
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (t.dims[i] != dims[i] &&
+          (dims[i].isConst(1) ||
+           env.prove(SymCond::eq(dims[i], 1)) == Truth::True))
+        axes.push_back(static_cast<int64_t>(i));
+    if (!axes.empty())
+      g = op(OpCode::ReduceSum, {g}, {{"axes", axes}, {"keepdim", true}});
+  }
+  return reshape(g, dims);
+}
+
+std::vector<SymExpr> Builder::keptDims(const std::vector<SymExpr> &dims,
+                                       const std::vector<int64_t> &axes) {
+  std::vector<SymExpr> kept = dims;
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (axes.empty() || std::find(axes.begin(), axes.end(),
+                                  static_cast<int64_t>(i)) != axes.end())
+      kept[i] = SymExpr(1);
+  return kept;
+}
+
+} // namespace vjp
+
+namespace {
+
+/// Which values depend on the wrt values (through any op, stop_gradient
+/// excepted), and which values y depends on.
+struct Dependence {
+  std::vector<char> fromWrt, toY;
+};
+
+Dependence dependence(const Function &fn, const DiffRequest &req) {
+  Dependence d;
+  d.fromWrt.assign(fn.values.size(), 0);
+  d.toY.assign(fn.values.size(), 0);
+  for (ValueId w : req.wrt)
+    d.fromWrt[w] = 1;
+  for (size_t i = 0; i < req.endOp; ++i) {
+    const Operation &op = fn.ops[i];
+    bool any = false;
+    for (ValueId v : op.operands)
+      any = any || d.fromWrt[v];
+    if (any)
+      for (ValueId r : op.results)
+        if (!req.stopped.count(r))
+          d.fromWrt[r] = 1;
+  }
+  d.toY[req.y] = 1;
+  for (size_t i = req.endOp; i-- > 0;) {
+    const Operation &op = fn.ops[i];
+    bool any = false;
+    for (ValueId r : op.results)
+      any = any || d.toY[r];
+    if (any)
+      for (ValueId v : op.operands)
+        d.toY[v] = 1;
+  }
+  return d;
+}
+
+/// An `item` that binds a size from a value depending on the wrt values,
+/// where a value on the path to y has a type using that size: the index of
+/// the item, or SIZE_MAX.
+size_t itemOnPath(const Function &fn, const DiffRequest &req,
+                  const Dependence &d) {
+  for (size_t i = 0; i < req.endOp; ++i) {
+    const Operation &op = fn.ops[i];
+    if (op.code != OpCode::Item || !d.fromWrt[op.operands[0]])
+      continue;
+    auto it = op.attrs.find("sym");
+    if (it == op.attrs.end() || !std::holds_alternative<SymExpr>(it->second))
+      continue;
+    const SymExpr &sym = std::get<SymExpr>(it->second);
+    if (!sym.isSymbol())
+      continue;
+    for (ValueId v = 0; v < d.toY.size(); ++v) {
+      if (!d.toY[v] || !d.fromWrt[v])
+        continue;
+      for (const SymExpr &dim : fn.type(v).dims)
+        if (dim.containsSymbol(sym.symbolName()))
+          return i;
+    }
+  }
+  return SIZE_MAX;
+}
+
+/// For a grad inside a loop body: an open loop (its body not ended yet)
+/// whose carried value y depends on, where a wrt value is defined before the
+/// loop. That carried value may depend on the wrt value through earlier
+/// iterations, which the backward of one iteration cannot see (no reverse of
+/// loops yet): the index of the loop op, or SIZE_MAX.
+size_t openLoopOnPath(const Function &fn, const DiffRequest &req,
+                      const Dependence &d) {
+  std::vector<size_t> open;
+  std::vector<size_t> defined(fn.values.size(), 0); // 1 + the defining op
+  for (size_t i = 0; i < req.endOp; ++i) {
+    const Operation &op = fn.ops[i];
+    for (ValueId r : op.results)
+      defined[r] = i + 1;
+    if (op.code == OpCode::Loop)
+      open.push_back(i);
+    else if (op.code == OpCode::EndLoop && !open.empty())
+      open.pop_back();
+  }
+  for (size_t li : open) {
+    bool carriedOnPath = false;
+    for (ValueId r : fn.ops[li].results)
+      carriedOnPath = carriedOnPath || d.toY[r];
+    for (ValueId w : req.wrt)
+      if (carriedOnPath && defined[w] <= li)
+        return li;
+  }
+  return SIZE_MAX;
+}
+
+bool refuse(const Operation &op, size_t index, DiffResult &out) {
+  DiffRule rule = diffRuleOf(op.code);
+  std::string name(opName(op.code));
+  out.failedOp = index;
+  if (rule.kind == DiffKind::NotDifferentiable)
+    out.message = "not differentiable: '" + name + "' (" + rule.reason + ")";
+  else if (isLoopMarker(op.code))
+    out.message = "not supported: gradient through a 'for' loop (" +
+                  std::string(rule.reason) + ")";
+  else
+    out.message =
+        "not supported: gradient of '" + name + "' (" + rule.reason + ")";
+  return false;
+}
+
+} // namespace
+
+bool differentiate(const Function &fn, const ShapeEnv &env,
+                   const DiffRequest &req, const DiffEmitFn &emit,
+                   DiffResult &out) {
+  using vjp::kFailed;
+  Dependence dep = dependence(fn, req);
+  size_t item = itemOnPath(fn, req, dep);
+  if (item != SIZE_MAX)
+    return refuse(fn.ops[item], item, out);
+  size_t loop = openLoopOnPath(fn, req, dep);
+  if (loop != SIZE_MAX) {
+    refuse(fn.ops[loop], loop, out);
+    out.message += ": a value carried by the loop is on the path and may "
+                   "depend on a wrt value through earlier iterations";
+    return false;
+  }
+  size_t numForward = fn.values.size();
+  vjp::Builder b(fn, env, emit);
+  std::vector<ValueId> ct(numForward, kFailed);
+  DType ydt = fn.type(req.y).dtype;
+  ct[req.y] = req.cotangent ? *req.cotangent : b.constant(1.0, ydt);
+  auto active = [&](ValueId v) {
+    return v < numForward && dep.fromWrt[v] && dep.toY[v] &&
+           isFloat(fn.type(v).dtype) && !req.stopped.count(v);
+  };
+  for (size_t i = req.endOp; i-- > 0 && !b.failed;) {
+    Operation op = fn.ops[i]; // a copy: emitting grows fn.ops
+    std::vector<ValueId> cts;
+    bool anyCt = false;
+    for (ValueId r : op.results) {
+      cts.push_back(r < numForward ? ct[r] : kFailed);
+      anyCt = anyCt || cts.back() != kFailed;
+    }
+    std::vector<bool> want;
+    bool anyWant = false;
+    for (ValueId v : op.operands) {
+      want.push_back(active(v));
+      anyWant = anyWant || want.back();
+    }
+    if (!anyCt || !anyWant)
+      continue;
+    DiffRule rule = diffRuleOf(op.code);
+    if (rule.kind == DiffKind::NoGradient)
+      continue;
+    if (rule.kind != DiffKind::Rule)
+      return refuse(op, i, out);
+    std::vector<ValueId> grads;
+    if (!vjp::applyRule(b, op, cts, want, grads, out.message)) {
+      if (b.failed)
+        return false;
+      out.failedOp = i;
+      return false;
+    }
+    for (size_t k = 0; k < op.operands.size() && k < grads.size(); ++k) {
+      ValueId v = op.operands[k];
+      if (!want[k] || grads[k] == kFailed)
+        continue;
+      ValueId g = b.fit(grads[k], b.type(v).dims);
+      ct[v] = ct[v] == kFailed ? g : b.add(ct[v], g);
+    }
+  }
+  if (b.failed)
+    return false;
+  for (ValueId w : req.wrt) {
+    TensorType t = fn.type(w);
+    bool reached = ct[w] != kFailed;
+    ValueId g = reached ? b.reshape(ct[w], t.dims) : b.full(t.dims, 0, t.dtype);
+    if (b.failed)
+      return false;
+    out.grads.push_back(g);
+    out.reached.push_back(reached);
+  }
+  return true;
+}
+
+} // namespace tsl

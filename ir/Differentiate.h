@@ -1,0 +1,88 @@
+#pragma once
+/// \file Reverse-mode differentiation of the IR (`grad`, `vjp`): from the ops
+/// a value depends on, the ops that compute its vector-Jacobian product with
+/// respect to chosen values, appended after them in the same Function and
+/// typed by the same ShapeEnv. The backward asks no new size question: each
+/// rule reads what the forward's types already say (a broadcast axis is one
+/// whose operand dim the forward proved, guarded or asserted to be 1), so
+/// every requirement of a backward op is proven from the forward's facts.
+///
+/// How each op differentiates is a table keyed by OpCode (diffRuleOf): a
+/// VJP rule, no gradient (comparisons, argmax, creation), not
+/// differentiable (unique, item) or not supported yet, with the reason.
+
+#include "ir/Function.h"
+
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tsl {
+
+/// How an op takes part in reverse-mode differentiation.
+enum class DiffKind : uint8_t {
+  /// A VJP rule gives the gradients of its float operands.
+  Rule,
+  /// No gradient flows to its operands (its results are integer, bool or a
+  /// piecewise-constant function of them, or it has no operands).
+  NoGradient,
+  /// Refused: its result is not a differentiable function of its operands
+  /// (unique, item).
+  NotDifferentiable,
+  /// Refused: differentiable, but no rule yet.
+  NotSupported,
+};
+
+/// One row of the differentiation table.
+struct DiffRule {
+  DiffKind kind;
+  /// For NoGradient and the refusals: why, in a few words.
+  const char *reason;
+};
+
+/// The differentiation row of \p c (every op has one).
+DiffRule diffRuleOf(OpCode c);
+
+/// Emits one op after the function's last: the result types from the op's
+/// shape rule. False after reporting an error.
+using DiffEmitFn = std::function<bool(
+    OpCode code, std::vector<ValueId> operands,
+    std::map<std::string, Attr> attrs, std::vector<ValueId> &results)>;
+
+/// What to differentiate.
+struct DiffRequest {
+  /// The value differentiated (0-d float for grad).
+  ValueId y = 0;
+  /// The cotangent of y (vjp); absent: ones (grad of a 0-d y).
+  std::optional<ValueId> cotangent;
+  /// The values the gradients are taken with respect to.
+  std::vector<ValueId> wrt;
+  /// Values made by stop_gradient: no gradient flows through them.
+  std::set<ValueId> stopped;
+  /// The forward: ops [0, endOp) of the function.
+  size_t endOp = 0;
+};
+
+/// The gradients, or where differentiation stopped.
+struct DiffResult {
+  /// One per wrt value, of its type; for a value y does not depend on
+  /// (through differentiable ops), zeros.
+  std::vector<ValueId> grads;
+  /// Per wrt value: whether a gradient reached it (false: zeros).
+  std::vector<bool> reached;
+  /// On failure: the index of the forward op refused (or SIZE_MAX when the
+  /// failure is the emitter's own, already reported) and the message
+  /// ("not differentiable: 'unique'").
+  size_t failedOp = SIZE_MAX;
+  std::string message;
+};
+
+/// Appends to \p fn the backward of \p req through \p emit (which must
+/// append to \p fn). False on failure, with \p out.failedOp and
+/// \p out.message set (a refused op) or after the emitter reported.
+bool differentiate(const Function &fn, const ShapeEnv &env,
+                   const DiffRequest &req, const DiffEmitFn &emit,
+                   DiffResult &out);
+
+} // namespace tsl

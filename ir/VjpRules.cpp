@@ -1,0 +1,553 @@
+// The VJP rules: for each op of ir/Differentiate.cpp's table marked Rule, the
+// gradients of its operands from the cotangent of its result. Gradients may
+// come out with the result's broadcast shape: the sweep fits each to its
+// operand (Builder::fit), summing the axes the forward broadcast.
+#include "ir/VjpBuilder.h"
+
+#include <cmath>
+#include <numeric>
+
+namespace {
+constexpr double kPi = 3.14159265358979323846;
+} // namespace
+
+namespace tsl::vjp {
+
+namespace {
+
+/// One rule application: the op, its cotangent(s) and the gradients.
+struct Rule {
+  Builder &b;
+  const Operation &op;
+  const std::vector<ValueId> &cts;
+  const std::vector<bool> &want;
+  std::vector<ValueId> &grads;
+  std::string &message;
+
+  ValueId x(size_t i) const { return op.operands[i]; }
+  ValueId r() const { return op.results[0]; }
+  ValueId g() const { return cts[0]; }
+  DType dt() const { return b.type(op.results[0]).dtype; }
+  ValueId c(double v) const { return b.constant(v, dt()); }
+  void set(size_t i, ValueId v) {
+    if (want[i])
+      grads[i] = v;
+  }
+  bool refuse(const std::string &why) {
+    message = "not supported: gradient of '" + std::string(opName(op.code)) +
+              "' " + why;
+    return false;
+  }
+};
+
+/// where(cond, g, 0) with a 0-d zero of g's type.
+ValueId maskOr0(Builder &b, ValueId cond, ValueId g) {
+  if (g == kFailed)
+    return g;
+  return b.op(OpCode::Where, {cond, g, b.constant(0, b.type(g).dtype)});
+}
+
+bool binaryRule(Rule &k) {
+  Builder &b = k.b;
+  ValueId g = k.g(), a = k.x(0), c = k.x(1);
+  switch (k.op.code) {
+  case OpCode::Add:
+    k.set(0, g), k.set(1, g);
+    return true;
+  case OpCode::Sub:
+    k.set(0, g);
+    if (k.want[1])
+      k.set(1, b.neg(g));
+    return true;
+  case OpCode::Mul:
+    if (k.want[0])
+      k.set(0, b.mul(g, c));
+    if (k.want[1])
+      k.set(1, b.mul(g, a));
+    return true;
+  case OpCode::Div:
+    if (k.want[0])
+      k.set(0, b.div(g, c));
+    if (k.want[1]) // -g * a / c^2 = -(g * r) / c
+      k.set(1, b.neg(b.div(b.mul(g, k.r()), c)));
+    return true;
+  case OpCode::Pow:
+    if (k.want[0]) // g * c * a^(c - 1)
+      k.set(0, b.mul(b.mul(g, c), b.op(OpCode::Pow, {a, b.sub(c, k.c(1))})));
+    if (k.want[1]) // g * r * log(a)
+      k.set(1, b.mul(b.mul(g, k.r()), b.op(OpCode::Log, {a})));
+    return true;
+  case OpCode::Maximum:
+  case OpCode::Minimum: {
+    // The larger (smaller) operand takes the gradient; ties split it.
+    OpCode wins = k.op.code == OpCode::Maximum ? OpCode::Gt : OpCode::Lt;
+    ValueId tie = b.op(OpCode::Eq, {a, c});
+    ValueId half = maskOr0(b, tie, b.mul(g, k.c(0.5)));
+    if (k.want[0])
+      k.set(0, b.add(maskOr0(b, b.op(wins, {a, c}), g), half));
+    if (k.want[1])
+      k.set(1, b.add(maskOr0(b, b.op(wins, {c, a}), g), half));
+    return true;
+  }
+  default:
+    return k.refuse("(no binary rule)");
+  }
+}
+
+/// d/dx of the unary ops, times g.
+ValueId unaryGrad(Rule &k) {
+  Builder &b = k.b;
+  ValueId g = k.g(), a = k.x(0), r = k.r();
+  switch (k.op.code) {
+  case OpCode::Neg:
+    return b.neg(g);
+  case OpCode::Exp:
+    return b.mul(g, r);
+  case OpCode::Log:
+    return b.div(g, a);
+  case OpCode::Sqrt: // g / (2 sqrt(a))
+    return b.div(g, b.mul(r, k.c(2)));
+  case OpCode::Rsqrt: // -g / 2 * a^-3/2 = -g / 2 * r^3
+    return b.mul(b.mul(g, k.c(-0.5)), b.mul(r, b.mul(r, r)));
+  case OpCode::Tanh: // g (1 - r^2)
+    return b.mul(g, b.sub(k.c(1), b.mul(r, r)));
+  case OpCode::Sigmoid: // g r (1 - r)
+    return b.mul(b.mul(g, r), b.sub(k.c(1), r));
+  case OpCode::Relu:
+    return maskOr0(b, b.op(OpCode::Gt, {a, k.c(0)}), g);
+  case OpCode::Abs: // g sign(a), 0 at 0
+    return b.sub(maskOr0(b, b.op(OpCode::Gt, {a, k.c(0)}), g),
+                 maskOr0(b, b.op(OpCode::Lt, {a, k.c(0)}), g));
+  case OpCode::Erf: // g 2/sqrt(pi) e^-a^2
+    return b.mul(b.mul(g, k.c(2 / std::sqrt(kPi))),
+                 b.op(OpCode::Exp, {b.neg(b.mul(a, a))}));
+  case OpCode::Gelu: { // g (Phi(a) + a phi(a))
+    ValueId cdf = b.mul(
+        k.c(0.5),
+        b.add(k.c(1), b.op(OpCode::Erf, {b.mul(a, k.c(1 / std::sqrt(2.0)))})));
+    ValueId pdf = b.mul(k.c(1 / std::sqrt(2 * kPi)),
+                        b.op(OpCode::Exp, {b.mul(b.mul(a, a), k.c(-0.5))}));
+    return b.mul(g, b.add(cdf, b.mul(a, pdf)));
+  }
+  case OpCode::Sin:
+    return b.mul(g, b.op(OpCode::Cos, {a}));
+  case OpCode::Cos:
+    return b.neg(b.mul(g, b.op(OpCode::Sin, {a})));
+  case OpCode::Cast: // float to float: the gradient in the operand's type
+    return b.op(OpCode::Cast, {g}, {{"dtype", b.type(a).dtype}});
+  default:
+    k.refuse("(no unary rule)");
+    return kFailed;
+  }
+}
+
+bool reductionRule(Rule &k) {
+  Builder &b = k.b;
+  TensorType in = b.type(k.x(0));
+  std::vector<int64_t> axes = k.op.intsAttr("axes");
+  std::vector<SymExpr> kept = Builder::keptDims(in.dims, axes);
+  ValueId gk = b.reshape(k.g(), kept);
+  if (k.op.code == OpCode::ReduceSum) {
+    k.set(0, b.op(OpCode::Expand, {gk}, {{"shape", in.dims}}));
+    return true;
+  }
+  if (k.op.code == OpCode::ReduceMean) {
+    SymExpr count(1);
+    for (size_t i = 0; i < in.rank(); ++i)
+      if (!(kept[i] == in.dims[i]) || in.dims[i].isConst(1))
+        count = count * in.dims[i];
+    ValueId e = b.op(OpCode::Expand, {gk}, {{"shape", in.dims}});
+    k.set(0, b.div(e, b.size(count, in.dtype)));
+    return true;
+  }
+  // max/min: the positions equal to the result share g evenly (torch's
+  // amax/amin).
+  ValueId mask =
+      b.op(OpCode::Cast, {b.op(OpCode::Eq, {k.x(0), b.reshape(k.r(), kept)})},
+           {{"dtype", in.dtype}});
+  ValueId count =
+      b.op(OpCode::ReduceSum, {mask}, {{"axes", axes}, {"keepdim", true}});
+  k.set(0, b.mul(mask, b.div(gk, count)));
+  return true;
+}
+
+/// The axes of \p rank with the last two swapped.
+std::vector<int64_t> swapLast(size_t rank) {
+  std::vector<int64_t> p(rank);
+  std::iota(p.begin(), p.end(), 0);
+  std::swap(p[rank - 1], p[rank - 2]);
+  return p;
+}
+
+bool matmulRule(Rule &k) {
+  Builder &b = k.b;
+  TensorType ta = b.type(k.x(0)), tb = b.type(k.x(1));
+  std::vector<SymExpr> gd = b.type(k.r()).dims, ad = ta.dims, bd = tb.dims;
+  // 1-d operands as matrices: a [K] as [1, K], b [K] as [K, 1].
+  if (ta.rank() == 1) {
+    ad.insert(ad.begin(), SymExpr(1));
+    gd.insert(gd.end() - (tb.rank() == 1 ? 0 : 1), SymExpr(1));
+  }
+  if (tb.rank() == 1) {
+    bd.push_back(SymExpr(1));
+    gd.push_back(SymExpr(1));
+  }
+  ValueId a2 = b.reshape(k.x(0), ad), b2 = b.reshape(k.x(1), bd);
+  ValueId g2 = b.reshape(k.g(), gd);
+  if (k.want[0]) {
+    ValueId bt = b.op(OpCode::Permute, {b2}, {{"perm", swapLast(bd.size())}});
+    k.set(0, b.reshape(b.fit(b.op(OpCode::Matmul, {g2, bt}), ad), ta.dims));
+  }
+  if (k.want[1]) {
+    ValueId at = b.op(OpCode::Permute, {a2}, {{"perm", swapLast(ad.size())}});
+    k.set(1, b.reshape(b.fit(b.op(OpCode::Matmul, {at, g2}), bd), tb.dims));
+  }
+  return true;
+}
+
+/// The index \p idx of index_select along \p axis, shaped and expanded as
+/// \p dims (the cotangent's) for scatter.
+ValueId spreadIndex(Builder &b, ValueId idx, size_t axis,
+                    const std::vector<SymExpr> &dims) {
+  std::vector<SymExpr> shape(dims.size(), SymExpr(1));
+  shape[axis] = dims[axis];
+  ValueId r = b.reshape(idx, shape);
+  if (r == kFailed || b.type(r).dims == dims)
+    return r;
+  return b.op(OpCode::Expand, {r}, {{"shape", dims}});
+}
+
+/// x's gradient when the result took x's elements at \p idx along \p axis:
+/// the cotangent scatter-added into zeros of x's type.
+ValueId scatterBack(Builder &b, const TensorType &x, ValueId idx, ValueId g,
+                    int64_t axis) {
+  return b.op(OpCode::Scatter, {b.full(x.dims, 0, x.dtype), idx, g},
+              {{"axis", axis}, {"add", true}});
+}
+
+/// The gradient of a slice: \p g padded with zeros around the block on the
+/// axes of step 1, and scatter-added at start + i * step on the others.
+ValueId sliceBack(Builder &b, const std::vector<SymExpr> &starts,
+                  const std::vector<SymExpr> &sizes, std::vector<int64_t> steps,
+                  const TensorType &in, ValueId g) {
+  steps.resize(in.rank(), 1);
+  std::vector<SymExpr> lo, hi;
+  for (size_t i = 0; i < in.rank(); ++i) {
+    bool unit = steps[i] == 1;
+    lo.push_back(unit ? starts[i] : SymExpr(0));
+    hi.push_back(unit ? in.dims[i] - starts[i] - sizes[i] : SymExpr(0));
+  }
+  bool padded = false;
+  for (size_t i = 0; i < in.rank(); ++i)
+    padded = padded || !lo[i].isConst(0) || !hi[i].isConst(0);
+  ValueId cur =
+      !padded ? g
+              : b.op(OpCode::Pad, {g},
+                     {{"lo", lo}, {"hi", hi}, {"value", Number::ofFloat(0)}});
+  for (size_t i = 0; i < in.rank() && cur != kFailed; ++i) {
+    if (steps[i] == 1)
+      continue;
+    std::vector<SymExpr> dims = b.type(cur).dims;
+    ValueId at =
+        b.add(b.mul(b.op(OpCode::Arange, {},
+                         {{"n", sizes[i]}, {"dtype", DType::I64}}),
+                    b.constant(static_cast<double>(steps[i]), DType::I64)),
+              b.size(starts[i], DType::I64));
+    std::vector<SymExpr> full = dims;
+    full[i] = in.dims[i];
+    cur = b.op(OpCode::Scatter,
+               {b.full(full, 0, in.dtype), spreadIndex(b, at, i, dims), cur},
+               {{"axis", static_cast<int64_t>(i)}, {"add", true}});
+  }
+  return b.reshape(cur, in.dims);
+}
+
+bool layoutRule(Rule &k) {
+  Builder &b = k.b;
+  TensorType in = b.type(k.x(0));
+  ValueId g = k.g();
+  switch (k.op.code) {
+  case OpCode::Reshape:
+    k.set(0, b.reshape(g, in.dims));
+    return true;
+  case OpCode::Expand:
+    k.set(0, g); // fitted to the operand by the sweep
+    return true;
+  case OpCode::Permute: {
+    const std::vector<int64_t> &perm = k.op.intsAttr("perm");
+    std::vector<int64_t> inv(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i)
+      inv[perm[i]] = static_cast<int64_t>(i);
+    k.set(0, b.op(OpCode::Permute, {g}, {{"perm", inv}}));
+    return true;
+  }
+  case OpCode::Concat: {
+    int64_t axis = k.op.intAttr("axis");
+    SymExpr offset(0);
+    for (size_t i = 0; i < k.op.operands.size(); ++i) {
+      TensorType t = b.type(k.x(i));
+      std::vector<SymExpr> starts(t.rank(), SymExpr(0));
+      starts[axis] = offset;
+      offset = offset + t.dims[axis];
+      if (k.want[i])
+        k.set(i, b.op(OpCode::Slice, {g},
+                      {{"starts", starts}, {"sizes", t.dims}}));
+    }
+    return true;
+  }
+  case OpCode::Slice:
+    k.set(0, sliceBack(b, k.op.exprsAttr("starts"), k.op.exprsAttr("sizes"),
+                       k.op.intsAttr("steps"), in, g));
+    return true;
+  case OpCode::Pad:
+    k.set(0, b.op(OpCode::Slice, {g},
+                  {{"starts", k.op.exprsAttr("lo")}, {"sizes", in.dims}}));
+    return true;
+  case OpCode::UpdateSlice: {
+    TensorType v = b.type(k.x(1));
+    const std::vector<SymExpr> &starts = k.op.exprsAttr("starts");
+    if (k.want[0])
+      k.set(0, b.op(OpCode::UpdateSlice, {g, b.full(v.dims, 0, v.dtype)},
+                    {{"starts", starts}}));
+    if (k.want[1])
+      k.set(1,
+            b.op(OpCode::Slice, {g}, {{"starts", starts}, {"sizes", v.dims}}));
+    return true;
+  }
+  default:
+    return k.refuse("(no layout rule)");
+  }
+}
+
+/// The gradient of masked_select(x, mask) from \p g [u]: element i of x
+/// (row-major) takes g[number of true mask elements before i] where the
+/// mask is true, else 0 (read from a zero appended to g, so no index is
+/// out of bounds and u needs no new check).
+ValueId maskedSelectBack(Builder &b, const TensorType &x, ValueId mask,
+                         ValueId g) {
+  if (g == kFailed)
+    return g;
+  std::vector<SymExpr> flat = {x.numel()};
+  SymExpr u = b.type(g).dims[0];
+  ValueId m = b.reshape(mask, flat);
+  ValueId pos = b.sub(b.op(OpCode::Cumsum,
+                           {b.op(OpCode::Cast, {m}, {{"dtype", DType::I64}})},
+                           {{"axis", int64_t{0}}}),
+                      b.constant(1, DType::I64));
+  ValueId slot = b.op(OpCode::Where, {m, pos, b.size(u, DType::I64)});
+  ValueId padded = b.op(OpCode::Concat, {g, b.full({SymExpr(1)}, 0, x.dtype)},
+                        {{"axis", int64_t{0}}});
+  ValueId picked =
+      b.op(OpCode::IndexSelect, {padded, slot}, {{"axis", int64_t{0}}});
+  return b.reshape(picked, x.dims);
+}
+
+/// \p w [O, C, KH, KW] turned into the weights of conv2d's transpose: its
+/// spatial axes reversed and its channel axes swapped, [C, O, KH, KW].
+ValueId flippedWeights(Builder &b, ValueId w) {
+  TensorType t = b.type(w);
+  for (int64_t axis : {2, 3}) {
+    SymExpr k = t.dims[axis];
+    ValueId rev =
+        b.sub(b.size(k - SymExpr(1), DType::I64),
+              b.op(OpCode::Arange, {}, {{"n", k}, {"dtype", DType::I64}}));
+    w = b.op(OpCode::IndexSelect, {w, rev}, {{"axis", axis}});
+  }
+  return b.op(OpCode::Permute, {w},
+              {{"perm", std::vector<int64_t>{1, 0, 2, 3}}});
+}
+
+/// conv2d (x [N, C, H, W], w [O, C, KH, KW], padding p < K), stride 1:
+/// x's gradient is the full correlation of g with the flipped weights
+/// (g padded by K - 1 - p, and one more row and column so that H = 0 still
+/// leaves a window; the extra output sliced off), w's the correlation of
+/// x with g over the batch, the bias's g summed over N, H and W.
+bool convRule(Rule &k) {
+  Builder &b = k.b;
+  const std::vector<int64_t> &stride = k.op.intsAttr("stride");
+  const std::vector<int64_t> &pad = k.op.intsAttr("padding");
+  if (stride.size() != 2 || pad.size() != 2)
+    return k.refuse("(malformed attributes)");
+  TensorType x = b.type(k.x(0)), w = b.type(k.x(1));
+  for (int i = 0; i < 2; ++i)
+    if (b.env.prove(SymCond::ge(w.dims[2 + i], SymExpr(pad[i] + 1))) !=
+        Truth::True)
+      return k.refuse("with padding not below the kernel size");
+  // A stride s is the stride-1 convolution read at every s-th position:
+  // g goes back through that strided slice first.
+  ValueId g = k.g();
+  if (stride[0] != 1 || stride[1] != 1) {
+    TensorType z = b.type(g);
+    for (int i = 0; i < 2; ++i)
+      z.dims[2 + i] = x.dims[2 + i] + SymExpr(2 * pad[i]) - w.dims[2 + i] + 1;
+    g = sliceBack(b, std::vector<SymExpr>(4, SymExpr(0)), b.type(g).dims,
+                  {1, 1, stride[0], stride[1]}, z, g);
+  }
+  if (k.want[0]) {
+    std::vector<SymExpr> lo(4, SymExpr(0)), hi(4, SymExpr(0));
+    for (int i = 0; i < 2; ++i) {
+      lo[2 + i] = w.dims[2 + i] - SymExpr(1 + pad[i]);
+      hi[2 + i] = w.dims[2 + i] - SymExpr(pad[i]);
+    }
+    ValueId gp = b.op(OpCode::Pad, {g},
+                      {{"lo", lo}, {"hi", hi}, {"value", Number::ofFloat(0)}});
+    ValueId full = b.op(OpCode::Conv2d, {gp, flippedWeights(b, k.x(1))},
+                        {{"stride", std::vector<int64_t>{1, 1}},
+                         {"padding", std::vector<int64_t>{0, 0}}});
+    k.set(0, b.op(OpCode::Slice, {full},
+                  {{"starts", std::vector<SymExpr>(4, SymExpr(0))},
+                   {"sizes", x.dims}}));
+  }
+  std::vector<int64_t> swap01 = {1, 0, 2, 3};
+  if (k.want[1]) {
+    ValueId xt = b.op(OpCode::Permute, {k.x(0)}, {{"perm", swap01}});
+    ValueId gt = b.op(OpCode::Permute, {g}, {{"perm", swap01}});
+    ValueId dw =
+        b.op(OpCode::Conv2d, {xt, gt},
+             {{"stride", std::vector<int64_t>{1, 1}}, {"padding", pad}});
+    k.set(1, b.op(OpCode::Permute, {dw}, {{"perm", swap01}}));
+  }
+  if (k.op.operands.size() > 2 && k.want[2])
+    k.set(2,
+          b.op(OpCode::ReduceSum, {g},
+               {{"axes", std::vector<int64_t>{0, 2, 3}}, {"keepdim", false}}));
+  return true;
+}
+
+/// max_pool2d: x padded with -inf, each of the kernel's window offsets a
+/// strided slice of it compared with the result; the first offset (in
+/// row-major kernel order, as the forward scans) equal to the maximum takes
+/// g, scattered back through the slice's gradient; the padding sliced off.
+ValueId maxPoolBack(Rule &k) {
+  Builder &b = k.b;
+  const std::vector<int64_t> &kernel = k.op.intsAttr("kernel");
+  const std::vector<int64_t> &stride = k.op.intsAttr("stride");
+  const std::vector<int64_t> &pad = k.op.intsAttr("padding");
+  TensorType x = b.type(k.x(0));
+  std::vector<SymExpr> lo = {0, 0, pad[0], pad[1]};
+  ValueId xp =
+      b.op(OpCode::Pad, {k.x(0)},
+           {{"lo", lo}, {"hi", lo}, {"value", Number::ofFloat(-INFINITY)}});
+  if (xp == kFailed)
+    return xp;
+  TensorType padded = b.type(xp);
+  std::vector<SymExpr> sizes = b.type(k.r()).dims;
+  std::vector<int64_t> steps = {1, 1, stride[0], stride[1]};
+  ValueId taken = kFailed, acc = kFailed;
+  for (int64_t i = 0; i < kernel[0]; ++i)
+    for (int64_t j = 0; j < kernel[1]; ++j) {
+      std::vector<SymExpr> starts = {0, 0, i, j};
+      ValueId win =
+          b.op(OpCode::Slice, {xp},
+               {{"starts", starts}, {"sizes", sizes}, {"steps", steps}});
+      ValueId hit = b.op(OpCode::Eq, {win, k.r()});
+      ValueId first = hit;
+      if (taken != kFailed) {
+        first = b.op(OpCode::And, {hit, b.op(OpCode::Not, {taken})});
+        taken = b.op(OpCode::Or, {taken, hit});
+      } else {
+        taken = hit;
+      }
+      ValueId back =
+          sliceBack(b, starts, sizes, steps, padded, maskOr0(b, first, k.g()));
+      acc = acc == kFailed ? back : b.add(acc, back);
+      if (b.failed)
+        return kFailed;
+    }
+  return b.op(OpCode::Slice, {acc}, {{"starts", lo}, {"sizes", x.dims}});
+}
+
+bool indexingRule(Rule &k) {
+  Builder &b = k.b;
+  TensorType in = b.type(k.x(0));
+  ValueId g = k.g();
+  switch (k.op.code) {
+  case OpCode::IndexSelect: {
+    int64_t axis = k.op.intAttr("axis");
+    ValueId idx = spreadIndex(b, k.x(1), axis, b.type(g).dims);
+    k.set(0, scatterBack(b, in, idx, g, axis));
+    return true;
+  }
+  case OpCode::Gather:
+    k.set(0, scatterBack(b, in, k.x(1), g, k.op.intAttr("axis")));
+    return true;
+  case OpCode::Scatter: {
+    // add: x passes g through; overwrite: the written positions of x get
+    // none. src takes g where it was written (for duplicate positions of
+    // an overwrite, every duplicate: as torch's).
+    int64_t axis = k.op.intAttr("axis");
+    ValueId idx = k.x(1);
+    TensorType src = b.type(k.x(2));
+    if (k.want[0])
+      k.set(0, k.op.boolAttr("add")
+                   ? g
+                   : b.op(OpCode::Scatter,
+                          {g, idx, b.full(src.dims, 0, src.dtype)},
+                          {{"axis", axis}, {"add", false}}));
+    if (k.want[2])
+      k.set(2, b.op(OpCode::Gather, {g, idx}, {{"axis", axis}}));
+    return true;
+  }
+  case OpCode::Topk:
+  case OpCode::Sort: {
+    int64_t axis = k.op.code == OpCode::Topk
+                       ? static_cast<int64_t>(in.rank()) - 1
+                       : k.op.intAttr("axis");
+    k.set(0, scatterBack(b, in, k.op.results[1], g, axis));
+    return true;
+  }
+  case OpCode::Conv2d:
+    return convRule(k);
+  case OpCode::MaxPool2d:
+    k.set(0, maxPoolBack(k));
+    return true;
+  case OpCode::MaskedSelect:
+    k.set(0, maskedSelectBack(b, in, k.x(1), g));
+    return true;
+  case OpCode::Cumsum: { // the reverse running sum: total - cumsum + g
+    int64_t axis = k.op.intAttr("axis");
+    ValueId total =
+        b.op(OpCode::ReduceSum, {g},
+             {{"axes", std::vector<int64_t>{axis}}, {"keepdim", true}});
+    ValueId run = b.op(OpCode::Cumsum, {g}, {{"axis", axis}});
+    k.set(0, b.add(b.sub(total, run), g));
+    return true;
+  }
+  default:
+    return k.refuse("(no indexing rule)");
+  }
+}
+
+} // namespace
+
+bool applyRule(Builder &b, const Operation &op, const std::vector<ValueId> &cts,
+               const std::vector<bool> &want, std::vector<ValueId> &grads,
+               std::string &message) {
+  grads.assign(op.operands.size(), kFailed);
+  Rule k{b, op, cts, want, grads, message};
+  if (cts.empty() || cts[0] == kFailed)
+    return true; // only an index result has a cotangent: none flows back
+  switch (categoryOf(op.code)) {
+  case OpCategory::ElementwiseBinary:
+    return binaryRule(k);
+  case OpCategory::ElementwiseUnary:
+    k.set(0, unaryGrad(k));
+    return message.empty();
+  case OpCategory::ElementwiseSelect: // where(c, a, b)
+    if (want[1])
+      k.set(1, maskOr0(b, k.x(0), k.g()));
+    if (want[2])
+      k.set(2, maskOr0(b, b.op(OpCode::Not, {k.x(0)}), k.g()));
+    return true;
+  case OpCategory::Reduction:
+    return reductionRule(k);
+  case OpCategory::Matmul:
+    return matmulRule(k);
+  case OpCategory::Layout:
+    return layoutRule(k);
+  default:
+    return indexingRule(k);
+  }
+}
+
+} // namespace tsl::vjp
