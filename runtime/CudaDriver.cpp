@@ -268,7 +268,7 @@ bool CudaDevice::loadModule(const std::string &ptx, CUmodule &out,
   return true;
 }
 
-std::string CudaDevice::checkLaunchBounds(CUfunction f, const std::string &name,
+std::string CudaDevice::checkLaunchBounds(CUfunction f, int kernel,
                                           int threads) const {
   const CudaApi &a = driver_->api();
   int allowed = 0;
@@ -277,7 +277,7 @@ std::string CudaDevice::checkLaunchBounds(CUfunction f, const std::string &name,
     return ""; // unknown: the launch says what is wrong
   int registers = 0;
   a.cuFuncGetAttribute(&registers, kFuncNumRegs, f);
-  return "kernel " + name + " cannot launch blocks of " +
+  return "kernel tsl_k" + std::to_string(kernel) + " cannot launch blocks of " +
          std::to_string(threads) + " threads on " + architecture() +
          ": it allows at most " + std::to_string(allowed) +
          " threads per block (" + std::to_string(registers) +

@@ -121,12 +121,11 @@ public:
   /// lock: only the module list is locked, so concurrent calls allocate
   /// meanwhile.
   bool loadModule(const std::string &ptx, CUmodule &out, std::string &error);
-  /// Null when kernel \p f (named \p name in messages) may launch blocks
+  /// "" when kernel \p f (`tsl_k<kernel>` of its module) may launch blocks
   /// of \p threads threads, else why not: its
   /// CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK (what its registers and its
   /// declared bound allow) is lower. Asked of the driver at each launch.
-  std::string checkLaunchBounds(CUfunction f, const std::string &name,
-                                int threads) const;
+  std::string checkLaunchBounds(CUfunction f, int kernel, int threads) const;
   /// Makes work enqueued later on \p consumer wait for the work enqueued so
   /// far on \p producer (an event recorded on one, waited on by the
   /// other). Streams are CUstreams, or 1 and 2 for CUDA's legacy and

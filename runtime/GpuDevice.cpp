@@ -347,8 +347,7 @@ const char *GpuDevice::Call::launch(void *self, int32_t kernel,
   if (kernel < 0 || static_cast<size_t>(kernel) >= c->code_.cuda.size())
     return c->fail("no device kernel " + std::to_string(kernel));
   CUfunction f = c->code_.cuda[kernel];
-  std::string tooMany = d.cuda_->checkLaunchBounds(
-      f, "tsl_k" + std::to_string(kernel), grid->threads);
+  std::string tooMany = d.cuda_->checkLaunchBounds(f, kernel, grid->threads);
   if (!tooMany.empty())
     return c->fail(tooMany);
   // The argument block is the kernel's one parameter, passed by value: no
