@@ -208,11 +208,17 @@ CublasLtGemm::open(CudaDevice &device, const std::vector<std::string> &names,
   // A library that loads may still refuse the device (CUDA 13's cuBLAS on
   // an older driver): the next one is tried.
   std::string refused;
+  bool anyLoaded = false;
   for (const std::string &name : names) {
     std::string error;
     const CublasLtApi *api = CublasLtApi::get(name, error);
     void *handle = nullptr;
+    // "cuBLASLt cannot be loaded (<name>: <dlerror>)": the reason alone.
+    const std::string prefix = "cuBLASLt cannot be loaded (";
+    if (!api && error.rfind(prefix, 0) == 0 && error.back() == ')')
+      error = error.substr(prefix.size(), error.size() - prefix.size() - 1);
     if (api) {
+      anyLoaded = true;
       if (Status s = api->create(&handle); s != 0) {
         error = name + ": " + api->describe("cublasLtCreate", s);
         api = nullptr;
@@ -231,7 +237,9 @@ CublasLtGemm::open(CudaDevice &device, const std::vector<std::string> &names,
     g->allowTf32_ = envIs("TSL_ALLOW_TF32", "1");
     return g;
   }
-  why = "no cuBLASLt serves this device (" + refused + ")";
+  why = (anyLoaded ? "no cuBLASLt serves this device ("
+                   : "cuBLASLt cannot be loaded (") +
+        refused + ")";
   return nullptr;
 }
 

@@ -57,10 +57,28 @@ TEST(CublasLtFallback, WhenNoLibraryServesEachOneSaysWhy) {
       *cuda, {kRefuses, "/nonexistent/libcublasLt.so.12"}, why));
   EXPECT_EQ(why.rfind("no cuBLASLt serves this device (" + kRefuses +
                           ": cublasLtCreate failed: "
-                          "CUBLAS_STATUS_NOT_INITIALIZED; cuBLASLt cannot be "
-                          "loaded (/nonexistent/libcublasLt.so.12: ",
+                          "CUBLAS_STATUS_NOT_INITIALIZED; "
+                          "/nonexistent/libcublasLt.so.12: ",
                       0),
             0u)
+      << why;
+}
+
+TEST(CublasLtFallback, WhenNoLibraryLoadsTheMessageSaysSo) {
+  fake::FakeCuda::reset();
+  std::shared_ptr<CudaDevice> cuda = openFake();
+  ASSERT_TRUE(cuda);
+  std::string why;
+  EXPECT_FALSE(CublasLtGemm::open(
+      *cuda,
+      {"/nonexistent/libcublasLt.so.13", "/nonexistent/libcublasLt.so.12"},
+      why));
+  EXPECT_EQ(why.rfind("cuBLASLt cannot be loaded "
+                      "(/nonexistent/libcublasLt.so.13: ",
+                      0),
+            0u)
+      << why;
+  EXPECT_NE(why.find("; /nonexistent/libcublasLt.so.12: "), std::string::npos)
       << why;
 }
 
