@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -78,25 +79,22 @@ struct CublasLtApi {
            " failed: " + (name ? name : "status " + std::to_string(s));
   }
 
-  /// Loaded once per process; null with \p why.
-  static const CublasLtApi *get(std::string &why) {
-    static std::once_flag once;
-    static std::unique_ptr<CublasLtApi> api;
-    static std::string loadError;
-    std::call_once(once, [] { api = load(loadError); });
-    why = loadError;
-    return api.get();
-  }
-
-private:
-  static std::unique_ptr<CublasLtApi> load(std::string &why) {
-    if (envIs("TSL_CUBLASLT", "off") || envIs("TSL_CUBLASLT", "0")) {
-      why = "cuBLASLt disabled by TSL_CUBLASLT=off";
-      return nullptr;
+  /// Library \p name, loaded once per process (never unloaded); null with
+  /// \p why.
+  static const CublasLtApi *get(const std::string &name, std::string &why) {
+    static std::mutex mutex;
+    static auto *loaded =
+        new std::map<std::string,
+                     std::pair<std::unique_ptr<CublasLtApi>, std::string>>();
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = loaded->find(name);
+    if (it == loaded->end()) {
+      std::string error;
+      std::unique_ptr<CublasLtApi> api = open({name}, error);
+      it = loaded->emplace(name, std::make_pair(std::move(api), error)).first;
     }
-    if (const char *p = std::getenv("TSL_CUBLASLT_PATH"); p && *p)
-      return open({p}, why);
-    return open({"libcublasLt.so.13", "libcublasLt.so.12"}, why);
+    why = it->second.second;
+    return it->second.first.get();
   }
 
 public:
@@ -156,6 +154,26 @@ std::string probeCublasLt(const std::vector<std::string> &names,
   return api ? api->path : "";
 }
 
+std::vector<std::string> cublasLtCandidates(std::string &why) {
+  if (envIs("TSL_CUBLASLT", "off") || envIs("TSL_CUBLASLT", "0")) {
+    why = "cuBLASLt disabled by TSL_CUBLASLT=off";
+    return {};
+  }
+  std::vector<std::string> names;
+  if (const char *p = std::getenv("TSL_CUBLASLT_PATH"); p && *p) {
+    std::string list = p;
+    for (size_t at = 0; at <= list.size();) {
+      size_t end = std::min(list.find(':', at), list.size());
+      if (end > at)
+        names.push_back(list.substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  if (names.empty())
+    names = {"libcublasLt.so.13", "libcublasLt.so.12"};
+  return names;
+}
+
 /// A problem's descriptors and chosen algorithm.
 struct CublasLtGemm::Plan {
   const CublasLtApi *api = nullptr;
@@ -163,6 +181,8 @@ struct CublasLtGemm::Plan {
   Layout a = nullptr, b = nullptr, d = nullptr;
   Algo algo{};
   bool f64 = false;
+  /// cublasLtMatmul failed on it once: TSL's kernel runs it from then on.
+  bool failed = false;
   ~Plan() {
     for (Layout l : {a, b, d})
       if (l)
@@ -174,22 +194,53 @@ struct CublasLtGemm::Plan {
 
 std::unique_ptr<CublasLtGemm> CublasLtGemm::open(CudaDevice &device,
                                                  std::string &why) {
-  const CublasLtApi *api = CublasLtApi::get(why);
-  if (!api)
+  std::vector<std::string> names = cublasLtCandidates(why);
+  if (names.empty())
     return nullptr;
+  return open(device, names, why);
+}
+
+std::unique_ptr<CublasLtGemm>
+CublasLtGemm::open(CudaDevice &device, const std::vector<std::string> &names,
+                   std::string &why) {
   if (!device.makeCurrent(why))
     return nullptr;
-  std::unique_ptr<CublasLtGemm> g(new CublasLtGemm());
-  g->api_ = api;
-  g->device_ = &device;
-  g->path_ = api->path;
-  g->allowTf32_ = envIs("TSL_ALLOW_TF32", "1");
-  if (Status s = api->create(&g->handle_); s != 0) {
-    why = api->describe("cublasLtCreate", s);
-    g->handle_ = nullptr;
-    return nullptr;
+  // A library that loads may still refuse the device (CUDA 13's cuBLAS on
+  // an older driver): the next one is tried.
+  std::string refused;
+  bool anyLoaded = false;
+  for (const std::string &name : names) {
+    std::string error;
+    const CublasLtApi *api = CublasLtApi::get(name, error);
+    void *handle = nullptr;
+    // "cuBLASLt cannot be loaded (<name>: <dlerror>)": the reason alone.
+    const std::string prefix = "cuBLASLt cannot be loaded (";
+    if (!api && error.rfind(prefix, 0) == 0 && error.back() == ')')
+      error = error.substr(prefix.size(), error.size() - prefix.size() - 1);
+    if (api) {
+      anyLoaded = true;
+      if (Status s = api->create(&handle); s != 0) {
+        error = name + ": " + api->describe("cublasLtCreate", s);
+        api = nullptr;
+      }
+    }
+    if (!api) {
+      refused += (refused.empty() ? "" : "; ") + error;
+      continue;
+    }
+    std::unique_ptr<CublasLtGemm> g(new CublasLtGemm());
+    g->api_ = api;
+    g->device_ = &device;
+    g->handle_ = handle;
+    g->path_ = api->path;
+    g->refused_ = refused;
+    g->allowTf32_ = envIs("TSL_ALLOW_TF32", "1");
+    return g;
   }
-  return g;
+  why = (anyLoaded ? "no cuBLASLt serves this device ("
+                   : "cuBLASLt cannot be loaded (") +
+        refused + ")";
+  return nullptr;
 }
 
 CublasLtGemm::~CublasLtGemm() {
@@ -222,9 +273,9 @@ int32_t alignmentOf(const void *p, int64_t strideBytes) {
 
 } // namespace
 
-const CublasLtGemm::Plan *CublasLtGemm::plan(const tsl_rt_gemm &p,
-                                             GemmOutcome &outcome,
-                                             std::string &error) {
+CublasLtGemm::Plan *CublasLtGemm::plan(const tsl_rt_gemm &p,
+                                       GemmOutcome &outcome,
+                                       std::string &error) {
   bool transA = (p.flags & 1) != 0, transB = (p.flags & 2) != 0;
   int64_t eb = static_cast<int64_t>(elementBytes(p.dtype));
   int32_t align = std::min({alignmentOf(p.a, p.stride_a * eb),
@@ -232,8 +283,13 @@ const CublasLtGemm::Plan *CublasLtGemm::plan(const tsl_rt_gemm &p,
                             alignmentOf(p.d, p.stride_d * eb)});
   Key key{p.dtype,    p.batch,    p.m,        p.n,           p.k,
           p.stride_a, p.stride_b, p.stride_d, (p.flags & 3), align};
-  if (auto it = plans_.find(key); it != plans_.end())
+  if (auto it = plans_.find(key); it != plans_.end()) {
+    if (it->second->failed) {
+      outcome = GemmOutcome::Unavailable;
+      return nullptr;
+    }
     return it->second.get();
+  }
   if (plans_.size() >= kMaxPlans)
     plans_.clear();
   const CublasLtApi &a = *api_;
@@ -328,7 +384,7 @@ GemmOutcome CublasLtGemm::run(const tsl_rt_gemm &p, CUstream stream,
     return GemmOutcome::Unavailable;
   std::lock_guard<std::mutex> lock(mutex_);
   GemmOutcome outcome = GemmOutcome::Done;
-  const Plan *plan = this->plan(p, outcome, error);
+  Plan *plan = this->plan(p, outcome, error);
   if (!plan)
     return outcome;
   CUstream s = stream ? stream : device_->stream();
@@ -344,8 +400,17 @@ GemmOutcome CublasLtGemm::run(const tsl_rt_gemm &p, CUstream stream,
                                plan->b, beta, p.d, plan->d, p.d, plan->d,
                                &plan->algo, wsp, kWorkspaceBytes, s);
       st != 0) {
-    error = api_->describe("cublasLtMatmul", st);
-    return GemmOutcome::Failed;
+    // The library refused after its heuristic chose: TSL's kernel runs
+    // this problem, now and from now on (said once per device).
+    plan->failed = true;
+    if (!matmulFailureLogged_) {
+      matmulFailureLogged_ = true;
+      std::fprintf(stderr,
+                   "[tsl] warning: cuBLASLt (%s): %s: this GEMM (and any "
+                   "other the library fails) runs on TSL's generated kernel\n",
+                   path_.c_str(), api_->describe("cublasLtMatmul", st).c_str());
+    }
+    return GemmOutcome::Unavailable;
   }
   return GemmOutcome::Done;
 }

@@ -11,6 +11,11 @@ constexpr int kAttrComputeMajor = 75;    // CU_DEVICE_ATTRIBUTE_*
 constexpr int kAttrComputeMinor = 76;
 constexpr int kJitErrorLogBuffer = 5; // CU_JIT_ERROR_LOG_BUFFER
 constexpr int kJitErrorLogBufferSize = 6;
+constexpr int kFuncMaxThreadsPerBlock = 0; // CU_FUNC_ATTRIBUTE_*
+constexpr int kFuncNumRegs = 4;
+constexpr unsigned kEventDisableTiming = 2; // CU_EVENT_DISABLE_TIMING
+/// The oldest GPUs TSL's PTX runs on (sm_80: Ampere).
+constexpr int kMinCapability = 80;
 
 using GetProcV2 = CUresult (*)(const char *, void **, int, unsigned long long,
                                int *);
@@ -62,6 +67,7 @@ const CudaDriver *CudaDriver::get(std::string &error) {
     resolve("cuDeviceGetCount", a.cuDeviceGetCount);
     resolve("cuDeviceGet", a.cuDeviceGet);
     resolve("cuDeviceGetAttribute", a.cuDeviceGetAttribute);
+    resolve("cuDeviceGetName", a.cuDeviceGetName);
     resolve("cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain);
     resolve("cuDevicePrimaryCtxRelease", a.cuDevicePrimaryCtxRelease);
     resolve("cuCtxSetCurrent", a.cuCtxSetCurrent);
@@ -69,6 +75,7 @@ const CudaDriver *CudaDriver::get(std::string &error) {
     resolve("cuModuleLoadDataEx", a.cuModuleLoadDataEx);
     resolve("cuModuleUnload", a.cuModuleUnload);
     resolve("cuModuleGetFunction", a.cuModuleGetFunction);
+    resolve("cuFuncGetAttribute", a.cuFuncGetAttribute);
     resolve("cuLaunchKernel", a.cuLaunchKernel);
     resolve("cuMemAlloc", a.cuMemAlloc);
     resolve("cuMemFree", a.cuMemFree);
@@ -79,6 +86,10 @@ const CudaDriver *CudaDriver::get(std::string &error) {
     resolve("cuStreamCreate", a.cuStreamCreate);
     resolve("cuStreamDestroy", a.cuStreamDestroy);
     resolve("cuStreamSynchronize", a.cuStreamSynchronize);
+    resolve("cuStreamWaitEvent", a.cuStreamWaitEvent);
+    resolve("cuEventCreate", a.cuEventCreate);
+    resolve("cuEventRecord", a.cuEventRecord);
+    resolve("cuEventDestroy", a.cuEventDestroy);
     resolve("cuGetErrorString", a.cuGetErrorString);
     if (!missing.empty()) {
       loadError = "no usable CUDA driver: libcuda.so.1 lacks " + missing;
@@ -95,6 +106,12 @@ const CudaDriver *CudaDriver::get(std::string &error) {
   return driver.get();
 }
 
+std::unique_ptr<CudaDriver> CudaDriver::fromApi(const CudaApi &api) {
+  auto d = std::make_unique<CudaDriver>();
+  d->api_ = api;
+  return d;
+}
+
 std::string CudaDriver::describe(const char *what, CUresult code) const {
   const char *text = nullptr;
   if (api_.cuGetErrorString)
@@ -107,6 +124,12 @@ std::shared_ptr<CudaDevice> CudaDevice::open(int ordinal, std::string &error) {
   const CudaDriver *driver = CudaDriver::get(error);
   if (!driver)
     return nullptr;
+  return open(*driver, ordinal, error);
+}
+
+std::shared_ptr<CudaDevice> CudaDevice::open(const CudaDriver &driverRef,
+                                             int ordinal, std::string &error) {
+  const CudaDriver *driver = &driverRef;
   const CudaApi &a = driver->api();
   int count = 0;
   if (CUresult r = a.cuDeviceGetCount(&count); r != 0) {
@@ -120,11 +143,16 @@ std::shared_ptr<CudaDevice> CudaDevice::open(int ordinal, std::string &error) {
   }
   std::shared_ptr<CudaDevice> dev(new CudaDevice());
   dev->driver_ = driver;
+  dev->ordinal_ = ordinal;
   CUresult r = a.cuDeviceGet(&dev->device_, ordinal);
   if (r == 0)
     r = a.cuDeviceGetAttribute(&dev->major_, kAttrComputeMajor, dev->device_);
   if (r == 0)
     r = a.cuDeviceGetAttribute(&dev->minor_, kAttrComputeMinor, dev->device_);
+  char name[256] = {};
+  if (r == 0)
+    r = a.cuDeviceGetName(name, sizeof name - 1, dev->device_);
+  dev->name_ = name;
   if (r == 0)
     r = a.cuDevicePrimaryCtxRetain(&dev->context_, dev->device_);
   if (r != 0) {
@@ -216,10 +244,18 @@ void CudaDevice::release(CUdeviceptr p, CUstream stream) {
 
 bool CudaDevice::loadModule(const std::string &ptx, CUmodule &out,
                             std::string &error) {
+  if (capability() < kMinCapability) {
+    error = "CUDA device " + std::to_string(ordinal_) + " (" + name_ +
+            ", compute capability " + std::to_string(major_) + "." +
+            std::to_string(minor_) +
+            ") cannot run TSL's GPU code: it needs compute capability 8.0 or "
+            "newer";
+    return false;
+  }
   std::vector<char> log(8192, '\0');
   int options[] = {kJitErrorLogBuffer, kJitErrorLogBufferSize};
   void *values[] = {log.data(), reinterpret_cast<void *>(log.size())};
-  std::lock_guard<std::mutex> lock(mutex_);
+  // The JIT runs unlocked: calls on other threads allocate meanwhile.
   CUresult r =
       driver_->api().cuModuleLoadDataEx(&out, ptx.c_str(), 2, options, values);
   if (r != 0) {
@@ -227,8 +263,45 @@ bool CudaDevice::loadModule(const std::string &ptx, CUmodule &out,
             std::string(log.data());
     return false;
   }
+  std::lock_guard<std::mutex> lock(modulesMutex_);
   modules_.push_back(out);
   return true;
+}
+
+std::string CudaDevice::checkLaunchBounds(CUfunction f, int kernel,
+                                          int threads) const {
+  const CudaApi &a = driver_->api();
+  int allowed = 0;
+  if (a.cuFuncGetAttribute(&allowed, kFuncMaxThreadsPerBlock, f) != 0 ||
+      threads <= allowed)
+    return ""; // unknown: the launch says what is wrong
+  int registers = 0;
+  a.cuFuncGetAttribute(&registers, kFuncNumRegs, f);
+  return "kernel tsl_k" + std::to_string(kernel) + " cannot launch blocks of " +
+         std::to_string(threads) + " threads on " + architecture() +
+         ": it allows at most " + std::to_string(allowed) +
+         " threads per block (" + std::to_string(registers) +
+         " registers per thread)";
+}
+
+bool CudaDevice::orderAfter(CUstream consumer, CUstream producer,
+                            std::string &error) const {
+  const CudaApi &a = driver_->api();
+  CUevent event = nullptr;
+  CUresult r = a.cuEventCreate(&event, kEventDisableTiming);
+  if (r != 0) {
+    error = driver_->describe("cuEventCreate", r);
+    return false;
+  }
+  r = a.cuEventRecord(event, producer ? producer : stream_);
+  if (r == 0)
+    r = a.cuStreamWaitEvent(consumer ? consumer : stream_, event, 0);
+  if (r != 0)
+    error = driver_->describe("ordering two CUDA streams", r);
+  // Destroying an event that a stream still waits on is allowed: the
+  // driver frees it once the wait is over.
+  a.cuEventDestroy(event);
+  return r == 0;
 }
 
 } // namespace tsl::rt

@@ -673,9 +673,21 @@ bool FunctionTable::runOnDevice(const VariantCode &v, void **buffers,
   GpuDevice::Call gpuCall(*options_.device, *v.device,
                           static_cast<CUstream>(stream));
   tsl_rt_context_set_device(ctx, gpuCall.abi());
+  results.copiedOnDevice = false;
   bool ok = finishRun(v, v.kernel(buffers, syms.data(), ctx), buffers, syms,
                       ctx, results, error, stream);
   releaseContext(ctx); // its device memory goes back while the call lives
+  // The call returns synchronized with its stream (tsl_c.h): results are
+  // complete for any stream and the host, arguments free to reuse.
+  std::string message;
+  if (!gpuCall.finish(results.copiedOnDevice, message) && ok) {
+    for (size_t i = 0; i < results.size(); ++i)
+      GpuDevice::releaseHandedOver(results.items[i].data);
+    results.items.clear();
+    results.shapes.clear();
+    error = {ErrorKind::RuntimeCheck, message, {}};
+    ok = false;
+  }
   return ok;
 }
 
@@ -734,17 +746,18 @@ bool FunctionTable::collectOutputs(const VariantCode &v, void *const *buffers,
           tsl_rt_context_take_device(ctx, buffers[r.value])) {
         out.data = buffers[r.value];
       } else {
-        out.data = gpu.allocate(bytes, message);
+        out.data = gpu.allocate(bytes, message, static_cast<CUstream>(stream));
+        results.copiedOnDevice |= bytes != 0;
         if (!out.data ||
             (bytes &&
              !gpu.copy(GpuDevice::Copy::OnDevice, out.data, buffers[r.value],
                        bytes, message, static_cast<CUstream>(stream)))) {
-          gpu.release(out.data);
+          gpu.release(out.data, static_cast<CUstream>(stream));
           ok = false;
           break;
         }
       }
-      gpu.handOver(out.data);
+      gpu.handOver(out.data, static_cast<CUstream>(stream));
       results.items.push_back(out);
       continue;
     }

@@ -169,6 +169,9 @@ struct Results {
   };
   Scratch<Item, 8> items;
   Scratch<int64_t, 64> shapes;
+  /// Whether collecting the results enqueued device copies (a GPU result
+  /// that aliases an argument or another result).
+  bool copiedOnDevice = false;
   size_t size() const { return items.size(); }
   /// The sizes of result \p i (`items[i].rank` of them).
   const int64_t *shape(size_t i) const {

@@ -21,10 +21,18 @@ CUdeviceptr devicePtr(const void *p) {
   return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p));
 }
 
+/// An output handed to a caller: its device, the stream whose work
+/// produced it, and the streams it was exported to (DLPack consumers).
+struct Handed {
+  std::weak_ptr<GpuDevice> device;
+  CUstream stream = nullptr;
+  std::vector<CUstream> readers;
+};
+
 /// Outputs handed to callers, so tsl_outputs_free can find their device.
 std::mutex handedMutex;
-std::map<void *, std::weak_ptr<GpuDevice>> &handed() {
-  static std::map<void *, std::weak_ptr<GpuDevice>> m;
+std::map<void *, Handed> &handed() {
+  static std::map<void *, Handed> m;
   return m;
 }
 
@@ -35,6 +43,13 @@ std::shared_ptr<GpuDevice> GpuDevice::openCuda(int ordinal,
   std::shared_ptr<CudaDevice> cuda = CudaDevice::open(ordinal, error);
   if (!cuda)
     return nullptr;
+  std::shared_ptr<GpuDevice> d(new GpuDevice());
+  d->cuda_ = std::move(cuda);
+  return d;
+}
+
+std::shared_ptr<GpuDevice>
+GpuDevice::fromCuda(std::shared_ptr<CudaDevice> cuda) {
   std::shared_ptr<GpuDevice> d(new GpuDevice());
   d->cuda_ = std::move(cuda);
   return d;
@@ -117,7 +132,11 @@ void GpuDevice::openGemmLibrary() {
 std::string GpuDevice::gemmPath() {
   openGemmLibrary();
   if (cublasLt_ && libraryGemm_)
-    return "cuBLASLt (" + cublasLt_->path() + ")";
+    return "cuBLASLt (" + cublasLt_->path() +
+           (cublasLt_->refused().empty()
+                ? std::string()
+                : "; passed over: " + cublasLt_->refused()) +
+           ")";
   return "TSL's generated kernel (" +
          (cublasLt_ ? std::string("library GEMMs switched off")
                     : noLibraryWhy_) +
@@ -134,23 +153,57 @@ GemmOutcome GpuDevice::gemm(const tsl_rt_gemm &p, std::string &error,
   return cublasLt_->run(p, streamOr(stream), error);
 }
 
-void GpuDevice::handOver(void *p) {
+void GpuDevice::handOver(void *p, CUstream stream) {
   std::lock_guard<std::mutex> lock(handedMutex);
-  handed()[p] = shared_from_this();
+  handed()[p] = Handed{shared_from_this(), stream, {}};
+}
+
+bool GpuDevice::exportTo(void *p, CUstream consumer, std::string &error) {
+  if (!cuda_)
+    return true; // host memory, no streams
+  CUstream producer = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(handedMutex);
+    auto it = handed().find(p);
+    if (it == handed().end()) {
+      error = "internal error: exporting memory that was not handed over";
+      return false;
+    }
+    producer = it->second.stream;
+    std::vector<CUstream> &readers = it->second.readers;
+    if (std::find(readers.begin(), readers.end(), consumer) == readers.end())
+      readers.push_back(consumer);
+  }
+  return cuda_->makeCurrent(error) &&
+         cuda_->orderAfter(consumer, streamOr(producer), error);
 }
 
 void GpuDevice::releaseHandedOver(void *p) {
   std::shared_ptr<GpuDevice> device;
+  Handed entry;
   {
     std::lock_guard<std::mutex> lock(handedMutex);
     auto it = handed().find(p);
     if (it == handed().end())
       return;
-    device = it->second.lock();
+    entry = std::move(it->second);
+    device = entry.device.lock();
     handed().erase(it);
   }
-  if (device)
-    device->release(p);
+  if (!device)
+    return;
+  if (device->cuda_ && !entry.readers.empty()) {
+    // Reuse on the producing stream waits for the readers' work enqueued
+    // so far (a consumer frees its view before its stream has run).
+    std::string error;
+    bool ordered = device->cuda_->makeCurrent(error);
+    for (CUstream reader : entry.readers)
+      ordered = ordered && device->cuda_->orderAfter(
+                               device->streamOr(entry.stream), reader, error);
+    if (!ordered) // the safe fallback
+      device->cuda_->driver().api().cuCtxSynchronize();
+  }
+  device->release(p, entry.stream);
 }
 
 GpuDevice::Call::Call(GpuDevice &device, const DeviceCode &code,
@@ -166,7 +219,25 @@ GpuDevice::Call::Call(GpuDevice &device, const DeviceCode &code,
     device_.cuda_->makeCurrent(ignored);
 }
 
-GpuDevice::Call::~Call() { device_.release(status_, stream_); }
+GpuDevice::Call::~Call() {
+  std::string ignored;
+  if (pending_)
+    finish(false, ignored);
+  device_.release(status_, stream_);
+}
+
+bool GpuDevice::Call::finish(bool enqueuedElsewhere, std::string &error) {
+  if (!device_.cuda_ || !(pending_ || enqueuedElsewhere))
+    return true;
+  pending_ = false;
+  const CudaDriver &driver = device_.cuda_->driver();
+  if (CUresult r = driver.api().cuStreamSynchronize(device_.streamOr(stream_));
+      r != 0) {
+    error = driver.describe("waiting for the call's GPU work", r);
+    return false;
+  }
+  return true;
+}
 
 const char *GpuDevice::Call::fail(std::string message) {
   error_ = std::move(message);
@@ -195,6 +266,7 @@ const char *GpuDevice::Call::read(void *self, void *dst, const void *src,
   if (!c->device_.copy(Copy::ToHost, dst, src, static_cast<size_t>(bytes),
                        message, c->stream_))
     return c->fail(message);
+  c->pending_ = false; // the copy waited for the stream
   return nullptr;
 }
 
@@ -211,6 +283,7 @@ bool GpuDevice::Call::statusWord(std::string &error) {
   }
   // Zeroed on the stream, without waiting (a copy from pageable host
   // memory would stage it synchronously).
+  pending_ = true;
   const CudaApi &a = device_.cuda_->driver().api();
   if (CUresult r =
           a.cuMemsetD32Async(devicePtr(status_), 0, 2 * TSL_RT_STATUS_WORDS,
@@ -232,6 +305,7 @@ const char *GpuDevice::Call::status(void *self, int64_t *status) {
                        TSL_RT_STATUS_WORDS * sizeof *status, message,
                        c->stream_))
     return c->fail(message);
+  c->pending_ = false; // the copy waited for the stream
   return nullptr;
 }
 
@@ -241,6 +315,7 @@ int32_t GpuDevice::Call::gemm(void *self, const tsl_rt_gemm *g,
   std::string message;
   switch (c->device_.gemm(*g, message, c->stream_)) {
   case GemmOutcome::Done:
+    c->pending_ = true;
     return 0;
   case GemmOutcome::Unavailable:
     return 2;
@@ -271,15 +346,19 @@ const char *GpuDevice::Call::launch(void *self, int32_t kernel,
   }
   if (kernel < 0 || static_cast<size_t>(kernel) >= c->code_.cuda.size())
     return c->fail("no device kernel " + std::to_string(kernel));
+  CUfunction f = c->code_.cuda[kernel];
+  std::string tooMany = d.cuda_->checkLaunchBounds(f, kernel, grid->threads);
+  if (!tooMany.empty())
+    return c->fail(tooMany);
   // The argument block is the kernel's one parameter, passed by value: no
   // copy to device memory, nothing to wait for.
   void *params[] = {args};
   const CudaApi &a = d.cuda_->driver().api();
-  if (CUresult r =
-          a.cuLaunchKernel(c->code_.cuda[kernel], static_cast<unsigned>(blocks),
-                           1, 1, static_cast<unsigned>(grid->threads), 1, 1,
-                           static_cast<unsigned>(grid->shared_bytes),
-                           d.streamOr(c->stream_), params, nullptr);
+  c->pending_ = true;
+  if (CUresult r = a.cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1,
+                                    static_cast<unsigned>(grid->threads), 1, 1,
+                                    static_cast<unsigned>(grid->shared_bytes),
+                                    d.streamOr(c->stream_), params, nullptr);
       r != 0)
     return c->fail(d.cuda_->driver().describe("cuLaunchKernel", r));
   return nullptr;

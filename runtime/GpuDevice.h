@@ -31,6 +31,8 @@ public:
   static std::shared_ptr<GpuDevice> openCuda(int ordinal, std::string &error);
   /// The emulator (always available).
   static std::shared_ptr<GpuDevice> emulator();
+  /// A GPU device over an open CUDA device (tests: one on a fake driver).
+  static std::shared_ptr<GpuDevice> fromCuda(std::shared_ptr<CudaDevice> cuda);
 
   bool isEmulator() const { return !cuda_; }
   /// The CUDA device (null for the emulator).
@@ -57,13 +59,26 @@ public:
   /// Whether gemm may use the library (default: yes); off, every GEMM
   /// runs on TSL's generated kernel (benchmarks compare the two).
   void setLibraryGemm(bool on) { libraryGemm_ = on; }
-  /// What runs GEMMs: "cuBLASLt (libcublasLt.so.13)", or "TSL's generated
+  /// What runs GEMMs: "cuBLASLt (libcublasLt.so.13)" (with the libraries
+  /// passed over and why: "cuBLASLt (libcublasLt.so.12; passed over:
+  /// libcublasLt.so.13: cublasLtCreate failed: ...)"), or "TSL's generated
   /// kernel (why)"; opens the library if no GEMM has yet.
   std::string gemmPath();
 
-  /// Device memory handed to a caller (tsl_function_call's outputs):
-  /// released later by address alone (tsl_outputs_free).
-  void handOver(void *p);
+  /// Device memory handed to a caller (tsl_function_call's outputs),
+  /// produced by work on \p stream (null: the device's own): released later
+  /// by address alone (releaseHandedOver), back to that stream's cache.
+  void handOver(void *p, CUstream stream = nullptr);
+  /// Orders work enqueued later on \p consumer (a CUstream, or 1 and 2 for
+  /// CUDA's legacy and per-thread default streams) after the work enqueued
+  /// so far on the stream that produced handed-over \p p, and remembers
+  /// \p consumer as a reader of \p p: releasing \p p waits for the work
+  /// enqueued on it by then. The DLPack export's `stream`. True on the
+  /// emulator; false with \p error.
+  bool exportTo(void *p, CUstream consumer, std::string &error);
+  /// Gives handed-over \p p back to its device's cache, stream-ordered:
+  /// reused only after the work queued so far on its stream and on every
+  /// stream it was exported to.
   static void releaseHandedOver(void *p);
 
   /// The launch state of one call of a variant with \p code: its
@@ -78,6 +93,12 @@ public:
     Call &operator=(const Call &) = delete;
     ~Call();
     const tsl_rt_device *abi() const { return &abi_; }
+    /// Ends the call as tsl_c.h promises, synchronized with its stream:
+    /// waits for the work it enqueued (unless a read or status check
+    /// already waited for all of it) or, with \p enqueuedElsewhere (result
+    /// copies made outside the call's ABI), for the stream regardless.
+    /// False with an asynchronous device error in \p error.
+    bool finish(bool enqueuedElsewhere, std::string &error);
 
   private:
     static void *alloc(void *self, int64_t bytes, const char **error);
@@ -96,6 +117,8 @@ public:
     GpuDevice &device_;
     const DeviceCode &code_;
     CUstream stream_ = nullptr;
+    /// Work enqueued since the last wait for the stream.
+    bool pending_ = false;
     tsl_rt_device abi_;
     void *status_ = nullptr;
     std::string error_;

@@ -66,15 +66,47 @@ Tensor *Tensor::copyToHost() const {
   return new Tensor(std::move(host), nullptr, 0);
 }
 
+void Tensor::orderConsumer(nb::handle stream) {
+  // DLPack's stream numbers for CUDA: None is the legacy default stream
+  // (1), 2 the per-thread default stream, -1 "no synchronization", 0 is
+  // ambiguous and disallowed; others are CUstream addresses.
+  intptr_t number = 1;
+  if (!stream.is_none()) {
+    if (!nb::isinstance<nb::int_>(stream)) {
+      PyErr_SetString(PyExc_TypeError, "tsl.Tensor.__dlpack__: stream must be "
+                                       "an int or None");
+      throw nb::python_error();
+    }
+    number = nb::cast<intptr_t>(stream);
+  }
+  if (number == -1)
+    return;
+  if (number == 0 || number < -1) {
+    PyErr_SetString(PyExc_BufferError,
+                    "tsl.Tensor.__dlpack__: stream must be None, -1, 1, 2 or "
+                    "a CUstream (DLPack disallows 0 for CUDA)");
+    throw nb::python_error();
+  }
+  std::string error;
+  bool ok;
+  {
+    nb::gil_scoped_release unlocked;
+    ok = gpu_->exportTo(out_.data, reinterpret_cast<rt::CUstream>(number),
+                        error);
+  }
+  if (!ok)
+    raiseError(ErrorKind::Resource,
+               "error: cannot order the consumer's stream after TSL's: " +
+                   error);
+}
+
 namespace {
 
 nb::object dlpack(Tensor &t, nb::object stream, nb::object maxVersion,
                   nb::object dlDevice, nb::object copy) {
-  // Results are complete when the call returns (it synchronizes with the
-  // runtime's stream), so any consumer stream may read them: `stream` needs
-  // no event.
-  (void)stream;
   const tsl_tensor &v = t.view();
+  if (t.onCuda())
+    t.orderConsumer(stream);
   if (!dlDevice.is_none()) {
     nb::tuple want = nb::cast<nb::tuple>(dlDevice);
     if (nb::len(want) != 2 || nb::cast<int>(want[0]) != v.device.device_type ||
@@ -149,9 +181,13 @@ void bindTensor(nb::module_ &m) {
            "max_version"_a = nb::none(), "dl_device"_a = nb::none(),
            "copy"_a = nb::none(),
            "A DLPack capsule of the tensor (DLPack 1.0 when max_version "
-           "allows it), without copying. ``stream`` is accepted and needs "
-           "nothing: results are complete when the call returns. "
-           "``copy=True`` and another ``dl_device`` raise BufferError.")
+           "allows it), without copying. For a CUDA tensor, ``stream`` "
+           "(DLPack's numbers: None or 1 the legacy default stream, 2 the "
+           "per-thread one, a CUstream address, -1 for no ordering) is "
+           "ordered after TSL's work on the tensor (an event), and the "
+           "memory goes back to TSL only after the work enqueued on that "
+           "stream when the consumer releases it. ``copy=True`` and another "
+           "``dl_device`` raise BufferError.")
       .def(
           "__dlpack_device__",
           [](const Tensor &t) {

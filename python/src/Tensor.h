@@ -41,6 +41,11 @@ public:
   /// A copy of a CUDA tensor in host memory (raises tsl.Error when the copy
   /// fails).
   Tensor *copyToHost() const;
+  /// Orders DLPack consumer stream \p stream (`__dlpack__(stream=)`: None,
+  /// -1, 1, 2 or a CUstream address) after the work that produced this
+  /// CUDA tensor, and makes its release wait for that stream's work.
+  /// Raises BufferError for stream 0, tsl.Error when the driver fails.
+  void orderConsumer(nb::handle stream);
 
 private:
   rt::Output out_;

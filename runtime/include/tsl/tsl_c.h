@@ -111,7 +111,15 @@ tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args,
                              int32_t *noutputs);
 /* The same on a GPU runtime with the caller's stream (a CUstream): copies
  * and launches go to it, and the call returns synchronized with it. A null
- * stream is the runtime's own; a CPU runtime takes only null. */
+ * stream is the runtime's own; a CPU runtime takes only null.
+ *
+ * On a GPU runtime every call that enqueued device work waits for its
+ * stream before returning (cuStreamSynchronize), so its outputs are
+ * complete for the host and for any stream, and its arguments may be
+ * reused at once; an asynchronous device error is TSL_RUNTIME_ERROR.
+ * Outputs go back with tsl_outputs_free to the cache of the stream the
+ * call ran on, reusable at once by later calls on it: finish other
+ * streams' work that reads them first. */
 tsl_status tsl_function_call_on_stream(tsl_function *fn, const tsl_arg *args,
                                        int32_t nargs, void *stream,
                                        tsl_tensor **outputs, int32_t *noutputs);
