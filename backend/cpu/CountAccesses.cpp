@@ -45,11 +45,14 @@ llvm::FunctionCallee declareHook(llvm::Module &m, const char *name,
   return hook;
 }
 
-/// Optimizes \p m as NVPTX would before instruction selection: the O3
+/// Optimizes \p m as NVPTX would before instruction selection: the O2
 /// pipeline without the loop and SLP vectorizers (a GPU thread has no
 /// vector registers), then the load/store vectorizer (NVPTX merges
-/// adjacent accesses into 64- and 128-bit ones). The host's vectorizers
-/// would widen a thread's accesses beyond what its kernel does on a GPU.
+/// adjacent accesses into 64- and 128-bit ones). Not O3: its non-trivial
+/// loop unswitching splits loops on conditions that differ between lanes
+/// (a bounds check per column), which NVPTX, aware of divergence, does
+/// not; the host's vectorizers would widen a thread's accesses beyond what
+/// its kernel does on a GPU.
 void optimizeLikeNvptx(llvm::Module &m, llvm::TargetMachine &tm) {
   m.setDataLayout(tm.createDataLayout());
   m.setTargetTriple(tm.getTargetTriple().str());
@@ -67,7 +70,7 @@ void optimizeLikeNvptx(llvm::Module &m, llvm::TargetMachine &tm) {
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm =
-      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
   mpm.addPass(
       llvm::createModuleToFunctionPassAdaptor(llvm::LoadStoreVectorizerPass()));
   mpm.run(m, mam);

@@ -15,7 +15,7 @@ namespace tsl {
 /// emulator runs.
 bool hasDeviceKernels(const llvm::Module &m);
 
-/// Optimizes \p m for \p tm as NVPTX would (O3 without the loop and SLP
+/// Optimizes \p m for \p tm as NVPTX would (O2 without the loop and SLP
 /// vectorizers, then the load/store vectorizer), then instruments every
 /// load and store of its functions, except those of allocas (a thread's
 /// registers and stack) and of a kernel's argument block (the param space
