@@ -71,14 +71,19 @@ std::string formatGpuCounters(const GpuKernelCounters &c) {
                ? static_cast<double>(n) / static_cast<double>(c.globalRequests)
                : 0.0;
   };
-  char line[512];
+  // Kernels compiled before counters were on count no accesses (and say
+  // no number): their barriers only.
+  char name[64] = "kernels compiled without counters";
+  if (c.kernel >= 0)
+    std::snprintf(name, sizeof name, "kernel %d", c.kernel);
+  char line[576];
   std::snprintf(
       line, sizeof line,
-      "kernel %d: %lld launch%s of %d threads, %d shared bytes: %lld blocks, "
+      "%s: %lld launch%s of %d threads, %d shared bytes: %lld blocks, "
       "%lld barriers; shared: %lld "
       "loads (%lld bank-conflict replays), %lld stores (%lld replays); "
       "global: %lld requests, %lld sectors (%.2f per request, ideal %.2f)",
-      c.kernel, static_cast<long long>(c.launches), c.launches == 1 ? "" : "es",
+      name, static_cast<long long>(c.launches), c.launches == 1 ? "" : "es",
       c.threads, c.sharedBytes, static_cast<long long>(c.blocks),
       static_cast<long long>(c.barriers), static_cast<long long>(c.sharedLoads),
       static_cast<long long>(c.loadReplays),

@@ -70,8 +70,10 @@ void beginGpuCounters();
 /// The counters of the launches this thread ran since beginGpuCounters (the
 /// last call), one entry per kernel in the order of their first launch.
 std::vector<GpuKernelCounters> gpuCountersOfLastCall();
-/// "kernel 2: 1 launch, 3 blocks, 24 barriers; shared: ..." (one line, no
-/// newline).
+/// "kernel 2: 1 launch of 256 threads, 16384 shared bytes: 3 blocks, 24
+/// barriers; shared: ..." (one line, no newline); kernel -1 (compiled
+/// before counters were on: barriers only) is "kernels compiled without
+/// counters: ...".
 std::string formatGpuCounters(const GpuKernelCounters &c);
 /// Ends a call of \p function: under TSL_LOGS=gpu-counters prints one line
 /// per kernel of gpuCountersOfLastCall() to stderr ("[tsl] gpu-counters

@@ -48,6 +48,27 @@ TEST(GpuCounters, BankConflictsOfOneWarpAccess) {
           warp(2, [](uint32_t l) { return 2 * ((l & 15) * 8 * 40 + (l >> 4)); })
               .data()),
       15);
+  // Attention's V staging (16-bit elements of V transposed into rows of 72,
+  // lane l copying 8 rows from 8 (l & 7) at key l >> 3): rows 8 apart share
+  // a bank, 8 ways. Two more words after every eighth row (row e at
+  // 36 e + 2 (e >> 3) words) would spread them over 16 banks.
+  for (int e = 0; e < 8; ++e) {
+    EXPECT_EQ(sharedReplays(warp(2,
+                                 [e](uint32_t l) {
+                                   return 2 *
+                                          ((8 * (l & 7) + e) * 72 + (l >> 3));
+                                 })
+                                .data()),
+              7);
+    EXPECT_EQ(sharedReplays(warp(2,
+                                 [e](uint32_t l) {
+                                   uint32_t row = 8 * (l & 7) + e;
+                                   return 4 * (36 * row + 2 * (row >> 3)) +
+                                          2 * (l >> 3);
+                                 })
+                                .data()),
+              0);
+  }
   // Inactive lanes take no part.
   std::vector<LaneAccess> half = warp(4, [](uint32_t l) { return 128 * l; });
   for (int l = 16; l < 32; ++l)
@@ -106,6 +127,27 @@ void counted(void *p) {
   tsl_gpu_count_access(a.global + t, 4 | kCountStore, 3);
   int local = 0; // the thread's stack: never counted
   tsl_gpu_count_access(&local, 4, 4);
+}
+
+/// A kernel compiled without counters: barriers only.
+void uncounted(void *) { tsl_gpu_barrier(); }
+
+TEST(GpuCounters, KernelsWithoutCountersCountBarriers) {
+  setGpuCountersForced(true);
+  beginGpuCounters();
+  int unused = 0;
+  std::string error;
+  ASSERT_TRUE(emulateLaunch(uncounted, &unused, {2, 32, 0}, error)) << error;
+  setGpuCountersForced(false);
+  std::vector<GpuKernelCounters> all = gpuCountersOfLastCall();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].kernel, -1);
+  EXPECT_EQ(all[0].barriers, 2);
+  EXPECT_EQ(formatGpuCounters(all[0]).rfind("kernels compiled without "
+                                            "counters: 1 launch of 32 threads",
+                                            0),
+            0u)
+      << formatGpuCounters(all[0]);
 }
 
 TEST(GpuCounters, LaunchesCountPerWarpAccess) {
