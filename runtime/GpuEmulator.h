@@ -44,6 +44,9 @@
 ///   synchronizes them: about 20x slower, and TSan's limit on live threads
 ///   counts every pooled fiber.
 /// - Sanitizers: fiber switches are annotated for ASan and TSan.
+/// - Counters: while gpuCountersEnabled() (TSL_LOGS=gpu-counters), a launch
+///   counts its blocks and barriers, and the shared and global accesses of
+///   kernels instrumented for it (runtime/GpuCounters.h).
 
 #include <cstddef>
 #include <cstdint>
