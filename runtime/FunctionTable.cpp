@@ -1,5 +1,6 @@
 #include "runtime/FunctionTable.h"
 #include "runtime/Context.h"
+#include "runtime/GpuCounters.h"
 #include "runtime/GpuDevice.h"
 #include "support/SizeLimits.h"
 
@@ -153,8 +154,8 @@ void releaseBuffers() { threadState.buffersBusy = false; }
 } // namespace
 
 namespace {
-/// LogFlags::setActive's flags: bit 4 set when installed, bits 0-3 the
-/// flags (recompiles, guards, dynamic, perf).
+/// LogFlags::setActive's flags: bit 4 set when installed, bits 0-3 and 5
+/// the flags (recompiles, guards, dynamic, perf; gpu-counters).
 std::atomic<unsigned> activeLogs{0};
 
 /// Says once per value of TSL_LOGS that it names logs that do not exist.
@@ -167,7 +168,8 @@ void warnBadLogs(const std::string &spec, const std::string &unknown,
   if (warned.insert(spec).second)
     std::fprintf(stderr,
                  "[tsl] warning: TSL_LOGS='%s': unknown log%s %s (known: "
-                 "recompiles, guards, dynamic, perf, all, none); ignoring "
+                 "recompiles, guards, dynamic, perf, gpu-counters, all, none); "
+                 "ignoring "
                  "%s\n",
                  spec.c_str(), count > 1 ? "s" : "", unknown.c_str(),
                  count > 1 ? "them" : "it");
@@ -182,6 +184,7 @@ LogFlags LogFlags::fromEnvironment() {
     f.guards = active & 2;
     f.dynamic = active & 4;
     f.perf = active & 8;
+    f.gpuCounters = active & 32;
     return f;
   }
   const char *env = std::getenv("TSL_LOGS");
@@ -199,6 +202,7 @@ LogFlags LogFlags::fromEnvironment() {
       f.guards |= one.guards;
       f.dynamic |= one.dynamic;
       f.perf |= one.perf;
+      f.gpuCounters |= one.gpuCounters;
     } else {
       unknown += (unknown.empty() ? "'" : ", '") +
                  spec.substr(start, comma - start) + "'";
@@ -230,11 +234,14 @@ bool LogFlags::parse(const std::string &spec, LogFlags &out,
       out.dynamic = true;
     else if (name == "perf")
       out.perf = true;
+    else if (name == "gpu-counters")
+      out.gpuCounters = true;
     else if (name == "all")
       out.recompiles = out.guards = out.dynamic = out.perf = true;
     else if (!name.empty() && name != "none") {
       error = "unknown log '" + name +
-              "' (known: recompiles, guards, dynamic, perf, all, none)";
+              "' (known: recompiles, guards, dynamic, perf, gpu-counters, all, "
+              "none)";
       return false;
     }
     start = comma + 1;
@@ -246,7 +253,8 @@ void LogFlags::setActive(const LogFlags *flags) {
   unsigned v = 0;
   if (flags)
     v = 16u | (flags->recompiles ? 1u : 0u) | (flags->guards ? 2u : 0u) |
-        (flags->dynamic ? 4u : 0u) | (flags->perf ? 8u : 0u);
+        (flags->dynamic ? 4u : 0u) | (flags->perf ? 8u : 0u) |
+        (flags->gpuCounters ? 32u : 0u);
   activeLogs.store(v, std::memory_order_relaxed);
 }
 
@@ -674,8 +682,10 @@ bool FunctionTable::runOnDevice(const VariantCode &v, void **buffers,
                           static_cast<CUstream>(stream));
   tsl_rt_context_set_device(ctx, gpuCall.abi());
   results.copiedOnDevice = false;
+  beginGpuCounters();
   bool ok = finishRun(v, v.kernel(buffers, syms.data(), ctx), buffers, syms,
                       ctx, results, error, stream);
+  logGpuCounters(name_);
   releaseContext(ctx); // its device memory goes back while the call lives
   // The call returns synchronized with its stream (tsl_c.h): results are
   // complete for any stream and the host, arguments free to reuse.

@@ -213,9 +213,14 @@ struct TableOptions {
   std::shared_ptr<class GpuDevice> device;
 };
 
-/// Which events to log to stderr (TSL_LOGS=recompiles,guards,dynamic,perf).
+/// Which events to log to stderr
+/// (TSL_LOGS=recompiles,guards,dynamic,perf,gpu-counters).
 struct LogFlags {
   bool recompiles = false, guards = false, dynamic = false, perf = false;
+  /// The GPU emulator's memory counters per kernel after each call
+  /// (runtime/GpuCounters.h); "all" leaves them off (they slow the
+  /// emulator and change how kernels compile).
+  bool gpuCounters = false;
   /// The flags in effect now: those setActive() installed, else TSL_LOGS
   /// (read at each call, so a table sees a change at its next event).
   static LogFlags fromEnvironment();

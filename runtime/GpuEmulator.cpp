@@ -8,6 +8,8 @@
 // is large enough.
 #include "runtime/GpuEmulator.h"
 
+#include "runtime/GpuCounters.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdarg>
@@ -263,6 +265,8 @@ struct Scheduler {
   const void *hostStack = nullptr; ///< for ASan
   size_t hostStackBytes = 0;
   std::string error;
+  /// Memory counters (gpuCountersEnabled() at the launch), else null.
+  std::unique_ptr<LaunchCounters> counters;
 
   void push(int32_t t) { ring[(head + queued++) % ring.size()] = t; }
   int32_t pop() {
@@ -412,6 +416,8 @@ bool arrive(Scheduler &s, int32_t t) {
                   t, s.block, s.firstDone);
     if (++s.atBarrier == s.threads) {
       s.atBarrier = 0;
+      if (s.counters)
+        s.counters->barrier();
       for (int32_t i = 0; i < s.threads; ++i) {
         s.state[static_cast<size_t>(i)].wait = Wait::Ready;
         s.push(i);
@@ -441,6 +447,8 @@ bool arrive(Scheduler &s, int32_t t) {
 /// Runs block \p block to completion; false with s.error.
 bool runBlock(Scheduler &s, int32_t block) {
   s.block = block;
+  if (s.counters)
+    s.counters->beginBlock();
   std::memset(s.shared.get(), kSharedGarbage,
               static_cast<size_t>(s.sharedBytes));
   s.head = s.queued = 0;
@@ -523,11 +531,16 @@ bool emulateLaunch(EmulatedKernel kernel, void *args,
 #ifdef TSL_EMU_TSAN
   s.hostTsan = __tsan_get_current_fiber();
 #endif
+  if (gpuCountersEnabled())
+    s.counters = std::make_unique<LaunchCounters>(s.threads, s.shared.get(),
+                                                  s.sharedBytes);
   active = &s;
   bool ok = true;
   for (int32_t b = 0; ok && b < s.blocks; ++b)
     ok = runBlock(s, b);
   active = nullptr;
+  if (ok && s.counters)
+    s.counters->finish();
   if (ok)
     return true;
   // Abandon the threads stopped inside the kernel: their fibers restart.
@@ -543,6 +556,8 @@ const EmulatedPrimitive *emulatedPrimitives(size_t *n) {
 #define TSL_GPU_PRIMITIVE(Name, Ret, Params)                                   \
   {#Name, reinterpret_cast<void *>(&Name)},
 #include "runtime/DevicePrimitives.def"
+      {"tsl_gpu_count_access", reinterpret_cast<void *>(&tsl_gpu_count_access)},
+      {"tsl_gpu_count_kernel", reinterpret_cast<void *>(&tsl_gpu_count_kernel)},
   };
   if (n)
     *n = std::size(table);
@@ -633,4 +648,26 @@ extern "C" void tsl_gpu_mma_16816(int32_t kind, const uint32_t *a,
 extern "C" void *tsl_gpu_shared(void) {
   Scheduler *s = inFiber();
   return s ? s->shared.get() : nullptr;
+}
+
+extern "C" void tsl_gpu_count_access(const void *address, int32_t access,
+                                     int32_t site) {
+  Scheduler *s = inFiber();
+  if (!s || !s->counters)
+    return;
+  // The thread's own stack (what the instrumentation could not tell from
+  // an alloca): registers and local memory on a GPU.
+  const char *stack = pool[static_cast<size_t>(s->current)].stack;
+  auto *at = static_cast<const char *>(address);
+  if (at >= stack && at < stack + kStackBytes)
+    return;
+  s->counters->access(s->current, site, address,
+                      static_cast<uint32_t>(access & 0xffff),
+                      (access & kCountStore) != 0);
+}
+
+extern "C" void tsl_gpu_count_kernel(int32_t kernel) {
+  Scheduler *s = inFiber();
+  if (s && s->counters)
+    s->counters->setKernel(kernel);
 }

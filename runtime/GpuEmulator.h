@@ -44,6 +44,9 @@
 ///   synchronizes them: about 20x slower, and TSan's limit on live threads
 ///   counts every pooled fiber.
 /// - Sanitizers: fiber switches are annotated for ASan and TSan.
+/// - Counters: while gpuCountersEnabled() (TSL_LOGS=gpu-counters), a launch
+///   counts its blocks and barriers, and the shared and global accesses of
+///   kernels instrumented for it (runtime/GpuCounters.h).
 
 #include <cstddef>
 #include <cstdint>
@@ -87,8 +90,12 @@ struct EmulatedPrimitive {
 };
 
 /// The primitives of runtime/DevicePrimitives.def with the emulator's
-/// definitions (a static array; *\p n gets its length).
+/// definitions, then the counting hooks tsl_gpu_count_access and
+/// tsl_gpu_count_kernel (a static array; *\p n gets its length).
 const EmulatedPrimitive *emulatedPrimitives(size_t *n);
+
+/// tsl_gpu_count_access's flag for a store (the low 16 bits: the bytes).
+constexpr int32_t kCountStore = 1 << 16;
 
 } // namespace tsl::rt
 
@@ -97,4 +104,11 @@ const EmulatedPrimitive *emulatedPrimitives(size_t *n);
 extern "C" {
 #define TSL_GPU_PRIMITIVE(Name, Ret, Params) Ret Name Params;
 #include "runtime/DevicePrimitives.def"
+/// Emulator only (runtime/GpuCounters.h): the calling thread executes
+/// instrumented load or store number \p site of its kernel, of
+/// (\p access & 0xffff) bytes at \p address (a store when \p access has
+/// kCountStore). Nothing outside a launch that counts.
+void tsl_gpu_count_access(const void *address, int32_t access, int32_t site);
+/// Emulator only: the running kernel is tsl_dev_\p kernel.
+void tsl_gpu_count_kernel(int32_t kernel);
 }

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 
+#include "backend/cpu/CountAccesses.h"
 #include "backend/cpu/CpuTarget.h"
 #include "backend/cpu/HostJit.h"
 #include "backend/cpu/HostTarget.h"
 #include "backend/cpu/ObjectCompiler.h"
+#include "runtime/GpuCounters.h"
 #include "runtime/GpuEmulator.h"
 #include "runtime/KernelAbi.h"
 #include "runtime/Manifest.h"
@@ -180,6 +182,9 @@ createHostJit(std::unique_ptr<llvm::Module> m,
     error = errorText(tm.takeError());
     return nullptr;
   }
+  // The emulator's memory counters: device kernels count their accesses.
+  if (rt::gpuCountersEnabled() && hasDeviceKernels(*m))
+    countDeviceAccesses(*m, **tm);
   prepareAndOptimize(*m, **tm);
   std::unique_ptr<llvm::orc::LLJIT> jit =
       newHostSession(std::move(*jtmb), error);

@@ -19,8 +19,11 @@
 //   64 fused multiply-adds. Shared memory rows are padded by 4 elements to
 //   spread the copy's stores over the banks.
 // - Tensor cores (f16, bf16): slices of K = 32 kept as 16-bit elements, A
-//   row-major and B transposed (n-major), both with rows of 40 elements so
-//   the fragment loads of a warp hit 32 different banks. The 8 warps tile
+//   row-major and B transposed (n-major), in rows of 32 elements placed so
+//   that the copies' stores (B's transposing one included) and the
+//   fragment loads of a warp each hit 32 different banks (gemmRowA and
+//   gemmRowB: 4 words of padding after every second row of A, rows of B
+//   padded to 20 words plus one word after every eighth). The 8 warps tile
 //   the block tile as 2x4 sub-tiles of 64x32, each 4x4 m16n8k16 fragments
 //   (tsl_gpu_mma_16816: mma.sync with f32 accumulators), 64 floats per
 //   thread. Products are exact and sums in f32, as the interpreter does.
@@ -42,15 +45,49 @@ constexpr int64_t kTile = 128;
 /// SIMT: K per shared-memory slice; a thread's register tile is
 /// kSimtRegs x kSimtRegs; a shared row holds kTile + 4 elements.
 constexpr int64_t kSimtK = 8, kSimtRegs = 8, kSimtStride = kTile + 4;
-/// Tensor cores: K per slice (two k16 steps); a shared row holds
-/// kMmaStride 16-bit elements (32 used).
-constexpr int64_t kMmaK = 32, kMmaStride = 40;
+/// Tensor cores: K per slice (two k16 steps).
+constexpr int64_t kMmaK = 32;
+/// Tensor cores: 16-bit elements of the shared A and B tiles (gemmRowA and
+/// gemmRowB of kTile).
+constexpr int64_t kMmaTileA = 32 * kTile + 8 * (kTile / 2),
+                  kMmaTileB = 40 * kTile + 2 * (kTile / 8);
 /// Tensor cores: m16 fragments per warp (rows) and n8 fragments (columns).
 constexpr int64_t kFragsM = 4, kFragsN = 4;
 /// Most blocks launched (the blocks stride over the rest).
 constexpr int64_t kMaxGemmBlocks = int64_t(1) << 24;
 
 bool usesTensorCores(DType t) { return t == DType::F16 || t == DType::BF16; }
+
+// Where shared row `row` of the tensor-core tiles starts, in 16-bit
+// elements; element k of it follows at + k. A row holds 32 (16 words): the
+// padding makes a warp's accesses hit 32 banks.
+// - A: 4 words after every second row, row m at 16m + 4 (m >> 1) words.
+//   Fragment loads (rows g = 0..7 of an 8-aligned group, words t = 0..3 of
+//   a run): 16g + 4 (g >> 1) + t covers the 32 banks; a quarter warp's
+//   128-bit copy stores (runs 0..3 of rows 2i and 2i + 1) fill 16 banks
+//   each, 16 apart; an element copy fills one row.
+// - B (transposed: row n, element k): 20 words per row and one more after
+//   every eighth, row n at 20n + (n >> 3) words. Fragment loads: 20g + t
+//   (as 20g mod 32 takes 8 multiples of 4); the 128-bit copy stores
+//   element e of runs n = 8j (j = 0..15) of one k: bank 20e + j + c, 16
+//   banks, the two k of a word sharing it; an element copy (n = 32
+//   consecutive, 8j + e) stores at 20e + j + c: 32 banks. (Rows 20 words
+//   apart alone put n and n + 8 in one bank: 16 ways.)
+/// gemmRowA(row) in elements; additive over 8-aligned parts (gemmRowA(a +
+/// g) = gemmRowA(a) + gemmRowA(g) for even a), which the fragment loads
+/// use to keep one base register and constant offsets.
+Value *gemmRowA(llvm::IRBuilderBase &b, Value *row) {
+  return b.CreateAdd(
+      b.CreateMul(row, b.getInt64(32)),
+      b.CreateMul(b.CreateLShr(row, b.getInt64(1)), b.getInt64(8)));
+}
+/// gemmRowB(n) in elements; gemmRowB(a + g) = gemmRowB(a) + gemmRowB(g) for
+/// a a multiple of 8 and g < 8.
+Value *gemmRowB(llvm::IRBuilderBase &b, Value *n) {
+  return b.CreateAdd(
+      b.CreateMul(n, b.getInt64(40)),
+      b.CreateMul(b.CreateLShr(n, b.getInt64(3)), b.getInt64(2)));
+}
 
 } // namespace
 
@@ -91,7 +128,7 @@ bool Codegen::launchGemmKernel(const Operation &op) {
       b.CreateMul(product(md.batch), b.CreateMul(tilesOf(md.M), tilesOf(md.N)));
   Value *blocks = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, tiles,
                                           b.getInt64(kMaxGemmBlocks));
-  int64_t shared = mma ? 2 * kTile * kMmaStride * 2
+  int64_t shared = mma ? (kMmaTileA + kMmaTileB) * 2
                        : 2 * kSimtK * kSimtStride *
                              static_cast<int64_t>(t == DType::F64 ? 8 : 4);
   emitLaunch(k, slots,
@@ -252,25 +289,42 @@ void Codegen::gemmMmaStage(const GemmTile &g, Value *k0, Value *as, Value *bs) {
         i16, b.CreateGEP(i16, bufs[v], b.CreateSelect(ok, at, base)));
     return b.CreateSelect(ok, x, b.getInt16(0));
   };
-  Value *stride = b.getInt64(kMmaStride);
-  for (int64_t r = 0; r < kTile * kMmaK / kGemmThreads; ++r) {
+  // A loop kept rolled: unrolled, each of its 16 steps' addresses and
+  // bounds stayed live across the k loop (about 90 more registers).
+  llvm::BasicBlock *pre = b.GetInsertBlock();
+  auto *step = llvm::BasicBlock::Create(ctx, "mmacopy", kernel);
+  auto *copied = llvm::BasicBlock::Create(ctx, "mmacopied", kernel);
+  b.CreateBr(step);
+  b.SetInsertPoint(step);
+  llvm::PHINode *r = b.CreatePHI(i64, 2);
+  r->addIncoming(b.getInt64(0), pre);
+  {
     // A: a warp reads 32 consecutive k of one row; As[row][k].
-    Value *row =
-        b.CreateAdd(b.CreateLShr(tid, b.getInt64(5)), b.getInt64(8 * r));
+    Value *row = b.CreateAdd(b.CreateLShr(tid, b.getInt64(5)),
+                             b.CreateMul(r, b.getInt64(8)));
     Value *kk = b.CreateAnd(tid, b.getInt64(kMmaK - 1));
     Value *x = element(g.left, g.aBase, b.CreateAdd(g.row0, row),
                        b.CreateAdd(k0, kk), g.M, g.K);
-    b.CreateStore(
-        x, b.CreateGEP(i16, as, b.CreateAdd(b.CreateMul(row, stride), kk)));
+    b.CreateStore(x, b.CreateGEP(i16, as, b.CreateAdd(gemmRowA(b, row), kk)));
     // B: a warp reads 32 consecutive columns of one k; Bs[n][k].
     Value *n = b.CreateAnd(tid, b.getInt64(kTile - 1));
-    Value *kb =
-        b.CreateAdd(b.CreateLShr(tid, b.getInt64(7)), b.getInt64(2 * r));
+    Value *kb = b.CreateAdd(b.CreateLShr(tid, b.getInt64(7)),
+                            b.CreateMul(r, b.getInt64(2)));
     Value *y = element(g.right, g.bBase, b.CreateAdd(k0, kb),
                        b.CreateAdd(g.col0, n), g.K, g.N);
-    b.CreateStore(
-        y, b.CreateGEP(i16, bs, b.CreateAdd(b.CreateMul(n, stride), kb)));
+    b.CreateStore(y, b.CreateGEP(i16, bs, b.CreateAdd(gemmRowB(b, n), kb)));
   }
+  Value *next = b.CreateAdd(r, b.getInt64(1));
+  r->addIncoming(next, b.GetInsertBlock());
+  llvm::BranchInst *latch = b.CreateCondBr(
+      b.CreateICmpULT(next, b.getInt64(kTile * kMmaK / kGemmThreads)), step,
+      copied);
+  llvm::MDNode *noUnroll = llvm::MDNode::get(
+      ctx, {llvm::MDString::get(ctx, "llvm.loop.unroll.disable")});
+  llvm::MDNode *loop = llvm::MDNode::getDistinct(ctx, {nullptr, noUnroll});
+  loop->replaceOperandWith(0, loop);
+  latch->setMetadata(llvm::LLVMContext::MD_loop, loop);
+  b.SetInsertPoint(copied);
 }
 
 void Codegen::gemmMmaStageWide(const GemmTile &g, Value *k0, Value *as,
@@ -291,7 +345,6 @@ void Codegen::gemmMmaStageWide(const GemmTile &g, Value *k0, Value *as,
         llvm::Align(16));
     return b.CreateSelect(ok, x, zero);
   };
-  Value *stride = b.getInt64(kMmaStride);
   for (int64_t r = 0; r < kTile * kMmaK / 8 / kGemmThreads; ++r) {
     // A: four runs per row, 8 rows per warp; As[row][k] (16-byte aligned).
     Value *row =
@@ -300,7 +353,7 @@ void Codegen::gemmMmaStageWide(const GemmTile &g, Value *k0, Value *as,
     Value *x = run(g.left, g.aBase, b.CreateAdd(g.row0, row),
                    b.CreateAdd(k0, kk), g.M, g.K);
     b.CreateAlignedStore(
-        x, b.CreateGEP(i16, as, b.CreateAdd(b.CreateMul(row, stride), kk)),
+        x, b.CreateGEP(i16, as, b.CreateAdd(gemmRowA(b, row), kk)),
         llvm::Align(16));
     // B: 16 runs per k, 2 k per warp; transposed into Bs[n][k].
     Value *kb =
@@ -308,13 +361,11 @@ void Codegen::gemmMmaStageWide(const GemmTile &g, Value *k0, Value *as,
     Value *n = b.CreateMul(b.CreateAnd(tid, b.getInt64(15)), b.getInt64(8));
     Value *y = run(g.right, g.bBase, b.CreateAdd(k0, kb),
                    b.CreateAdd(g.col0, n), g.K, g.N);
+    // n is a multiple of 8: row n + e starts e rows of 40 after row n.
+    Value *at = b.CreateAdd(gemmRowB(b, n), kb);
     for (int64_t e = 0; e < 8; ++e)
-      b.CreateStore(
-          b.CreateExtractElement(y, e),
-          b.CreateGEP(
-              i16, bs,
-              b.CreateAdd(b.CreateMul(b.CreateAdd(n, b.getInt64(e)), stride),
-                          kb)));
+      b.CreateStore(b.CreateExtractElement(y, e),
+                    b.CreateGEP(i16, bs, b.CreateAdd(at, b.getInt64(40 * e))));
   }
 }
 
@@ -322,7 +373,7 @@ void Codegen::gemmMmaTile(const GemmTile &g) {
   llvm::Type *f32 = b.getFloatTy(), *i16 = b.getInt16Ty();
   int32_t kind = g.t == DType::F16 ? 0 : 1;
   Value *as = gpuShared();
-  Value *bs = b.CreateConstGEP1_64(i16, as, kTile * kMmaStride);
+  Value *bs = b.CreateConstGEP1_64(i16, as, kMmaTileA);
   Value *tid = gpuThreadIdx();
   Value *lane = b.CreateAnd(tid, b.getInt64(31));
   Value *warp = b.CreateLShr(tid, b.getInt64(5));
@@ -340,10 +391,22 @@ void Codegen::gemmMmaTile(const GemmTile &g) {
   for (int64_t r = 0; r < accCount; ++r)
     b.CreateStore(llvm::ConstantFP::get(f32, 0.0),
                   b.CreateConstGEP1_64(f32, accs, r));
-  // Two elements (k, k + 1) of shared row `row` as one word.
-  auto word = [&](Value *tile, Value *row, Value *k) {
-    Value *at = b.CreateAdd(b.CreateMul(row, b.getInt64(kMmaStride)), k);
-    return b.CreateAlignedLoad(i32, b.CreateGEP(i16, tile, at), llvm::Align(4));
+  // The lane's rows: group of the warp's 8-aligned rows (A) and columns
+  // (B); the offsets add (gemmRowA/B), so the loads below are one base
+  // register plus constants.
+  Value *aLane = b.CreateAdd(gemmRowA(b, warpRow), gemmRowA(b, group));
+  Value *bLane = b.CreateAdd(gemmRowB(b, warpCol), gemmRowB(b, group));
+  // Two elements (k, k + 1) as one word, \p rows (a multiple of 8) past the
+  // lane's row.
+  auto wordA = [&](int64_t rows, Value *k) {
+    Value *at =
+        b.CreateAdd(b.CreateAdd(aLane, b.getInt64(32 * rows + 4 * rows)), k);
+    return b.CreateAlignedLoad(i32, b.CreateGEP(i16, as, at), llvm::Align(4));
+  };
+  auto wordB = [&](int64_t cols, Value *k) {
+    Value *at = b.CreateAdd(
+        b.CreateAdd(bLane, b.getInt64(40 * cols + 2 * (cols / 8))), k);
+    return b.CreateAlignedLoad(i32, b.CreateGEP(i16, bs, at), llvm::Align(4));
   };
   // 128-bit loads where every 8-element run of a row is aligned (uniform
   // over the grid: a branch the whole block takes the same way).
@@ -374,18 +437,16 @@ void Codegen::gemmMmaTile(const GemmTile &g) {
       Value *k = b.CreateAdd(pairAt, b.getInt64(ks));
       Value *k8 = b.CreateAdd(k, b.getInt64(8));
       for (int64_t fm = 0; fm < kFragsM; ++fm) {
-        Value *row =
-            b.CreateAdd(warpRow, b.CreateAdd(group, b.getInt64(16 * fm)));
-        Value *row8 = b.CreateAdd(row, b.getInt64(8));
-        Value *words[] = {word(as, row, k), word(as, row8, k),
-                          word(as, row, k8), word(as, row8, k8)};
+        int64_t row = 16 * fm, row8 = row + 8;
+        Value *words[] = {wordA(row, k), wordA(row8, k), wordA(row, k8),
+                          wordA(row8, k8)};
         for (int64_t w = 0; w < 4; ++w)
           b.CreateStore(words[w], b.CreateConstGEP1_64(i32, aFrag, 4 * fm + w));
       }
       for (int64_t fn = 0; fn < kFragsN; ++fn) {
-        Value *n = b.CreateAdd(warpCol, b.CreateAdd(group, b.getInt64(8 * fn)));
-        b.CreateStore(word(bs, n, k), b.CreateConstGEP1_64(i32, bFrag, 2 * fn));
-        b.CreateStore(word(bs, n, k8),
+        b.CreateStore(wordB(8 * fn, k),
+                      b.CreateConstGEP1_64(i32, bFrag, 2 * fn));
+        b.CreateStore(wordB(8 * fn, k8),
                       b.CreateConstGEP1_64(i32, bFrag, 2 * fn + 1));
       }
       for (int64_t fm = 0; fm < kFragsM; ++fm)

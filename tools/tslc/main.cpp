@@ -7,6 +7,7 @@
 #include "backend/nvptx/GpuKernel.h"
 #include "ir/TensorIO.h"
 #include "runtime/FunctionTable.h"
+#include "runtime/GpuCounters.h"
 #include "runtime/GpuDevice.h"
 #include "tools/driver/JitCompiler.h"
 
@@ -388,7 +389,9 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
       std::cerr << "tslc: error: " << error << "\n";
       return 1;
     }
+    rt::beginGpuCounters();
     ran = kernel->run(values, outputs, runError);
+    rt::logGpuCounters(o.fn);
   } else {
     ran = interpret(fn, values, outputs, runError);
   }

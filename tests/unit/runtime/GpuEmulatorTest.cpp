@@ -505,7 +505,7 @@ TEST(GpuEmulator, PrimitivesOutsideALaunch) {
 TEST(GpuEmulator, PrimitivesByName) {
   size_t n = 0;
   const EmulatedPrimitive *table = emulatedPrimitives(&n);
-  ASSERT_EQ(n, 9u);
+  ASSERT_EQ(n, 11u);
   std::vector<std::string> names;
   for (size_t i = 0; i < n; ++i) {
     names.push_back(table[i].name);
@@ -515,7 +515,8 @@ TEST(GpuEmulator, PrimitivesByName) {
             (std::vector<std::string>{
                 "tsl_gpu_thread_idx", "tsl_gpu_block_idx", "tsl_gpu_block_dim",
                 "tsl_gpu_grid_dim", "tsl_gpu_barrier", "tsl_gpu_shfl_xor",
-                "tsl_gpu_shfl_idx", "tsl_gpu_mma_16816", "tsl_gpu_shared"}));
+                "tsl_gpu_shfl_idx", "tsl_gpu_mma_16816", "tsl_gpu_shared",
+                "tsl_gpu_count_access", "tsl_gpu_count_kernel"}));
   EXPECT_EQ(table[0].address, reinterpret_cast<void *>(&tsl_gpu_thread_idx));
   EXPECT_EQ(table[8].address, reinterpret_cast<void *>(&tsl_gpu_shared));
 }
