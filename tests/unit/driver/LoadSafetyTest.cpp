@@ -248,12 +248,14 @@ TEST(CompileCache, FifoEntriesAreRefusedNotWaitedOn) {
                        " is not a regular file of the current user"),
               std::string::npos)
         << err;
-    if (dir == objectFifo)
-      for (const std::string &k : kernels)
+    if (dir == objectFifo) {
+      for (const std::string &k : kernels) {
         EXPECT_NE(err.find("kernel " + k + " is not used (" + k +
                            " is not a regular file"),
                   std::string::npos)
             << err;
+      }
+    }
     // Rebuilt in place, and used.
     EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(dir + "/" + file)));
     rt::VariantCode again;
