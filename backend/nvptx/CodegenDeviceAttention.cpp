@@ -28,8 +28,9 @@
 // - SIMT (f32, f64): the same fragment layout computed with fused
 //   multiply-adds in the accumulator type (f32 or f64) from shared memory
 //   (rows padded to 33: conflict-free), P passed between the lanes of a
-//   quad by shuffles; f32: 128 rows, 64 keys, D slices of 32; f64: 64
-//   rows, 32 keys, D slices of 32.
+//   quad by shuffles; f32: 64 rows, 64 keys, D slices of 32; f64: 64
+//   rows, 32 keys, D slices of 32 (with 128 rows f32 took 255 registers
+//   and spilled).
 // Causal: key tiles wholly above the diagonal are never visited (the key
 // loop ends at min(T, last row of the tile + 1)); inside, key j > query i
 // is -inf. Masked keys and keys past T are -inf; a row with no finite
