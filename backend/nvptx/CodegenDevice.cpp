@@ -7,7 +7,65 @@
 // (reductions over one run of axes are block-tiled: CodegenDeviceReduce.cpp).
 #include "backend/common/Codegen.h"
 
+#include <llvm/IR/IntrinsicInst.h>
+
+#include <algorithm>
+#include <string>
+
 namespace tsl::backend {
+
+namespace {
+
+/// Threads per block no launch exceeds (every GPU we target).
+constexpr uint64_t kMaxBlockThreads = 1024;
+
+/// An upper bound of the (non-negative) host value \p v: exact for
+/// constants and the casts, selects, minima, maxima, products and shifts
+/// that launch shapes are computed with; UINT64_MAX when unknown.
+uint64_t upperBound(Value *v, int depth = 0) {
+  constexpr uint64_t unknown = UINT64_MAX;
+  if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(v))
+    return c->isNegative() ? 0 : c->getZExtValue();
+  if (depth > 16)
+    return unknown;
+  auto bound = [&](Value *x) { return upperBound(x, depth + 1); };
+  if (auto *cast = llvm::dyn_cast<llvm::CastInst>(v))
+    return bound(cast->getOperand(0));
+  if (auto *sel = llvm::dyn_cast<llvm::SelectInst>(v))
+    return std::max(bound(sel->getTrueValue()), bound(sel->getFalseValue()));
+  if (auto *call = llvm::dyn_cast<llvm::IntrinsicInst>(v)) {
+    switch (call->getIntrinsicID()) {
+    case llvm::Intrinsic::smin:
+    case llvm::Intrinsic::umin:
+      return std::min(bound(call->getArgOperand(0)),
+                      bound(call->getArgOperand(1)));
+    case llvm::Intrinsic::smax:
+    case llvm::Intrinsic::umax:
+      return std::max(bound(call->getArgOperand(0)),
+                      bound(call->getArgOperand(1)));
+    default:
+      return unknown;
+    }
+  }
+  if (auto *op = llvm::dyn_cast<llvm::BinaryOperator>(v)) {
+    uint64_t x = bound(op->getOperand(0)), y = bound(op->getOperand(1));
+    switch (op->getOpcode()) {
+    case llvm::Instruction::Mul:
+      return x != 0 && y > unknown / x ? unknown : x * y;
+    case llvm::Instruction::Shl:
+      return y < 64 && x <= (unknown >> y) ? x << y : unknown;
+    case llvm::Instruction::LShr:
+    case llvm::Instruction::UDiv:
+    case llvm::Instruction::SDiv:
+      return x;
+    default:
+      return unknown;
+    }
+  }
+  return unknown;
+}
+
+} // namespace
 
 void Codegen::gridStrideLoops(const std::vector<Value *> &extents,
                               const LoopBody &body) {
@@ -249,6 +307,18 @@ void Codegen::emitLaunch(int32_t number, const std::vector<ValueId> &slots,
        b.getInt32(grid.sharedBytes), args,
        b.getInt64(static_cast<int64_t>(words))});
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
+  // The kernel's thread bound (PTX .maxntid, GpuKernel.cpp): the most
+  // threads any of its launches has per block, so ptxas keeps registers x
+  // threads within the SM's register file.
+  llvm::Function *device =
+      deviceModule->getFunction("tsl_dev_" + std::to_string(number));
+  uint64_t bound = std::min(upperBound(grid.threads), kMaxBlockThreads);
+  uint64_t before = 0;
+  if (device->hasFnAttribute("tsl-max-threads"))
+    device->getFnAttribute("tsl-max-threads")
+        .getValueAsString()
+        .getAsInteger(10, before);
+  device->addFnAttr("tsl-max-threads", std::to_string(std::max(before, bound)));
 }
 
 void Codegen::checkDeviceStatus() {

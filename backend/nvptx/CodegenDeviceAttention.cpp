@@ -28,8 +28,9 @@
 // - SIMT (f32, f64): the same fragment layout computed with fused
 //   multiply-adds in the accumulator type (f32 or f64) from shared memory
 //   (rows padded to 33: conflict-free), P passed between the lanes of a
-//   quad by shuffles; f32: 128 rows, 64 keys, D slices of 32; f64: 64
-//   rows, 32 keys, D slices of 32.
+//   quad by shuffles; f32: 64 rows, 64 keys, D slices of 32; f64: 64
+//   rows, 32 keys, D slices of 32 (with 128 rows f32 took 255 registers
+//   and spilled).
 // Causal: key tiles wholly above the diagonal are never visited (the key
 // loop ends at min(T, last row of the tile + 1)); inside, key j > query i
 // is -inf. Masked keys and keys past T are -inf; a row with no finite
@@ -78,7 +79,7 @@ AttentionConfig attentionConfig(DType t) {
   case DType::F64:
     return {false, 1, 32, 32, 64, 33, 33, 64, 8};
   default:
-    return {false, 2, 64, 32, 64, 33, 33, 64, 4};
+    return {false, 1, 64, 32, 64, 33, 33, 64, 4};
   }
 }
 
@@ -122,6 +123,9 @@ struct Codegen::AttentionTile {
   // The work item: the batch entry's matrices, its index per batch dim,
   // the tile's first query row, where its key loop ends, the E slice.
   Value *qBase, *kBase, *vBase, *oBase, *i0, *keyEnd, *e0;
+  /// D for the loop over D slices (opaque, like keyEnd: see
+  /// attentionKernel).
+  Value *dEnd;
   std::vector<Value *> batchIdx;
   int64_t nS() const { return c.keys / 8; }
   int64_t nO() const { return c.ec / 8; }
@@ -241,6 +245,18 @@ bool Codegen::attentionKernel(const Operation &op) {
       entryAlloca(llvm::ArrayType::get(i32, 2 * std::max(a.nS(), a.nO())));
   Value *tiles = b.CreateSDiv(b.CreateAdd(a.S, b.getInt64(c.rows() - 1)),
                               b.getInt64(c.rows()));
+  // The bounds of the E slice, key tile and D slice loops through volatile
+  // loads, so their trip counts stay unknown: sizes known at compile time
+  // (E = 64: one slice; T = 64: one key tile; D = 64: one more slice) get
+  // loops unrolled and flattened into code whose values stay live together
+  // (f32 at D = T = E = 64: 15 KB of spills per thread).
+  auto opaque = [this](Value *v) {
+    Value *slot = entryAlloca(v->getType());
+    b.CreateStore(v, slot);
+    return b.CreateLoad(v->getType(), slot, /*isVolatile=*/true);
+  };
+  Value *eEnd = opaque(a.E);
+  a.dEnd = opaque(a.D);
   blockStrideLoop(b.CreateMul(product(a.batchDims), tiles), [&](Value *w) {
     Value *entry = b.CreateUDiv(w, tiles);
     a.i0 = b.CreateMul(b.CreateURem(w, tiles), b.getInt64(c.rows()));
@@ -258,7 +274,8 @@ bool Codegen::attentionKernel(const Operation &op) {
     if (a.causal) // keys past the tile's last row are all masked
       a.keyEnd = b.CreateBinaryIntrinsic(
           llvm::Intrinsic::smin, a.T, b.CreateAdd(a.i0, b.getInt64(c.rows())));
-    stridedLoop(b.getInt64(0), a.E, b.getInt64(c.ec), [&](Value *e0) {
+    a.keyEnd = opaque(a.keyEnd);
+    stridedLoop(b.getInt64(0), eEnd, b.getInt64(c.ec), [&](Value *e0) {
       a.e0 = e0;
       attentionSlice(a);
     });
@@ -298,13 +315,16 @@ void Codegen::attentionSlice(AttentionTile &a) {
     for (int64_t i = 0; i < c.fragsM * a.nS() * 4; ++i)
       b.CreateStore(zero, b.CreateConstGEP1_64(a.acc, a.sAcc, i));
     attentionScores(a, b.getInt64(0));
-    stridedLoop(b.getInt64(c.dk), a.D, b.getInt64(c.dk), [&](Value *d0) {
-      gpuBarrier(); // the previous slice is read
+    stridedLoop(b.getInt64(c.dk), a.dEnd, b.getInt64(c.dk), [&](Value *d0) {
+      gpuBarrier();      // the previous slice is read
+      a.refreshThread(); // per slice too: the scores' addresses
+                         // stay local
       stageK(j0, d0);
       stageQ(d0);
       gpuBarrier();
       attentionScores(a, d0);
     });
+    a.refreshThread(); // the loop's values do not reach past it
     attentionSoftmax(a, j0);
     attentionValues(a, j0);
     gpuBarrier(); // everyone read the tiles before the next overwrites them

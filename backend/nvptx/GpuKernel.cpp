@@ -4,6 +4,7 @@
 
 #include "backend/cpu/CpuKernel.h"
 #include "backend/cpu/HostJit.h"
+#include "backend/nvptx/Libdevice.h"
 #include "backend/nvptx/NvptxTarget.h"
 #include "ir/OutlineCalls.h"
 #include "runtime/GpuDevice.h"
@@ -38,23 +39,6 @@ std::string errorText(llvm::Error err) {
   llvm::raw_string_ostream os(s);
   os << err;
   return os.str();
-}
-
-/// libdevice.10.bc of the CUDA toolkit ($TSL_LIBDEVICE, else under
-/// $CUDA_HOME or /usr/local/cuda), or "" when there is none.
-std::string findLibdevice() {
-  if (const char *explicitPath = std::getenv("TSL_LIBDEVICE"))
-    return std::filesystem::exists(explicitPath) ? explicitPath : "";
-  std::vector<std::string> roots;
-  if (const char *home = std::getenv("CUDA_HOME"); home && *home)
-    roots.push_back(home);
-  roots.push_back("/usr/local/cuda");
-  for (const std::string &r : roots) {
-    std::string path = r + "/nvvm/libdevice/libdevice.10.bc";
-    if (std::filesystem::exists(path))
-      return path;
-  }
-  return "";
 }
 
 /// Replaces the math the lowering calls (LLVM intrinsics or libm names the
@@ -238,6 +222,25 @@ void addKernelEntries(llvm::Module &m, int32_t numKernels) {
                             llvm::MDString::get(ctx, "kernel"),
                             llvm::ConstantAsMetadata::get(b.getInt32(1))};
     annotations->addOperand(llvm::MDNode::get(ctx, md));
+    // Its launches' most threads per block (Codegen::emitLaunch): PTX
+    // .maxntid, within which ptxas fits registers x threads in an SM.
+    uint64_t threads = 0;
+    if (body->getFnAttribute("tsl-max-threads")
+            .getValueAsString()
+            .getAsInteger(10, threads) ||
+        threads == 0)
+      continue;
+    // And one block per SM is enough (.minnctapersm 1): without it ptxas
+    // may spill to fit two blocks of 1,024 threads in 32 registers each.
+    const std::pair<const char *, uint64_t> bounds[] = {{"maxntidx", threads},
+                                                        {"minctasm", 1}};
+    for (auto [key, value] : bounds) {
+      llvm::Metadata *md[] = {llvm::ValueAsMetadata::get(entry),
+                              llvm::MDString::get(ctx, key),
+                              llvm::ConstantAsMetadata::get(
+                                  b.getInt32(static_cast<uint32_t>(value)))};
+      annotations->addOperand(llvm::MDNode::get(ctx, md));
+    }
   }
   definePrimitives(m);
 }
@@ -271,11 +274,12 @@ bool compileToPtx(llvm::Module &m, int32_t numKernels, const std::string &arch,
   addKernelEntries(m, numKernels);
   useNativeExp2(m);
   if (useLibdevice(m) > 0) {
-    std::string path = findLibdevice();
+    LibdeviceSearch found = findLibdevice();
+    const std::string &path = found.path;
     if (path.empty()) {
       error = "not supported on the cuda backend without libdevice: exp, "
-              "log, sin, cos, pow, tanh and erf (install the CUDA toolkit, or "
-              "set CUDA_HOME or TSL_LIBDEVICE)";
+              "log, sin, cos, pow, tanh and erf (" +
+              found.message() + ")";
       return false;
     }
     llvm::SMDiagnostic diag;
