@@ -133,6 +133,12 @@ bool Codegen::launchGemmKernel(const Operation &op) {
                              static_cast<int64_t>(t == DType::F64 ? 8 : 4);
   emitLaunch(k, slots,
              {blocks, b.getInt32(kGemmThreads), static_cast<int32_t>(shared)});
+  // Two blocks per SM (PTX .minnctapersm, GpuKernel.cpp): told that one is
+  // enough, ptxas gave the tensor-core kernel 158 registers instead of 126
+  // and so one block per SM.
+  if (mma)
+    deviceModule->getFunction("tsl_dev_" + std::to_string(k))
+        ->addFnAttr("tsl-min-blocks", "2");
   return true;
 }
 

@@ -232,8 +232,14 @@ void addKernelEntries(llvm::Module &m, int32_t numKernels) {
       continue;
     // And one block per SM is enough (.minnctapersm 1): without it ptxas
     // may spill to fit two blocks of 1,024 threads in 32 registers each.
-    const std::pair<const char *, uint64_t> bounds[] = {{"maxntidx", threads},
-                                                        {"minctasm", 1}};
+    // A kernel that needs more says so ("tsl-min-blocks": the GEMM).
+    uint64_t minBlocks = 1;
+    if (body->getFnAttribute("tsl-min-blocks")
+            .getValueAsString()
+            .getAsInteger(10, minBlocks))
+      minBlocks = 1;
+    const std::pair<const char *, uint64_t> bounds[] = {
+        {"maxntidx", threads}, {"minctasm", minBlocks}};
     for (auto [key, value] : bounds) {
       llvm::Metadata *md[] = {llvm::ValueAsMetadata::get(entry),
                               llvm::MDString::get(ctx, key),
