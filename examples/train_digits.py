@@ -135,6 +135,12 @@ def main(argv=None):
     print(f"digits: {len(data[0])} train, {len(data[2])} test; MLP 64-{HIDDEN}-10, "
           f"Adam lr={LR}, batch {BATCH}, {args.epochs} epochs, TSL backend {args.backend}")
 
+    # train_step is a pure function: a first call with the initial values
+    # compiles it (or loads it from the compile cache) and changes nothing.
+    start = time.perf_counter()
+    module.train_step(*params, *params, *params, data[0][:BATCH], data[1][:BATCH],
+                      np.asarray(1, np.float32), np.asarray(LR, np.float32))
+    compile_time = time.perf_counter() - start
     start = time.perf_counter()
     tsl_weights, tsl_losses = train_tsl(module, params, data, args.epochs, seed=args.seed)
     tsl_time = time.perf_counter() - start
@@ -154,10 +160,12 @@ def main(argv=None):
         for i, a in enumerate(tsl_losses, 1):
             print(f"{i:5d}  {a:10.6f}")
 
-    print(f"TSL   test accuracy {tsl_acc:.4f}  (training {tsl_time:.2f} s, compile included)")
+    how = "from the cache" if module.train_step.variants[0].from_cache else "compiled"
+    print(f"TSL   test accuracy {tsl_acc:.4f}  (training {tsl_time:.2f} s; first call "
+          f"{compile_time:.2f} s, {how})")
     if torch is not None:
         drift = max(float(np.max(np.abs(a - b))) for a, b in zip(tsl_weights, torch_weights))
-        print(f"torch test accuracy {torch_acc:.4f}  (training {torch_time:.2f} s)")
+        print(f"torch test accuracy {torch_acc:.4f}  (training {torch_time:.2f} s, eager)")
         print(f"largest difference between the final weights: {drift:.3g}")
     if tsl_acc <= 0.95:
         print(f"FAIL: TSL's test accuracy {tsl_acc:.4f} is not above 0.95", file=sys.stderr)

@@ -121,10 +121,12 @@ def compare(torch, fn, inputs, wrt, torch_loss):
     errors = {"loss": max_rel_error(np.asarray(out[0]), loss.detach().numpy())}
     for name, got in zip(wrt, out[1:]):
         want = leaves[name].grad
-        assert want is not None, name
+        assert want is not None and bool(want.ne(0).any()), name  # a real gradient
         errors[name] = max_rel_error(np.asarray(got), want.numpy())
     bad = {k: e for k, e in errors.items() if not e <= RTOL}
     assert not bad, f"relative errors above {RTOL}: {bad} (all: {errors})"
+    print(f"{fn.name}: worst relative error {max(errors.values()):.2e} "
+          f"({max(errors, key=errors.get)})")
     return max(errors.values())
 
 
@@ -218,9 +220,7 @@ def test_for_loop_stack_is_refused():
         tsl.compile(LOOP_SOURCE, name="stack.tsl").stack_grads(
             np.ones((2, 3), np.float32), np.ones((4, 3, 3), np.float32),
             np.ones((4, 3), np.float32))
-    err = info.value
-    assert err.kind == "unsupported"
-    d = err.diagnostics[0]
+    d = info.value.diagnostics[0]
     assert (d.file, d.line, d.col, d.severity) == ("stack.tsl", 3, 7, "error")
     assert d.message == ("not supported: gradient through a 'for' loop "
                          "(reverse-mode through loops comes later)")
