@@ -13,7 +13,8 @@ same hyperparameters, and both loss curves are printed side by side.
     pip install ./python scikit-learn [torch]
     python examples/train_digits.py [--epochs 15] [--backend cpu]
 
-Exits with status 1 unless TSL's test accuracy is above 95%.
+Exits with status 1 unless TSL's test accuracy is above 95% (2 when the backend
+cannot be loaded, e.g. --backend cuda without a CUDA driver).
 """
 
 import argparse
@@ -131,7 +132,11 @@ def main(argv=None):
 
     data = load_data(args.seed)
     params = init_params(args.seed)
-    module = load_module(args.backend)
+    try:
+        module = load_module(args.backend)
+    except tsl.Error as e:  # e.g. "no CUDA driver" for --backend cuda
+        print(e, file=sys.stderr)
+        return 2
     print(f"digits: {len(data[0])} train, {len(data[2])} test; MLP 64-{HIDDEN}-10, "
           f"Adam lr={LR}, batch {BATCH}, {args.epochs} epochs, TSL backend {args.backend}")
 
