@@ -14,7 +14,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TSL_BUILD_DIR:-$root/build}
 venv=$build/python-venv
-pins="nanobind==3.1.0 scikit-build-core==1.1.2 pytest==9.2.0 numpy==2.4.6"
+pins="nanobind==3.1.0 scikit-build-core==1.1.2 pytest==9.2.0 numpy==2.4.6 scikit-learn==1.9.1"
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.tsl-pins" 2>/dev/null)" != "$pins" ]; then
   rm -rf "$venv"
   python3 -m venv "$venv"
