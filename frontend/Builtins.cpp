@@ -594,17 +594,60 @@ bool indexSelect(BuiltinCall &c) {
   return c.result(r);
 }
 
-/// cumsum(x, axis), cumprod(x, axis): torch.cumsum/cumprod (dim required).
+/// cumsum(x, axis, reverse=false), cumprod(...): torch.cumsum/cumprod (dim
+/// required); reverse runs from the end of the axis (torch's
+/// x.flip(d).cumsum(d).flip(d)).
 bool scan(BuiltinCall &c) {
-  if (!c.bind({"x", "axis"}))
+  if (!c.bind({"x", "axis", "reverse?"}))
     return false;
   ValueId x, r;
   int64_t axis;
+  bool reverse = false;
   if (!c.tensorArg(c.a[0], "x", x) ||
       !c.el.asConstInt(*c.a[1], "the axis", axis) ||
+      !c.boolArg(c.a[2], reverse) ||
+      !c.el.normalizeAxis(axis, c.el.fn.type(x).rank(), c.a[1]->range, axis))
+    return false;
+  std::map<std::string, Attr> attrs{{"axis", axis}};
+  if (reverse) // absent when false: the IR of a forward scan is unchanged
+    attrs["reverse"] = true;
+  if (!c.el.emit1(c.name == "cumsum" ? OpCode::Cumsum : OpCode::Cumprod, {x},
+                  std::move(attrs), c.range, r))
+    return false;
+  return c.result(r);
+}
+
+/// index_add(x, axis, index, source): torch.index_add.
+bool indexAdd(BuiltinCall &c) {
+  if (!c.bind({"x", "axis", "index", "source"}))
+    return false;
+  ValueId x, idx, src, r;
+  int64_t axis;
+  if (!c.tensorArg(c.a[0], "x", x) ||
+      !c.el.asConstInt(*c.a[1], "the axis", axis) ||
+      !c.tensorArg(c.a[2], "the index", idx) ||
+      !c.tensorArg(c.a[3], "source", src) ||
       !c.el.normalizeAxis(axis, c.el.fn.type(x).rank(), c.a[1]->range, axis) ||
-      !c.el.emit1(c.name == "cumsum" ? OpCode::Cumsum : OpCode::Cumprod, {x},
-                  {{"axis", axis}}, c.range, r))
+      !c.el.emit1(OpCode::IndexAdd, {x, idx, src}, {{"axis", axis}}, c.range,
+                  r))
+    return false;
+  return c.result(r);
+}
+
+/// masked_scatter(x, mask, source): torch.masked_scatter, the mask
+/// broadcast to x's shape first.
+bool maskedScatter(BuiltinCall &c) {
+  if (!c.bind({"x", "mask", "source"}))
+    return false;
+  ValueId x, m, src, r;
+  if (!c.tensorArg(c.a[0], "x", x) || !c.tensorArg(c.a[1], "the mask", m) ||
+      !c.tensorArg(c.a[2], "source", src))
+    return false;
+  const std::vector<SymExpr> &dims = c.el.fn.type(x).dims;
+  if (c.el.fn.type(m).dims != dims &&
+      !c.el.emit1(OpCode::Expand, {m}, {{"shape", dims}}, c.range, m))
+    return false;
+  if (!c.el.emit1(OpCode::MaskedScatter, {x, m, src}, {}, c.range, r))
     return false;
   return c.result(r);
 }
@@ -741,6 +784,8 @@ const std::map<std::string, Builtin, std::less<>> &builtinTable() {
         {"conv2d", {conv2d}},
         {"max_pool2d", {maxPool2d}},
         {"masked_select", {maskedSelect}},
+        {"masked_scatter", {maskedScatter}},
+        {"index_add", {indexAdd}},
         {"item", {item}},
         {"index_select", {indexSelect}},
         {"topk", {topk}},

@@ -50,6 +50,8 @@ DiffRule diffRuleOf(OpCode c) {
   case OpCode::IndexSelect:
   case OpCode::Gather:
   case OpCode::Scatter:
+  case OpCode::IndexAdd:
+  case OpCode::MaskedScatter:
   case OpCode::Topk:
   case OpCode::Sort:
   case OpCode::MaskedSelect:

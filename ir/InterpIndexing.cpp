@@ -1,6 +1,7 @@
 // Interpreter kernels of the ops that work along one axis by position:
-// cumsum, cumprod, gather, sort and scatter. Written for clarity, not speed:
-// the oracle the CPU and GPU lowerings are compared with.
+// cumsum, cumprod, gather, sort, scatter, index_add and masked_scatter. Written
+// for clarity, not speed: the oracle the CPU and GPU lowerings are compared
+// with.
 #include "ir/Interpreter.h"
 
 #include <algorithm>
@@ -61,13 +62,15 @@ bool scanKernel(KernelContext &ctx) {
     return false;
   Tensor &out = ctx.out[0];
   bool sum = ctx.op.code == OpCode::Cumsum;
+  bool reverse = ctx.op.boolAttr("reverse");
   bool intMath = !isFloat(x.dtype());
   AxisSplit s = splitAt(x.shape(), axis);
   for (int64_t b = 0; b < s.outer; ++b)
     for (int64_t k = 0; k < s.inner; ++k) {
       double accF = sum ? 0 : 1;
       uint64_t accI = sum ? 0 : 1; // wraps like the element type
-      for (int64_t j = 0; j < s.n; ++j) {
+      for (int64_t step = 0; step < s.n; ++step) {
+        int64_t j = reverse ? s.n - 1 - step : step;
         size_t at = static_cast<size_t>((b * s.n + j) * s.inner + k);
         if (intMath) {
           uint64_t v = static_cast<uint64_t>(x.getI(at));
@@ -133,6 +136,59 @@ bool scatterKernel(KernelContext &ctx) {
       out.setI(o, static_cast<int64_t>(static_cast<uint64_t>(out.getI(o)) +
                                        static_cast<uint64_t>(src.getI(s))));
   }
+  return true;
+}
+
+bool indexAddKernel(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0], &idx = *ctx.in[1], &src = *ctx.in[2];
+  size_t axis = static_cast<size_t>(ctx.op.intAttr("axis"));
+  if (!ctx.allocate(0, x.shape()))
+    return false;
+  Tensor &out = ctx.out[0];
+  for (size_t i = 0; i < x.numel(); ++i)
+    out.copyElement(i, x, i);
+  AxisSplit s = splitAt(x.shape(), axis);
+  int64_t len = static_cast<int64_t>(idx.numel());
+  for (int64_t j = 0; j < len; ++j) { // every index, even with no elements
+    int64_t v = idx.getI(static_cast<size_t>(j));
+    if (v < 0 || v >= s.n)
+      return outOfBounds(ctx, v, axis, s.n);
+  }
+  for (int64_t b = 0; b < s.outer; ++b)
+    for (int64_t j = 0; j < len; ++j)
+      for (int64_t k = 0; k < s.inner; ++k) {
+        int64_t v = idx.getI(static_cast<size_t>(j));
+        size_t o = static_cast<size_t>((b * s.n + v) * s.inner + k),
+               from = static_cast<size_t>((b * len + j) * s.inner + k);
+        if (isFloat(x.dtype()))
+          out.setF(o, out.getF(o) + src.getF(from));
+        else
+          out.setI(o,
+                   static_cast<int64_t>(static_cast<uint64_t>(out.getI(o)) +
+                                        static_cast<uint64_t>(src.getI(from))));
+      }
+  return true;
+}
+
+bool maskedScatterKernel(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0], &m = *ctx.in[1], &src = *ctx.in[2];
+  if (x.shape() != m.shape())
+    return ctx.fail("mask shape " + m.typeString() + " differs from " +
+                    x.typeString());
+  if (!ctx.allocate(0, x.shape()))
+    return false;
+  size_t next = 0, count = 0;
+  for (size_t i = 0; i < m.numel(); ++i)
+    count += m.getI(i) != 0;
+  if (count > src.numel())
+    return ctx.fail("the mask selects " + std::to_string(count) +
+                    " elements but the source has " +
+                    std::to_string(src.numel()));
+  for (size_t i = 0; i < x.numel(); ++i)
+    if (m.getI(i))
+      ctx.out[0].copyElement(i, src, next++);
+    else
+      ctx.out[0].copyElement(i, x, i);
   return true;
 }
 

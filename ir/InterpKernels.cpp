@@ -948,6 +948,10 @@ bool runKernel(KernelContext &ctx) {
     return sortKernel(ctx);
   case OpCode::Scatter:
     return scatterKernel(ctx);
+  case OpCode::IndexAdd:
+    return indexAddKernel(ctx);
+  case OpCode::MaskedScatter:
+    return maskedScatterKernel(ctx);
   case OpCode::Assert:
     return true;
   default:

@@ -90,5 +90,11 @@ bool sortKernel(KernelContext &ctx);
 /// coordinate replaced by index[p]; so among duplicate targets the last p
 /// wins. Fails like gather on an index out of bounds.
 bool scatterKernel(KernelContext &ctx);
+/// index_add(x, axis, index, source): x with source's slices added at the
+/// indexed slices, in order of the index.
+bool indexAddKernel(KernelContext &ctx);
+/// masked_scatter(x, mask, source): x with the masked elements replaced by
+/// source's, both in row-major order.
+bool maskedScatterKernel(KernelContext &ctx);
 
 } // namespace tsl

@@ -1,5 +1,6 @@
 // Shape rules of the ops computed by library kernels (conv2d, max_pool2d,
-// index_select, topk, attention, cumsum, cumprod, gather, sort, scatter) and of
+// index_select, topk, attention, cumsum, cumprod, gather, sort, scatter,
+// index_add, masked_scatter) and of
 // the ops whose result sizes depend on values (nonzero, masked_select, unique,
 // item).
 #include "ir/ShapeRuleFamilies.h"
@@ -169,6 +170,64 @@ bool scatter(ShapeContext &ctx, std::vector<TensorType> &results) {
   return true;
 }
 
+/// index_add(x, axis, index, source): index a 1-d integer vector, source
+/// of x's type and rank with index's length along the axis and x's dims
+/// elsewhere (torch's rule); x's type.
+bool indexAdd(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const TensorType &x = ctx.operands[0], &idx = ctx.operands[1],
+                   &src = ctx.operands[2];
+  size_t axis;
+  if (!axisInRange(ctx, x, axis))
+    return false;
+  if (idx.rank() != 1 || !acceptsDType(ctx.op.code, 1, idx.dtype))
+    return ctx.failType("index_add needs a 1-d integer index tensor, got " +
+                        idx.str());
+  if (src.dtype != x.dtype)
+    return ctx.failType("index_add needs source of x's element type, got " +
+                        operandList(ctx));
+  if (x.dtype == DType::Bool)
+    return ctx.failType("index_add does not apply to bool tensors, got " +
+                        x.str());
+  if (src.rank() != x.rank())
+    return ctx.fail("index_add needs source of x's rank, got " +
+                    operandList(ctx));
+  for (size_t d = 0; d < x.rank(); ++d) {
+    const SymExpr &want = d == axis ? idx.dims[0] : x.dims[d];
+    if (!ctx.require(SymCond::eq(src.dims[d], want), "index_add source shape",
+                     "index_add source " + src.str() + " does not match " +
+                         (d == axis ? "the index length" : "x") + " in axis " +
+                         std::to_string(d) + " (" + src.dims[d].str() +
+                         " != " + want.str() + ")"))
+      return false;
+  }
+  results.push_back(x);
+  return true;
+}
+
+/// masked_scatter(x, mask, source): a bool mask of x's shape (the builtin
+/// broadcasts it), source of x's type and any shape (its size is checked
+/// against the mask's count at run time); x's type.
+bool maskedScatter(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const TensorType &x = ctx.operands[0], &mask = ctx.operands[1],
+                   &src = ctx.operands[2];
+  if (!needBool(ctx, mask))
+    return false;
+  if (src.dtype != x.dtype)
+    return ctx.failType(
+        "masked_scatter needs source of x's element type, got " +
+        operandList(ctx));
+  if (mask.rank() != x.rank())
+    return ctx.fail("masked_scatter needs a mask of x's shape, got " +
+                    operandList(ctx));
+  for (size_t i = 0; i < x.rank(); ++i)
+    if (!ctx.require(SymCond::eq(x.dims[i], mask.dims[i]), "mask shape",
+                     "masked_scatter needs a mask of x's shape, got " +
+                         operandList(ctx)))
+      return false;
+  results.push_back(x);
+  return true;
+}
+
 /// sort: the values (x's type) and their positions (i64), x's shape.
 bool sort(ShapeContext &ctx, std::vector<TensorType> &results) {
   const TensorType &x = ctx.operands[0];
@@ -316,6 +375,10 @@ bool library(ShapeContext &ctx, std::vector<TensorType> &results) {
     return sort(ctx, results);
   case OpCode::Scatter:
     return scatter(ctx, results);
+  case OpCode::IndexAdd:
+    return indexAdd(ctx, results);
+  case OpCode::MaskedScatter:
+    return maskedScatter(ctx, results);
   default:
     return ctx.fail(std::string("no library rule for '") +
                     opInfo(ctx.op.code).name + "'");

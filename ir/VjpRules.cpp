@@ -205,18 +205,6 @@ bool matmulRule(Rule &k) {
   return true;
 }
 
-/// The index \p idx of index_select along \p axis, shaped and expanded as
-/// \p dims (the cotangent's) for scatter.
-ValueId spreadIndex(Builder &b, ValueId idx, size_t axis,
-                    const std::vector<SymExpr> &dims) {
-  std::vector<SymExpr> shape(dims.size(), SymExpr(1));
-  shape[axis] = dims[axis];
-  ValueId r = b.reshape(idx, shape);
-  if (r == kFailed || b.type(r).dims == dims)
-    return r;
-  return b.op(OpCode::Expand, {r}, {{"shape", dims}});
-}
-
 /// x's gradient when the result took x's elements at \p idx along \p axis:
 /// the cotangent scatter-added into zeros of x's type.
 ValueId scatterBack(Builder &b, const TensorType &x, ValueId idx, ValueId g,
@@ -226,7 +214,7 @@ ValueId scatterBack(Builder &b, const TensorType &x, ValueId idx, ValueId g,
 }
 
 /// The gradient of a slice: \p g padded with zeros around the block on the
-/// axes of step 1, and scatter-added at start + i * step on the others.
+/// axes of step 1, and index-added at start + i * step on the others.
 ValueId sliceBack(Builder &b, const std::vector<SymExpr> &starts,
                   const std::vector<SymExpr> &sizes, std::vector<int64_t> steps,
                   const TensorType &in, ValueId g) {
@@ -247,17 +235,15 @@ ValueId sliceBack(Builder &b, const std::vector<SymExpr> &starts,
   for (size_t i = 0; i < in.rank() && cur != kFailed; ++i) {
     if (steps[i] == 1)
       continue;
-    std::vector<SymExpr> dims = b.type(cur).dims;
     ValueId at =
         b.add(b.mul(b.op(OpCode::Arange, {},
                          {{"n", sizes[i]}, {"dtype", DType::I64}}),
                     b.constant(static_cast<double>(steps[i]), DType::I64)),
               b.size(starts[i], DType::I64));
-    std::vector<SymExpr> full = dims;
+    std::vector<SymExpr> full = b.type(cur).dims;
     full[i] = in.dims[i];
-    cur = b.op(OpCode::Scatter,
-               {b.full(full, 0, in.dtype), spreadIndex(b, at, i, dims), cur},
-               {{"axis", static_cast<int64_t>(i)}, {"add", true}});
+    cur = b.op(OpCode::IndexAdd, {b.full(full, 0, in.dtype), at, cur},
+               {{"axis", static_cast<int64_t>(i)}});
   }
   return b.reshape(cur, in.dims);
 }
@@ -319,27 +305,34 @@ bool layoutRule(Rule &k) {
   }
 }
 
-/// The gradient of masked_select(x, mask) from \p g [u]: element i of x
-/// (row-major) takes g[number of true mask elements before i] where the
-/// mask is true, else 0 (read from a zero appended to g, so no index is
-/// out of bounds and u needs no new check).
+/// The gradient of masked_select(x, mask) from \p g [u]: g's elements
+/// scattered back, in order, to where the mask is true, zeros elsewhere (u
+/// is the mask's count: masked_scatter's size check holds).
 ValueId maskedSelectBack(Builder &b, const TensorType &x, ValueId mask,
                          ValueId g) {
-  if (g == kFailed)
-    return g;
-  std::vector<SymExpr> flat = {x.numel()};
-  SymExpr u = b.type(g).dims[0];
-  ValueId m = b.reshape(mask, flat);
-  ValueId pos = b.sub(b.op(OpCode::Cumsum,
-                           {b.op(OpCode::Cast, {m}, {{"dtype", DType::I64}})},
-                           {{"axis", int64_t{0}}}),
-                      b.constant(1, DType::I64));
-  ValueId slot = b.op(OpCode::Where, {m, pos, b.size(u, DType::I64)});
-  ValueId padded = b.op(OpCode::Concat, {g, b.full({SymExpr(1)}, 0, x.dtype)},
-                        {{"axis", int64_t{0}}});
-  ValueId picked =
-      b.op(OpCode::IndexSelect, {padded, slot}, {{"axis", int64_t{0}}});
-  return b.reshape(picked, x.dims);
+  return b.op(OpCode::MaskedScatter, {b.full(x.dims, 0, x.dtype), mask, g});
+}
+
+/// masked_scatter(x, mask, source): x's gradient is g where the mask is
+/// false; source's the masked elements of g in order (masked_select),
+/// padded with zeros to source's size (source elements past the mask's
+/// count were not read) and reshaped to it.
+void maskedScatterRule(Rule &k) {
+  Builder &b = k.b;
+  ValueId g = k.g(), mask = k.x(1);
+  if (k.want[0])
+    k.set(0, b.op(OpCode::Where, {mask, k.c(0), g}));
+  if (!k.want[2])
+    return;
+  TensorType src = b.type(k.x(2));
+  ValueId picked = b.op(OpCode::MaskedSelect, {g, mask});
+  ValueId padded =
+      b.op(OpCode::Concat, {picked, b.full({src.numel()}, 0, src.dtype)},
+           {{"axis", int64_t{0}}});
+  ValueId head = b.op(OpCode::Slice, {padded},
+                      {{"starts", std::vector<SymExpr>{SymExpr(0)}},
+                       {"sizes", std::vector<SymExpr>{src.numel()}}});
+  k.set(2, b.reshape(head, src.dims));
 }
 
 /// \p w [O, C, KH, KW] turned into the weights of conv2d's transpose: its
@@ -462,12 +455,19 @@ bool indexingRule(Rule &k) {
   TensorType in = b.type(k.x(0));
   ValueId g = k.g();
   switch (k.op.code) {
-  case OpCode::IndexSelect: {
-    int64_t axis = k.op.intAttr("axis");
-    ValueId idx = spreadIndex(b, k.x(1), axis, b.type(g).dims);
-    k.set(0, scatterBack(b, in, idx, g, axis));
+  case OpCode::IndexSelect: // g's slices added back at the index
+    k.set(0, b.op(OpCode::IndexAdd, {b.full(in.dims, 0, in.dtype), k.x(1), g},
+                  {{"axis", k.op.intAttr("axis")}}));
     return true;
-  }
+  case OpCode::IndexAdd: // x passes g through; source reads it at the index
+    k.set(0, g);
+    if (k.want[2])
+      k.set(2, b.op(OpCode::IndexSelect, {g, k.x(1)},
+                    {{"axis", k.op.intAttr("axis")}}));
+    return true;
+  case OpCode::MaskedScatter:
+    maskedScatterRule(k);
+    return true;
   case OpCode::Gather:
     k.set(0, scatterBack(b, in, k.x(1), g, k.op.intAttr("axis")));
     return true;
@@ -504,13 +504,11 @@ bool indexingRule(Rule &k) {
   case OpCode::MaskedSelect:
     k.set(0, maskedSelectBack(b, in, k.x(1), g));
     return true;
-  case OpCode::Cumsum: { // the reverse running sum: total - cumsum + g
-    int64_t axis = k.op.intAttr("axis");
-    ValueId total =
-        b.op(OpCode::ReduceSum, {g},
-             {{"axes", std::vector<int64_t>{axis}}, {"keepdim", true}});
-    ValueId run = b.op(OpCode::Cumsum, {g}, {{"axis", axis}});
-    k.set(0, b.add(b.sub(total, run), g));
+  case OpCode::Cumsum: { // the running sum the other way
+    std::map<std::string, Attr> attrs{{"axis", k.op.intAttr("axis")}};
+    if (!k.op.boolAttr("reverse"))
+      attrs["reverse"] = true;
+    k.set(0, b.op(OpCode::Cumsum, {g}, std::move(attrs)));
     return true;
   }
   default:

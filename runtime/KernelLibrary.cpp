@@ -543,6 +543,44 @@ int32_t tsl_rt_scatter(tsl_rt_context *ctx, int32_t d, const void *x,
   return 0;
 }
 
+int32_t tsl_rt_check_indices(tsl_rt_context *ctx, int32_t idxDtype,
+                             const void *idx, int64_t nidx, int32_t axis,
+                             int64_t size) {
+  for (int64_t j = 0; j < nidx; ++j) {
+    int64_t v = loadI(idxDtype, idx, j);
+    if (v < 0 || v >= size) {
+      std::string msg = "index " + std::to_string(v) +
+                        " is out of bounds for axis " + std::to_string(axis) +
+                        " of size " + std::to_string(size);
+      tsl_rt_error(ctx, msg.c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int32_t tsl_rt_masked_scatter(tsl_rt_context *ctx, int32_t d, const void *x,
+                              const void *mask, int64_t numel, const void *src,
+                              int64_t nsrc, void *out) {
+  const uint8_t *m = static_cast<const uint8_t *>(mask);
+  int64_t count = 0;
+  for (int64_t i = 0; i < numel; ++i)
+    count += m[i] != 0;
+  if (count > nsrc) {
+    std::string msg = "the mask selects " + std::to_string(count) +
+                      " elements but the source has " + std::to_string(nsrc);
+    tsl_rt_error(ctx, msg.c_str());
+    return 1;
+  }
+  int64_t k = 0;
+  for (int64_t i = 0; i < numel; ++i)
+    if (m[i])
+      copyElement(d, out, i, src, k++);
+    else
+      copyElement(d, out, i, x, i);
+  return 0;
+}
+
 static const char *const kSlotNames[TSL_RT_NUM_SLOTS] = {
 #define TSL_RT_ENTRY(Name, Slot, Ret, Params) #Name,
 #include "runtime/KernelEntryPoints.def"

@@ -363,6 +363,10 @@ bool Codegen::lowerOp(const Operation &op) {
   case OpCode::Cumsum:
   case OpCode::Cumprod:
     return scan(op);
+  case OpCode::IndexAdd:
+    return indexAdd(op);
+  case OpCode::MaskedScatter:
+    return inDevice ? maskedScatterSerial(op) : library(op);
   case OpCode::Conv2d:
   case OpCode::MaxPool2d:
   case OpCode::Nonzero:

@@ -479,6 +479,14 @@ private:
   /// loop, each a serial scan accumulating in f64 (floats) or i64 (wrapped
   /// on store); a GPU thread per row.
   bool scan(const Operation &op);
+  /// index_add: x copied, then per destination column (outer index and a
+  /// run of inner positions; a GPU thread per column) the index walked in
+  /// order, adding source's slices; every index checked first.
+  bool indexAdd(const Operation &op);
+  /// masked_scatter on the device: one thread counts the mask (an error
+  /// when source is too small), then walks the elements in order. The CPU
+  /// calls tsl_rt_masked_scatter instead.
+  bool maskedScatterSerial(const Operation &op);
   /// The fused attention op as a call of tsl_rt_attention.
   bool attention(const Operation &op);
   /// update_slice: in place when the plan says so (the block only), else

@@ -1,7 +1,10 @@
 // Lowerings shared by the CPU and the GPU of the ops that work along one
-// axis by position: cumsum and cumprod. Each is one loop nest over the
-// other axes (Target::parallelLoop: the CPU's thread pool, a GPU thread per
-// row) around a serial loop along the axis.
+// axis by position: cumsum and cumprod (forward or reverse), index_add, and
+// masked_scatter on the GPU. Each is one loop nest over the other axes
+// (Target::parallelLoop: the CPU's thread pool, a GPU thread per row or
+// column) around a serial loop along the axis, so each destination element
+// has one writer and sees its updates in a fixed order: deterministic,
+// without atomics.
 #include "backend/common/Codegen.h"
 
 namespace tsl::backend {
@@ -22,6 +25,7 @@ bool Codegen::scan(const Operation &op) {
   Value *dst = allocateResult(op);
   AxisSizes s = axisSizes(fn.type(x), static_cast<size_t>(op.intAttr("axis")));
   bool sum = op.code == OpCode::Cumsum;
+  bool reverse = op.boolAttr("reverse");
   // Floats accumulate in f64 (as the interpreter and PyTorch's CPU
   // kernels), integers in i64 wrapped on store (as in their own type).
   DType accType = isFloat(t) ? DType::F64 : DType::I64;
@@ -45,7 +49,9 @@ bool Codegen::scan(const Operation &op) {
         a->addIncoming(init, pre);
         b.CreateCondBr(b.CreateICmpSLT(j, s.n), body, exit);
         b.SetInsertPoint(body);
-        Value *at = b.CreateAdd(base, b.CreateMul(j, s.inner));
+        Value *pos =
+            reverse ? b.CreateSub(b.CreateSub(s.n, b.getInt64(1)), j) : j;
+        Value *at = b.CreateAdd(base, b.CreateMul(pos, s.inner));
         Value *v = convert(load(t, bufs[x], at), t, accType);
         Value *next = isFloat(t)
                           ? (sum ? b.CreateFAdd(a, v) : b.CreateFMul(a, v))
@@ -58,6 +64,124 @@ bool Codegen::scan(const Operation &op) {
         b.SetInsertPoint(exit);
       },
       s.n);
+  return true;
+}
+
+bool Codegen::indexAdd(const Operation &op) {
+  ValueId x = op.operands[0], idx = op.operands[1], src = op.operands[2];
+  DType t = fn.type(x).dtype, it = fn.type(idx).dtype;
+  size_t axis = static_cast<size_t>(op.intAttr("axis"));
+  Value *dst = allocateResult(op);
+  AxisSizes s = axisSizes(fn.type(x), axis);
+  Value *len = expr(fn.type(idx).dims[0]);
+  std::string outOfBounds = "index {0} is out of bounds for axis " +
+                            std::to_string(axis) + " of size {1}";
+  auto indexAt = [&](Value *j) {
+    Value *v = load(it, bufs[idx], j);
+    return it == DType::Bool ? b.CreateZExt(v, i64) : v;
+  };
+  auto badIndex = [&](Value *v) {
+    return b.CreateOr(b.CreateICmpSLT(v, b.getInt64(0)),
+                      b.CreateICmpSGE(v, s.n));
+  };
+  // Every index is checked before anything is added, even when x or source
+  // has no elements: on the host by the library (its message names the
+  // index), on the device by a first loop (and again where each is used:
+  // threads of other blocks may not have failed yet).
+  if (!inDevice) {
+    checkStatus(b.CreateCall(
+        runtime("tsl_rt_check_indices", i32, {ptr, i32, ptr, i64, i32, i64}),
+        {ctxArg, dtypeCode(idx), bufs[idx], len,
+         b.getInt32(static_cast<int32_t>(axis)), s.n}));
+    // The copy of x: contiguous, in parallel.
+    loops({product(dims(fn.type(x)))}, [&](const std::vector<Value *> &i) {
+      store(t, dst, i[0], load(t, bufs[x], i[0]));
+    });
+  } else {
+    loops({len}, [&](const std::vector<Value *> &j) {
+      Value *v = indexAt(j[0]);
+      failMessageIf(badIndex(v), outOfBounds, {v, s.n});
+    });
+  }
+  // Destinations partitioned by column: (outer, a block of `width` inner
+  // positions) per parallel index, the index walked in order inside it. A
+  // GPU thread takes one column (neighbours read neighbouring elements); a
+  // CPU chunk a run of 64, the innermost loop contiguous.
+  Value *width = b.getInt64(inDevice ? 1 : 64);
+  Value *blocks = b.CreateUDiv(
+      b.CreateAdd(s.inner, b.CreateSub(width, b.getInt64(1))), width);
+  loops(
+      {s.outer, blocks},
+      [&](const std::vector<Value *> &col) {
+        Value *k0 = b.CreateMul(col[1], width);
+        Value *count = b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, width,
+                                               b.CreateSub(s.inner, k0));
+        Value *xBase =
+            b.CreateAdd(b.CreateMul(b.CreateMul(col[0], s.n), s.inner), k0);
+        Value *sBase =
+            b.CreateAdd(b.CreateMul(b.CreateMul(col[0], len), s.inner), k0);
+        if (inDevice) // this thread's column of x first
+          loops({s.n, count}, [&](const std::vector<Value *> &jk) {
+            Value *at = b.CreateAdd(
+                xBase, b.CreateAdd(b.CreateMul(jk[0], s.inner), jk[1]));
+            store(t, dst, at, load(t, bufs[x], at));
+          });
+        loops({len}, [&](const std::vector<Value *> &j) {
+          Value *v = indexAt(j[0]);
+          if (inDevice)
+            failMessageIf(badIndex(v), outOfBounds, {v, s.n});
+          Value *to = b.CreateAdd(xBase, b.CreateMul(v, s.inner));
+          Value *from = b.CreateAdd(sBase, b.CreateMul(j[0], s.inner));
+          loops({count}, [&](const std::vector<Value *> &k) {
+            Value *o = b.CreateAdd(to, k[0]);
+            store(t, dst, o,
+                  binary(OpCode::Add, t, load(t, dst, o),
+                         load(t, bufs[src], b.CreateAdd(from, k[0]))));
+          });
+        });
+      },
+      b.CreateMul(len, width));
+  return true;
+}
+
+bool Codegen::maskedScatterSerial(const Operation &op) {
+  ValueId x = op.operands[0], mask = op.operands[1], src = op.operands[2];
+  DType t = fn.type(x).dtype;
+  Value *dst = allocateResult(op);
+  Value *numel = product(dims(fn.type(x)));
+  Value *nsrc = product(dims(fn.type(src)));
+  Value *next = entryAlloca(i64);
+  // One thread walks the elements in order (the source position of an
+  // element is the count of true mask elements before it).
+  loops({b.getInt64(1)}, [&](const std::vector<Value *> &) {
+    b.CreateStore(b.getInt64(0), next);
+    loops({numel}, [&](const std::vector<Value *> &i) {
+      Value *m = load(DType::Bool, bufs[mask], i[0]);
+      b.CreateStore(b.CreateAdd(b.CreateLoad(i64, next), b.CreateZExt(m, i64)),
+                    next);
+    });
+    Value *count = b.CreateLoad(i64, next);
+    failMessageIf(b.CreateICmpSGT(count, nsrc),
+                  "the mask selects {0} elements but the source has {1}",
+                  {count, nsrc});
+    b.CreateStore(b.getInt64(0), next);
+    loops({numel}, [&](const std::vector<Value *> &i) {
+      Value *m = load(DType::Bool, bufs[mask], i[0]);
+      Value *k = b.CreateLoad(i64, next);
+      auto *take = llvm::BasicBlock::Create(ctx, "masked", kernel);
+      auto *keep = llvm::BasicBlock::Create(ctx, "unmasked", kernel);
+      auto *done = llvm::BasicBlock::Create(ctx, "scattered", kernel);
+      b.CreateCondBr(m, take, keep);
+      b.SetInsertPoint(take); // source is read only here: it may be empty
+      store(t, dst, i[0], load(t, bufs[src], k));
+      b.CreateBr(done);
+      b.SetInsertPoint(keep);
+      store(t, dst, i[0], load(t, bufs[x], i[0]));
+      b.CreateBr(done);
+      b.SetInsertPoint(done);
+      b.CreateStore(b.CreateAdd(k, b.CreateZExt(m, i64)), next);
+    });
+  });
   return true;
 }
 

@@ -511,6 +511,16 @@ bool Codegen::library(const Operation &op) {
                       b.getInt32(op.boolAttr("add") ? 1 : 0), dst}));
     return true;
   }
+  case OpCode::MaskedScatter: {
+    Value *dst = allocateResult(op);
+    ValueId mask = op.operands[1], src = op.operands[2];
+    checkStatus(b.CreateCall(runtime("tsl_rt_masked_scatter", i32,
+                                     {ptr, i32, ptr, ptr, i64, ptr, i64, ptr}),
+                             {ctxArg, dtypeCode(x), bufs[x], bufs[mask],
+                              product(dims(fn.type(x))), bufs[src],
+                              product(dims(fn.type(src))), dst}));
+    return true;
+  }
   case OpCode::Sort: {
     Value *values = allocateResult(op, 0), *indices = allocateResult(op, 1);
     AxisSizes s =

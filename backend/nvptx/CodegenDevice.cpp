@@ -179,7 +179,8 @@ bool Codegen::launchPerElement(const Operation &op) {
                             static_cast<size_t>(op.intAttr("axis")));
     total = b.CreateMul(s.outer, s.inner);
   }
-  if (op.code == OpCode::IndexSelect) // every index is checked, too
+  // Every index is checked, too (index_add: x may have no elements).
+  if (op.code == OpCode::IndexSelect || op.code == OpCode::IndexAdd)
     total = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, total,
                                     expr(fn.type(op.operands[1]).dims[0]));
   std::vector<ValueId> used(op.results.begin(), op.results.end()), slots;

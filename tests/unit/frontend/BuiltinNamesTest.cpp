@@ -15,19 +15,22 @@ using namespace tsl;
 namespace {
 
 // frontend/Builtins.cpp's unaryBuiltins() and otherBuiltins() before the
-// table, and the hand-written builtins added since (issue 16).
+// table, and the hand-written builtins added since (issues 16 and 32).
 const std::set<std::string> kOldNames = {
-    "clamp",       "stack",         "unsqueeze", "exp",          "log",
-    "sqrt",        "rsqrt",         "tanh",      "sigmoid",      "relu",
-    "gelu",        "abs",           "sin",       "cos",          "pow",
-    "max",         "min",           "where",     "cast",         "sum",
-    "mean",        "argmax",        "matmul",    "reshape",      "transpose",
-    "permute",     "expand",        "concat",    "pad",          "arange",
-    "zeros",       "ones",          "full",      "conv2d",       "max_pool2d",
-    "nonzero",     "masked_select", "unique",    "item",         "index_select",
-    "topk",        "size",          "numel",     "argmin",       "cumsum",
-    "cumprod",     "gather",        "sort",      "argsort",      "scatter",
-    "scatter_add", "grad",          "vjp",       "stop_gradient"};
+    "clamp",         "stack",         "unsqueeze",   "exp",
+    "log",           "sqrt",          "rsqrt",       "tanh",
+    "sigmoid",       "relu",          "gelu",        "abs",
+    "sin",           "cos",           "pow",         "max",
+    "min",           "where",         "cast",        "sum",
+    "mean",          "argmax",        "matmul",      "reshape",
+    "transpose",     "permute",       "expand",      "concat",
+    "pad",           "arange",        "zeros",       "ones",
+    "full",          "conv2d",        "max_pool2d",  "nonzero",
+    "masked_select", "unique",        "item",        "index_select",
+    "topk",          "size",          "numel",       "argmin",
+    "cumsum",        "cumprod",       "gather",      "sort",
+    "argsort",       "scatter",       "scatter_add", "grad",
+    "vjp",           "stop_gradient", "index_add",   "masked_scatter"};
 
 /// Checks \p source generically; the diagnostics as text, and \p fn the
 /// elaborated `f` when it succeeded.
