@@ -21,10 +21,11 @@
 //   with f32 accumulators (tsl_gpu_mma_16816); 128 query rows (32 per
 //   warp), 64 keys, D slices of 64 and E slices of 64 as 16-bit elements
 //   in rows padded to 72; V is stored transposed (the B fragment wants key
-//   pairs). P is rounded to the input type for the second product, as
-//   FlashAttention does, while the row sums add the f32 probabilities; the
-//   scores' accumulator layout is the A fragment layout of the second
-//   product, so P never leaves registers.
+//   pairs), its rows skewed by 5 words per 8 rows so that neither its
+//   staging stores nor the fragment loads conflict on the banks. P is rounded
+//   to the input type for the second product, as FlashAttention does, while the
+//   row sums add the f32 probabilities; the scores' accumulator layout is the A
+//   fragment layout of the second product, so P never leaves registers.
 // - SIMT (f32, f64): the same fragment layout computed with fused
 //   multiply-adds in the accumulator type (f32 or f64) from shared memory
 //   (rows padded to 33: conflict-free), P passed between the lanes of a
@@ -65,10 +66,28 @@ struct AttentionConfig {
   int64_t elemBytes; ///< bytes of a shared element
   /// Query rows of a work item.
   int64_t rows() const { return kAttnWarps * 16 * fragsM; }
+  /// Tensor cores: where row \p e of v^T starts, in elements: e * vStride
+  /// plus kVSkew for each 8 rows before it (see kVSkew).
+  int64_t vRow(int64_t e) const { return e * vStride + kVSkew * (e / 8); }
   int64_t sharedBytes() const {
-    return (rows() * qStride + keys * kStride + (mma ? ec : keys) * vStride) *
-           elemBytes;
+    int64_t v = mma ? vRow(ec - 1) + vStride : keys * vStride;
+    return (rows() * qStride + keys * kStride + v) * elemBytes;
   }
+  /// v^T's rows of 72 16-bit elements (36 words) start 5 words further
+  /// on after every 8 rows (rows 8c..8c+7 are skewed by 5c words), so
+  /// that none of its warp accesses conflicts on the 32 banks:
+  /// - the 128-bit staging (thread t: key t / 8, columns 8 (t % 8) ..
+  ///   + 7, one 16-bit store per column): a store's 32 lanes write row
+  ///   8c + i (c = t % 8) at keys 4w..4w+3, words 36 (8c + i) + 5c + key/2,
+  ///   banks 4i + 5c + key/2 (mod 32): 16 distinct words (key pairs share
+  ///   one) on 16 banks, where without the skew all 8 c fell on one bank
+  ///   (8 ways, 7 replays per store);
+  /// - the element staging (partial tiles: thread t: column t % 64 of key
+  ///   t / 64): 32 consecutive rows at one key, banks 4 (e % 8) + 5 (e / 8)
+  ///   (mod 32), 32 distinct (4 ways without the skew);
+  /// - the B fragment loads: lane (g, q) reads row 8 fe + g at word
+  ///   kg / 2 + q (+ 4), banks 4g + q + constant: 32 distinct, as before.
+  static constexpr int64_t kVSkew = 10;
 };
 
 AttentionConfig attentionConfig(DType t) {
@@ -378,10 +397,18 @@ void Codegen::attentionStage(const AttentionTile &a, ValueId src, Value *base,
     Value *r = b.CreateLShr(a.tid, b.getInt64(log2Of(runsPerRow)));
     Value *col = b.CreateMul(b.CreateAnd(a.tid, b.getInt64(runsPerRow - 1)),
                              b.getInt64(width));
+    // Transposed (v^T on tensor cores), column col is row col of the tile,
+    // skewed (AttentionConfig::kVSkew); a run of `width` <= 8 columns from
+    // a multiple of width shares its skew.
     Value *to = b.CreateGEP(
         a.elem, dst,
-        transpose ? b.CreateAdd(b.CreateMul(col, b.getInt64(stride)), r)
-                  : b.CreateAdd(b.CreateMul(r, b.getInt64(stride)), col));
+        transpose
+            ? b.CreateAdd(
+                  b.CreateAdd(b.CreateMul(col, b.getInt64(stride)),
+                              b.CreateMul(b.CreateLShr(col, b.getInt64(3)),
+                                          b.getInt64(AttentionConfig::kVSkew))),
+                  r)
+            : b.CreateAdd(b.CreateMul(r, b.getInt64(stride)), col));
     Value *row = b.CreateAdd(r0, r), *cc = b.CreateAdd(c0, col);
     Value *from =
         b.CreateGEP(st, bufs[src],
@@ -652,16 +679,16 @@ void Codegen::attentionValues(const AttentionTile &a, Value *j0) {
                           b.CreateConstGEP1_64(i32, a.aFrag, 4 * fm + w));
         }
         // v^T's rows are E columns: the word of keys kg + 2 (lane % 4)
-        // (+ 8) of column 8 fe + lane / 4.
+        // (+ 8) of column 8 fe + lane / 4 (vFrag is row lane / 4; the 8
+        // rows from 8 fe share one skew).
         for (int64_t fe = 0; fe < a.nO(); ++fe)
           for (int64_t w = 0; w < 2; ++w)
-            b.CreateStore(
-                b.CreateAlignedLoad(
-                    i32,
-                    b.CreateConstGEP1_64(a.elem, a.vFrag,
-                                         8 * fe * c.vStride + kg + 8 * w),
-                    llvm::Align(4)),
-                b.CreateConstGEP1_64(i32, a.bFrag, 2 * fe + w));
+            b.CreateStore(b.CreateAlignedLoad(
+                              i32,
+                              b.CreateConstGEP1_64(a.elem, a.vFrag,
+                                                   c.vRow(8 * fe) + kg + 8 * w),
+                              llvm::Align(4)),
+                          b.CreateConstGEP1_64(i32, a.bFrag, 2 * fe + w));
         for (int64_t fm = 0; fm < c.fragsM; ++fm)
           for (int64_t fe = 0; fe < a.nO(); ++fe)
             gpuMma16816(a.t == DType::F16 ? 0 : 1,

@@ -3,9 +3,8 @@
 // shared and global accesses. These pin the layouts of TSL's own GEMM
 // kernel (CodegenDeviceMatmul.cpp): its shared stores and fragment loads
 // hit 32 banks (no replay), and its staging loads are coalesced; an
-// elementwise kernel's 128-bit accesses are coalesced; attention (f16,
-// bf16) is measured and its loads pinned (the transposed V staging's store
-// conflicts are recorded as a property until its layout is fixed).
+// elementwise kernel's 128-bit accesses are coalesced; attention's (f16,
+// bf16) shared stores and loads hit 32 banks too.
 #include "runtime/GpuCounters.h"
 #include "backend/nvptx/GpuKernel.h"
 #include "ir/IrText.h"
@@ -166,23 +165,30 @@ TEST_F(GpuCounters, SimtGemmHasNoBankConflicts) {
   EXPECT_EQ(c.loadReplays, 0) << rt::formatGpuCounters(c);
 }
 
-// Attention (f16, bf16; D = E = 64, two key tiles): the fragment loads are
-// conflict-free; the stores of V transposed into rows of 72 elements
-// conflict 8 ways (896 replays per key tile when measured), recorded as
-// the test's property rather than pinned: a bound here would pin the bad
-// layout (CodegenDeviceAttention.cpp, keeping V row-major with
-// ldmatrix.trans, is the fix).
-TEST_F(GpuCounters, AttentionFragmentLoadsHaveNoBankConflicts) {
+// Attention (f16, bf16) at D = E = 64 and 128 (two E slices), two key
+// tiles: full tiles (T = 128: 128-bit staging) and a partial last tile
+// (T = 100: element staging). No shared access conflicts: the q/k stores
+// and fragment loads never did; v's transposed 16-bit stores conflicted 8
+// ways on the 128-bit path (896 replays per key tile) and 4 ways on the
+// element path until v^T's rows were skewed (AttentionConfig::kVSkew in
+// CodegenDeviceAttention.cpp). Two barriers per key tile at D = 64, four at
+// D = 128 (a second D slice), per E slice.
+TEST_F(GpuCounters, AttentionHasNoBankConflicts) {
   for (const char *name : {"attnh", "attnb"}) {
-    SCOPED_TRACE(name);
     DType t = std::string(name) == "attnh" ? DType::F16 : DType::BF16;
-    rt::GpuKernelCounters c =
-        busiest(measure(name, {zeros(t, {1, 128, 64}), zeros(t, {1, 128, 64}),
-                               zeros(t, {1, 128, 64})}));
-    EXPECT_GT(c.sharedLoads, 0);
-    EXPECT_EQ(c.loadReplays, 0) << rt::formatGpuCounters(c);
-    ::testing::Test::RecordProperty(std::string(name) + "_store_replays",
-                                    std::to_string(c.storeReplays));
+    for (int64_t d : {64, 128})
+      for (int64_t keys : {128, 100}) {
+        SCOPED_TRACE(std::string(name) + " D=E=" + std::to_string(d) +
+                     " T=" + std::to_string(keys));
+        rt::GpuKernelCounters c = busiest(
+            measure(name, {zeros(t, {1, 128, d}), zeros(t, {1, keys, d}),
+                           zeros(t, {1, keys, d})}));
+        EXPECT_EQ(c.barriers, d == 64 ? 4 : 16);
+        EXPECT_GT(c.sharedLoads, 0);
+        EXPECT_GT(c.sharedStores, 0);
+        EXPECT_EQ(c.loadReplays, 0) << rt::formatGpuCounters(c);
+        EXPECT_EQ(c.storeReplays, 0) << rt::formatGpuCounters(c);
+      }
   }
 }
 
