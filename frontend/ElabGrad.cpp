@@ -74,6 +74,22 @@ bool checkArguments(Elaborator &el, const std::string &name, const SemValue &y,
   return true;
 }
 
+/// Records the backward of each inlined call of the forward as a run of its
+/// own (named `<callee>_backward`, at the call's location), so that the
+/// backwards of repeated calls become one callee as their forwards do.
+void recordBackwardRuns(Elaborator &el, const DiffRequest &req,
+                        const DiffResult &res) {
+  std::vector<InlinedCall> &runs = el.callRuns;
+  for (size_t k = 0, n = runs.size(); k < n; ++k) {
+    const InlinedCall &run = runs[k];
+    if (run.begin >= run.end || run.end > req.endOp)
+      continue;
+    size_t begin = res.sweep[run.end], end = res.sweep[run.begin];
+    if (begin < end)
+      runs.push_back({begin, end, run.callee + "_backward", run.loc});
+  }
+}
+
 /// Runs differentiate on the ops elaborated so far, the backward's ops
 /// located at \p range; reports a refused op at its own location and a
 /// backward that added a guard or assertion (an internal error).
@@ -107,6 +123,7 @@ bool runDifferentiate(Elaborator &el, DiffRequest &req, SourceRange range,
     return el.errorWithNotes(at, res.message,
                              {DiagNote{range, "in the gradient taken here"}});
   }
+  recordBackwardRuns(el, req, res);
   if (env.guards().size() != guards || env.assertions().size() != assertions) {
     const ShapeFact &f = env.guards().size() != guards
                              ? env.guards()[guards]

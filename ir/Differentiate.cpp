@@ -321,7 +321,9 @@ bool differentiate(const Function &fn, const ShapeEnv &env,
     return v < numForward && dep.fromWrt[v] && dep.toY[v] &&
            isFloat(fn.type(v).dtype) && !req.stopped.count(v);
   };
+  out.sweep.assign(req.endOp + 1, fn.ops.size());
   for (size_t i = req.endOp; i-- > 0 && !b.failed;) {
+    out.sweep[i + 1] = fn.ops.size();
     Operation op = fn.ops[i]; // a copy: emitting grows fn.ops
     std::vector<ValueId> cts;
     bool anyCt = false;
@@ -359,6 +361,7 @@ bool differentiate(const Function &fn, const ShapeEnv &env,
   }
   if (b.failed)
     return false;
+  out.sweep[0] = fn.ops.size();
   for (ValueId w : req.wrt) {
     TensorType t = fn.type(w);
     bool reached = ct[w] != kFailed;

@@ -76,6 +76,11 @@ struct DiffResult {
   /// ("not differentiable: 'unique'").
   size_t failedOp = SIZE_MAX;
   std::string message;
+  /// For each i in [0, endOp]: the function's op count once the reverse
+  /// sweep has passed the forward ops [i, endOp). The backward of the ops
+  /// [b, e) is the ops [sweep[e], sweep[b]): one run per forward run, which
+  /// outlining can make one callee (ir/OutlineCalls.h).
+  std::vector<size_t> sweep;
 };
 
 /// Appends to \p fn the backward of \p req through \p emit (which must

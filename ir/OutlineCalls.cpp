@@ -19,6 +19,10 @@ constexpr ValueId kNoValue = std::numeric_limits<ValueId>::max();
 struct Candidate {
   const InlinedCall *call = nullptr;
   std::vector<ValueId> inputs, outputs;
+  /// The run's layout ops whose results the caller reads, in order: the
+  /// caller runs them again after the call, on what the call gives (their
+  /// result may be a view, which a callee does not return).
+  std::vector<size_t> replays;
   /// For each op, its operands as callee-local numbers (parameters first,
   /// then results in order), then a 1 for each result the callee gives.
   std::vector<uint32_t> wiring;
@@ -85,13 +89,49 @@ bool sameCallee(const Function &fn, const Candidate &x, const Candidate &y) {
   return true;
 }
 
+/// Fills \p out.outputs and \p out.replays from the run's values that the
+/// caller reads (\p needed, in the order the run makes them): a value a
+/// layout op made is made again by the caller (that op replayed after the
+/// call), from what the op reads, given in turn; any other is given.
+void giveOrReplay(const Function &fn, const InlinedCall &call,
+                  const std::unordered_map<ValueId, size_t> &maker,
+                  const std::vector<ValueId> &needed, Candidate &out) {
+  std::unordered_map<ValueId, bool> given;
+  std::vector<bool> replayed(call.end - call.begin, false);
+  std::vector<ValueId> work(needed.rbegin(), needed.rend());
+  while (!work.empty()) {
+    ValueId v = work.back();
+    work.pop_back();
+    auto it = maker.find(v);
+    if (it == maker.end() || given.count(v))
+      continue; // an input of the run, or done
+    const Operation &op = fn.ops[it->second];
+    if (!isLayout(op.code)) {
+      given[v] = true;
+      continue;
+    }
+    given[v] = false;
+    replayed[it->second - call.begin] = true;
+    for (ValueId x : op.operands)
+      work.push_back(x);
+  }
+  for (size_t i = call.begin; i < call.end; ++i) {
+    if (replayed[i - call.begin])
+      out.replays.push_back(i);
+    for (ValueId r : fn.ops[i].results)
+      if (auto g = given.find(r); g != given.end() && g->second)
+        out.outputs.push_back(r);
+  }
+}
+
 /// The run [call.begin, call.end) of \p fn as a candidate, or false when
 /// it cannot be a callee (see outlineRepeatedCalls). \p lastUse[v] is the
 /// last op that reads v (the op count for results).
 bool makeCandidate(const Function &fn, const InlinedCall &call,
                    const std::vector<size_t> &lastUse, Candidate &out) {
   std::unordered_map<ValueId, uint32_t> local; // the run's values, renumbered
-  std::vector<ValueId> results;
+  std::unordered_map<ValueId, size_t> maker;   // the op making each result
+  std::vector<ValueId> results, needed;
   size_t h = call.end - call.begin;
   for (size_t i = call.begin; i < call.end; ++i) {
     const Operation &op = fn.ops[i];
@@ -108,17 +148,14 @@ bool makeCandidate(const Function &fn, const InlinedCall &call,
     }
     for (ValueId r : op.results) {
       local.emplace(r, 0); // not an input where later ops read it
+      maker.emplace(r, i);
       results.push_back(r);
       h = mix(h, hashType(fn.type(r)));
-      if (lastUse[r] >= call.end) {
-        // A layout op's result may be a view of its operand: the caller
-        // could free the operand while the view lives.
-        if (isLayout(op.code))
-          return false;
-        out.outputs.push_back(r);
-      }
+      if (lastUse[r] >= call.end)
+        needed.push_back(r);
     }
   }
+  giveOrReplay(fn, call, maker, needed, out);
   if (out.outputs.empty())
     return false;
   // Parameters are numbered first, then results, as the callee's values.
@@ -131,6 +168,8 @@ bool makeCandidate(const Function &fn, const InlinedCall &call,
   for (size_t i = call.begin; i < call.end; ++i) {
     for (ValueId v : fn.ops[i].operands)
       out.wiring[w++] = local[v];
+    // Which results the caller reads: what the callee gives and the caller
+    // replays follows from these and the ops.
     for (ValueId r : fn.ops[i].results)
       out.wiring.push_back(lastUse[r] >= call.end);
   }
@@ -295,6 +334,8 @@ size_t outlineRepeatedCalls(Function &fn, const std::vector<InlinedCall> &calls,
     call.attrs["callee"] = it->second.second;
     call.loc = c.call->loc;
     ops.push_back(std::move(call));
+    for (size_t k : c.replays) // the callee was built from its own copy
+      ops.push_back(std::move(fn.ops[k]));
     i = c.call->end - 1;
   }
   fn.ops = std::move(ops);
