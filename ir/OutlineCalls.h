@@ -37,8 +37,8 @@ inline constexpr size_t kOutlineMinCalls = 2;
 /// a layout op made (a view, maybe of a buffer the callee frees): the
 /// caller runs that op again after the call, on the call's results (its
 /// operands given in turn), so the caller keeps the viewed buffer alive.
-/// Returns the number of calls outlined. The recorded indices must be those of \p fn as
-/// the elaborator left it (run it before passes that move ops).
+/// Returns the number of calls outlined. The recorded indices must be those of
+/// \p fn as the elaborator left it (run it before passes that move ops).
 size_t outlineRepeatedCalls(Function &fn, const std::vector<InlinedCall> &calls,
                             size_t minOps = kOutlineMinOps,
                             size_t minCalls = kOutlineMinCalls);

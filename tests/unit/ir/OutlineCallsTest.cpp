@@ -143,19 +143,18 @@ TEST(OutlineCalls, OutlinesEqualRunsAndLeavesTheRest) {
 TEST(OutlineCalls, ReplaysTheLayoutOpsWhoseResultsTheCallerReads) {
   // Two runs of g(a) = permute(permute(tanh(a))) + a; later ops read each
   // run's first permute (a view of tanh's result, made inside the run).
-  Function fn = parseOne(
-      "func @f(%x: f32[M, N]) -> (f32[M, N], f32[N, M]) {\n"
-      "  symbol M: dynamic\n  symbol N: dynamic\n"
-      "  %0 = tanh(%x) : f32[M, N]\n"
-      "  %1 = permute(%0) {perm = [1, 0]} : f32[N, M]\n"
-      "  %2 = permute(%1) {perm = [1, 0]} : f32[M, N]\n"
-      "  %3 = add(%2, %x) : f32[M, N]\n"
-      "  %4 = tanh(%3) : f32[M, N]\n"
-      "  %5 = permute(%4) {perm = [1, 0]} : f32[N, M]\n"
-      "  %6 = permute(%5) {perm = [1, 0]} : f32[M, N]\n"
-      "  %7 = add(%6, %3) : f32[M, N]\n"
-      "  %8 = mul(%5, %1) : f32[N, M]\n"
-      "  return %7, %8\n}\n");
+  Function fn = parseOne("func @f(%x: f32[M, N]) -> (f32[M, N], f32[N, M]) {\n"
+                         "  symbol M: dynamic\n  symbol N: dynamic\n"
+                         "  %0 = tanh(%x) : f32[M, N]\n"
+                         "  %1 = permute(%0) {perm = [1, 0]} : f32[N, M]\n"
+                         "  %2 = permute(%1) {perm = [1, 0]} : f32[M, N]\n"
+                         "  %3 = add(%2, %x) : f32[M, N]\n"
+                         "  %4 = tanh(%3) : f32[M, N]\n"
+                         "  %5 = permute(%4) {perm = [1, 0]} : f32[N, M]\n"
+                         "  %6 = permute(%5) {perm = [1, 0]} : f32[M, N]\n"
+                         "  %7 = add(%6, %3) : f32[M, N]\n"
+                         "  %8 = mul(%5, %1) : f32[N, M]\n"
+                         "  return %7, %8\n}\n");
   Function inlined = fn;
   std::vector<InlinedCall> runs = {{0, 4, "g", {}}, {4, 8, "g", {}}};
   ASSERT_EQ(outlineRepeatedCalls(fn, runs, 4, 2), 2u);
