@@ -5,6 +5,10 @@
 #include "frontend/ElaboratorImpl.h"
 #include "ir/Differentiate.h"
 
+#include <algorithm>
+#include <map>
+#include <unordered_set>
+
 namespace tsl {
 
 namespace {
@@ -74,6 +78,44 @@ bool checkArguments(Elaborator &el, const std::string &name, const SemValue &y,
   return true;
 }
 
+/// The role groups of the forward's repeated calls (DiffRequest::roles):
+/// for each function called at least twice, its calls' k-th inputs (the
+/// values a call's ops read before making them, in that order), where its
+/// calls read as many.
+std::vector<std::vector<ValueId>> callRoles(const Elaborator &el,
+                                            size_t endOp) {
+  std::map<std::string, std::vector<std::vector<ValueId>>> inputsOf;
+  for (const InlinedCall &run : el.callRuns) {
+    if (run.begin >= run.end || run.end > endOp)
+      continue;
+    std::vector<ValueId> inputs;
+    std::unordered_set<ValueId> seen; // read or made by the run
+    for (size_t i = run.begin; i < run.end; ++i) {
+      for (ValueId v : el.fn.ops[i].operands)
+        if (seen.insert(v).second)
+          inputs.push_back(v);
+      for (ValueId r : el.fn.ops[i].results)
+        seen.insert(r);
+    }
+    inputsOf[run.callee].push_back(std::move(inputs));
+  }
+  std::vector<std::vector<ValueId>> roles;
+  for (const auto &[callee, calls] : inputsOf) {
+    size_t n = calls[0].size();
+    if (calls.size() < 2 || std::any_of(calls.begin(), calls.end(),
+                                        [&](const std::vector<ValueId> &c) {
+                                          return c.size() != n;
+                                        }))
+      continue;
+    for (size_t k = 0; k < n; ++k) {
+      roles.emplace_back();
+      for (const std::vector<ValueId> &c : calls)
+        roles.back().push_back(c[k]);
+    }
+  }
+  return roles;
+}
+
 /// Records the backward of each inlined call of the forward as a run of its
 /// own (named `<callee>_backward`, at the call's location), so that the
 /// backwards of repeated calls become one callee as their forwards do.
@@ -98,6 +140,7 @@ bool runDifferentiate(Elaborator &el, DiffRequest &req, SourceRange range,
   ShapeEnv &env = el.env;
   req.stopped = el.stoppedGradients;
   req.endOp = el.fn.ops.size();
+  req.roles = callRoles(el, req.endOp);
   size_t guards = env.guards().size(), assertions = env.assertions().size();
   DiffEmitFn emitFn = [&](OpCode code, std::vector<ValueId> operands,
                           std::map<std::string, Attr> attrs,

@@ -24,8 +24,10 @@ struct Candidate {
   /// result may be a view, which a callee does not return).
   std::vector<size_t> replays;
   /// For each op, its operands as callee-local numbers (parameters first,
-  /// then results in order), then a 1 for each result the callee gives.
+  /// then results in order).
   std::vector<uint32_t> wiring;
+  /// Per result of the run, in order: whether later ops read it.
+  std::vector<bool> needed;
   size_t hash = 0;
   size_t kind = 0; ///< equal kinds, equal callees (see sameCallee)
 };
@@ -89,16 +91,25 @@ bool sameCallee(const Function &fn, const Candidate &x, const Candidate &y) {
   return true;
 }
 
-/// Fills \p out.outputs and \p out.replays from the run's values that the
-/// caller reads (\p needed, in the order the run makes them): a value a
-/// layout op made is made again by the caller (that op replayed after the
-/// call), from what the op reads, given in turn; any other is given.
-void giveOrReplay(const Function &fn, const InlinedCall &call,
-                  const std::unordered_map<ValueId, size_t> &maker,
-                  const std::vector<ValueId> &needed, Candidate &out) {
+/// Fills \p c.outputs and \p c.replays from \p needed (per result of the
+/// run, whether the caller reads it; the union over the calls of c's kind,
+/// so that each call gives the same values): a value a layout op made is
+/// made again by the caller (that op replayed after the call), from what
+/// the op reads, given in turn; any other is given.
+void giveOrReplay(const Function &fn, const std::vector<bool> &needed,
+                  Candidate &c) {
+  const InlinedCall &call = *c.call;
+  std::unordered_map<ValueId, size_t> maker; // the op making each result
+  std::vector<ValueId> work;
+  for (size_t i = call.begin, j = 0; i < call.end; ++i)
+    for (ValueId r : fn.ops[i].results) {
+      maker.emplace(r, i);
+      if (needed[j++])
+        work.push_back(r);
+    }
+  std::reverse(work.begin(), work.end());
   std::unordered_map<ValueId, bool> given;
   std::vector<bool> replayed(call.end - call.begin, false);
-  std::vector<ValueId> work(needed.rbegin(), needed.rend());
   while (!work.empty()) {
     ValueId v = work.back();
     work.pop_back();
@@ -117,21 +128,21 @@ void giveOrReplay(const Function &fn, const InlinedCall &call,
   }
   for (size_t i = call.begin; i < call.end; ++i) {
     if (replayed[i - call.begin])
-      out.replays.push_back(i);
+      c.replays.push_back(i);
     for (ValueId r : fn.ops[i].results)
       if (auto g = given.find(r); g != given.end() && g->second)
-        out.outputs.push_back(r);
+        c.outputs.push_back(r);
   }
 }
 
 /// The run [call.begin, call.end) of \p fn as a candidate, or false when
-/// it cannot be a callee (see outlineRepeatedCalls). \p lastUse[v] is the
-/// last op that reads v (the op count for results).
+/// it cannot be a callee (see outlineRepeatedCalls) or later ops read none
+/// of its values. \p lastUse[v] is the last op that reads v (the op count
+/// for results).
 bool makeCandidate(const Function &fn, const InlinedCall &call,
                    const std::vector<size_t> &lastUse, Candidate &out) {
   std::unordered_map<ValueId, uint32_t> local; // the run's values, renumbered
-  std::unordered_map<ValueId, size_t> maker;   // the op making each result
-  std::vector<ValueId> results, needed;
+  std::vector<ValueId> results;
   size_t h = call.end - call.begin;
   for (size_t i = call.begin; i < call.end; ++i) {
     const Operation &op = fn.ops[i];
@@ -148,15 +159,12 @@ bool makeCandidate(const Function &fn, const InlinedCall &call,
     }
     for (ValueId r : op.results) {
       local.emplace(r, 0); // not an input where later ops read it
-      maker.emplace(r, i);
       results.push_back(r);
+      out.needed.push_back(lastUse[r] >= call.end);
       h = mix(h, hashType(fn.type(r)));
-      if (lastUse[r] >= call.end)
-        needed.push_back(r);
     }
   }
-  giveOrReplay(fn, call, maker, needed, out);
-  if (out.outputs.empty())
+  if (std::find(out.needed.begin(), out.needed.end(), true) == out.needed.end())
     return false;
   // Parameters are numbered first, then results, as the callee's values.
   uint32_t next = 0;
@@ -165,14 +173,9 @@ bool makeCandidate(const Function &fn, const InlinedCall &call,
   for (ValueId r : results)
     local[r] = next++;
   size_t w = 0;
-  for (size_t i = call.begin; i < call.end; ++i) {
+  for (size_t i = call.begin; i < call.end; ++i)
     for (ValueId v : fn.ops[i].operands)
       out.wiring[w++] = local[v];
-    // Which results the caller reads: what the callee gives and the caller
-    // replays follows from these and the ops.
-    for (ValueId r : fn.ops[i].results)
-      out.wiring.push_back(lastUse[r] >= call.end);
-  }
   for (uint32_t x : out.wiring)
     h = mix(h, x);
   out.call = &call;
@@ -301,6 +304,19 @@ size_t outlineRepeatedCalls(Function &fn, const std::vector<InlinedCall> &calls,
   }
   std::vector<Candidate *> taken =
       chooseRuns(candidates, runsOf, fn.ops.size(), minCalls);
+  // Each call of a kind gives what any of them needs (a value one call's
+  // caller reads and another's does not is given by both; unread, it is
+  // dead there).
+  std::vector<std::vector<bool>> neededOf(runsOf.size());
+  for (const Candidate *c : taken) {
+    std::vector<bool> &n = neededOf[c->kind];
+    if (n.empty())
+      n.assign(c->needed.size(), false);
+    for (size_t j = 0; j < n.size(); ++j)
+      n[j] = n[j] || c->needed[j];
+  }
+  for (Candidate *c : taken)
+    giveOrReplay(fn, neededOf[c->kind], *c);
   // One callee per kind, numbered in the order of first calls.
   std::map<size_t, std::pair<const Candidate *, int64_t>> starts;
   std::unordered_map<size_t, int64_t> calleeOf;

@@ -190,4 +190,35 @@ TEST(OutlineCalls, ReplaysTheLayoutOpsWhoseResultsTheCallerReads) {
       EXPECT_EQ(a[k].getF(i), b[k].getF(i)) << k << " " << i;
 }
 
+TEST(OutlineCalls, CallsOfAKindGiveWhatAnyOfThemNeeds) {
+  // Two runs of g(a) = tanh(a) + a; later ops read the first run's tanh but
+  // not the second's: both runs call one callee, which gives both values.
+  Function fn =
+      parseOne("func @f(%x: f32[N]) -> (f32[N]) {\n  symbol N: dynamic\n"
+               "  %0 = tanh(%x) : f32[N]\n  %1 = add(%0, %x) : f32[N]\n"
+               "  %2 = tanh(%1) : f32[N]\n  %3 = add(%2, %1) : f32[N]\n"
+               "  %4 = mul(%0, %3) : f32[N]\n  return %4\n}\n");
+  Function inlined = fn;
+  std::vector<InlinedCall> runs = {{0, 2, "g", {}}, {2, 4, "g", {}}};
+  ASSERT_EQ(outlineRepeatedCalls(fn, runs, 2, 2), 2u);
+  ASSERT_EQ(fn.callees.size(), 1u);
+  EXPECT_EQ(fn.callees[0].results.size(), 2u);
+  ASSERT_EQ(fn.ops.size(), 3u);
+  EXPECT_EQ(fn.ops[1].results.size(), 2u); // its tanh given, unread
+  EXPECT_EQ(fn.ops[2].operands[0], fn.ops[0].results[0]);
+  std::string error;
+  EXPECT_TRUE(verifyFunction(fn, error)) << error;
+  Tensor x = Tensor::zeros(DType::F32, {4});
+  for (int64_t i = 0; i < 4; ++i)
+    x.setF(i, 0.5 * static_cast<double>(i) - 1.0);
+  std::vector<ArgValue> args(1);
+  args[0].tensor = x;
+  std::vector<Tensor> a, b;
+  RunError runError;
+  ASSERT_TRUE(interpret(fn, args, a, runError)) << runError.message;
+  ASSERT_TRUE(interpret(inlined, args, b, runError)) << runError.message;
+  for (int64_t i = 0; i < 4; ++i)
+    EXPECT_EQ(a[0].getF(i), b[0].getF(i)) << i;
+}
+
 } // namespace
