@@ -79,12 +79,14 @@ bool checkArguments(Elaborator &el, const std::string &name, const SemValue &y,
 }
 
 /// The role groups of the forward's repeated calls (DiffRequest::roles):
-/// for each function called at least twice, its calls' k-th inputs (the
-/// values a call's ops read before making them, in that order), where its
-/// calls read as many.
+/// for each function called at least twice with as many ops, its calls'
+/// k-th inputs (the values a call's ops read before making them, in that
+/// order), where its calls read as many and those of one element type and
+/// rank.
 std::vector<std::vector<ValueId>> callRoles(const Elaborator &el,
                                             size_t endOp) {
-  std::map<std::string, std::vector<std::vector<ValueId>>> inputsOf;
+  std::map<std::pair<std::string, size_t>, std::vector<std::vector<ValueId>>>
+      inputsOf; // by callee and op count
   for (const InlinedCall &run : el.callRuns) {
     if (run.begin >= run.end || run.end > endOp)
       continue;
@@ -97,7 +99,7 @@ std::vector<std::vector<ValueId>> callRoles(const Elaborator &el,
       for (ValueId r : el.fn.ops[i].results)
         seen.insert(r);
     }
-    inputsOf[run.callee].push_back(std::move(inputs));
+    inputsOf[{run.callee, run.end - run.begin}].push_back(std::move(inputs));
   }
   std::vector<std::vector<ValueId>> roles;
   for (const auto &[callee, calls] : inputsOf) {
@@ -108,9 +110,14 @@ std::vector<std::vector<ValueId>> callRoles(const Elaborator &el,
                                         }))
       continue;
     for (size_t k = 0; k < n; ++k) {
-      roles.emplace_back();
+      std::vector<ValueId> group;
+      TensorType t = el.fn.type(calls[0][k]);
       for (const std::vector<ValueId> &c : calls)
-        roles.back().push_back(c[k]);
+        if (TensorType u = el.fn.type(c[k]);
+            u.dtype == t.dtype && u.rank() == t.rank())
+          group.push_back(c[k]);
+      if (group.size() == calls.size())
+        roles.push_back(std::move(group));
     }
   }
   return roles;
