@@ -5,6 +5,10 @@
 #include "frontend/ElaboratorImpl.h"
 #include "ir/Differentiate.h"
 
+#include <algorithm>
+#include <map>
+#include <unordered_set>
+
 namespace tsl {
 
 namespace {
@@ -74,6 +78,67 @@ bool checkArguments(Elaborator &el, const std::string &name, const SemValue &y,
   return true;
 }
 
+/// The role groups of the forward's repeated calls (DiffRequest::roles):
+/// for each function called at least twice with as many ops, its calls'
+/// k-th inputs (the values a call's ops read before making them, in that
+/// order), where its calls read as many and those of one element type and
+/// rank.
+std::vector<std::vector<ValueId>> callRoles(const Elaborator &el,
+                                            size_t endOp) {
+  std::map<std::pair<std::string, size_t>, std::vector<std::vector<ValueId>>>
+      inputsOf; // by callee and op count
+  for (const InlinedCall &run : el.callRuns) {
+    if (run.begin >= run.end || run.end > endOp)
+      continue;
+    std::vector<ValueId> inputs;
+    std::unordered_set<ValueId> seen; // read or made by the run
+    for (size_t i = run.begin; i < run.end; ++i) {
+      for (ValueId v : el.fn.ops[i].operands)
+        if (seen.insert(v).second)
+          inputs.push_back(v);
+      for (ValueId r : el.fn.ops[i].results)
+        seen.insert(r);
+    }
+    inputsOf[{run.callee, run.end - run.begin}].push_back(std::move(inputs));
+  }
+  std::vector<std::vector<ValueId>> roles;
+  for (const auto &[callee, calls] : inputsOf) {
+    size_t n = calls[0].size();
+    if (calls.size() < 2 || std::any_of(calls.begin(), calls.end(),
+                                        [&](const std::vector<ValueId> &c) {
+                                          return c.size() != n;
+                                        }))
+      continue;
+    for (size_t k = 0; k < n; ++k) {
+      std::vector<ValueId> group;
+      TensorType t = el.fn.type(calls[0][k]);
+      for (const std::vector<ValueId> &c : calls)
+        if (TensorType u = el.fn.type(c[k]);
+            u.dtype == t.dtype && u.rank() == t.rank())
+          group.push_back(c[k]);
+      if (group.size() == calls.size())
+        roles.push_back(std::move(group));
+    }
+  }
+  return roles;
+}
+
+/// Records the backward of each inlined call of the forward as a run of its
+/// own (named `<callee>_backward`, at the call's location), so that the
+/// backwards of repeated calls become one callee as their forwards do.
+void recordBackwardRuns(Elaborator &el, const DiffRequest &req,
+                        const DiffResult &res) {
+  std::vector<InlinedCall> &runs = el.callRuns;
+  for (size_t k = 0, n = runs.size(); k < n; ++k) {
+    const InlinedCall &run = runs[k];
+    if (run.begin >= run.end || run.end > req.endOp)
+      continue;
+    size_t begin = res.sweep[run.end], end = res.sweep[run.begin];
+    if (begin < end)
+      runs.push_back({begin, end, run.callee + "_backward", run.loc});
+  }
+}
+
 /// Runs differentiate on the ops elaborated so far, the backward's ops
 /// located at \p range; reports a refused op at its own location and a
 /// backward that added a guard or assertion (an internal error).
@@ -82,6 +147,7 @@ bool runDifferentiate(Elaborator &el, DiffRequest &req, SourceRange range,
   ShapeEnv &env = el.env;
   req.stopped = el.stoppedGradients;
   req.endOp = el.fn.ops.size();
+  req.roles = callRoles(el, req.endOp);
   size_t guards = env.guards().size(), assertions = env.assertions().size();
   DiffEmitFn emitFn = [&](OpCode code, std::vector<ValueId> operands,
                           std::map<std::string, Attr> attrs,
@@ -107,6 +173,7 @@ bool runDifferentiate(Elaborator &el, DiffRequest &req, SourceRange range,
     return el.errorWithNotes(at, res.message,
                              {DiagNote{range, "in the gradient taken here"}});
   }
+  recordBackwardRuns(el, req, res);
   if (env.guards().size() != guards || env.assertions().size() != assertions) {
     const ShapeFact &f = env.guards().size() != guards
                              ? env.guards()[guards]

@@ -282,6 +282,23 @@ size_t openLoopOnPath(const Function &fn, const DiffRequest &req,
   return SIZE_MAX;
 }
 
+/// The values that get a gradient because another member of their role
+/// group (DiffRequest::roles) is \p active: those y depends on, float and
+/// not stopped.
+template <typename Active>
+std::vector<char> sameRoleActive(const Function &fn, const DiffRequest &req,
+                                 const Dependence &d, const Active &active) {
+  std::vector<char> alike(fn.values.size(), 0);
+  for (const std::vector<ValueId> &group : req.roles) {
+    if (std::none_of(group.begin(), group.end(), active))
+      continue;
+    for (ValueId v : group)
+      alike[v] = v < d.toY.size() && d.toY[v] && isFloat(fn.type(v).dtype) &&
+                 !req.stopped.count(v);
+  }
+  return alike;
+}
+
 bool refuse(const Operation &op, size_t index, DiffResult &out) {
   DiffRule rule = diffRuleOf(op.code);
   std::string name(opName(op.code));
@@ -323,7 +340,10 @@ bool differentiate(const Function &fn, const ShapeEnv &env,
     return v < numForward && dep.fromWrt[v] && dep.toY[v] &&
            isFloat(fn.type(v).dtype) && !req.stopped.count(v);
   };
+  std::vector<char> alike = sameRoleActive(fn, req, dep, active);
+  out.sweep.assign(req.endOp + 1, fn.ops.size());
   for (size_t i = req.endOp; i-- > 0 && !b.failed;) {
+    out.sweep[i + 1] = fn.ops.size();
     Operation op = fn.ops[i]; // a copy: emitting grows fn.ops
     std::vector<ValueId> cts;
     bool anyCt = false;
@@ -334,7 +354,7 @@ bool differentiate(const Function &fn, const ShapeEnv &env,
     std::vector<bool> want;
     bool anyWant = false;
     for (ValueId v : op.operands) {
-      want.push_back(active(v));
+      want.push_back(active(v) || alike[v]);
       anyWant = anyWant || want.back();
     }
     if (!anyCt || !anyWant)
@@ -361,6 +381,7 @@ bool differentiate(const Function &fn, const ShapeEnv &env,
   }
   if (b.failed)
     return false;
+  out.sweep[0] = fn.ops.size();
   for (ValueId w : req.wrt) {
     TensorType t = fn.type(w);
     bool reached = ct[w] != kFailed;

@@ -62,6 +62,12 @@ struct DiffRequest {
   std::set<ValueId> stopped;
   /// The forward: ops [0, endOp) of the function.
   size_t endOp = 0;
+  /// Groups of values that play one role in repeated calls (the k-th input
+  /// of each inlined call of one function): where one member gets a
+  /// gradient, each member y depends on does, so that the calls' backwards
+  /// are alike and outline as one callee (the first layer of a stack
+  /// computes its input's gradient as the others do).
+  std::vector<std::vector<ValueId>> roles;
 };
 
 /// The gradients, or where differentiation stopped.
@@ -76,6 +82,11 @@ struct DiffResult {
   /// ("not differentiable: 'unique'").
   size_t failedOp = SIZE_MAX;
   std::string message;
+  /// For each i in [0, endOp]: the function's op count once the reverse
+  /// sweep has passed the forward ops [i, endOp). The backward of the ops
+  /// [b, e) is the ops [sweep[e], sweep[b]): one run per forward run, which
+  /// outlining can make one callee (ir/OutlineCalls.h).
+  std::vector<size_t> sweep;
 };
 
 /// Appends to \p fn the backward of \p req through \p emit (which must

@@ -19,9 +19,15 @@ constexpr ValueId kNoValue = std::numeric_limits<ValueId>::max();
 struct Candidate {
   const InlinedCall *call = nullptr;
   std::vector<ValueId> inputs, outputs;
+  /// The run's layout ops whose results the caller reads, in order: the
+  /// caller runs them again after the call, on what the call gives (their
+  /// result may be a view, which a callee does not return).
+  std::vector<size_t> replays;
   /// For each op, its operands as callee-local numbers (parameters first,
-  /// then results in order), then a 1 for each result the callee gives.
+  /// then results in order).
   std::vector<uint32_t> wiring;
+  /// Per result of the run, in order: whether later ops read it.
+  std::vector<bool> needed;
   size_t hash = 0;
   size_t kind = 0; ///< equal kinds, equal callees (see sameCallee)
 };
@@ -85,9 +91,54 @@ bool sameCallee(const Function &fn, const Candidate &x, const Candidate &y) {
   return true;
 }
 
+/// Fills \p c.outputs and \p c.replays from \p needed (per result of the
+/// run, whether the caller reads it; the union over the calls of c's kind,
+/// so that each call gives the same values): a value a layout op made is
+/// made again by the caller (that op replayed after the call), from what
+/// the op reads, given in turn; any other is given.
+void giveOrReplay(const Function &fn, const std::vector<bool> &needed,
+                  Candidate &c) {
+  const InlinedCall &call = *c.call;
+  std::unordered_map<ValueId, size_t> maker; // the op making each result
+  std::vector<ValueId> work;
+  for (size_t i = call.begin, j = 0; i < call.end; ++i)
+    for (ValueId r : fn.ops[i].results) {
+      maker.emplace(r, i);
+      if (needed[j++])
+        work.push_back(r);
+    }
+  std::reverse(work.begin(), work.end());
+  std::unordered_map<ValueId, bool> given;
+  std::vector<bool> replayed(call.end - call.begin, false);
+  while (!work.empty()) {
+    ValueId v = work.back();
+    work.pop_back();
+    auto it = maker.find(v);
+    if (it == maker.end() || given.count(v))
+      continue; // an input of the run, or done
+    const Operation &op = fn.ops[it->second];
+    if (!isLayout(op.code)) {
+      given[v] = true;
+      continue;
+    }
+    given[v] = false;
+    replayed[it->second - call.begin] = true;
+    for (ValueId x : op.operands)
+      work.push_back(x);
+  }
+  for (size_t i = call.begin; i < call.end; ++i) {
+    if (replayed[i - call.begin])
+      c.replays.push_back(i);
+    for (ValueId r : fn.ops[i].results)
+      if (auto g = given.find(r); g != given.end() && g->second)
+        c.outputs.push_back(r);
+  }
+}
+
 /// The run [call.begin, call.end) of \p fn as a candidate, or false when
-/// it cannot be a callee (see outlineRepeatedCalls). \p lastUse[v] is the
-/// last op that reads v (the op count for results).
+/// it cannot be a callee (see outlineRepeatedCalls) or later ops read none
+/// of its values. \p lastUse[v] is the last op that reads v (the op count
+/// for results).
 bool makeCandidate(const Function &fn, const InlinedCall &call,
                    const std::vector<size_t> &lastUse, Candidate &out) {
   std::unordered_map<ValueId, uint32_t> local; // the run's values, renumbered
@@ -109,17 +160,11 @@ bool makeCandidate(const Function &fn, const InlinedCall &call,
     for (ValueId r : op.results) {
       local.emplace(r, 0); // not an input where later ops read it
       results.push_back(r);
+      out.needed.push_back(lastUse[r] >= call.end);
       h = mix(h, hashType(fn.type(r)));
-      if (lastUse[r] >= call.end) {
-        // A layout op's result may be a view of its operand: the caller
-        // could free the operand while the view lives.
-        if (isLayout(op.code))
-          return false;
-        out.outputs.push_back(r);
-      }
     }
   }
-  if (out.outputs.empty())
+  if (std::find(out.needed.begin(), out.needed.end(), true) == out.needed.end())
     return false;
   // Parameters are numbered first, then results, as the callee's values.
   uint32_t next = 0;
@@ -128,12 +173,9 @@ bool makeCandidate(const Function &fn, const InlinedCall &call,
   for (ValueId r : results)
     local[r] = next++;
   size_t w = 0;
-  for (size_t i = call.begin; i < call.end; ++i) {
+  for (size_t i = call.begin; i < call.end; ++i)
     for (ValueId v : fn.ops[i].operands)
       out.wiring[w++] = local[v];
-    for (ValueId r : fn.ops[i].results)
-      out.wiring.push_back(lastUse[r] >= call.end);
-  }
   for (uint32_t x : out.wiring)
     h = mix(h, x);
   out.call = &call;
@@ -262,6 +304,19 @@ size_t outlineRepeatedCalls(Function &fn, const std::vector<InlinedCall> &calls,
   }
   std::vector<Candidate *> taken =
       chooseRuns(candidates, runsOf, fn.ops.size(), minCalls);
+  // Each call of a kind gives what any of them needs (a value one call's
+  // caller reads and another's does not is given by both; unread, it is
+  // dead there).
+  std::vector<std::vector<bool>> neededOf(runsOf.size());
+  for (const Candidate *c : taken) {
+    std::vector<bool> &n = neededOf[c->kind];
+    if (n.empty())
+      n.assign(c->needed.size(), false);
+    for (size_t j = 0; j < n.size(); ++j)
+      n[j] = n[j] || c->needed[j];
+  }
+  for (Candidate *c : taken)
+    giveOrReplay(fn, neededOf[c->kind], *c);
   // One callee per kind, numbered in the order of first calls.
   std::map<size_t, std::pair<const Candidate *, int64_t>> starts;
   std::unordered_map<size_t, int64_t> calleeOf;
@@ -295,6 +350,8 @@ size_t outlineRepeatedCalls(Function &fn, const std::vector<InlinedCall> &calls,
     call.attrs["callee"] = it->second.second;
     call.loc = c.call->loc;
     ops.push_back(std::move(call));
+    for (size_t k : c.replays) // the callee was built from its own copy
+      ops.push_back(std::move(fn.ops[k]));
     i = c.call->end - 1;
   }
   fn.ops = std::move(ops);

@@ -31,11 +31,16 @@ inline constexpr size_t kOutlineMinCalls = 2;
 /// renumbered, types, attributes and source locations included) by `call`
 /// ops of one callee each, where at least \p minCalls runs of at least
 /// \p minOps ops match. Longer runs go first; a run is skipped when it
-/// overlaps one already outlined, sits inside a loop body or holds one,
-/// binds an unbacked size (its text names a size of its own anyway), or
-/// gives a value a layout op made (which may alias its input). Returns the
-/// number of calls outlined. The recorded indices must be those of \p fn as
-/// the elaborator left it (run it before passes that move ops).
+/// overlaps one already outlined, sits inside a loop body or holds one, or
+/// binds an unbacked size (its text names a size of its own anyway). A
+/// value of the run that later ops read after any run of its kind is a
+/// result of each call of that kind (unread after some), except one a
+/// layout op made (a view, maybe of a buffer the callee frees): the caller
+/// runs that op again after the call, on the call's results (its operands
+/// given in turn), so the caller keeps the viewed buffer alive. The
+/// backward of each inlined call that grad records is such a run too.
+/// Returns the number of calls outlined. The recorded indices must be those of
+/// \p fn as the elaborator left it (run it before passes that move ops).
 size_t outlineRepeatedCalls(Function &fn, const std::vector<InlinedCall> &calls,
                             size_t minOps = kOutlineMinOps,
                             size_t minCalls = kOutlineMinCalls);

@@ -140,4 +140,85 @@ TEST(OutlineCalls, OutlinesEqualRunsAndLeavesTheRest) {
   EXPECT_EQ(printFunction(again), printFunction(fn));
 }
 
+TEST(OutlineCalls, ReplaysTheLayoutOpsWhoseResultsTheCallerReads) {
+  // Two runs of g(a) = permute(permute(tanh(a))) + a; later ops read each
+  // run's first permute (a view of tanh's result, made inside the run).
+  Function fn = parseOne("func @f(%x: f32[M, N]) -> (f32[M, N], f32[N, M]) {\n"
+                         "  symbol M: dynamic\n  symbol N: dynamic\n"
+                         "  %0 = tanh(%x) : f32[M, N]\n"
+                         "  %1 = permute(%0) {perm = [1, 0]} : f32[N, M]\n"
+                         "  %2 = permute(%1) {perm = [1, 0]} : f32[M, N]\n"
+                         "  %3 = add(%2, %x) : f32[M, N]\n"
+                         "  %4 = tanh(%3) : f32[M, N]\n"
+                         "  %5 = permute(%4) {perm = [1, 0]} : f32[N, M]\n"
+                         "  %6 = permute(%5) {perm = [1, 0]} : f32[M, N]\n"
+                         "  %7 = add(%6, %3) : f32[M, N]\n"
+                         "  %8 = mul(%5, %1) : f32[N, M]\n"
+                         "  return %7, %8\n}\n");
+  Function inlined = fn;
+  std::vector<InlinedCall> runs = {{0, 4, "g", {}}, {4, 8, "g", {}}};
+  ASSERT_EQ(outlineRepeatedCalls(fn, runs, 4, 2), 2u);
+  ASSERT_EQ(fn.callees.size(), 1u);
+  // The callee gives tanh's result (not the view) and the sum; the caller
+  // makes the view again after each call.
+  ASSERT_EQ(fn.callees[0].results.size(), 2u);
+  ASSERT_EQ(fn.ops.size(), 5u);
+  EXPECT_EQ(fn.ops[0].code, OpCode::Call);
+  EXPECT_EQ(fn.ops[1].code, OpCode::Permute);
+  EXPECT_EQ(fn.ops[1].operands[0], fn.ops[0].results[0]);
+  EXPECT_EQ(fn.ops[2].code, OpCode::Call);
+  EXPECT_EQ(fn.ops[2].operands[0], fn.ops[0].results[1]);
+  EXPECT_EQ(fn.ops[3].code, OpCode::Permute);
+  EXPECT_EQ(fn.ops[4].code, OpCode::Mul);
+  EXPECT_EQ(fn.ops[4].operands[0], fn.ops[3].results[0]);
+  EXPECT_EQ(fn.ops[4].operands[1], fn.ops[1].results[0]);
+  std::string error;
+  EXPECT_TRUE(verifyFunction(fn, error)) << error;
+  // The same values as the inlined function's.
+  Tensor x = Tensor::zeros(DType::F32, {2, 3});
+  for (int64_t i = 0; i < 6; ++i)
+    x.setF(i, 0.25 * static_cast<double>(i) - 0.5);
+  std::vector<ArgValue> args(1);
+  args[0].tensor = x;
+  std::vector<Tensor> a, b;
+  RunError runError;
+  ASSERT_TRUE(interpret(fn, args, a, runError)) << runError.message;
+  ASSERT_TRUE(interpret(inlined, args, b, runError)) << runError.message;
+  ASSERT_EQ(a.size(), 2u);
+  for (size_t k = 0; k < 2; ++k)
+    for (int64_t i = 0; i < 6; ++i)
+      EXPECT_EQ(a[k].getF(i), b[k].getF(i)) << k << " " << i;
+}
+
+TEST(OutlineCalls, CallsOfAKindGiveWhatAnyOfThemNeeds) {
+  // Two runs of g(a) = tanh(a) + a; later ops read the first run's tanh but
+  // not the second's: both runs call one callee, which gives both values.
+  Function fn =
+      parseOne("func @f(%x: f32[N]) -> (f32[N]) {\n  symbol N: dynamic\n"
+               "  %0 = tanh(%x) : f32[N]\n  %1 = add(%0, %x) : f32[N]\n"
+               "  %2 = tanh(%1) : f32[N]\n  %3 = add(%2, %1) : f32[N]\n"
+               "  %4 = mul(%0, %3) : f32[N]\n  return %4\n}\n");
+  Function inlined = fn;
+  std::vector<InlinedCall> runs = {{0, 2, "g", {}}, {2, 4, "g", {}}};
+  ASSERT_EQ(outlineRepeatedCalls(fn, runs, 2, 2), 2u);
+  ASSERT_EQ(fn.callees.size(), 1u);
+  EXPECT_EQ(fn.callees[0].results.size(), 2u);
+  ASSERT_EQ(fn.ops.size(), 3u);
+  EXPECT_EQ(fn.ops[1].results.size(), 2u); // its tanh given, unread
+  EXPECT_EQ(fn.ops[2].operands[0], fn.ops[0].results[0]);
+  std::string error;
+  EXPECT_TRUE(verifyFunction(fn, error)) << error;
+  Tensor x = Tensor::zeros(DType::F32, {4});
+  for (int64_t i = 0; i < 4; ++i)
+    x.setF(i, 0.5 * static_cast<double>(i) - 1.0);
+  std::vector<ArgValue> args(1);
+  args[0].tensor = x;
+  std::vector<Tensor> a, b;
+  RunError runError;
+  ASSERT_TRUE(interpret(fn, args, a, runError)) << runError.message;
+  ASSERT_TRUE(interpret(inlined, args, b, runError)) << runError.message;
+  for (int64_t i = 0; i < 4; ++i)
+    EXPECT_EQ(a[0].getF(i), b[0].getF(i)) << i;
+}
+
 } // namespace
