@@ -418,7 +418,7 @@ private:
       return false;
     if (!accept(")")) {
       for (;;) {
-        ValueId v;
+        ValueId v = 0;
         if (!valueRef(v))
           return false;
         op.operands.push_back(v);

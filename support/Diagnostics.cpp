@@ -197,6 +197,11 @@ std::string DiagnosticEngine::renderJson(const Diagnostic &diag) const {
 }
 
 void DiagnosticEngine::report(Diagnostic diag) {
+  // "not supported: ..." says what TSL cannot do yet, not what the program
+  // got wrong: callers (Python's TslError.kind) tell the two apart.
+  if (diag.kind == ErrorKind::Type &&
+      diag.message.compare(0, 13, "not supported") == 0)
+    diag.kind = ErrorKind::Unsupported;
   if (diag.severity == Severity::Error)
     ++errors_;
   else if (diag.severity == Severity::Warning)

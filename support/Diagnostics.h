@@ -24,7 +24,8 @@ struct DiagNote {
 struct Diagnostic {
   Severity severity = Severity::Error;
   /// What kind of error it is (Syntax from the parser, Shape from size
-  /// rules, Io for unreadable files; Type otherwise). Not rendered; callers
+  /// rules, Io for unreadable files; Type otherwise, which report() makes
+  /// Unsupported for a message starting "not supported"). Not rendered; callers
   /// that turn diagnostics into an Error (the JIT) take the kind from the
   /// first error. Warnings and notes ignore it.
   ErrorKind kind = ErrorKind::Type;

@@ -247,6 +247,7 @@ def test_for_loop_stack_is_refused():
         tsl.compile(LOOP_SOURCE, name="stack.tsl").stack_grads(
             np.ones((2, 3), np.float32), np.ones((4, 3, 3), np.float32),
             np.ones((4, 3), np.float32))
+    assert info.value.kind == "unsupported"
     d = info.value.diagnostics[0]
     assert (d.file, d.line, d.col, d.severity) == ("stack.tsl", 3, 7, "error")
     assert d.message == ("not supported: gradient through a 'for' loop "

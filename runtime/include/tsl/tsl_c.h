@@ -131,8 +131,9 @@ tsl_status tsl_runtime_enable_jit(tsl_runtime *rt);
 
 /* Which events the runtime and compiler log to stderr, for the whole
  * process and every function (existing ones too): a comma-separated list of
- * recompiles, guards, dynamic, perf ("all": every one; "" or "none": no
- * logs), as TSL_LOGS takes them. NULL goes back to $TSL_LOGS. An unknown
+ * recompiles, guards, dynamic, perf, gpu-counters ("all": every one but
+ * gpu-counters, which changes how GPU-emulator kernels compile; "" or
+ * "none": no logs), as TSL_LOGS takes them. NULL goes back to $TSL_LOGS. An unknown
  * name is TSL_INVALID_ARGUMENT (and changes nothing). */
 tsl_status tsl_set_logs(const char *spec);
 

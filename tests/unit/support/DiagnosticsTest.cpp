@@ -53,6 +53,19 @@ TEST(Diagnostics, CapsTheNumberOfErrorsShown) {
   EXPECT_EQ(out.str(), "error: e\nerror: e\nnote: 3 more errors not shown\n");
 }
 
+TEST(Diagnostics, NotSupportedIsItsOwnKind) {
+  SourceManager sm;
+  std::ostringstream out;
+  DiagnosticEngine diags(sm, out);
+  diags.error(SourceRange(), "not supported: gradient through a 'for' loop");
+  diags.error(SourceRange(), "unknown name 'y'");
+  diags.error(ErrorKind::Shape, SourceRange(), "not supported: this shape");
+  ASSERT_EQ(diags.diagnostics().size(), 3u);
+  EXPECT_EQ(diags.diagnostics()[0].kind, ErrorKind::Unsupported);
+  EXPECT_EQ(diags.diagnostics()[1].kind, ErrorKind::Type);
+  EXPECT_EQ(diags.diagnostics()[2].kind, ErrorKind::Shape);
+}
+
 TEST(SourceManager, LineAndColumn) {
   SourceManager sm;
   uint32_t f = sm.addBuffer("f", "ab\ncd\r\nef");
