@@ -78,16 +78,17 @@ inline const char *const kModuleSource =
     "  let s = q @ transpose(kk, 0, 1) * 0.5;\n"
     "  let e = exp(s - max(s, axis=-1, keepdim=true));\n"
     "  return (e / sum(e, axis=-1, keepdim=true)) @ v;\n}\n"
-    // 11: data-dependent sizes and checked indices.
+    // 11: data-dependent sizes, checked indices, index_add, masked_scatter.
     "fn datadep(x: f32[N, M], m: bool[N, M], idx: i64[K], n: i64[1]) -> "
     "(i64[?, 2], f32[?], f32[?], f32[?, ?], f32[?, ?], f32[?, ?], f32[?, "
-    "?]) {\n"
+    "?], f32[N, M], f32[N, M]) {\n"
     "  let u = item(n);\n"
     "  check(u >= 0 && u <= 64, \"u out of range\");\n"
     "  let g = reshape(idx, [K, 1]) + arange(M) * 0;\n"
     "  return (nonzero(m), masked_select(x, m), unique(x), index_select(x, "
     "0, idx), gather(x, 0, g), scatter_add(x, 0, g, cast(g, f32) * 0.5), "
-    "full([u, 2], 1.5));\n}\n"
+    "full([u, 2], 1.5), index_add(x, 0, idx, index_select(x, 0, idx)), "
+    "masked_scatter(x, m, x * 2.0));\n}\n"
     // 12: loops: a carried value, and per-iteration results assigned into
     // a tensor (update_slice).
     "fn loop(x: f32[N, M], k: int dynamic) -> (f32[N, M], f32[N, M]) {\n"
