@@ -617,23 +617,6 @@ bool scan(BuiltinCall &c) {
   return c.result(r);
 }
 
-/// index_add(x, axis, index, source): torch.index_add.
-bool indexAdd(BuiltinCall &c) {
-  if (!c.bind({"x", "axis", "index", "source"}))
-    return false;
-  ValueId x, idx, src, r;
-  int64_t axis;
-  if (!c.tensorArg(c.a[0], "x", x) ||
-      !c.el.asConstInt(*c.a[1], "the axis", axis) ||
-      !c.tensorArg(c.a[2], "the index", idx) ||
-      !c.tensorArg(c.a[3], "source", src) ||
-      !c.el.normalizeAxis(axis, c.el.fn.type(x).rank(), c.a[1]->range, axis) ||
-      !c.el.emit1(OpCode::IndexAdd, {x, idx, src}, {{"axis", axis}}, c.range,
-                  r))
-    return false;
-  return c.result(r);
-}
-
 /// masked_scatter(x, mask, source): torch.masked_scatter, the mask
 /// broadcast to x's shape first.
 bool maskedScatter(BuiltinCall &c) {
@@ -688,20 +671,26 @@ bool sort(BuiltinCall &c) {
   return c.result(rs[c.name == "sort" ? 0 : 1]);
 }
 
-/// scatter(x, axis, index, src), scatter_add(...): torch's.
+/// scatter(x, axis, index, src), scatter_add(...), index_add(x, axis,
+/// index, source): torch's.
 bool scatter(BuiltinCall &c) {
-  if (!c.bind({"x", "axis", "index", "src"}))
+  bool indexAdd = c.name == "index_add";
+  const char *source = indexAdd ? "source" : "src";
+  if (!c.bind({"x", "axis", "index", source}))
     return false;
   ValueId x, idx, src, r;
   int64_t axis;
   if (!c.tensorArg(c.a[0], "x", x) ||
       !c.el.asConstInt(*c.a[1], "the axis", axis) ||
       !c.tensorArg(c.a[2], "the index", idx) ||
-      !c.tensorArg(c.a[3], "src", src) ||
-      !c.el.normalizeAxis(axis, c.el.fn.type(x).rank(), c.a[1]->range, axis) ||
-      !c.el.emit1(OpCode::Scatter, {x, idx, src},
-                  {{"axis", axis}, {"add", c.name == "scatter_add"}}, c.range,
-                  r))
+      !c.tensorArg(c.a[3], source, src) ||
+      !c.el.normalizeAxis(axis, c.el.fn.type(x).rank(), c.a[1]->range, axis))
+    return false;
+  std::map<std::string, Attr> attrs = {{"axis", axis}};
+  if (!indexAdd)
+    attrs["add"] = c.name == "scatter_add";
+  if (!c.el.emit1(indexAdd ? OpCode::IndexAdd : OpCode::Scatter, {x, idx, src},
+                  std::move(attrs), c.range, r))
     return false;
   return c.result(r);
 }
@@ -785,7 +774,7 @@ const std::map<std::string, Builtin, std::less<>> &builtinTable() {
         {"max_pool2d", {maxPool2d}},
         {"masked_select", {maskedSelect}},
         {"masked_scatter", {maskedScatter}},
-        {"index_add", {indexAdd}},
+        {"index_add", {scatter}},
         {"item", {item}},
         {"index_select", {indexSelect}},
         {"topk", {topk}},

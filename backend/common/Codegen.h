@@ -257,9 +257,8 @@ private:
   llvm::FunctionCallee runtime(const char *name, llvm::Type *ret,
                                std::vector<llvm::Type *> args);
 
-  /// Branches to a failure exit when \p failed is true (one per host function
-  /// for an empty \p record: already recorded). On the device the first
-  /// failing thread also stores \p values (two i64 at most, {0} and {1}).
+  /// Branches to a failure exit if \p failed (shared per host function for
+  /// no \p record); a failing device thread stores \p values ({0}, {1}).
   void failIf(Value *failed, const std::function<void()> &record,
               const std::vector<Value *> &values = {});
   void failOpIf(Value *failed);
@@ -469,31 +468,24 @@ private:
 
   bool library(const Operation &op);
   // CodegenIndexing.cpp: ops along one axis by position, both targets.
-  /// The element counts before (outer), along (n) and after (inner) one
-  /// axis of a tensor type.
+  /// The element counts before (outer), along (n) and after (inner) an axis.
   struct AxisSizes {
     Value *outer, *n, *inner;
   };
   AxisSizes axisSizes(const TensorType &t, size_t axis);
-  /// cumsum and cumprod: the rows (every index but the axis) in a parallel
-  /// loop, each a serial scan accumulating in f64 (floats) or i64 (wrapped
-  /// on store); a GPU thread per row.
+  /// cumsum, cumprod: a serial scan per row (f64/i64 accumulators) in a
+  /// parallel loop; a GPU thread per row.
   bool scan(const Operation &op);
-  /// index_add: x copied, then per destination column (outer index and a
-  /// run of inner positions; a GPU thread per column) the index walked in
-  /// order, adding source's slices; every index checked first.
+  /// index_add: x copied, then the index walked in order per destination
+  /// column (a GPU thread each), every index checked first.
   bool indexAdd(const Operation &op);
-  /// masked_scatter on the device: one thread counts the mask (an error
-  /// when source is too small), then walks the elements in order. The CPU
-  /// calls tsl_rt_masked_scatter instead.
+  /// masked_scatter on the device, one thread (tsl_rt_masked_scatter on CPU).
   bool maskedScatterSerial(const Operation &op);
   /// The fused attention op as a call of tsl_rt_attention.
   bool attention(const Operation &op);
-  /// update_slice: in place when the plan says so (the block only), else
-  /// one pass over the result.
+  /// update_slice: in place (the block) when the plan says so, else one pass.
   bool updateSlice(const Operation &op);
-  /// An in-place update_slice on a device: the host aliases the buffer and
-  /// one launch writes the block.
+  /// An in-place update_slice on a device: one launch writes the block.
   bool launchUpdateInPlace(const Operation &op);
 
   /// True when \p op is not lowered on its own: its result is computed

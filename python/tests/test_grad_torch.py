@@ -239,7 +239,7 @@ def test_stack_unrolled(torch, mod):
 
 
 def test_for_loop_stack_is_refused():
-    """Reverse mode through `for` loops is not implemented yet: a 4-layer
+    """Reverse mode through `for` loops is refused: a 4-layer
     stack written with `for` gets the compiler's "not supported" error at the
     loop, with a note at the grad. When loops are supported this test should
     become a torch comparison like the ones above."""
