@@ -92,7 +92,7 @@ DiffRule diffRuleOf(OpCode c) {
     return {DiffKind::NotSupported, "no rule yet"};
   case OpCode::Loop:
   case OpCode::EndLoop:
-    return {DiffKind::NotSupported, "reverse-mode through loops comes later"};
+    return {DiffKind::Rule, ""}; // reversed as a whole (ir/VjpLoops.cpp)
   }
   return {DiffKind::NotSupported, "no rule"};
 }
@@ -204,25 +204,59 @@ Dependence dependence(const Function &fn, const DiffRequest &req) {
   d.toY.assign(fn.values.size(), 0);
   for (ValueId w : req.wrt)
     d.fromWrt[w] = 1;
-  for (size_t i = 0; i < req.endOp; ++i) {
-    const Operation &op = fn.ops[i];
-    bool any = false;
-    for (ValueId v : op.operands)
-      any = any || d.fromWrt[v];
-    if (any)
-      for (ValueId r : op.results)
-        if (!req.stopped.count(r))
-          d.fromWrt[r] = 1;
-  }
   d.toY[req.y] = 1;
-  for (size_t i = req.endOp; i-- > 0;) {
-    const Operation &op = fn.ops[i];
-    bool any = false;
-    for (ValueId r : op.results)
-      any = any || d.toY[r];
-    if (any)
+  std::vector<size_t> partner =
+      vjp::loopPartners(fn.ops, 0, std::min(req.endOp, fn.ops.size()));
+  // A loop's carried value k flows from its operand k (and, through the
+  // iterations, from the end_loop's operand k): repeated until no value
+  // changes, as a carried value may depend on one later in the body.
+  for (bool changed = true; changed;) {
+    changed = false;
+    auto mark = [&](std::vector<char> &set, ValueId v) {
+      if (!set[v] && !req.stopped.count(v))
+        set[v] = 1, changed = true;
+    };
+    for (size_t i = 0; i < req.endOp; ++i) {
+      const Operation &op = fn.ops[i];
+      if (isLoopMarker(op.code)) {
+        for (size_t k = 0; k < op.operands.size(); ++k)
+          if (d.fromWrt[op.operands[k]])
+            mark(d.fromWrt, op.results[k]);
+        if (op.code == OpCode::EndLoop && partner[i] != SIZE_MAX)
+          for (size_t k = 0; k < op.operands.size(); ++k)
+            if (d.fromWrt[op.operands[k]])
+              mark(d.fromWrt, fn.ops[partner[i]].results[k]);
+        continue;
+      }
+      bool any = false;
       for (ValueId v : op.operands)
-        d.toY[v] = 1;
+        any = any || d.fromWrt[v];
+      if (any)
+        for (ValueId r : op.results)
+          mark(d.fromWrt, r);
+    }
+    for (size_t i = req.endOp; i-- > 0;) {
+      const Operation &op = fn.ops[i];
+      if (isLoopMarker(op.code)) {
+        for (size_t k = 0; k < op.results.size(); ++k)
+          if (d.toY[op.results[k]] && !d.toY[op.operands[k]])
+            d.toY[op.operands[k]] = 1, changed = true;
+        if (op.code == OpCode::Loop && partner[i] != SIZE_MAX)
+          for (size_t k = 0; k < op.results.size(); ++k) {
+            ValueId next = fn.ops[partner[i]].operands[k];
+            if (d.toY[op.results[k]] && !d.toY[next])
+              d.toY[next] = 1, changed = true;
+          }
+        continue;
+      }
+      bool any = false;
+      for (ValueId r : op.results)
+        any = any || d.toY[r];
+      if (any)
+        for (ValueId v : op.operands)
+          if (!d.toY[v])
+            d.toY[v] = 1, changed = true;
+    }
   }
   return d;
 }
@@ -305,9 +339,6 @@ bool refuse(const Operation &op, size_t index, DiffResult &out) {
   out.failedOp = index;
   if (rule.kind == DiffKind::NotDifferentiable)
     out.message = "not differentiable: '" + name + "' (" + rule.reason + ")";
-  else if (isLoopMarker(op.code))
-    out.message = "not supported: gradient through a 'for' loop (" +
-                  std::string(rule.reason) + ")";
   else
     out.message =
         "not supported: gradient of '" + name + "' (" + rule.reason + ")";
@@ -316,9 +347,8 @@ bool refuse(const Operation &op, size_t index, DiffResult &out) {
 
 } // namespace
 
-bool differentiate(const Function &fn, const ShapeEnv &env,
-                   const DiffRequest &req, const DiffEmitFn &emit,
-                   DiffResult &out) {
+bool differentiate(const Function &fn, ShapeEnv &env, const DiffRequest &req,
+                   const DiffEmitFn &emit, DiffResult &out) {
   using vjp::kFailed;
   Dependence dep = dependence(fn, req);
   size_t item = itemOnPath(fn, req, dep);
@@ -326,35 +356,123 @@ bool differentiate(const Function &fn, const ShapeEnv &env,
     return refuse(fn.ops[item], item, out);
   size_t loop = openLoopOnPath(fn, req, dep);
   if (loop != SIZE_MAX) {
-    refuse(fn.ops[loop], loop, out);
-    out.message += ": a value carried by the loop is on the path and may "
-                   "depend on a wrt value through earlier iterations";
+    out.failedOp = loop;
+    out.message = "not supported: a gradient inside a 'for' loop through a "
+                  "value the loop carries: it may depend on a wrt value "
+                  "through earlier iterations";
     return false;
   }
   size_t numForward = fn.values.size();
   vjp::Builder b(fn, env, emit);
-  std::vector<ValueId> ct(numForward, kFailed);
-  DType ydt = fn.type(req.y).dtype;
-  ct[req.y] = req.cotangent ? *req.cotangent : b.constant(1.0, ydt);
   auto active = [&](ValueId v) {
     return v < numForward && dep.fromWrt[v] && dep.toY[v] &&
            isFloat(fn.type(v).dtype) && !req.stopped.count(v);
   };
-  std::vector<char> alike = sameRoleActive(fn, req, dep, active);
+  vjp::Sweep sweep{b, env, req, {}, {}, {}, {}, out};
+  sweep.activeFwd.assign(numForward, 0);
+  for (ValueId v = 0; v < numForward; ++v)
+    sweep.activeFwd[v] = active(v);
+  sweep.alikeFwd = sameRoleActive(fn, req, dep, active);
+  vjp::CtMap ct;
+  DType ydt = fn.type(req.y).dtype;
+  ct[req.y] = req.cotangent ? *req.cotangent : b.constant(1.0, ydt);
+  std::vector<size_t> identity(req.endOp);
+  for (size_t i = 0; i < req.endOp; ++i)
+    identity[i] = i;
   out.sweep.assign(req.endOp + 1, fn.ops.size());
-  for (size_t i = req.endOp; i-- > 0 && !b.failed;) {
-    out.sweep[i + 1] = fn.ops.size();
-    Operation op = fn.ops[i]; // a copy: emitting grows fn.ops
+  if (!sweep.run(fn.ops, identity, 0, req.endOp, ct, &out.sweep) || b.failed)
+    return false;
+  out.sweep[0] = fn.ops.size();
+  for (ValueId w : req.wrt) {
+    TensorType t = fn.type(w);
+    auto it = ct.find(w);
+    bool reached = it != ct.end() && it->second != kFailed;
+    ValueId g =
+        reached ? b.reshape(it->second, t.dims) : b.full(t.dims, 0, t.dtype);
+    if (b.failed)
+      return false;
+    out.grads.push_back(g);
+    out.reached.push_back(reached);
+  }
+  return true;
+}
+
+namespace vjp {
+
+void Sweep::accumulate(CtMap &ct, ValueId v, ValueId g) {
+  g = b.fit(g, b.type(v).dims);
+  auto it = ct.find(v);
+  if (it == ct.end() || it->second == kFailed)
+    ct[v] = g;
+  else
+    it->second = b.add(it->second, g);
+}
+
+std::vector<size_t> loopPartners(const std::vector<Operation> &ops,
+                                 size_t begin, size_t end) {
+  std::vector<size_t> partner(end, SIZE_MAX), open;
+  for (size_t i = begin; i < end; ++i) {
+    if (ops[i].code == OpCode::Loop) {
+      open.push_back(i);
+    } else if (ops[i].code == OpCode::EndLoop && !open.empty()) {
+      partner[i] = open.back();
+      partner[open.back()] = i;
+      open.pop_back();
+    }
+  }
+  return partner;
+}
+
+/// A slice's gradient added in place into a loop-carried accumulator:
+/// acc[starts] += g (update_slice), not a padded full-size add.
+static bool sliceIntoAccumulator(Sweep &s, const Operation &op, ValueId g,
+                                 CtMap &ct) {
+  if (op.code != OpCode::Slice || !op.intsAttr("steps").empty())
+    return false;
+  auto it = ct.find(op.operands[0]);
+  if (it == ct.end() || !s.accumulators.count(it->second))
+    return false;
+  const std::vector<SymExpr> &starts = op.exprsAttr("starts");
+  ValueId part = s.b.op(OpCode::Slice, {it->second},
+                        {{"starts", starts}, {"sizes", op.exprsAttr("sizes")}});
+  ValueId acc = s.b.op(OpCode::UpdateSlice, {it->second, s.b.add(part, g)},
+                       {{"starts", starts}});
+  it->second = acc;
+  s.accumulators.insert(acc);
+  return true;
+}
+
+bool Sweep::run(const std::vector<Operation> &ops,
+                const std::vector<size_t> &fwdIndex, size_t begin, size_t end,
+                CtMap &ct, std::vector<size_t> *marks) {
+  std::vector<size_t> partner = loopPartners(ops, begin, end);
+  for (size_t i = end; i-- > begin && !b.failed;) {
+    if (marks)
+      (*marks)[i + 1] = b.fn.ops.size();
+    if (ops[i].code == OpCode::EndLoop && partner[i] != SIZE_MAX) {
+      size_t l = partner[i];
+      if (!loop(ops, fwdIndex, l, i, ct))
+        return false;
+      if (marks)
+        for (size_t j = l + 1; j <= i; ++j)
+          (*marks)[j] = (*marks)[i + 1];
+      i = l;
+      continue;
+    }
+    if (isLoopMarker(ops[i].code))
+      continue; // the loop a grad inside its body is in (no carried ct)
+    Operation op = ops[i]; // a copy: emitting may grow ops
     std::vector<ValueId> cts;
     bool anyCt = false;
     for (ValueId r : op.results) {
-      cts.push_back(r < numForward ? ct[r] : kFailed);
+      auto it = ct.find(r);
+      cts.push_back(it == ct.end() ? kFailed : it->second);
       anyCt = anyCt || cts.back() != kFailed;
     }
     std::vector<bool> want;
     bool anyWant = false;
     for (ValueId v : op.operands) {
-      want.push_back(active(v) || alike[v]);
+      want.push_back(wanted(v));
       anyWant = anyWant || want.back();
     }
     if (!anyCt || !anyWant)
@@ -363,35 +481,22 @@ bool differentiate(const Function &fn, const ShapeEnv &env,
     if (rule.kind == DiffKind::NoGradient)
       continue;
     if (rule.kind != DiffKind::Rule)
-      return refuse(op, i, out);
+      return refuse(op, fwdIndex[i], out);
+    if (cts[0] != kFailed && sliceIntoAccumulator(*this, op, cts[0], ct))
+      continue;
     std::vector<ValueId> grads;
-    if (!vjp::applyRule(b, op, cts, want, grads, out.message)) {
-      if (b.failed)
-        return false;
-      out.failedOp = i;
+    if (!applyRule(b, op, cts, want, grads, out.message)) {
+      if (!b.failed)
+        out.failedOp = fwdIndex[i];
       return false;
     }
-    for (size_t k = 0; k < op.operands.size() && k < grads.size(); ++k) {
-      ValueId v = op.operands[k];
-      if (!want[k] || grads[k] == kFailed)
-        continue;
-      ValueId g = b.fit(grads[k], b.type(v).dims);
-      ct[v] = ct[v] == kFailed ? g : b.add(ct[v], g);
-    }
+    for (size_t k = 0; k < op.operands.size() && k < grads.size(); ++k)
+      if (want[k] && grads[k] != kFailed)
+        accumulate(ct, op.operands[k], grads[k]);
   }
-  if (b.failed)
-    return false;
-  out.sweep[0] = fn.ops.size();
-  for (ValueId w : req.wrt) {
-    TensorType t = fn.type(w);
-    bool reached = ct[w] != kFailed;
-    ValueId g = reached ? b.reshape(ct[w], t.dims) : b.full(t.dims, 0, t.dtype);
-    if (b.failed)
-      return false;
-    out.grads.push_back(g);
-    out.reached.push_back(reached);
-  }
-  return true;
+  return !b.failed;
 }
+
+} // namespace vjp
 
 } // namespace tsl

@@ -90,9 +90,12 @@ struct DiffResult {
 };
 
 /// Appends to \p fn the backward of \p req through \p emit (which must
-/// append to \p fn). False on failure, with \p out.failedOp and
-/// \p out.message set (a refused op) or after the emitter reported.
-bool differentiate(const Function &fn, const ShapeEnv &env,
+/// append to \p fn and type with \p env). A `for` loop is reversed by a
+/// replay loop and a reverse loop, each with a loop symbol of its own
+/// added to \p env (its range a fact only while its body is emitted).
+/// False on failure, with \p out.failedOp and \p out.message set (a
+/// refused op) or after the emitter reported.
+bool differentiate(const Function &fn, ShapeEnv &env,
                    const DiffRequest &req, const DiffEmitFn &emit,
                    DiffResult &out);
 

@@ -4,6 +4,9 @@
 
 #include "ir/Differentiate.h"
 
+#include <unordered_map>
+#include <unordered_set>
+
 namespace tsl::vjp {
 
 /// A value that failed to be emitted: every builder call given one returns
@@ -58,5 +61,69 @@ public:
 bool applyRule(Builder &b, const Operation &op, const std::vector<ValueId> &cts,
                const std::vector<bool> &want, std::vector<ValueId> &grads,
                std::string &message);
+
+/// Cotangents by value: the sum of the gradients reaching each value.
+using CtMap = std::unordered_map<ValueId, ValueId>;
+
+/// Whether op \p op's rule reads the run-time value of its operands or
+/// results (not only their types): an add's, a slice's or an
+/// update_slice's does not. A loop's backward saves or recomputes only
+/// what some rule reads (ir/VjpLoops.cpp).
+bool ruleReadsPrimals(const Operation &op);
+
+/// The reverse sweep over a list of ops (the forward's, or a loop body
+/// recomputed inside a reverse loop), with loops reversed by recursion.
+struct Sweep {
+  Builder &b;
+  ShapeEnv &env;
+  const DiffRequest &req;
+  /// Per forward value: a gradient flows through it (depends on a wrt
+  /// value, reaches y, float, not stopped), or its role group's does.
+  std::vector<char> activeFwd, alikeFwd;
+  /// For each value a reverse loop recomputes: the forward value it is.
+  std::unordered_map<ValueId, ValueId> origin;
+  /// Cotangents that are loop-carried accumulators: a slice's gradient is
+  /// added into them in place (update_slice) rather than padded.
+  std::unordered_set<ValueId> accumulators;
+  DiffResult &out;
+
+  ValueId fwd(ValueId v) const {
+    auto it = origin.find(v);
+    return it == origin.end() ? v : it->second;
+  }
+  bool active(ValueId v) const {
+    ValueId f = fwd(v);
+    return f < activeFwd.size() && activeFwd[f];
+  }
+  bool wanted(ValueId v) const {
+    ValueId f = fwd(v);
+    return f < activeFwd.size() && (activeFwd[f] || alikeFwd[f]);
+  }
+  /// Adds \p g (fitted to v's type) to v's cotangent.
+  void accumulate(CtMap &ct, ValueId v, ValueId g);
+  /// Sweeps ops [begin, end) of \p ops backwards; \p fwdIndex gives each
+  /// op's index in the forward (for errors); \p marks (top level only)
+  /// receives DiffResult::sweep. False on a refusal or a failed emit.
+  bool run(const std::vector<Operation> &ops,
+           const std::vector<size_t> &fwdIndex, size_t begin, size_t end,
+           CtMap &ct, std::vector<size_t> *marks);
+  /// The backward of the loop ops[l] .. ops[e] (its end_loop): a replay
+  /// loop stacking the carried values the body's backward reads, then a
+  /// reverse loop (ir/VjpLoops.cpp).
+  bool loop(const std::vector<Operation> &ops,
+            const std::vector<size_t> &fwdIndex, size_t l, size_t e,
+            CtMap &ct);
+  /// Records a refusal of forward op \p index; returns false.
+  bool fail(size_t index, std::string message) {
+    out.failedOp = index;
+    out.message = std::move(message);
+    return false;
+  }
+};
+
+/// For each op of \p ops: the index of the end_loop of a loop op, the
+/// loop op of an end_loop, SIZE_MAX otherwise (and for unmatched ones).
+std::vector<size_t> loopPartners(const std::vector<Operation> &ops,
+                                 size_t begin, size_t end);
 
 } // namespace tsl::vjp

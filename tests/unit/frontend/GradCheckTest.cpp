@@ -600,11 +600,78 @@ std::vector<Case> layerCases() {
   };
 }
 
+/// Reverse mode through `for` loops (ir/VjpLoops.cpp): static, dynamic and
+/// zero trip counts, a carried RNN state, a carried `out[t] = h`, stacked
+/// weights, a nested loop and an unbacked trip count.
+std::vector<Case> loopCases() {
+  return {
+      {"loop_static",
+       {{"a", "f64[N, M]"}, {"b", "f64[M]"}, {"c", "f64[N, M]"}},
+       "var h = a; for t in 0..3 { h = tanh(h * b + 0.5); } "
+       "let y = sum(h * c);",
+       {"a", "b"},
+       {with(nm(2, 3), {{"b", {3}}}), with(nm(1, 1), {{"b", {1}}})}},
+      {"loop_dynamic",
+       {{"a", "f64[N]"}, {"w", "f64[N]"}, {"xs", "f64[L, N]"}},
+       "var h = a; for t in 0..L { h = sin(h * w + xs[t]); } "
+       "let y = sum(h * h);",
+       {"a", "w", "xs"},
+       {{{"a", {3}}, {"w", {3}}, {"xs", {4, 3}}},
+        {{"a", {3}}, {"w", {3}}, {"xs", {1, 3}}},
+        {{"a", {3}}, {"w", {3}}, {"xs", {0, 3}}}}},
+      {"loop_rnn",
+       {{"h0", "f64[B, N]"}, {"w", "f64[N, N]"}, {"xs", "f64[L, B, N]"}},
+       "var h = h0; for t in 0..L { h = tanh(h @ w + xs[t]); } "
+       "let y = sum(h * h);",
+       {"h0", "w", "xs"},
+       {{{"h0", {2, 3}}, {"w", {3, 3}}, {"xs", {3, 2, 3}}},
+        {{"h0", {1, 2}}, {"w", {2, 2}}, {"xs", {0, 1, 2}}}}},
+      {"loop_out_rows",
+       {{"h0", "f64[N]"},
+        {"w", "f64[N, N]"},
+        {"xs", "f64[L, N]"},
+        {"c", "f64[L, N]"}},
+       "var h = h0; var out = zeros([L, N], f64); "
+       "for t in 0..L { h = tanh(h @ w + xs[t]); out[t] = h; } "
+       "let y = sum(out * c);",
+       {"h0", "w", "xs"},
+       {{{"h0", {3}}, {"w", {3, 3}}, {"xs", {4, 3}}, {"c", {4, 3}}},
+        {{"h0", {2}}, {"w", {2, 2}}, {"xs", {0, 2}}, {"c", {0, 2}}}}},
+      {"loop_stacked_weights",
+       {{"x", "f64[B, N]"},
+        {"ws", "f64[L, N, N]"},
+        {"bs", "f64[L, N]"},
+        {"c", "f64[B, N]"}},
+       "var h = x; for l in 0..L { h = tanh(h @ ws[l] + bs[l]); } "
+       "let y = sum(h * c);",
+       {"x", "ws", "bs"},
+       {{{"x", {2, 3}}, {"ws", {4, 3, 3}}, {"bs", {4, 3}}, {"c", {2, 3}}},
+        {{"x", {1, 2}}, {"ws", {1, 2, 2}}, {"bs", {1, 2}}, {"c", {1, 2}}}}},
+      {"loop_nested",
+       {{"a", "f64[N]"}, {"w", "f64[K, N]"}, {"xs", "f64[L, N]"}},
+       "var h = a; for t in 0..L { var g = h * 0.5; "
+       "for u in 0..K { g = sin(g * w[u]) + xs[t]; h = h + g * 0.25; } } "
+       "let y = sum(h * h);",
+       {"a", "w", "xs"},
+       {{{"a", {2}}, {"w", {3, 2}}, {"xs", {2, 2}}},
+        {{"a", {2}}, {"w", {0, 2}}, {"xs", {2, 2}}}}},
+      {"loop_unbacked",
+       {{"a", "f64[N]"}, {"w", "f64[N]"}, {"m", "i64[K]"}},
+       "let n = item(sum(m)); var h = a; "
+       "for t in 0..n { h = tanh(h * w + 0.25); } let y = sum(h);",
+       {"a", "w"},
+       {{{"a", {3}}, {"w", {3}}, {"m", {2}}},
+        {{"a", {3}}, {"w", {3}}, {"m", {0}}}},
+       4},
+  };
+}
+
 std::vector<Case> allCases() {
   std::vector<Case> all;
   for (auto part :
        {unaryCases(), elementwiseCases(), reductionCases(), matmulCases(),
-        layoutCases(), indexingCases(), nnCases(), layerCases()})
+        layoutCases(), indexingCases(), nnCases(), layerCases(),
+        loopCases()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
 }

@@ -1,0 +1,506 @@
+// Reverse mode through structured loops (docs/design.md, "Gradients through
+// loops"). The backward of `loop ... end_loop` over [lo, hi) is
+//  1. a replay loop over the same range that re-runs the part of the body
+//     computing the carried values some rule reads, stacking those values
+//     per iteration into [trip, ...] buffers (update_slice), and
+//  2. a reverse loop: its iteration r runs the forward iteration
+//     t = lo + hi - 1 - r, reads the stacked carried values at t, recomputes
+//     the body's values its rules read, and sweeps the body backwards with
+//     the carried cotangents as seeds. It carries those cotangents and one
+//     accumulator per value from before the loop the body reads (weights).
+// Nested loops are reversed by the same code when the body's sweep meets
+// them. Memory: O(trip x stacked state); compute: the loop's forward twice.
+#include "ir/VjpBuilder.h"
+
+#include <algorithm>
+
+namespace tsl::vjp {
+
+bool ruleReadsPrimals(const Operation &op) {
+  switch (op.code) {
+  case OpCode::Add:
+  case OpCode::Sub:
+  case OpCode::Neg:
+  case OpCode::Cast:
+  case OpCode::ReduceSum:
+  case OpCode::Reshape:
+  case OpCode::Expand:
+  case OpCode::Permute:
+  case OpCode::Concat:
+  case OpCode::Slice:
+  case OpCode::Pad:
+  case OpCode::UpdateSlice:
+  case OpCode::Cumsum:
+    return false; // their rules read only types (ir/VjpRules.cpp)
+  default:
+    return true;
+  }
+}
+
+namespace {
+
+using ValueMap = std::unordered_map<ValueId, ValueId>;
+using Subst = std::map<std::string, SymExpr>;
+
+/// A loop of an op list, copied (emitting grows the function).
+struct LoopCopy {
+  Operation head, end;
+  std::vector<Operation> body;
+  std::vector<size_t> bodyFwd;
+  /// Within body: loopPartners.
+  std::vector<size_t> partner;
+  std::string sym;
+  SymExpr lo, hi;
+
+  /// The last op of the unit starting at body op \p i (a whole inner loop).
+  size_t unitEnd(size_t i) const {
+    return body[i].code == OpCode::Loop && partner[i] != SIZE_MAX ? partner[i]
+                                                                  : i;
+  }
+  /// The body's units (ops, inner loops whole) at depth 0, in order.
+  std::vector<size_t> units() const {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < body.size(); i = unitEnd(i) + 1)
+      out.push_back(i);
+    return out;
+  }
+  /// The values unit \p i reads from outside itself.
+  std::vector<ValueId> reads(size_t i) const {
+    size_t j = unitEnd(i);
+    std::unordered_set<ValueId> inside;
+    std::vector<ValueId> out;
+    for (size_t k = i; k <= j; ++k) {
+      for (ValueId v : body[k].operands)
+        if (!inside.count(v))
+          out.push_back(v);
+      for (ValueId r : body[k].results)
+        inside.insert(r);
+    }
+    return out;
+  }
+  const std::vector<ValueId> &results(size_t i) const {
+    return body[unitEnd(i)].results;
+  }
+};
+
+Attr substituted(const Attr &a, const Subst &subst) {
+  if (const SymExpr *e = std::get_if<SymExpr>(&a))
+    return e->substitute(subst);
+  if (const auto *es = std::get_if<std::vector<SymExpr>>(&a)) {
+    std::vector<SymExpr> out;
+    for (const SymExpr &e : *es)
+      out.push_back(e.substitute(subst));
+    return out;
+  }
+  if (const SymCond *c = std::get_if<SymCond>(&a))
+    return c->substitute(subst);
+  return a;
+}
+
+/// \p op with operands renamed by \p map and symbols by \p subst.
+Operation renamed(const Operation &op, const ValueMap &map,
+                  const Subst &subst) {
+  Operation c = op;
+  for (ValueId &v : c.operands)
+    if (auto it = map.find(v); it != map.end())
+      v = it->second;
+  for (auto &[name, a] : c.attrs)
+    a = substituted(a, subst);
+  return c;
+}
+
+/// A fresh loop symbol like \p of (the forward loop's), for a loop over
+/// [lo, hi) the backward emits.
+SymExpr freshLoopSymbol(ShapeEnv &env, const std::string &of, SymExpr lo,
+                        SymExpr hi) {
+  SymbolInfo info;
+  if (const SymbolInfo *s = env.lookup(of))
+    info = *s;
+  info.kind = DimKind::Unbacked;
+  info.isInt = true;
+  info.loopVariable = true;
+  info.hint.reset();
+  info.lo = lo.isConst() ? lo.constValue() : INT64_MIN;
+  info.hi.reset();
+  if (hi.isConst() && hi.constValue() > INT64_MIN)
+    info.hi = hi.constValue() - 1;
+  for (int k = 1;; ++k) {
+    info.name = of + "_bwd" + (k > 1 ? std::to_string(k) : "");
+    if (!env.lookup(info.name))
+      return env.addSymbol(info);
+  }
+}
+
+/// Emits \p op (renamed) through the sweep's builder; maps its results.
+bool emitRenamed(Sweep &s, const Operation &op, ValueMap &map,
+                 Operation *emitted) {
+  std::vector<ValueId> results;
+  if (s.b.failed ||
+      !s.b.emitFn(op.code, op.operands, op.attrs, results) ||
+      results.size() != op.results.size()) {
+    s.b.failed = true;
+    return false;
+  }
+  for (size_t k = 0; k < results.size(); ++k) {
+    map[op.results[k]] = results[k];
+    s.origin[results[k]] = s.fwd(op.results[k]);
+  }
+  if (emitted) {
+    *emitted = op;
+    emitted->results = results;
+  }
+  return true;
+}
+
+/// Emits a copy of body ops [i, j] (an op, or a whole inner loop, which
+/// gets a fresh symbol whose range is a fact while its body is emitted);
+/// appends the emitted ops to \p out when given. Asserts are not copied:
+/// the forward checked them.
+bool cloneUnit(Sweep &s, const LoopCopy &L, size_t i, ValueMap &map,
+               Subst subst, std::vector<Operation> *out) {
+  std::vector<ShapeEnv::FactMark> marks;
+  for (size_t k = i, j = L.unitEnd(i); k <= j; ++k) {
+    if (L.body[k].code == OpCode::Assert)
+      continue;
+    Operation op = renamed(L.body[k], map, subst);
+    if (op.code == OpCode::Loop) {
+      SymExpr lo = op.exprAttr("lo"), hi = op.exprAttr("hi");
+      std::string of = L.body[k].exprAttr("sym").symbolName();
+      SymExpr sym = freshLoopSymbol(s.env, of, lo, hi);
+      subst[of] = sym;
+      op.attrs["sym"] = sym;
+      marks.push_back(s.env.markFacts());
+      s.env.addFact(SymCond::ge(sym, lo));
+      s.env.addFact(SymCond::lt(sym, hi));
+    }
+    Operation emitted;
+    if (!emitRenamed(s, op, map, &emitted))
+      return false;
+    if (op.code == OpCode::EndLoop && !marks.empty()) {
+      s.env.forgetFactsSince(marks.back());
+      marks.pop_back();
+    }
+    if (out)
+      out->push_back(std::move(emitted));
+  }
+  return true;
+}
+
+/// Emits a loop or end_loop with \p operands; false after a failed emit.
+bool emitMarker(Sweep &s, OpCode code, std::vector<ValueId> operands,
+                std::map<std::string, Attr> attrs,
+                std::vector<ValueId> &results) {
+  if (s.b.failed)
+    return false;
+  for (ValueId v : operands)
+    if (v == kFailed)
+      return s.b.failed = true, false;
+  if (!s.b.emitFn(code, std::move(operands), std::move(attrs), results))
+    return s.b.failed = true, false;
+  return true;
+}
+
+/// The carried values (by index) whose values some rule of the reverse
+/// body reads, and the values the reverse body recomputes (\p need).
+std::vector<size_t> stackedCarried(const Sweep &s, const LoopCopy &L,
+                                   std::unordered_set<ValueId> &need) {
+  std::vector<size_t> units = L.units();
+  for (size_t i : units) {
+    const Operation &op = L.body[i];
+    bool resultWanted = false, operandWanted = false;
+    for (ValueId r : L.results(i))
+      resultWanted = resultWanted || s.wanted(r);
+    std::vector<ValueId> reads = L.reads(i);
+    for (ValueId v : reads)
+      operandWanted = operandWanted || s.wanted(v);
+    if (!resultWanted || !operandWanted)
+      continue;
+    if (op.code == OpCode::Loop) {
+      need.insert(reads.begin(), reads.end()); // its replay reads them
+    } else if (diffRuleOf(op.code).kind == DiffKind::Rule &&
+               ruleReadsPrimals(op)) {
+      need.insert(op.operands.begin(), op.operands.end());
+      need.insert(op.results.begin(), op.results.end());
+    }
+  }
+  for (size_t u = units.size(); u-- > 0;) {
+    bool needed = false;
+    for (ValueId r : L.results(units[u]))
+      needed = needed || need.count(r);
+    if (needed)
+      for (ValueId v : L.reads(units[u]))
+        need.insert(v);
+  }
+  std::vector<size_t> stacked;
+  for (size_t k = 0; k < L.head.results.size(); ++k)
+    if (need.count(L.head.results[k]))
+      stacked.push_back(k);
+  return stacked;
+}
+
+/// The carried values the replay loop must carry to compute the stacked
+/// ones (\p replayed, closed under the body's dependences) and the values
+/// its body computes (\p need).
+void replayClosure(const LoopCopy &L, std::vector<size_t> &replayed,
+                   std::unordered_set<ValueId> &need) {
+  std::vector<size_t> units = L.units();
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t k : replayed)
+      need.insert(L.end.operands[k]);
+    for (size_t u = units.size(); u-- > 0;) {
+      bool needed = false;
+      for (ValueId r : L.results(units[u]))
+        needed = needed || need.count(r);
+      if (needed)
+        for (ValueId v : L.reads(units[u]))
+          need.insert(v);
+    }
+    for (size_t k = 0; k < L.head.results.size(); ++k)
+      if (need.count(L.head.results[k]) &&
+          std::find(replayed.begin(), replayed.end(), k) == replayed.end()) {
+        replayed.push_back(k);
+        changed = true;
+      }
+  }
+  std::sort(replayed.begin(), replayed.end());
+}
+
+/// The zero-filled start of a cotangent of \p v's type.
+ValueId zerosLike(Sweep &s, ValueId v) {
+  TensorType t = s.b.type(v);
+  return s.b.full(t.dims, 0, t.dtype);
+}
+
+/// Stage 1: the replay loop; \p stacks receives the stack of each stacked
+/// carried value (in the order of \p stacked).
+bool emitReplay(Sweep &s, const LoopCopy &L, const std::vector<size_t> &stacked,
+                SymExpr trip, std::vector<ValueId> &stacks) {
+  std::vector<size_t> replayed = stacked;
+  std::unordered_set<ValueId> need;
+  replayClosure(L, replayed, need);
+  std::vector<ValueId> operands;
+  for (size_t k : replayed)
+    operands.push_back(L.head.operands[k]);
+  for (size_t k : stacked) {
+    TensorType t = s.b.type(L.head.results[k]);
+    std::vector<SymExpr> dims = {trip};
+    dims.insert(dims.end(), t.dims.begin(), t.dims.end());
+    operands.push_back(s.b.full(dims, 0, t.dtype));
+  }
+  SymExpr sym = freshLoopSymbol(s.env, L.sym, L.lo, L.hi);
+  std::vector<ValueId> inside;
+  if (!emitMarker(s, OpCode::Loop, operands,
+                  {{"sym", sym}, {"lo", L.lo}, {"hi", L.hi}}, inside))
+    return false;
+  ShapeEnv::FactMark mark = s.env.markFacts();
+  s.env.addFact(SymCond::ge(sym, L.lo));
+  s.env.addFact(SymCond::lt(sym, L.hi));
+  ValueMap map;
+  for (size_t i = 0; i < replayed.size(); ++i)
+    map[L.head.results[replayed[i]]] = inside[i];
+  std::vector<ValueId> next;
+  for (size_t k : replayed)
+    next.push_back(L.end.operands[k]);
+  std::vector<ValueId> pushed;
+  for (size_t i = 0; i < stacked.size(); ++i) {
+    ValueId v = map[L.head.results[stacked[i]]];
+    std::vector<SymExpr> row = s.b.type(v).dims, starts(row.size() + 1, SymExpr(0));
+    row.insert(row.begin(), SymExpr(1));
+    starts[0] = sym - L.lo;
+    pushed.push_back(
+        s.b.op(OpCode::UpdateSlice,
+               {inside[replayed.size() + i], s.b.reshape(v, row)},
+               {{"starts", starts}}));
+  }
+  Subst subst{{L.sym, sym}};
+  for (size_t i : L.units()) {
+    bool needed = false;
+    for (ValueId r : L.results(i))
+      needed = needed || need.count(r);
+    if (needed && !cloneUnit(s, L, i, map, subst, nullptr))
+      return false;
+  }
+  for (ValueId &v : next)
+    if (auto it = map.find(v); it != map.end())
+      v = it->second;
+  next.insert(next.end(), pushed.begin(), pushed.end());
+  std::vector<ValueId> after;
+  bool ok = emitMarker(s, OpCode::EndLoop, next, {}, after);
+  s.env.forgetFactsSince(mark);
+  if (!ok)
+    return false;
+  stacks.assign(after.begin() + replayed.size(), after.end());
+  return true;
+}
+
+/// The reverse body's ops: body ops renamed (\p map: the stacked carried
+/// values read at t, recomputed values), the units in \p need emitted again.
+bool recomputeBody(Sweep &s, const LoopCopy &L,
+                   const std::unordered_set<ValueId> &need, ValueMap &map,
+                   const Subst &subst, std::vector<Operation> &rops,
+                   std::vector<size_t> &rfwd) {
+  for (size_t i : L.units()) {
+    bool needed = false;
+    for (ValueId r : L.results(i))
+      needed = needed || need.count(r);
+    size_t j = L.unitEnd(i);
+    if (needed) {
+      std::vector<Operation> emitted;
+      if (!cloneUnit(s, L, i, map, subst, &emitted))
+        return false;
+      size_t e = 0;
+      for (size_t k = i; k <= j; ++k)
+        if (L.body[k].code != OpCode::Assert) {
+          rops.push_back(std::move(emitted[e++]));
+          rfwd.push_back(L.bodyFwd[k]);
+        }
+      continue;
+    }
+    for (size_t k = i; k <= j; ++k) {
+      rops.push_back(renamed(L.body[k], map, subst));
+      rfwd.push_back(L.bodyFwd[k]);
+    }
+  }
+  return true;
+}
+
+/// The values from before the loop its body reads that get a gradient.
+std::vector<ValueId> outerWanted(const Sweep &s, const LoopCopy &L) {
+  std::unordered_set<ValueId> defined(L.head.results.begin(),
+                                      L.head.results.end()),
+      seen;
+  for (const Operation &op : L.body)
+    defined.insert(op.results.begin(), op.results.end());
+  std::vector<ValueId> out;
+  auto consider = [&](ValueId v) {
+    if (!defined.count(v) && s.wanted(v) && seen.insert(v).second)
+      out.push_back(v);
+  };
+  for (const Operation &op : L.body)
+    for (ValueId v : op.operands)
+      consider(v);
+  for (ValueId v : L.end.operands)
+    consider(v);
+  return out;
+}
+
+} // namespace
+
+bool Sweep::loop(const std::vector<Operation> &ops,
+                 const std::vector<size_t> &fwdIndex, size_t l, size_t e,
+                 CtMap &ct) {
+  LoopCopy L{ops[l], ops[e], {}, {}, {}, {}, {}, {}};
+  for (size_t i = l + 1; i < e; ++i) {
+    L.body.push_back(ops[i]);
+    L.bodyFwd.push_back(fwdIndex[i]);
+  }
+  L.partner = loopPartners(L.body, 0, L.body.size());
+  L.sym = L.head.exprAttr("sym").symbolName();
+  L.lo = L.head.exprAttr("lo");
+  L.hi = L.head.exprAttr("hi");
+  bool anyCt = false;
+  for (ValueId r : L.end.results)
+    anyCt = anyCt || (ct.count(r) && ct[r] != kFailed);
+  std::vector<size_t> carried; // carried values with a cotangent
+  for (size_t k = 0; k < L.head.results.size(); ++k)
+    if (wanted(L.head.results[k]))
+      carried.push_back(k);
+  std::vector<ValueId> outer = outerWanted(*this, L);
+  if (!anyCt || (carried.empty() && outer.empty()))
+    return true;
+  for (const Operation &op : L.body)
+    for (ValueId r : op.results)
+      for (const SymExpr &d : b.type(r).dims)
+        if (d.containsSymbol(L.sym))
+          return fail(fwdIndex[l],
+                      "not supported: gradient through a 'for' loop whose "
+                      "body has a type depending on its variable '" +
+                          L.sym + "' (" + b.type(r).str() + ")");
+  std::unordered_set<ValueId> need;
+  std::vector<size_t> stacked = stackedCarried(*this, L, need);
+  SymExpr trip = L.hi - L.lo;
+  if (env.prove(SymCond::ge(L.hi, L.lo)) != Truth::True)
+    trip = SymExpr::max(trip, SymExpr(0));
+  std::vector<ValueId> stacks;
+  if (!stacked.empty() && !emitReplay(*this, L, stacked, trip, stacks))
+    return false;
+  // Stage 2: the reverse loop.
+  std::vector<ValueId> operands;
+  for (size_t k : carried) {
+    auto it = ct.find(L.end.results[k]);
+    operands.push_back(it != ct.end() && it->second != kFailed
+                           ? b.fit(it->second, b.type(L.head.results[k]).dims)
+                           : zerosLike(*this, L.head.results[k]));
+  }
+  std::vector<bool> wasAccumulator;
+  for (ValueId w : outer) {
+    auto it = ct.find(w);
+    bool has = it != ct.end() && it->second != kFailed;
+    wasAccumulator.push_back(has && accumulators.count(it->second));
+    operands.push_back(has ? it->second : zerosLike(*this, w));
+  }
+  SymExpr r = freshLoopSymbol(env, L.sym, L.lo, L.hi);
+  std::vector<ValueId> inside;
+  if (!emitMarker(*this, OpCode::Loop, operands,
+                  {{"sym", r}, {"lo", L.lo}, {"hi", L.hi}}, inside))
+    return false;
+  ShapeEnv::FactMark mark = env.markFacts();
+  env.addFact(SymCond::ge(r, L.lo));
+  env.addFact(SymCond::lt(r, L.hi));
+  ValueMap map;
+  for (size_t i = 0; i < stacked.size(); ++i) {
+    ValueId v = L.head.results[stacked[i]];
+    std::vector<SymExpr> dims = b.type(v).dims, sizes = dims,
+                         starts(dims.size() + 1, SymExpr(0));
+    sizes.insert(sizes.begin(), SymExpr(1));
+    starts[0] = L.hi - 1 - r;
+    ValueId row = b.reshape(
+        b.op(OpCode::Slice, {stacks[i]}, {{"starts", starts}, {"sizes", sizes}}),
+        dims);
+    map[v] = row;
+    origin[row] = fwd(v);
+  }
+  std::vector<Operation> rops;
+  std::vector<size_t> rfwd;
+  Subst subst{{L.sym, L.lo + L.hi - 1 - r}};
+  bool ok = recomputeBody(*this, L, need, map, subst, rops, rfwd);
+  CtMap local;
+  for (size_t i = 0; ok && i < outer.size(); ++i) {
+    local[outer[i]] = inside[carried.size() + i];
+    accumulators.insert(inside[carried.size() + i]);
+  }
+  auto renamedValue = [&](ValueId v) {
+    auto it = map.find(v);
+    return it == map.end() ? v : it->second;
+  };
+  for (size_t i = 0; ok && i < carried.size(); ++i)
+    accumulate(local, renamedValue(L.end.operands[carried[i]]), inside[i]);
+  ok = ok && run(rops, rfwd, 0, rops.size(), local, nullptr);
+  std::vector<ValueId> next;
+  for (size_t i = 0; ok && i < carried.size(); ++i) {
+    ValueId v = renamedValue(L.head.results[carried[i]]);
+    auto it = local.find(v);
+    next.push_back(it != local.end() && it->second != kFailed
+                       ? it->second
+                       : zerosLike(*this, v));
+  }
+  for (size_t i = 0; ok && i < outer.size(); ++i)
+    next.push_back(local[outer[i]]);
+  std::vector<ValueId> after;
+  ok = ok && emitMarker(*this, OpCode::EndLoop, next, {}, after);
+  env.forgetFactsSince(mark);
+  if (!ok)
+    return false;
+  for (size_t i = 0; i < outer.size(); ++i) {
+    ct[outer[i]] = after[carried.size() + i];
+    if (wasAccumulator[i])
+      accumulators.insert(after[carried.size() + i]);
+  }
+  for (size_t i = 0; i < carried.size(); ++i)
+    if (wanted(L.head.operands[carried[i]]))
+      accumulate(ct, L.head.operands[carried[i]], after[i]);
+  return !b.failed;
+}
+
+} // namespace tsl::vjp
