@@ -5,10 +5,9 @@ gives; PyTorch computes the same loss from the same f32 inputs and
 `backward()` the reference gradients. Every gradient must agree within 1e-4
 relative in f32: max |tsl - torch| <= 1e-4 * max |torch| per gradient
 (tests skip where torch is not importable). The CPU and the GPU emulator
-(the GPU code path on the CPU) both run. Then, without torch: a `for` loop
-on the gradient path is refused with its "not supported" error (until
-reverse mode through loops lands; this test then flips), and
-examples/train_digits.py trains for a few epochs with a falling loss
+(the GPU code path on the CPU) both run; a 4-layer stack is checked both
+unrolled by hand and written with `for` over stacked weights. Then, without
+torch, examples/train_digits.py trains for a few epochs with a falling loss
 (skipped without scikit-learn).
 """
 
@@ -75,6 +74,17 @@ fn stack_unrolled_grads(x: f32[B, D], w: f32[4, D, D], b: f32[4, D])
   return (loss, gx, gw, gb);
 }
 
+fn stack_loop_grads(x: f32[B, D], w: f32[L, D, D], b: f32[L, D])
+    -> (f32, f32[B, D], f32[L, D, D], f32[L, D]) {
+  var h = x;
+  for l in 0..L {
+    h = tanh(h @ w[l] + b[l]);
+  }
+  let loss = sum(h * h);
+  let (gx, gw, gb) = grad(loss, wrt=(x, w, b));
+  return (loss, gx, gw, gb);
+}
+
 fn masked_grads(x: f32[N, M], t: f32[N, M]) -> (f32, f32[N, M]) {
   let sel = x[t > 0.0];
   let loss = sum(sel * sel * sel) / cast(N * M, f32);
@@ -83,17 +93,6 @@ fn masked_grads(x: f32[N, M], t: f32[N, M]) -> (f32, f32[N, M]) {
 """
 
 # A 4-layer stack written with a `for` loop over stacked weights.
-LOOP_SOURCE = """\
-fn stack_grads(x: f32[B, D], w: f32[4, D, D], b: f32[4, D]) -> f32[4, D, D] {
-  var h = x;
-  for l in 0..4 {
-    h = tanh(h @ w[l] + b[l]);
-  }
-  return grad(sum(h * h), wrt=w);
-}
-"""
-
-
 @pytest.fixture(scope="module")
 def torch():
     return pytest.importorskip("torch")
@@ -238,21 +237,20 @@ def test_stack_unrolled(torch, mod):
     compare(torch, mod.stack_unrolled_grads, inputs, ("x", "w", "b"), loss)
 
 
-def test_for_loop_stack_is_refused():
-    """Reverse mode through `for` loops is refused: a 4-layer
-    stack written with `for` gets the compiler's "not supported" error at the
-    loop, with a note at the grad. When loops are supported this test should
-    become a torch comparison like the ones above."""
-    with pytest.raises(tsl.Error) as info:
-        tsl.compile(LOOP_SOURCE, name="stack.tsl").stack_grads(
-            np.ones((2, 3), np.float32), np.ones((4, 3, 3), np.float32),
-            np.ones((4, 3), np.float32))
-    assert info.value.kind == "unsupported"
-    d = info.value.diagnostics[0]
-    assert (d.file, d.line, d.col, d.severity) == ("stack.tsl", 3, 7, "error")
-    assert d.message == ("not supported: gradient through a 'for' loop "
-                         "(reverse-mode through loops comes later)")
-    assert [(n.line, n.message) for n in d.notes] == [(6, "in the gradient taken here")]
+def test_stack_for_loop(torch, mod):
+    """The same 4-layer stack written with `for` over the stacked weights
+    (a loop with a dynamic trip count L = 4): reverse mode through the loop
+    gives the stacked weights' gradients one slice per iteration."""
+    r = rng(6)
+    inputs = {"x": randn(r, 3, 6), "w": randn(r, 4, 6, 6, scale=0.5), "b": randn(r, 4, 6, scale=0.1)}
+
+    def loss(x, w, b):
+        h = x
+        for layer in range(4):
+            h = torch.tanh(h @ w[layer] + b[layer])
+        return (h * h).sum()
+
+    compare(torch, mod.stack_loop_grads, inputs, ("x", "w", "b"), loss)
 
 
 def test_train_digits_example_loss_decreases():
