@@ -95,8 +95,7 @@ struct DiffResult {
 /// added to \p env (its range a fact only while its body is emitted).
 /// False on failure, with \p out.failedOp and \p out.message set (a
 /// refused op) or after the emitter reported.
-bool differentiate(const Function &fn, ShapeEnv &env,
-                   const DiffRequest &req, const DiffEmitFn &emit,
-                   DiffResult &out);
+bool differentiate(const Function &fn, ShapeEnv &env, const DiffRequest &req,
+                   const DiffEmitFn &emit, DiffResult &out);
 
 } // namespace tsl

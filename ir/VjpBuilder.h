@@ -111,8 +111,7 @@ struct Sweep {
   /// loop stacking the carried values the body's backward reads, then a
   /// reverse loop (ir/VjpLoops.cpp).
   bool loop(const std::vector<Operation> &ops,
-            const std::vector<size_t> &fwdIndex, size_t l, size_t e,
-            CtMap &ct);
+            const std::vector<size_t> &fwdIndex, size_t l, size_t e, CtMap &ct);
   /// Records a refusal of forward op \p index; returns false.
   bool fail(size_t index, std::string message) {
     out.failedOp = index;

@@ -135,8 +135,7 @@ SymExpr freshLoopSymbol(ShapeEnv &env, const std::string &of, SymExpr lo,
 bool emitRenamed(Sweep &s, const Operation &op, ValueMap &map,
                  Operation *emitted) {
   std::vector<ValueId> results;
-  if (s.b.failed ||
-      !s.b.emitFn(op.code, op.operands, op.attrs, results) ||
+  if (s.b.failed || !s.b.emitFn(op.code, op.operands, op.attrs, results) ||
       results.size() != op.results.size()) {
     s.b.failed = true;
     return false;
@@ -305,13 +304,13 @@ bool emitReplay(Sweep &s, const LoopCopy &L, const std::vector<size_t> &stacked,
   std::vector<ValueId> pushed;
   for (size_t i = 0; i < stacked.size(); ++i) {
     ValueId v = map[L.head.results[stacked[i]]];
-    std::vector<SymExpr> row = s.b.type(v).dims, starts(row.size() + 1, SymExpr(0));
+    std::vector<SymExpr> row = s.b.type(v).dims,
+                         starts(row.size() + 1, SymExpr(0));
     row.insert(row.begin(), SymExpr(1));
     starts[0] = sym - L.lo;
-    pushed.push_back(
-        s.b.op(OpCode::UpdateSlice,
-               {inside[replayed.size() + i], s.b.reshape(v, row)},
-               {{"starts", starts}}));
+    pushed.push_back(s.b.op(OpCode::UpdateSlice,
+                            {inside[replayed.size() + i], s.b.reshape(v, row)},
+                            {{"starts", starts}}));
   }
   Subst subst{{L.sym, sym}};
   for (size_t i : L.units()) {
@@ -385,6 +384,93 @@ std::vector<ValueId> outerWanted(const Sweep &s, const LoopCopy &L) {
   return out;
 }
 
+/// Stage 2: the reverse loop over \p L: carries the cotangents of the
+/// \p carried values and the accumulators of the \p outer values; reads
+/// the \p stacked values' \p stacks and recomputes the values in \p need.
+bool emitReverse(Sweep &s, const LoopCopy &L,
+                 const std::vector<size_t> &carried,
+                 const std::vector<ValueId> &outer,
+                 const std::vector<size_t> &stacked,
+                 const std::unordered_set<ValueId> &need,
+                 const std::vector<ValueId> &stacks, CtMap &ct) {
+  std::vector<ValueId> operands;
+  for (size_t k : carried) {
+    auto it = ct.find(L.end.results[k]);
+    operands.push_back(
+        it != ct.end() && it->second != kFailed
+            ? s.b.fit(it->second, s.b.type(L.head.results[k]).dims)
+            : zerosLike(s, L.head.results[k]));
+  }
+  std::vector<bool> wasAccumulator;
+  for (ValueId w : outer) {
+    auto it = ct.find(w);
+    bool has = it != ct.end() && it->second != kFailed;
+    wasAccumulator.push_back(has && s.accumulators.count(it->second));
+    operands.push_back(has ? it->second : zerosLike(s, w));
+  }
+  SymExpr r = freshLoopSymbol(s.env, L.sym, L.lo, L.hi);
+  std::vector<ValueId> inside;
+  if (!emitMarker(s, OpCode::Loop, operands,
+                  {{"sym", r}, {"lo", L.lo}, {"hi", L.hi}}, inside))
+    return false;
+  ShapeEnv::FactMark mark = s.env.markFacts();
+  s.env.addFact(SymCond::ge(r, L.lo));
+  s.env.addFact(SymCond::lt(r, L.hi));
+  ValueMap map;
+  for (size_t i = 0; i < stacked.size(); ++i) {
+    ValueId v = L.head.results[stacked[i]];
+    std::vector<SymExpr> dims = s.b.type(v).dims, sizes = dims,
+                         starts(dims.size() + 1, SymExpr(0));
+    sizes.insert(sizes.begin(), SymExpr(1));
+    starts[0] = L.hi - 1 - r;
+    ValueId row = s.b.reshape(s.b.op(OpCode::Slice, {stacks[i]},
+                                     {{"starts", starts}, {"sizes", sizes}}),
+                              dims);
+    map[v] = row;
+    s.origin[row] = s.fwd(v);
+  }
+  std::vector<Operation> rops;
+  std::vector<size_t> rfwd;
+  Subst subst{{L.sym, L.lo + L.hi - 1 - r}};
+  bool ok = recomputeBody(s, L, need, map, subst, rops, rfwd);
+  CtMap local;
+  for (size_t i = 0; ok && i < outer.size(); ++i) {
+    local[outer[i]] = inside[carried.size() + i];
+    s.accumulators.insert(inside[carried.size() + i]);
+  }
+  auto renamedValue = [&](ValueId v) {
+    auto it = map.find(v);
+    return it == map.end() ? v : it->second;
+  };
+  for (size_t i = 0; ok && i < carried.size(); ++i)
+    s.accumulate(local, renamedValue(L.end.operands[carried[i]]), inside[i]);
+  ok = ok && s.run(rops, rfwd, 0, rops.size(), local, nullptr);
+  std::vector<ValueId> next;
+  for (size_t i = 0; ok && i < carried.size(); ++i) {
+    ValueId v = renamedValue(L.head.results[carried[i]]);
+    auto it = local.find(v);
+    next.push_back(it != local.end() && it->second != kFailed
+                       ? it->second
+                       : zerosLike(s, v));
+  }
+  for (size_t i = 0; ok && i < outer.size(); ++i)
+    next.push_back(local[outer[i]]);
+  std::vector<ValueId> after;
+  ok = ok && emitMarker(s, OpCode::EndLoop, next, {}, after);
+  s.env.forgetFactsSince(mark);
+  if (!ok)
+    return false;
+  for (size_t i = 0; i < outer.size(); ++i) {
+    ct[outer[i]] = after[carried.size() + i];
+    if (wasAccumulator[i])
+      s.accumulators.insert(after[carried.size() + i]);
+  }
+  for (size_t i = 0; i < carried.size(); ++i)
+    if (s.wanted(L.head.operands[carried[i]]))
+      s.accumulate(ct, L.head.operands[carried[i]], after[i]);
+  return !s.b.failed;
+}
+
 } // namespace
 
 bool Sweep::loop(const std::vector<Operation> &ops,
@@ -425,82 +511,7 @@ bool Sweep::loop(const std::vector<Operation> &ops,
   std::vector<ValueId> stacks;
   if (!stacked.empty() && !emitReplay(*this, L, stacked, trip, stacks))
     return false;
-  // Stage 2: the reverse loop.
-  std::vector<ValueId> operands;
-  for (size_t k : carried) {
-    auto it = ct.find(L.end.results[k]);
-    operands.push_back(it != ct.end() && it->second != kFailed
-                           ? b.fit(it->second, b.type(L.head.results[k]).dims)
-                           : zerosLike(*this, L.head.results[k]));
-  }
-  std::vector<bool> wasAccumulator;
-  for (ValueId w : outer) {
-    auto it = ct.find(w);
-    bool has = it != ct.end() && it->second != kFailed;
-    wasAccumulator.push_back(has && accumulators.count(it->second));
-    operands.push_back(has ? it->second : zerosLike(*this, w));
-  }
-  SymExpr r = freshLoopSymbol(env, L.sym, L.lo, L.hi);
-  std::vector<ValueId> inside;
-  if (!emitMarker(*this, OpCode::Loop, operands,
-                  {{"sym", r}, {"lo", L.lo}, {"hi", L.hi}}, inside))
-    return false;
-  ShapeEnv::FactMark mark = env.markFacts();
-  env.addFact(SymCond::ge(r, L.lo));
-  env.addFact(SymCond::lt(r, L.hi));
-  ValueMap map;
-  for (size_t i = 0; i < stacked.size(); ++i) {
-    ValueId v = L.head.results[stacked[i]];
-    std::vector<SymExpr> dims = b.type(v).dims, sizes = dims,
-                         starts(dims.size() + 1, SymExpr(0));
-    sizes.insert(sizes.begin(), SymExpr(1));
-    starts[0] = L.hi - 1 - r;
-    ValueId row = b.reshape(
-        b.op(OpCode::Slice, {stacks[i]}, {{"starts", starts}, {"sizes", sizes}}),
-        dims);
-    map[v] = row;
-    origin[row] = fwd(v);
-  }
-  std::vector<Operation> rops;
-  std::vector<size_t> rfwd;
-  Subst subst{{L.sym, L.lo + L.hi - 1 - r}};
-  bool ok = recomputeBody(*this, L, need, map, subst, rops, rfwd);
-  CtMap local;
-  for (size_t i = 0; ok && i < outer.size(); ++i) {
-    local[outer[i]] = inside[carried.size() + i];
-    accumulators.insert(inside[carried.size() + i]);
-  }
-  auto renamedValue = [&](ValueId v) {
-    auto it = map.find(v);
-    return it == map.end() ? v : it->second;
-  };
-  for (size_t i = 0; ok && i < carried.size(); ++i)
-    accumulate(local, renamedValue(L.end.operands[carried[i]]), inside[i]);
-  ok = ok && run(rops, rfwd, 0, rops.size(), local, nullptr);
-  std::vector<ValueId> next;
-  for (size_t i = 0; ok && i < carried.size(); ++i) {
-    ValueId v = renamedValue(L.head.results[carried[i]]);
-    auto it = local.find(v);
-    next.push_back(it != local.end() && it->second != kFailed
-                       ? it->second
-                       : zerosLike(*this, v));
-  }
-  for (size_t i = 0; ok && i < outer.size(); ++i)
-    next.push_back(local[outer[i]]);
-  std::vector<ValueId> after;
-  ok = ok && emitMarker(*this, OpCode::EndLoop, next, {}, after);
-  env.forgetFactsSince(mark);
-  if (!ok)
-    return false;
-  for (size_t i = 0; i < outer.size(); ++i) {
-    ct[outer[i]] = after[carried.size() + i];
-    if (wasAccumulator[i])
-      accumulators.insert(after[carried.size() + i]);
-  }
-  for (size_t i = 0; i < carried.size(); ++i)
-    if (wanted(L.head.operands[carried[i]]))
-      accumulate(ct, L.head.operands[carried[i]], after[i]);
-  return !b.failed;
+  return emitReverse(*this, L, carried, outer, stacked, need, stacks, ct);
 }
 
 } // namespace tsl::vjp

@@ -670,8 +670,7 @@ std::vector<Case> allCases() {
   std::vector<Case> all;
   for (auto part :
        {unaryCases(), elementwiseCases(), reductionCases(), matmulCases(),
-        layoutCases(), indexingCases(), nnCases(), layerCases(),
-        loopCases()})
+        layoutCases(), indexingCases(), nnCases(), layerCases(), loopCases()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
 }
