@@ -655,6 +655,20 @@ std::vector<Case> loopCases() {
        {"a", "w", "xs"},
        {{{"a", {2}}, {"w", {3, 2}}, {"xs", {2, 2}}},
         {{"a", {2}}, {"w", {0, 2}}, {"xs", {2, 2}}}}},
+      {"loop_triangular",
+       {{"a", "f64[N]"}, {"w", "f64[N]"}, {"xs", "f64[L, N]"}},
+       "var h = a; for t in 0..L { for u in 0..t { "
+       "h = sin(h * w + xs[u] * cast(t, f64)); } } let y = sum(h * h);",
+       {"a", "w", "xs"},
+       {{{"a", {2}}, {"w", {2}}, {"xs", {4, 2}}},
+        {{"a", {2}}, {"w", {2}}, {"xs", {1, 2}}}}},
+      {"loop_from",
+       {{"w", "f64[N]"}, {"xs", "f64[L, N]"}, {"k", "f64[K]"}},
+       "var h = w; for t in K..L { "
+       "h = tanh(h * w + xs[t] * cast(t, f64)); } let y = sum(h * h);",
+       {"w", "xs"},
+       {{{"w", {2}}, {"xs", {4, 2}}, {"k", {1}}},
+        {{"w", {2}}, {"xs", {2, 2}}, {"k", {3}}}}},
       {"loop_unbacked",
        {{"a", "f64[N]"}, {"w", "f64[N]"}, {"m", "i64[K]"}},
        "let n = item(sum(m)); var h = a; "
