@@ -209,8 +209,11 @@ Dependence dependence(const Function &fn, const DiffRequest &req) {
       vjp::loopPartners(fn.ops, 0, std::min(req.endOp, fn.ops.size()));
   // A loop's carried value k flows from its operand k (and, through the
   // iterations, from the end_loop's operand k): repeated until no value
-  // changes, as a carried value may depend on one later in the body.
-  for (bool changed = true; changed;) {
+  // changes, as a carried value may depend on one later in the body (one
+  // pass without loops).
+  bool hasLoops = std::any_of(partner.begin(), partner.end(),
+                              [](size_t p) { return p != SIZE_MAX; });
+  for (bool changed = true; changed; changed = changed && hasLoops) {
     changed = false;
     auto mark = [&](std::vector<char> &set, ValueId v) {
       if (!set[v] && !req.stopped.count(v))
