@@ -669,6 +669,13 @@ std::vector<Case> loopCases() {
        {"w", "xs"},
        {{{"w", {2}}, {"xs", {4, 2}}, {"k", {1}}},
         {{"w", {2}}, {"xs", {2, 2}}, {"k", {3}}}}},
+      {"loop_masked",
+       {{"a", "f64[N]"}, {"xs", "f64[L, N]"}},
+       "var h = a; for t in 0..L { let x = xs[t]; "
+       "h = h * 0.5 + sum(masked_select(h * x, x > 0.0) * 2.0); } "
+       "let y = sum(h * h);",
+       {"a", "xs"},
+       {{{"a", {3}}, {"xs", {4, 3}}}}},
       {"loop_unbacked",
        {{"a", "f64[N]"}, {"w", "f64[N]"}, {"m", "i64[K]"}},
        "let n = item(sum(m)); var h = a; "
