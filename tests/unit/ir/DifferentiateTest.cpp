@@ -26,3 +26,10 @@ TEST(DifferentiateTable, IntegerAndDataDependentOpsAreNotRules) {
   EXPECT_EQ(diffRuleOf(OpCode::Argmax).kind, DiffKind::NoGradient);
   EXPECT_EQ(diffRuleOf(OpCode::Lt).kind, DiffKind::NoGradient);
 }
+
+TEST(DifferentiateTable, LoopsAreReversedAsAWhole) {
+  // The sweep reverses a loop ... end_loop region (ir/VjpLoops.cpp); the
+  // markers have no per-op rule of their own but are not refused.
+  EXPECT_EQ(diffRuleOf(OpCode::Loop).kind, DiffKind::Rule);
+  EXPECT_EQ(diffRuleOf(OpCode::EndLoop).kind, DiffKind::Rule);
+}
