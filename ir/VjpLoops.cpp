@@ -1,15 +1,19 @@
 // Reverse mode through structured loops (docs/design.md, "Gradients through
 // loops"). The backward of `loop ... end_loop` over [lo, hi) is
 //  1. a replay loop over the same range that re-runs the part of the body
-//     computing the carried values some rule reads, stacking those values
-//     per iteration into [trip, ...] buffers (update_slice), and
+//     computing the carried values some rule reads, stacking them into
+//     [trip + 1, ...] buffers (row 0 the initial value, row t - lo + 1 the
+//     value after iteration t: update_slice), and
 //  2. a reverse loop: its iteration r runs the forward iteration
-//     t = lo + hi - 1 - r, reads the stacked carried values at t, recomputes
-//     the body's values its rules read, and sweeps the body backwards with
-//     the carried cotangents as seeds. It carries those cotangents and one
-//     accumulator per value from before the loop the body reads (weights).
+//     t = lo + hi - 1 - r, reads the stacked carried values at t and t + 1
+//     (a next state a rule reads, such as a tanh's result, is not
+//     recomputed), recomputes the other body values its rules read, and
+//     sweeps the body backwards with the carried cotangents as seeds. It
+//     carries those cotangents and one accumulator per value from before
+//     the loop the body reads (weights).
 // Nested loops are reversed by the same code when the body's sweep meets
-// them. Memory: O(trip x stacked state); compute: the loop's forward twice.
+// them. Memory: O(trip x stacked state); compute: the loop's forward once
+// more (the replay) plus what the reverse body recomputes.
 #include "ir/VjpBuilder.h"
 
 #include <algorithm>
@@ -199,10 +203,26 @@ bool emitMarker(Sweep &s, OpCode code, std::vector<ValueId> operands,
   return true;
 }
 
-/// The carried values (by index) whose values some rule of the reverse
-/// body reads, and the values the reverse body recomputes (\p need).
+/// What the reverse body reads: the values it needs (\p need), of which
+/// \p fromStack are read from the stacks, not recomputed.
+struct Needs {
+  std::unordered_set<ValueId> need, fromStack;
+  /// Whether the reverse body emits unit \p i of the body again.
+  bool recomputes(const LoopCopy &L, size_t i) const {
+    for (ValueId r : L.results(i))
+      if (need.count(r) && !fromStack.count(r))
+        return true;
+    return false;
+  }
+};
+
+/// The carried values (by index) to stack: those whose values some rule of
+/// the reverse body reads, at an iteration's start (the loop's result) or
+/// end (the end_loop's operand: a tanh's result read by its rule is the
+/// next iteration's state, read from the stack rather than recomputed).
 std::vector<size_t> stackedCarried(const Sweep &s, const LoopCopy &L,
-                                   std::unordered_set<ValueId> &need) {
+                                   Needs &needs) {
+  std::unordered_set<ValueId> &need = needs.need;
   std::vector<size_t> units = L.units();
   for (size_t i : units) {
     const Operation &op = L.body[i];
@@ -222,17 +242,20 @@ std::vector<size_t> stackedCarried(const Sweep &s, const LoopCopy &L,
       need.insert(op.results.begin(), op.results.end());
     }
   }
-  for (size_t u = units.size(); u-- > 0;) {
-    bool needed = false;
-    for (ValueId r : L.results(units[u]))
-      needed = needed || need.count(r);
-    if (needed)
+  std::unordered_set<ValueId> defined;
+  for (const Operation &op : L.body)
+    defined.insert(op.results.begin(), op.results.end());
+  for (ValueId v : L.end.operands)
+    if (need.count(v) && defined.count(v))
+      needs.fromStack.insert(v);
+  for (size_t u = units.size(); u-- > 0;)
+    if (needs.recomputes(L, units[u]))
       for (ValueId v : L.reads(units[u]))
         need.insert(v);
-  }
   std::vector<size_t> stacked;
   for (size_t k = 0; k < L.head.results.size(); ++k)
-    if (need.count(L.head.results[k]))
+    if (need.count(L.head.results[k]) ||
+        needs.fromStack.count(L.end.operands[k]))
       stacked.push_back(k);
   return stacked;
 }
@@ -281,11 +304,16 @@ bool emitReplay(Sweep &s, const LoopCopy &L, const std::vector<size_t> &stacked,
   std::vector<ValueId> operands;
   for (size_t k : replayed)
     operands.push_back(L.head.operands[k]);
-  for (size_t k : stacked) {
+  for (size_t k : stacked) { // row 0: the initial value
     TensorType t = s.b.type(L.head.results[k]);
-    std::vector<SymExpr> dims = {trip};
+    std::vector<SymExpr> dims = {trip + 1}, row = t.dims,
+                         zeros(t.rank() + 1, SymExpr(0));
     dims.insert(dims.end(), t.dims.begin(), t.dims.end());
-    operands.push_back(s.b.full(dims, 0, t.dtype));
+    row.insert(row.begin(), SymExpr(1));
+    operands.push_back(s.b.op(
+        OpCode::UpdateSlice,
+        {s.b.full(dims, 0, t.dtype), s.b.reshape(L.head.operands[k], row)},
+        {{"starts", zeros}}));
   }
   SymExpr sym = freshLoopSymbol(s.env, L.sym, L.lo, L.hi);
   std::vector<ValueId> inside;
@@ -298,20 +326,6 @@ bool emitReplay(Sweep &s, const LoopCopy &L, const std::vector<size_t> &stacked,
   ValueMap map;
   for (size_t i = 0; i < replayed.size(); ++i)
     map[L.head.results[replayed[i]]] = inside[i];
-  std::vector<ValueId> next;
-  for (size_t k : replayed)
-    next.push_back(L.end.operands[k]);
-  std::vector<ValueId> pushed;
-  for (size_t i = 0; i < stacked.size(); ++i) {
-    ValueId v = map[L.head.results[stacked[i]]];
-    std::vector<SymExpr> row = s.b.type(v).dims,
-                         starts(row.size() + 1, SymExpr(0));
-    row.insert(row.begin(), SymExpr(1));
-    starts[0] = sym - L.lo;
-    pushed.push_back(s.b.op(OpCode::UpdateSlice,
-                            {inside[replayed.size() + i], s.b.reshape(v, row)},
-                            {{"starts", starts}}));
-  }
   Subst subst{{L.sym, sym}};
   for (size_t i : L.units()) {
     bool needed = false;
@@ -320,10 +334,23 @@ bool emitReplay(Sweep &s, const LoopCopy &L, const std::vector<size_t> &stacked,
     if (needed && !cloneUnit(s, L, i, map, subst, nullptr))
       return false;
   }
-  for (ValueId &v : next)
-    if (auto it = map.find(v); it != map.end())
-      v = it->second;
-  next.insert(next.end(), pushed.begin(), pushed.end());
+  auto renamedValue = [&](ValueId v) {
+    auto it = map.find(v);
+    return it == map.end() ? v : it->second;
+  };
+  std::vector<ValueId> next;
+  for (size_t k : replayed)
+    next.push_back(renamedValue(L.end.operands[k]));
+  for (size_t i = 0; i < stacked.size(); ++i) { // row t - lo + 1: the next
+    ValueId v = renamedValue(L.end.operands[stacked[i]]);
+    std::vector<SymExpr> row = s.b.type(v).dims,
+                         starts(row.size() + 1, SymExpr(0));
+    row.insert(row.begin(), SymExpr(1));
+    starts[0] = sym - L.lo + 1;
+    next.push_back(s.b.op(OpCode::UpdateSlice,
+                          {inside[replayed.size() + i], s.b.reshape(v, row)},
+                          {{"starts", starts}}));
+  }
   std::vector<ValueId> after;
   bool ok = emitMarker(s, OpCode::EndLoop, next, {}, after);
   s.env.forgetFactsSince(mark);
@@ -335,16 +362,12 @@ bool emitReplay(Sweep &s, const LoopCopy &L, const std::vector<size_t> &stacked,
 
 /// The reverse body's ops: body ops renamed (\p map: the stacked carried
 /// values read at t, recomputed values), the units in \p need emitted again.
-bool recomputeBody(Sweep &s, const LoopCopy &L,
-                   const std::unordered_set<ValueId> &need, ValueMap &map,
-                   const Subst &subst, std::vector<Operation> &rops,
-                   std::vector<size_t> &rfwd) {
+bool recomputeBody(Sweep &s, const LoopCopy &L, const Needs &needs,
+                   ValueMap &map, const Subst &subst,
+                   std::vector<Operation> &rops, std::vector<size_t> &rfwd) {
   for (size_t i : L.units()) {
-    bool needed = false;
-    for (ValueId r : L.results(i))
-      needed = needed || need.count(r);
     size_t j = L.unitEnd(i);
-    if (needed) {
+    if (needs.recomputes(L, i)) {
       std::vector<Operation> emitted;
       if (!cloneUnit(s, L, i, map, subst, &emitted))
         return false;
@@ -358,6 +381,9 @@ bool recomputeBody(Sweep &s, const LoopCopy &L,
     }
     for (size_t k = i; k <= j; ++k) {
       rops.push_back(renamed(L.body[k], map, subst));
+      for (ValueId &r : rops.back().results) // a next state from its stack
+        if (auto it = map.find(r); it != map.end())
+          r = it->second;
       rfwd.push_back(L.bodyFwd[k]);
     }
   }
@@ -390,8 +416,7 @@ std::vector<ValueId> outerWanted(const Sweep &s, const LoopCopy &L) {
 bool emitReverse(Sweep &s, const LoopCopy &L,
                  const std::vector<size_t> &carried,
                  const std::vector<ValueId> &outer,
-                 const std::vector<size_t> &stacked,
-                 const std::unordered_set<ValueId> &need,
+                 const std::vector<size_t> &stacked, const Needs &needs,
                  const std::vector<ValueId> &stacks, CtMap &ct) {
   std::vector<ValueId> operands;
   for (size_t k : carried) {
@@ -417,22 +442,29 @@ bool emitReverse(Sweep &s, const LoopCopy &L,
   s.env.addFact(SymCond::ge(r, L.lo));
   s.env.addFact(SymCond::lt(r, L.hi));
   ValueMap map;
-  for (size_t i = 0; i < stacked.size(); ++i) {
-    ValueId v = L.head.results[stacked[i]];
+  // Iteration t's state is row t - lo of its stack, the next row t - lo + 1.
+  auto readRow = [&](size_t i, ValueId v, SymExpr at) {
     std::vector<SymExpr> dims = s.b.type(v).dims, sizes = dims,
                          starts(dims.size() + 1, SymExpr(0));
     sizes.insert(sizes.begin(), SymExpr(1));
-    starts[0] = L.hi - 1 - r;
+    starts[0] = at;
     ValueId row = s.b.reshape(s.b.op(OpCode::Slice, {stacks[i]},
                                      {{"starts", starts}, {"sizes", sizes}}),
                               dims);
     map[v] = row;
     s.origin[row] = s.fwd(v);
+  };
+  for (size_t i = 0; i < stacked.size(); ++i) {
+    ValueId in = L.head.results[stacked[i]], out = L.end.operands[stacked[i]];
+    if (needs.need.count(in))
+      readRow(i, in, L.hi - 1 - r);
+    if (needs.fromStack.count(out) && !map.count(out))
+      readRow(i, out, L.hi - r);
   }
   std::vector<Operation> rops;
   std::vector<size_t> rfwd;
   Subst subst{{L.sym, L.lo + L.hi - 1 - r}};
-  bool ok = recomputeBody(s, L, need, map, subst, rops, rfwd);
+  bool ok = recomputeBody(s, L, needs, map, subst, rops, rfwd);
   CtMap local;
   for (size_t i = 0; ok && i < outer.size(); ++i) {
     local[outer[i]] = inside[carried.size() + i];
@@ -503,15 +535,15 @@ bool Sweep::loop(const std::vector<Operation> &ops,
                       "not supported: gradient through a 'for' loop whose "
                       "body has a type depending on its variable '" +
                           L.sym + "' (" + b.type(r).str() + ")");
-  std::unordered_set<ValueId> need;
-  std::vector<size_t> stacked = stackedCarried(*this, L, need);
+  Needs needs;
+  std::vector<size_t> stacked = stackedCarried(*this, L, needs);
   SymExpr trip = L.hi - L.lo;
   if (env.prove(SymCond::ge(L.hi, L.lo)) != Truth::True)
     trip = SymExpr::max(trip, SymExpr(0));
   std::vector<ValueId> stacks;
   if (!stacked.empty() && !emitReplay(*this, L, stacked, trip, stacks))
     return false;
-  return emitReverse(*this, L, carried, outer, stacked, need, stacks, ct);
+  return emitReverse(*this, L, carried, outer, stacked, needs, stacks, ct);
 }
 
 } // namespace tsl::vjp
