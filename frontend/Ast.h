@@ -7,10 +7,12 @@
 
 #include "frontend/CompactVector.h"
 #include "shapes/ShapeEnv.h"
+#include "support/Arena.h"
 #include "support/SourceManager.h"
 
 #include <algorithm>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,7 +21,15 @@
 namespace tsl::ast {
 
 struct Expr;
-using ExprPtr = std::unique_ptr<Expr>;
+/// Destroys an expression and frees it unless it came from an arena.
+struct ExprDeleter {
+  void operator()(Expr *e) const;
+};
+/// An owned expression: from the current AST arena (support/Arena.h) while
+/// a file is parsed, else from the heap.
+using ExprPtr = std::unique_ptr<Expr, ExprDeleter>;
+/// A fresh expression (from the current AST arena when there is one).
+ExprPtr newExpr();
 
 /// A named argument or a positional one (empty name).
 struct Arg {
@@ -80,6 +90,8 @@ struct Expr {
     Paren,  ///< (a)
   };
   Kind kind;
+  /// Allocated by newExpr from an arena (ExprDeleter does not free it).
+  bool inArena = false;
   /// 1 for a leaf, else 1 + the deepest operand, argument or slice bound
   /// (at most kMaxExprDepth; set by the parser).
   uint32_t depth = 1;
@@ -97,6 +109,22 @@ struct Expr {
   CompactVector<Arg> args;
   CompactVector<SliceItem> slices;
 };
+
+inline void ExprDeleter::operator()(Expr *e) const {
+  bool inArena = e->inArena;
+  e->~Expr();
+  if (!inArena)
+    ::operator delete(e);
+}
+
+inline ExprPtr newExpr() {
+  BumpArena *arena = currentAstArena();
+  void *raw = arena ? arena->allocate(sizeof(Expr), alignof(Expr))
+                    : ::operator new(sizeof(Expr));
+  Expr *e = new (raw) Expr();
+  e->inArena = arena != nullptr;
+  return ExprPtr(e);
+}
 
 /// 1 + the depth of \p e's deepest child (operands, argument values, slice
 /// bounds and indices): what the parsers store in Expr::depth.
@@ -164,8 +192,45 @@ struct TypeParam {
   SourceRange boundRange;
 };
 
+/// A string that is rarely set (a check's message), held out of line: one
+/// pointer, none allocated while empty. Reads as a const std::string&.
+class BoxedString {
+public:
+  BoxedString() = default;
+  BoxedString(BoxedString &&) = default;
+  BoxedString &operator=(BoxedString &&) = default;
+  BoxedString &operator=(std::string s) {
+    p_ = s.empty() ? nullptr : std::make_unique<std::string>(std::move(s));
+    return *this;
+  }
+  operator const std::string &() const { return str(); }
+  const std::string &str() const { return p_ ? *p_ : emptyString(); }
+  bool empty() const { return !p_; }
+  friend std::string operator+(const std::string &a, const BoxedString &b) {
+    return a + b.str();
+  }
+  friend std::string operator+(const char *a, const BoxedString &b) {
+    return a + b.str();
+  }
+  friend std::string operator+(const BoxedString &a, const std::string &b) {
+    return a.str() + b;
+  }
+  friend std::string operator+(const BoxedString &a, const char *b) {
+    return a.str() + b;
+  }
+
+private:
+  static const std::string &emptyString() {
+    static const std::string empty;
+    return empty;
+  }
+  std::unique_ptr<std::string> p_;
+};
+
 struct Block;
 
+/// A statement (120,000 of them in a 120,000-line function: 112 bytes
+/// each, the check message out of line).
 struct Stmt {
   /// Var: `var NAME (: TYPE)? = value;` (names[0], ascription, value).
   /// Assign: `target = value;` (target a name or a subscript of one).
@@ -191,7 +256,7 @@ struct Stmt {
   ExprPtr value; // Let value, Return value (may be null), ExprStmt
   // Check
   ExprPtr cond;
-  std::string message;
+  BoxedString message;
   // Assign
   ExprPtr target;
   // For
@@ -236,6 +301,9 @@ struct ImportDecl {
 
 /// One parsed file.
 struct Module {
+  /// Where its expressions and AST lists were allocated (support/Arena.h):
+  /// the first member, so the last destroyed.
+  std::unique_ptr<BumpArena> arena = std::make_unique<BumpArena>();
   std::string path;
   uint32_t file = 0;
   std::vector<ImportDecl> imports;

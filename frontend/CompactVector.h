@@ -3,11 +3,15 @@
 /// lists (operands, operators, arguments, subscripts) are empty or short,
 /// and a node holds several, so std::vector's three words each made a node
 /// 200 bytes. Size and capacity live in the heap block, before the elements.
+/// While a file is parsed the blocks come from its AST arena
+/// (support/Arena.h): a block remembers where it came from.
 
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <new>
+
+#include "support/Arena.h"
 #include <utility>
 
 namespace tsl {
@@ -63,8 +67,9 @@ public:
 private:
   struct Header {
     uint32_t size;
-    uint32_t capacity;
+    uint32_t capacity; ///< kInArena set for a block of an arena
   };
+  static constexpr uint32_t kInArena = 1u << 31;
   static_assert(alignof(T) <= alignof(Header) * 2,
                 "CompactVector: over-aligned element");
   static constexpr size_t kOffset = sizeof(Header); // aligned for T
@@ -73,16 +78,18 @@ private:
     return sizeof(T) + kOffset <= 24 ? (24 - kOffset) / sizeof(T) : 1;
   }
 
-  size_t capacity() const { return h ? h->capacity : 0; }
+  size_t capacity() const { return h ? h->capacity & ~kInArena : 0; }
   T *data() const {
     return h ? reinterpret_cast<T *>(reinterpret_cast<char *>(h) + kOffset)
              : nullptr;
   }
   void grow(size_t n) {
-    void *raw = ::operator new(kOffset + n * sizeof(T));
+    BumpArena *arena = currentAstArena();
+    void *raw = arena ? arena->allocate(kOffset + n * sizeof(T), 8)
+                      : ::operator new(kOffset + n * sizeof(T));
     Header *nh = static_cast<Header *>(raw);
     nh->size = 0;
-    nh->capacity = static_cast<uint32_t>(n);
+    nh->capacity = static_cast<uint32_t>(n) | (arena ? kInArena : 0);
     T *to = reinterpret_cast<T *>(static_cast<char *>(raw) + kOffset);
     for (size_t i = 0; i < size(); ++i) {
       new (to + i) T(std::move(data()[i]));
@@ -97,7 +104,8 @@ private:
     T *d = data();
     for (size_t i = h->size; i-- > 0;)
       d[i].~T();
-    ::operator delete(h);
+    if (!(h->capacity & kInArena)) // an arena's block goes with the arena
+      ::operator delete(h);
     h = nullptr;
   }
 

@@ -220,7 +220,7 @@ bool DirectParser::startsExpr(Tok t) const {
 }
 
 ast::ExprPtr DirectParser::make(ast::Expr::Kind kind, uint32_t begin) {
-  auto e = std::make_unique<ast::Expr>();
+  auto e = ast::newExpr();
   e->kind = kind;
   e->range = range(begin, lastEnd);
   return e;
@@ -479,7 +479,7 @@ ast::ExprPtr DirectParser::foldPower(std::vector<PowerSegment> &segments) {
     PowerSegment &s = segments[i];
     ast::ExprPtr power = std::move(s.operand);
     if (acc) {
-      auto e = std::make_unique<ast::Expr>();
+      auto e = ast::newExpr();
       e->kind = ast::Expr::Kind::Chain;
       e->range = SourceRange(power->range.begin, end);
       e->operands.push_back(std::move(power));
@@ -493,7 +493,7 @@ ast::ExprPtr DirectParser::foldPower(std::vector<PowerSegment> &segments) {
       acc = std::move(power);
       continue;
     }
-    auto e = std::make_unique<ast::Expr>();
+    auto e = ast::newExpr();
     e->kind = ast::Expr::Kind::Prefix;
     e->range = SourceRange(sm.locAt(file, s.begin), end);
     for (const ast::Operator &op : s.prefixes)

@@ -489,7 +489,7 @@ private:
   }
 
   ast::ExprPtr make(ast::Expr::Kind kind, SourceRange range) {
-    auto e = std::make_unique<ast::Expr>();
+    auto e = ast::newExpr();
     e->kind = kind;
     e->range = range;
     return e;
@@ -812,6 +812,7 @@ std::unique_ptr<ast::Module> parseReportingErrors(TSLLexer &lexer,
   auto module = std::make_unique<ast::Module>();
   module->path = sm.name(file);
   module->file = file;
+  AstArenaScope arena(module->arena.get());
   AstBuilder builder(sm, file, diags);
   if (!builder.build(tree, *module))
     return nullptr;
@@ -871,6 +872,7 @@ std::unique_ptr<ast::Module> parseSource(SourceManager &sm, uint32_t file,
         antlr4::atn::PredictionMode::SLL);
     bool syntaxError = false;
     {
+      AstArenaScope arena(module->arena.get()); // ends before module.reset()
       AstBuilder builder(sm, file, diags, &stream);
       bool built = false;
       try {

@@ -1,9 +1,61 @@
 #include "ir/Function.h"
 #include "support/Error.h"
 
+#include <algorithm>
 #include <cassert>
+#include <mutex>
+#include <unordered_set>
 
 namespace tsl {
+
+const std::string &FileName::emptyName() {
+  static const std::string empty;
+  return empty;
+}
+
+const std::string *FileName::intern(std::string_view s) {
+  if (s.empty())
+    return &emptyName();
+  // Node-based: a name's address never changes. Never freed, so a
+  // Location may outlive anything (static data included).
+  static auto *names = new std::unordered_set<std::string>();
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  return &*names->emplace(s).first;
+}
+
+AttrMap::AttrMap(std::map<std::string, Attr> m) {
+  items_.reserve(m.size());
+  for (auto &[name, value] : m)
+    items_.emplace_back(name, std::move(value));
+}
+
+AttrMap::AttrMap(std::initializer_list<value_type> items) {
+  for (const value_type &item : items)
+    (*this)[item.first] = item.second;
+}
+
+static bool nameBefore(const AttrMap::value_type &item, std::string_view name) {
+  return item.first < name;
+}
+
+Attr &AttrMap::operator[](const std::string &name) {
+  auto it = std::lower_bound(items_.begin(), items_.end(),
+                             std::string_view(name), nameBefore);
+  if (it == items_.end() || it->first != name)
+    it = items_.emplace(it, name, Attr());
+  return it->second;
+}
+
+AttrMap::iterator AttrMap::find(std::string_view name) {
+  auto it = std::lower_bound(items_.begin(), items_.end(), name, nameBefore);
+  return it != items_.end() && it->first == name ? it : items_.end();
+}
+
+AttrMap::const_iterator AttrMap::find(std::string_view name) const {
+  auto it = std::lower_bound(items_.begin(), items_.end(), name, nameBefore);
+  return it != items_.end() && it->first == name ? it : items_.end();
+}
 
 std::string Location::str() const {
   if (!isValid())

@@ -11,14 +11,53 @@
 
 #include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
 namespace tsl {
 
+/// A file name as Locations hold it: one pointer to a process-wide copy of
+/// each distinct name (never freed; a program names few files). Every op
+/// held its own copy of its file's path, 64 bytes per op for a path longer
+/// than 15 characters. Reads as a const std::string&.
+class FileName {
+public:
+  FileName() : s_(&emptyName()) {}
+  FileName(std::string_view s) : s_(intern(s)) {}
+  FileName(const std::string &s) : s_(intern(s)) {}
+  FileName(const char *s) : s_(intern(s)) {}
+  operator const std::string &() const { return *s_; }
+  const std::string &str() const { return *s_; }
+  bool empty() const { return s_->empty(); }
+  size_t size() const { return s_->size(); }
+  const char *c_str() const { return s_->c_str(); }
+  friend bool operator==(const FileName &a, const FileName &b) {
+    return a.s_ == b.s_;
+  }
+  friend bool operator==(const FileName &a, const std::string &b) {
+    return *a.s_ == b;
+  }
+  friend bool operator==(const FileName &a, const char *b) {
+    return *a.s_ == b;
+  }
+  friend std::string operator+(const FileName &a, const std::string &b) {
+    return *a.s_ + b;
+  }
+  friend std::string operator+(const std::string &a, const FileName &b) {
+    return a + *b.s_;
+  }
+
+private:
+  static const std::string &emptyName();
+  static const std::string *intern(std::string_view s);
+  const std::string *s_;
+};
+
 /// A source position that survives printing and parsing of the IR.
 struct Location {
-  std::string file;
+  FileName file;
   unsigned line = 0;
   unsigned col = 0;
   unsigned length = 0;
@@ -56,13 +95,42 @@ struct Value {
   std::string name;
 };
 
-/// One operation. Attributes are kept sorted by name so printing is
-/// deterministic.
+/// An op's attributes: (name, value) pairs sorted by name, so printing is
+/// deterministic; the part of std::map's interface the IR uses, in one
+/// vector (a std::map is 48 bytes per op and a node per attribute).
+class AttrMap {
+public:
+  using value_type = std::pair<std::string, Attr>;
+  using iterator = std::vector<value_type>::iterator;
+  using const_iterator = std::vector<value_type>::const_iterator;
+
+  AttrMap() = default;
+  /// The elaborator's and the passes' attribute maps become an op's.
+  AttrMap(std::map<std::string, Attr> m);
+  AttrMap(std::initializer_list<value_type> items);
+
+  /// The attribute \p name, default-constructed (int64_t 0) when absent.
+  Attr &operator[](const std::string &name);
+  iterator find(std::string_view name);
+  const_iterator find(std::string_view name) const;
+  size_t count(std::string_view name) const { return find(name) != end(); }
+  iterator begin() { return items_.begin(); }
+  iterator end() { return items_.end(); }
+  const_iterator begin() const { return items_.begin(); }
+  const_iterator end() const { return items_.end(); }
+  bool empty() const { return items_.empty(); }
+  size_t size() const { return items_.size(); }
+
+private:
+  std::vector<value_type> items_; ///< sorted by name, names distinct
+};
+
+/// One operation.
 struct Operation {
   OpCode code;
   std::vector<ValueId> operands;
   std::vector<ValueId> results;
-  std::map<std::string, Attr> attrs;
+  AttrMap attrs;
   Location loc;
 
   /// Typed attribute access. The name must be an attribute of this op (its

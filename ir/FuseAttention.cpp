@@ -257,24 +257,27 @@ ValueId constant(Function &fn, std::vector<Operation> &ops, DType dtype,
 } // namespace
 
 size_t fuseAttention(Function &fn) {
-  std::vector<std::optional<Match>> found(fn.ops.size());
-  size_t count = 0;
+  // The matches only, by op index: a slot per op was 4 MB for a
+  // 120,000-op function that has none (issue 31).
+  std::vector<std::pair<size_t, Match>> found;
   {
     Matcher matcher(fn);
     for (size_t i = 0; i < fn.ops.size(); ++i)
-      if ((found[i] = matcher.match(fn.ops[i])))
-        ++count;
+      if (std::optional<Match> m = matcher.match(fn.ops[i]))
+        found.emplace_back(i, std::move(*m));
   }
+  size_t count = found.size();
   if (!count)
     return 0;
   std::vector<Operation> ops;
   ops.reserve(fn.ops.size() + 2 * count);
+  size_t next = 0; // the first match not yet applied
   for (size_t i = 0; i < fn.ops.size(); ++i) {
-    if (!found[i]) {
+    if (next == found.size() || found[next].first != i) {
       ops.push_back(std::move(fn.ops[i]));
       continue;
     }
-    const Match &m = *found[i];
+    const Match &m = found[next++].second;
     Location loc = fn.ops[i].loc;
     DType dtype = fn.type(m.q).dtype;
     ValueId scale = m.scale ? *m.scale : constant(fn, ops, dtype, 1.0, loc);

@@ -211,8 +211,10 @@ private:
   bool location(Location &loc) {
     if (!accept("loc("))
       return true;
-    if (!string(loc.file) || !expect(":"))
+    std::string file;
+    if (!string(file) || !expect(":"))
       return false;
+    loc.file = file;
     int64_t l, c, n;
     if (!integer(l) || !expect(":") || !integer(c) || !expect(":") ||
         !integer(n) || !expect(")"))

@@ -60,8 +60,7 @@ bool sameAttr(const Attr &a, const Attr &b) {
   return a == b;
 }
 
-bool sameAttrs(const std::map<std::string, Attr> &a,
-               const std::map<std::string, Attr> &b) {
+bool sameAttrs(const AttrMap &a, const AttrMap &b) {
   if (a.size() != b.size())
     return false;
   for (auto x = a.begin(), y = b.begin(); x != a.end(); ++x, ++y)

@@ -22,13 +22,17 @@ size_t eliminateDeadCode(Function &fn) {
     for (ValueId v : op.operands)
       used[v] = true;
   }
-  std::vector<Operation> kept;
-  kept.reserve(static_cast<size_t>(std::count(keep.begin(), keep.end(), true)));
+  // Compact in place: a copy of a large function's ops was the peak of
+  // `tslc check` (issue 31).
+  size_t out = 0;
   for (size_t i = 0; i < fn.ops.size(); ++i)
-    if (keep[i])
-      kept.push_back(std::move(fn.ops[i]));
-  size_t removed = fn.ops.size() - kept.size();
-  fn.ops = std::move(kept);
+    if (keep[i]) {
+      if (out != i)
+        fn.ops[out] = std::move(fn.ops[i]);
+      ++out;
+    }
+  size_t removed = fn.ops.size() - out;
+  fn.ops.erase(fn.ops.begin() + static_cast<std::ptrdiff_t>(out), fn.ops.end());
   return removed;
 }
 
