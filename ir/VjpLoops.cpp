@@ -139,7 +139,10 @@ SymExpr freshLoopSymbol(ShapeEnv &env, const std::string &of, SymExpr lo,
 bool emitRenamed(Sweep &s, const Operation &op, ValueMap &map,
                  Operation *emitted) {
   std::vector<ValueId> results;
-  if (s.b.failed || !s.b.emitFn(op.code, op.operands, op.attrs, results) ||
+  if (s.b.failed ||
+      !s.b.emitFn(op.code, op.operands,
+                  std::map<std::string, Attr>(op.attrs.begin(), op.attrs.end()),
+                  results) ||
       results.size() != op.results.size()) {
     s.b.failed = true;
     return false;
