@@ -18,7 +18,14 @@
 // programs of any seed use every op (attention formed by the fusion pass
 // from softmax(e @ b^T * 0.5) @ e, call by outlining a helper called three
 // times); GeneratorCoversEveryOpWithinAPeriod checks it for three seeds,
-// 777 included, and fails for an op of the table without a probe. The soak
+// 777 included, and fails for an op of the table without a probe.
+// Gradients are compared the same way: every program 4j + 1 is a gradient
+// program (DifferentialGenerator.h's gradProgram) whose results are the
+// gradients (grad of a sum, or vjp with a cotangent of the values) with
+// respect to one or two parameters or `let` values, through two gradient
+// probes; the first kGradCoveragePeriod programs differentiate every op
+// with a VJP rule (GeneratorDifferentiatesEveryRuleOpWithinAPeriod). The
+// soak
 // (more than 10,000 pairs, or TSL_DIFF_PROGRESS=n) prints progress to
 // stderr every 1,000 (n) pairs. No case is left out: the two mismatches
 // this test found (casts to f16/bf16 fused into their consumer did not
@@ -39,6 +46,7 @@
 #include "backend/cpu/CpuKernel.h"
 #include "backend/nvptx/GpuKernel.h"
 #include "frontend/Elaborator.h"
+#include "ir/Differentiate.h"
 #include "ir/Verifier.h"
 #include "runtime/Variant.h"
 
@@ -64,9 +72,11 @@ namespace {
 /// The generator's parameter (not ir/Function.h's).
 using diff::Param;
 
+/// Elaborates `f` of \p source; with \p unchecked, whatever it returns
+/// (its declared result type not checked).
 bool compile(const std::string &source,
              const std::map<std::string, ExampleArg> &examples, Function &fn,
-             std::string &errors) {
+             std::string &errors, bool unchecked = false) {
   SourceManager sm;
   std::ostringstream sink;
   DiagnosticEngine diags(sm, sink);
@@ -75,6 +85,8 @@ bool compile(const std::string &source,
   const LoadedModule *m = loader.loadText("d.tsl", source);
   ElaborateOptions options;
   options.examples = examples;
+  if (unchecked)
+    options.probe = [](const ShapeEnv &, const ProbeResult &) {};
   bool ok = m && elaborateFunction(*m, "f", options, diags, fn);
   errors = sink.str();
   return ok;
@@ -197,6 +209,9 @@ using RunFn = std::function<bool(const std::vector<ArgValue> &,
 struct Stats {
   int64_t pairs = 0, ran = 0, rejected = 0, failed = 0, programs = 0;
   int64_t mismatches = 0;
+  /// Gradient programs compiled, their program x shape pairs, and the
+  /// pairs whose gradients ran (and were compared).
+  int64_t gradPrograms = 0, gradPairs = 0, gradRan = 0;
   std::map<std::string, int64_t> byFamily;
   std::map<OpCode, int64_t> ops; ///< programs each op of the table is in
 };
@@ -264,6 +279,9 @@ void runProgram(const Program &p, int64_t index, int64_t shapes,
   }
   ++report.stats.programs;
   ++report.stats.byFamily[p.family];
+  bool grad = p.family.size() > 5 &&
+              p.family.compare(p.family.size() - 5, 5, "-grad") == 0;
+  report.stats.gradPrograms += grad;
   std::set<OpCode> used;
   for (const Operation &op : fn.ops)
     used.insert(op.code);
@@ -287,6 +305,7 @@ void runProgram(const Program &p, int64_t index, int64_t shapes,
     bool perturb = rng() % 32 == 0;
     std::vector<ArgValue> args = makeArgs(p, dims, k, perturb, rng);
     ++report.stats.pairs;
+    report.stats.gradPairs += grad;
     // The guard set: the native matcher accepts exactly the sizes the
     // interpreter's binding does.
     std::map<std::string, int64_t> values;
@@ -320,6 +339,7 @@ void runProgram(const Program &p, int64_t index, int64_t shapes,
       ++report.stats.failed;
     else
       ++report.stats.ran;
+    report.stats.gradRan += grad && bound && ok;
     for (auto &[name, run] : backends) {
       std::vector<Tensor> got;
       RunError gotError;
@@ -391,6 +411,10 @@ TEST(Differential, RandomProgramsAtManyShapes) {
     std::printf(" %s %lld", family.c_str(), static_cast<long long>(n));
   std::printf("; %zu of the %zu ops of the table", stats.ops.size(),
               allOps().size());
+  std::printf("; gradients: %lld programs, %lld pairs, %lld ran",
+              static_cast<long long>(stats.gradPrograms),
+              static_cast<long long>(stats.gradPairs),
+              static_cast<long long>(stats.gradRan));
   std::printf("; %lld ran, %lld rejected by guards, %lld failed at run time "
               "in every backend; %.1f s)\n",
               static_cast<long long>(stats.ran),
@@ -407,6 +431,11 @@ TEST(Differential, RandomProgramsAtManyShapes) {
   }
   // Most pairs must run: the sizes are not all rejected.
   EXPECT_GT(stats.ran * 2, stats.pairs);
+  // Gradient programs ran and most of their pairs compared gradients.
+  if (programs > 1) {
+    EXPECT_GT(stats.gradPrograms, 0);
+    EXPECT_GT(stats.gradRan * 2, stats.gradPairs);
+  }
 }
 
 // Coverage is a property of the generator, not of a seed's luck: every op
@@ -452,6 +481,99 @@ TEST(Differential, GeneratorCoversEveryOpWithinAPeriod) {
       EXPECT_TRUE(used.count(op.code))
           << "seed " << seed << ": no program of the first " << kCoveragePeriod
           << " used " << op.name;
+  }
+}
+
+// The gradient programs differentiate every op with a VJP rule within
+// kGradCoveragePeriod programs of any seed: every such op has a gradient
+// probe, each gradient program compiles (grad and vjp elaborated: its
+// results are gradients, one per `wrt` value), differentiates with respect
+// to the root its probes depend on (x0 or x), and its probes' values (the
+// forward twin) use their ops. (The gradient program itself need not
+// contain them: mean's or log's gradient does not read its forward.)
+TEST(Differential, GeneratorDifferentiatesEveryRuleOpWithinAPeriod) {
+  std::set<std::string> probed;
+  for (const GradProbe &g : kGradProbes) {
+    EXPECT_TRUE(probed.insert(g.op).second)
+        << "two gradient probes of " << g.op;
+    const OpInfo *op = nullptr;
+    for (const OpInfo &o : allOps())
+      if (o.name == std::string(g.op))
+        op = &o;
+    ASSERT_NE(op, nullptr) << "a gradient probe of no op: " << g.op;
+    EXPECT_EQ(diffRuleOf(op->code).kind, DiffKind::Rule)
+        << "a gradient probe of " << g.op << ", which has no VJP rule";
+  }
+  for (const OpInfo &op : allOps())
+    if (diffRuleOf(op.code).kind == DiffKind::Rule)
+      EXPECT_NE(gradProbeFor(op.name), nullptr)
+          << "no gradient probe in DifferentialGenerator.h's kGradProbes for "
+          << op.name;
+  for (uint32_t seed : {1u, 777u, 20261127u}) {
+    std::set<OpCode> used;
+    int64_t gradPrograms = 0, vjps = 0;
+    for (int64_t index = 0; index < kGradCoveragePeriod; ++index) {
+      if (!isGradProgram(index))
+        continue;
+      Generator gen(seed * 1000003u + static_cast<uint32_t>(index));
+      Program p = gen.next(index);
+      ++gradPrograms;
+      vjps += p.source.find("= vjp(") != std::string::npos;
+      EXPECT_NE(p.source.find("= grad("), std::string::npos) << p.source;
+      std::map<std::string, ExampleArg> ex;
+      size_t wrt = 0;
+      for (const Param &param : p.params) {
+        std::vector<int64_t> shape;
+        for (const Extent &x : param.shape)
+          shape.push_back(x.dim >= 0 ? p.exampleDims[x.dim] : x.value);
+        ex[param.name] =
+            ExampleArg{param.isInt, p.exampleInt, param.dtype,
+                       param.isInt ? std::vector<int64_t>{} : shape};
+      }
+      for (size_t at = p.source.find("wrt="); at != std::string::npos;
+           at = p.source.find("wrt=", at + 1))
+        wrt +=
+            p.source[at + 4] == '('
+                ? 1 + std::count(p.source.begin() + at,
+                                 p.source.begin() + p.source.find(')', at), ',')
+                : 1;
+      Function fn, forward;
+      std::string errors;
+      ASSERT_TRUE(compile(p.source, ex, fn, errors))
+          << "seed " << seed << ", program " << index << ":\n"
+          << p.source << errors;
+      EXPECT_EQ(fn.results.size(), wrt) << p.source;
+      std::string root = p.family == "conv-grad" ? "x" : "x0";
+      for (size_t at = p.source.find("wrt="); at != std::string::npos;
+           at = p.source.find("wrt=", at + 1)) {
+        // "wrt=x0);" or "wrt=(x1, x0));": the names between.
+        std::string list =
+            p.source.substr(at + 4, p.source.find(";\n", at) - at - 5);
+        std::set<std::string> names;
+        std::string name;
+        for (char c : list + ",")
+          if (c == ',') {
+            names.insert(name);
+            name.clear();
+          } else if (c != '(' && c != ')' && c != ' ') {
+            name += c;
+          }
+        EXPECT_TRUE(names.count(root))
+            << "not with respect to " << root << ": " << list;
+      }
+      ASSERT_TRUE(compile(p.forward, ex, forward, errors, true))
+          << p.forward << errors;
+      for (const Operation &op : forward.ops)
+        used.insert(op.code);
+    }
+    EXPECT_EQ(gradPrograms, kGradCoveragePeriod / 4);
+    EXPECT_GT(vjps, 0) << "seed " << seed;
+    for (const GradProbe &g : kGradProbes)
+      for (const OpInfo &op : allOps())
+        if (op.name == std::string(g.op))
+          EXPECT_TRUE(used.count(op.code))
+              << "seed " << seed << ": no gradient program of the first "
+              << kGradCoveragePeriod << " used " << g.op;
   }
 }
 
