@@ -319,12 +319,17 @@ private:
     return {expand(p.pre), expand(p.expr), p.type};
   }
 
-  /// Whether F generates for a gradient program: the derivatives of tanh
-  /// and sigmoid (computed from their rounded results: 1 - y^2, y (1 - y))
-  /// lose all relative accuracy where they saturate, and chains of exp,
-  /// products and broadcast sums amplify that past the tolerance. So their
-  /// arguments are bounded there (erf first; erf's derivative is computed
-  /// from its argument), as is sqrt's away from 0.
+  /// Whether F generates for a gradient program. Then (1) no gradient
+  /// flows through its casts to f16 and bf16 (their backward rounds the
+  /// inexact cotangent, a discontinuous function of it; the cast probe
+  /// rounds exact ones); (2) tanh's and sigmoid's arguments are bounded
+  /// (through erf, whose derivative is computed from its argument): their
+  /// derivatives come from their rounded results (1 - y^2, y (1 - y)) and
+  /// lose all relative accuracy where they saturate, which chains of exp,
+  /// products and broadcast sums amplify past the tolerance (and the
+  /// backends' fast tanh stops at 1 - 2^-22 for |x| >= 7.9: its gradient
+  /// stays near 2.4e-7 where the interpreter's reaches 0 beyond |x| = 9);
+  /// (3) sqrt's argument stays >= 0.25.
   bool grad_ = false;
 
   /// \p x squashed into [-1, 1]: tanh, or erf in gradient programs.
@@ -385,8 +390,14 @@ private:
       return "cast(cast(" + a + ", f64) * 0.5, f32)";
     default: {
       // Fused casts round (f16, bf16) or wrap (i32) as stored values do.
+      // In gradient programs no gradient flows through them: the backward
+      // of a cast to f16 or bf16 rounds the (inexact) cotangent to it, a
+      // discontinuous function of it (the cast probe rounds exact ones).
       static const char *types[] = {"i32", "i64", "bool", "f16", "bf16"};
-      return "cast(cast(" + B(depth - 1) + ", " + types[pick(5)] + "), f32)";
+      std::string x = B(depth - 1);
+      if (grad_)
+        x = "stop_gradient(" + x + ")";
+      return "cast(cast(" + x + ", " + types[pick(5)] + "), f32)";
     }
     }
   }
