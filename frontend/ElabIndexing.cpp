@@ -252,6 +252,11 @@ bool Elaborator::takeTensorIndex(const SemValue &v, const TensorType &t,
     return error(v.range, "not supported: assigning through a tensor index",
                  "use scatter(...), or where(...) with a mask");
   bool mask = it.dtype == DType::Bool;
+  if (!mask && !isInteger(it.dtype) && region.assigning)
+    return error(v.range,
+                 "the mask of an assignment y[mask] = v must be bool, got " +
+                     it.str(),
+                 "compare it (m != 0.0) or convert it with cast(..., bool)");
   if (!mask && !isInteger(it.dtype))
     return error(v.range,
                  "an index tensor must have an integer or bool type, got " +
@@ -341,6 +346,87 @@ bool Elaborator::advancedIndex(const ast::Expr &e, ValueId x,
     return false;
   out = SemValue::ofTensor(r, range);
   return true;
+}
+
+bool Elaborator::maskAssignable(const ast::Expr &target, const TensorType &t,
+                                const SliceRegion &region) {
+  const SliceRegion::TensorIndex &first = region.tensorIndices[0];
+  const TensorType mt = fn.type(first.value.tensor);
+  if (mt.dtype != DType::Bool)
+    return error(first.value.range,
+                 "not supported: assigning through a tensor index of type " +
+                     mt.str() + " (a bool mask assigns: y[mask] = v)",
+                 "use scatter(...) or index_add(...)");
+  bool whole = region.tensorIndices.size() == 1 && first.axis == 0 &&
+               !region.strided() && region.newAxes == 0 &&
+               region.keepDims == t.dims;
+  for (size_t i = 0; whole && i < region.starts.size(); ++i)
+    whole = region.starts[i].isConst(0);
+  if (!whole)
+    return error(target.range,
+                 "not supported: assigning through a mask together with "
+                 "other indices (only y[mask] = v, the mask over y's leading "
+                 "dims)",
+                 "use where(...) or masked_scatter(...)");
+  return true;
+}
+
+bool Elaborator::assignThroughMask(const ast::Expr &target, ValueId x,
+                                   const SliceRegion &region, ValueId v,
+                                   SourceRange valueRange, ValueId &out) {
+  SourceRange range = target.range;
+  const TensorType t = fn.type(x), vt = fn.type(v);
+  ValueId mask = region.tensorIndices[0].value.tensor;
+  const TensorType mt = fn.type(mask);
+  size_t k = mt.rank();
+  std::vector<SymExpr> rest = dimsBetween(t, k, t.rank());
+  // The mask over x's shape: its dims, then size 1 for the rest, expanded.
+  std::vector<SymExpr> maskShape = mt.dims;
+  maskShape.resize(t.rank(), SymExpr(1));
+  if (k < t.rank() &&
+      !(reshapeTo(*this, mask, maskShape, range) &&
+        emit1(OpCode::Expand, {mask}, {{"shape", t.dims}}, range, mask)))
+    return false;
+  // One more dim than the rest (not a constant 1, which broadcasts): the
+  // value's rows in order, as many as the mask selects (or more).
+  if (vt.rank() == rest.size() + 1 && !vt.dims[0].isConst(1)) {
+    for (size_t i = 0; i < rest.size(); ++i)
+      if (!requireCond(SymCond::eq(vt.dims[i + 1], rest[i]), valueRange,
+                       "assign", "value rows match the masked tensor",
+                       "the value " + vt.str() +
+                           " does not match the rows the mask " + mt.str() +
+                           " selects in " + t.str() + " (axis " +
+                           std::to_string(i + 1) + ": " + vt.dims[i + 1].str() +
+                           " vs " + rest[i].str() + ")"))
+        return false;
+    return emit1(OpCode::MaskedScatter, {x, mask, v}, {}, range, out);
+  }
+  if (vt.rank() > rest.size() + 1)
+    return error(valueRange,
+                 "cannot assign a value of type " + vt.str() +
+                     " through the mask " + mt.str() + " of " + t.str() +
+                     ": it has too many dims",
+                 "assign a 0-d value, one that broadcasts to each selected "
+                 "element or row, or one per selected element or row");
+  // A value for every selected element (or row), broadcast: each dim 1 or
+  // the row's (proven, guarded or asserted, as elementwise broadcasts).
+  std::string row;
+  for (size_t i = 0; i < rest.size(); ++i)
+    row += (i ? ", " : "") + rest[i].str();
+  for (size_t i = 1; i <= vt.rank(); ++i) {
+    SymExpr d = vt.dims[vt.rank() - i], n = t.dims[t.rank() - i];
+    if (!requireCond(SymCond::disj(SymCond::eq(d, 1), SymCond::eq(d, n)),
+                     valueRange, "assign", "value broadcasts to the rows",
+                     "the value " + vt.str() +
+                         " does not broadcast to each row [" + row +
+                         "] the mask " + mt.str() + " selects in " + t.str() +
+                         " (" + d.str() + " vs " + n.str() + ")"))
+      return false;
+  }
+  if (vt.dims != t.dims &&
+      !emit1(OpCode::Expand, {v}, {{"shape", t.dims}}, valueRange, v))
+    return false;
+  return emit1(OpCode::Where, {mask, v, x}, {}, range, out);
 }
 
 } // namespace tsl

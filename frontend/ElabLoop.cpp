@@ -91,9 +91,13 @@ bool Elaborator::assignBlock(const ast::Expr &target, ValueId x,
                              ValueId &out) {
   const TensorType t = fn.type(x); // a copy: emitting ops grows fn.values
   SliceRegion region;
+  region.allowTensors = region.assigning = true; // y[mask] = v
   if (!resolveSlices(target, t, frame, region))
     return false;
-  if (region.strided() || region.newAxes > 0)
+  bool masked = !region.tensorIndices.empty();
+  if (masked && !maskAssignable(target, t, region))
+    return false;
+  if (!masked && (region.strided() || region.newAxes > 0))
     return error(target.range,
                  "not supported: assigning through a subscript with a step "
                  "or None");
@@ -106,6 +110,8 @@ bool Elaborator::assignBlock(const ast::Expr &target, ValueId x,
                      " values into a tensor of type " + t.str(),
                  std::string("convert them with cast(..., ") +
                      dtypeName(t.dtype) + ")");
+  if (masked)
+    return assignThroughMask(target, x, region, v, value.range, out);
   SourceRange range = target.range;
   // The value broadcast to the block replaces it (update_slice: in place
   // where nothing reads the old tensor after it, KernelPlan).

@@ -303,6 +303,8 @@ public:
     /// Whether integer and bool tensors may index (reading: advanced
     /// indexing); when false a tensor index is a "not supported" error.
     bool allowTensors = false;
+    /// Whether the subscript is assigned through (only a bool mask may).
+    bool assigning = false;
     /// A tensor index: its value, the first axis of x it takes (a bool
     /// mask takes one per dim) and the position of that axis in keepDims
     /// (where the region keeps the whole axis).
@@ -337,6 +339,19 @@ public:
   /// selects the positions where it is true (an unbacked count).
   bool advancedIndex(const ast::Expr &e, ValueId x, const TensorType &t,
                      const SliceRegion &region, SemValue &out);
+  /// Whether the subscript \p target of a tensor of type \p t with tensor
+  /// indices (\p region) can be assigned through: one bool mask of the
+  /// leading dims and nothing else; otherwise an error ("not supported").
+  bool maskAssignable(const ast::Expr &target, const TensorType &t,
+                      const SliceRegion &region);
+  /// `y[mask] = v` (\p x is y, \p v of y's element type): a 0-d value, or
+  /// one that broadcasts to the dims after the mask's, replaces every
+  /// selected element or row (where); a value of one more dim gives its
+  /// rows in row-major order of the mask (masked_scatter, whose run-time
+  /// check requires enough of them).
+  bool assignThroughMask(const ast::Expr &target, ValueId x,
+                         const SliceRegion &region, ValueId v,
+                         SourceRange valueRange, ValueId &out);
 
   // --- mutable variables and loops (ElabLoop.cpp) ---
   /// `NAME = value;`, or `NAME[subscript] = value;` (a copy of the tensor

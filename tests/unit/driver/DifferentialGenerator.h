@@ -9,10 +9,16 @@
 /// Coverage is a property of the generator: program 2i of any seed has, as
 /// its first tail, the probe of op i (mod the table's size) of ir/Ops.def,
 /// so the first kCoveragePeriod programs of every seed use every op. The
-/// odd programs are wholly random.
+/// odd programs are random: program 4j + 1 is the gradient program j
+/// (grad and vjp of random float or conv expressions through the gradient
+/// probes 2j and 2j + 1 of kGradProbes, so the first gradCoveragePeriod()
+/// programs differentiate every op with a VJP rule), the others wholly
+/// random.
 
+#include "ir/Differentiate.h"
 #include "ir/Function.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -42,6 +48,10 @@ struct Program {
   std::vector<int64_t> exampleDims, maxDims;
   int64_t exampleInt = 2;
   std::vector<Param> params;
+  /// A gradient program's twin returning its probes' values `(qa, qb)`
+  /// instead of their gradients (compiled with an unchecked result type):
+  /// the ops the gradients go through.
+  std::string forward;
 };
 
 /// A result expression, with the statements it needs and its type.
@@ -167,6 +177,115 @@ inline const Probe *probeFor(const std::string &op) {
   return nullptr;
 }
 
+/// An expression differentiated by a gradient program, one per op of the
+/// table with a VJP rule (ir/Differentiate.h): its family's names (e and b
+/// of float programs, e = the conv2d and x of conv ones), float valued, a
+/// `$` in pre and expr the probe's unique name. Where a derivative has a
+/// kink (max, min, abs, relu, sort, topk, where) it is taken at exact
+/// operands (b, x1, x2) or at structural ties every backend computes
+/// alike; sqrt's argument is kept from 0 (an unbounded derivative turns
+/// one ulp into any difference), and exp, gelu, sin, cos and pow take
+/// erf of their operand where the forward probes take tanh (see grad_).
+struct GradProbe {
+  const char *op;
+  Family family;
+  const char *pre, *expr;
+};
+
+// clang-format off
+inline const GradProbe kGradProbes[] = {
+    // The two conv probes first: grad program 0 pairs them.
+    {"conv2d", Family::Conv, "", "e * e"},
+    {"max_pool2d", Family::Conv, "", "max_pool2d(x, 2) * 1.5"},
+    {"add", Family::Float, "", "e + x1"},
+    {"sub", Family::Float, "", "e - x2"},
+    {"mul", Family::Float, "", "e * x1"},
+    {"div", Family::Float, "", "e / (abs(x1) + 0.5)"},
+    {"pow", Family::Float, "", "pow(abs(e) + 0.5, erf(x1))"},
+    {"maximum", Family::Float, "", "max(b, x2) * e"},
+    {"minimum", Family::Float, "", "min(b, x1) * e"},
+    {"neg", Family::Float, "", "-e"},
+    {"exp", Family::Float, "", "exp(erf(e) * 3.0)"},
+    {"log", Family::Float, "", "log(abs(e) + 0.5)"},
+    {"sqrt", Family::Float, "", "sqrt(abs(e) + 0.25)"},
+    {"rsqrt", Family::Float, "", "rsqrt(abs(e) + 0.5)"},
+    {"tanh", Family::Float, "", "tanh(e)"},
+    {"sigmoid", Family::Float, "", "sigmoid(e)"},
+    {"relu", Family::Float, "", "relu(e)"},
+    {"gelu", Family::Float, "", "gelu(erf(e) * 3.0)"},
+    {"erf", Family::Float, "", "erf(e)"},
+    {"abs", Family::Float, "", "abs(e)"},
+    {"sin", Family::Float, "", "sin(erf(e) * 3.0)"},
+    {"cos", Family::Float, "", "cos(erf(e) * 3.0)"},
+    {"where", Family::Float, "", "where(b > x1, e, x2)"},
+    {"cast", Family::Float, "", "cast(cast(e, f64) * 0.5, f32) + cast(cast(b, f16), f32) * x1"},
+    {"reduce_sum", Family::Float, "", "sum(e, axis=1)"},
+    {"reduce_mean", Family::Float, "", "mean(e, axis=0, keepdim=true)"},
+    {"reduce_max", Family::Float, "", "max(e, axis=-1)"},
+    {"reduce_min", Family::Float, "", "min(e, axis=0)"},
+    {"cumsum", Family::Float, "", "cumsum(e, axis=1, reverse=true) + cumsum(e, axis=0)"},
+    {"matmul", Family::Float, "", "(transpose(e, 0, 1) @ b) @ x1"},
+    {"reshape", Family::Float, "", "reshape(e, [-1])"},
+    {"permute", Family::Float, "", "permute(reshape(e, [N, M, 1]), [2, 0, 1])"},
+    {"expand", Family::Float, "", "expand(x2 * 2.0 + sum(e, axis=1, keepdim=true), [2, -1, 4])"},
+    {"concat", Family::Float, "", "concat([e, b * 2.0], axis=0)"},
+    {"slice", Family::Float, "", "concat([reshape(e[1:, :], [-1]), reshape(e[::2, 1:M], [-1])], axis=0)"},
+    {"update_slice", Family::Float,
+     "var $o = e * 1.0;\n  $o[1:, :] = b[1:, :] * 0.5 + x1;\n  ", "$o"},
+    {"pad", Family::Float, "", "pad(e, [1, 2])"},
+    {"index_select", Family::Float, "", "index_select(e, 0, idx)"},
+    {"gather", Family::Float, "",
+     "gather(e, 1, (reshape(arange(N), [N, 1]) + arange(M) * 3) % M)"},
+    {"scatter", Family::Float, "",
+     "scatter(e, 0, (reshape(arange(N), [N, 1]) * 2 + arange(M)) % N, b * 2.0) + "
+     "scatter_add(b, 1, (reshape(arange(N), [N, 1]) + arange(M) * 2) % M, e)"},
+    {"index_add", Family::Float, "", "index_add(e, 0, idx, expand(x1 * 2.0, [K, -1]))"},
+    {"masked_scatter", Family::Float, "", "masked_scatter(e, (b > x1) && (b == b), b * 2.0 + e)"},
+    {"topk", Family::Float, "let ($v, $i) = topk(b, 1);\n  ", "$v * 2.0 + cast($i, f32)"},
+    {"sort", Family::Float, "", "sort(b, axis=1) * x1"},
+    {"masked_select", Family::Float, "", "masked_select(e, (b > x1) && (b == b))"},
+    // Waiting for their rule (diffRuleOf: refused today), used once it is.
+    {"loop", Family::Float,
+     "var $h = e;\n  for $i in 0..k {\n    $h = tanh(erf($h)) * 0.5 + e * cast($i + 1, f32);\n  }\n  ",
+     "$h"},
+    {"end_loop", Family::Float,
+     "var $o = zeros([N, M]);\n  for $i in 0..N {\n    $o[$i] = e[$i] * cast($i + 1, f32) + b[$i];\n  }\n  ",
+     "$o"},
+};
+// clang-format on
+
+/// The gradient probe of the op named \p op, or null.
+inline const GradProbe *gradProbeFor(const std::string &op) {
+  for (const GradProbe &p : kGradProbes)
+    if (op == p.op)
+      return &p;
+  return nullptr;
+}
+
+/// The gradient probes in use, in table order: those whose op has a VJP
+/// rule (a probe of an op refused today waits for its rule).
+inline const std::vector<const GradProbe *> &activeGradProbes() {
+  static const std::vector<const GradProbe *> active = [] {
+    std::vector<const GradProbe *> v;
+    for (const GradProbe &g : kGradProbes)
+      for (const OpInfo &op : allOps())
+        if (op.name == std::string(g.op) &&
+            diffRuleOf(op.code).kind == DiffKind::Rule)
+          v.push_back(&g);
+    return v;
+  }();
+  return active;
+}
+
+/// Whether program \p index of a seed is a gradient program (4j + 1).
+constexpr bool isGradProgram(int64_t index) { return index % 4 == 1; }
+
+/// Every active gradient probe is in one of the first gradCoveragePeriod()
+/// programs of any seed: gradient program j takes probes 2j and 2j + 1.
+inline int64_t gradCoveragePeriod() {
+  return 4 * ((static_cast<int64_t>(activeGradProbes().size()) + 1) / 2);
+}
+
 /// Every op of the table is in one of the first kCoveragePeriod programs
 /// of any seed: program 2i's first tail is the probe of op i % kNumOps
 /// (ir/OpInfo.h), the odd programs are wholly random.
@@ -177,8 +296,11 @@ public:
   explicit Generator(uint32_t seed) : rng_(seed) {}
 
   /// Program number \p index of a seed: every even one probes an op of the
-  /// table in turn (kCoveragePeriod), the rest of it random.
+  /// table in turn (kCoveragePeriod), every 4j + 1 is gradient program j
+  /// (gradCoveragePeriod()), the rest of it random.
   Program next(int64_t index) {
+    if (isGradProgram(index))
+      return gradProgram(index / 4);
     const Probe *probe = nullptr;
     if (index % 2 == 0)
       probe = probeFor(allOps()[(index / 2) % allOps().size()].name);
@@ -219,6 +341,24 @@ private:
     return {expand(p.pre), expand(p.expr), p.type};
   }
 
+  /// Whether F generates for a gradient program. Then (1) no gradient
+  /// flows through its casts to f16 and bf16 (their backward rounds the
+  /// inexact cotangent, a discontinuous function of it; the cast probe
+  /// rounds exact ones); (2) tanh's and sigmoid's arguments are bounded
+  /// (through erf, whose derivative is computed from its argument): their
+  /// derivatives come from their rounded results (1 - y^2, y (1 - y)) and
+  /// lose all relative accuracy where they saturate, which chains of exp,
+  /// products and broadcast sums amplify past the tolerance (and the
+  /// backends' fast tanh stops at 1 - 2^-22 for |x| >= 7.9: its gradient
+  /// stays near 2.4e-7 where the interpreter's reaches 0 beyond |x| = 9);
+  /// (3) sqrt's argument stays >= 0.25.
+  bool grad_ = false;
+
+  /// \p x squashed into [-1, 1]: tanh, or erf in gradient programs.
+  std::string bounded(const std::string &x) {
+    return (grad_ ? "erf(" : "tanh(") + x + ")";
+  }
+
   /// f32 values [N, M]-broadcastable; compared with a tolerance.
   std::string F(int depth) {
     static const char *leaves[] = {"x0",         "x1",       "x2",
@@ -237,7 +377,7 @@ private:
     case 3:
       return "(" + a + " / (abs(" + F(depth - 1) + ") + 0.5))";
     case 4:
-      return "pow(abs(" + a + ") + 0.5, tanh(" + F(depth - 1) + "))";
+      return "pow(abs(" + a + ") + 0.5, " + bounded(F(depth - 1)) + ")";
     case 5:
       return "max(" + a + ", " + F(depth - 1) + ")";
     case 6:
@@ -245,35 +385,41 @@ private:
     case 7:
       return "(-" + a + ")";
     case 8:
-      return "exp(tanh(" + a + ") * 3.0)";
+      return "exp(" + bounded(a) + " * 3.0)";
     case 9:
       return "log(abs(" + a + ") + 0.5)";
     case 10:
-      return "sqrt(abs(" + a + "))";
+      return grad_ ? "sqrt(abs(" + a + ") + 0.25)" : "sqrt(abs(" + a + "))";
     case 11:
       return "rsqrt(abs(" + a + ") + 0.5)";
     case 12:
-      return "tanh(" + a + ")";
+      return grad_ ? "tanh(erf(" + a + ") * 3.0)" : "tanh(" + a + ")";
     case 13:
-      return "sigmoid(" + a + ")";
+      return grad_ ? "sigmoid(erf(" + a + ") * 6.0)" : "sigmoid(" + a + ")";
     case 14:
       return "relu(" + a + ")";
     case 15:
-      return "gelu(tanh(" + a + ") * 3.0)";
+      return "gelu(" + bounded(a) + " * 3.0)";
     case 16:
       return "abs(" + a + ")";
     case 17:
       return "sin(erf(" + a + ") * 3.0)";
     case 18:
-      return "cos(tanh(" + a + ") * 3.0)";
+      return "cos(" + bounded(a) + " * 3.0)";
     case 19:
       return "where(" + C(depth - 1) + ", " + a + ", " + F(depth - 1) + ")";
     case 20:
       return "cast(cast(" + a + ", f64) * 0.5, f32)";
     default: {
       // Fused casts round (f16, bf16) or wrap (i32) as stored values do.
+      // In gradient programs no gradient flows through them: the backward
+      // of a cast to f16 or bf16 rounds the (inexact) cotangent to it, a
+      // discontinuous function of it (the cast probe rounds exact ones).
       static const char *types[] = {"i32", "i64", "bool", "f16", "bf16"};
-      return "cast(cast(" + B(depth - 1) + ", " + types[pick(5)] + "), f32)";
+      std::string x = B(depth - 1);
+      if (grad_)
+        x = "stop_gradient(" + x + ")";
+      return "cast(cast(" + x + ", " + types[pick(5)] + "), f32)";
     }
     }
   }
@@ -625,6 +771,163 @@ private:
                   body, t1, t2);
   }
 
+  /// The float program's parameters and its `let e`, `let b` lines.
+  Program floatParams(std::string &body) {
+    grad_ = true;
+    Program p;
+    p.family = "float-grad";
+    p.dims = {"N", "M", "K"};
+    p.exampleDims = {3, 4, 2};
+    p.maxDims = {24, 24, 6};
+    p.params = {{"x0", false, DType::F32, {{0}, {1}}},
+                {"x1", false, DType::F32, {{1}}},
+                {"x2", false, DType::F32, {{0}, {-1, 1}}},
+                {"idx", false, DType::I64, {{2}}, Param::Data::Index, 0},
+                {"k", true, DType::I64, {}}};
+    std::string e = F(1 + static_cast<int>(pick(3)));
+    std::string b = B(1 + static_cast<int>(pick(2)));
+    body = "  let e = " + e + " + x0 * 0.0;\n  let b = " + b + " + x0 * 0.0;\n";
+    return p;
+  }
+
+  /// The conv program's parameters and its `let e` line (padding below
+  /// the kernel size: conv2d's gradient needs it).
+  Program convParams(std::string &signature, std::string &body) {
+    Program p;
+    p.family = "conv-grad";
+    p.dims = {"N", "C", "H", "W", "O"};
+    p.exampleDims = {2, 2, 7, 6, 3};
+    p.maxDims = {3, 3, 11, 11, 4};
+    int64_t kh = 1 + pick(3), kw = 1 + pick(3);
+    p.params = {{"x", false, DType::F32, {{0}, {1}, {2}, {3}}},
+                {"w", false, DType::F32, {{4}, {1}, {-1, kh}, {-1, kw}}},
+                {"bias", false, DType::F32, {{4}}},
+                {"k", true, DType::I64, {}}};
+    int64_t pad = std::min(kh, kw) > 1 ? pick(2) : 0;
+    body = "  let e = conv2d(x, w" + std::string(pick(2) ? ", bias=bias" : "") +
+           ", stride=" + std::to_string(1 + pick(2)) +
+           ", padding=" + std::to_string(pad) + ");\n";
+    signature = "fn f(x: f32[N, C, H, W], w: f32[O, C, " + std::to_string(kh) +
+                ", " + std::to_string(kw) + "], bias: f32[O], k: int dynamic)";
+    return p;
+  }
+
+  /// \p g's pre and expr with its `$` replaced by a fresh name.
+  Tail gradProbeTail(const GradProbe &g) {
+    Probe p{g.op, g.family, g.pre, g.expr, ""};
+    return probeTail(p);
+  }
+
+  /// One or two distinct values to differentiate with respect to, from
+  /// \p names (parameters and `let` values), with their types; one of
+  /// them the root names[0], which every probe depends on (so every
+  /// probe's op is differentiated).
+  std::vector<std::pair<std::string, std::string>>
+  pickWrt(const std::vector<std::pair<std::string, std::string>> &names) {
+    size_t a = pick(names.size());
+    std::vector<std::pair<std::string, std::string>> wrt = {names[a]};
+    if (a != 0) {
+      wrt.push_back(names[0]);
+    } else if (pick(2)) {
+      size_t b = pick(names.size() - 1);
+      wrt.push_back(names[b >= a ? b + 1 : b]);
+    }
+    return wrt;
+  }
+
+  /// `let (g..) = <call>(<args>, wrt=...)`, its results appended to \p
+  /// results and \p types.
+  std::string
+  gradLet(const std::string &call, const std::string &args,
+          std::vector<std::string> &results, std::vector<std::string> &types,
+          const std::vector<std::pair<std::string, std::string>> &wrt) {
+    std::string names, list;
+    for (size_t i = 0; i < wrt.size(); ++i) {
+      std::string g = "g" + std::to_string(results.size());
+      results.push_back(g);
+      types.push_back(wrt[i].second);
+      names += (i ? ", " : "") + g;
+      list += (i ? ", " : "") + wrt[i].first;
+    }
+    if (wrt.size() > 1) {
+      names = "(" + names + ")";
+      list = "(" + list + ")";
+    }
+    return "  let " + names + " = " + call + "(" + args + ", wrt=" + list +
+           ");\n";
+  }
+
+  /// Gradient program \p j: probes 2j and 2j + 1 (the second replaced by a
+  /// random probe of the first's family when the families differ). Even j:
+  /// grad of the sum of both; odd j: the vjp of the first with a
+  /// cotangent of its values, and grad of the second's sum. The gradients
+  /// are the results.
+  Program gradProgram(int64_t j) {
+    const std::vector<const GradProbe *> &probes = activeGradProbes();
+    int64_t n = static_cast<int64_t>(probes.size());
+    const GradProbe &first = *probes[(2 * j) % n];
+    const GradProbe *second = probes[(2 * j + 1) % n];
+    while (second->family != first.family)
+      second = probes[pick(n)];
+    return gradProgramOf(first, *second, j);
+  }
+
+public:
+  /// The gradient program of probes \p first and \p second (of one
+  /// family); \p j's parity chooses grad or vjp.
+  Program gradProgramOf(const GradProbe &first, const GradProbe &second,
+                        int64_t j) {
+    std::string signature, body;
+    Program p;
+    std::vector<std::pair<std::string, std::string>> names;
+    if (first.family == Family::Conv) {
+      p = convParams(signature, body);
+      names = {{"x", "f32[?, ?, ?, ?]"},
+               {"w", "f32[?, ?, ?, ?]"},
+               {"bias", "f32[?]"},
+               {"e", "f32[?, ?, ?, ?]"}};
+    } else {
+      p = floatParams(body);
+      signature = "fn f(x0: f32[N, M], x1: f32[M], x2: f32[N, 1], idx: "
+                  "i64[K], k: int dynamic)";
+      names = {{"x0", "f32[?, ?]"},
+               {"x1", "f32[?]"},
+               {"x2", "f32[?, ?]"},
+               {"e", "f32[?, ?]"},
+               {"b", "f32[?, ?]"}};
+    }
+    Tail a = gradProbeTail(first), b = gradProbeTail(second);
+    body += "  " + a.pre + b.pre + "let qa = " + a.expr +
+            ";\n  let qb = " + b.expr + ";\n";
+    std::string dims;
+    for (const std::string &d : p.dims)
+      dims += "dim " + d + ": dynamic;\n";
+    p.forward =
+        dims + signature + " -> f32 {\n" + body + "  return (qa, qb);\n}\n";
+    std::vector<std::string> results, types;
+    if (j % 2 == 0) {
+      body +=
+          gradLet("grad", "sum(qa) + sum(qb)", results, types, pickWrt(names));
+    } else {
+      body += gradLet("vjp", "qa, tanh(stop_gradient(qa)) * 0.5 + 1.0", results,
+                      types, pickWrt(names));
+      body += gradLet("grad", "sum(qb)", results, types, pickWrt(names));
+    }
+    std::string resultList, typeList;
+    for (size_t i = 0; i < results.size(); ++i) {
+      resultList += (i ? ", " : "") + results[i];
+      typeList += (i ? ", " : "") + types[i];
+    }
+    if (results.size() > 1) {
+      resultList = "(" + resultList + ")";
+      typeList = "(" + typeList + ")";
+    }
+    p.source = dims + signature + " -> " + typeList + " {\n" + body +
+               "  return " + resultList + ";\n}\n";
+    return p;
+  }
+
+private:
   Program finish(Program p, const std::string &signature,
                  const std::string &body, const Tail &t1, const Tail &t2) {
     std::string dims;

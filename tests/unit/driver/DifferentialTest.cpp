@@ -10,7 +10,8 @@
 //
 // TSL_DIFF_PAIRS (default 10000, the CI count) sets how many program x shape
 // pairs run and TSL_DIFF_SEED (default 1) the seed; scripts/soak.sh runs a
-// million. A mismatch prints the program, the seed, its index and the sizes.
+// million. TSL_DIFF_GRAD=1 runs the gradient programs only. A mismatch prints
+// the program, the seed, its index and the sizes.
 //
 // The programs come from DifferentialGenerator.h. Coverage of ir/Ops.def
 // is the generator's by construction: every even program probes one op of
@@ -18,8 +19,14 @@
 // programs of any seed use every op (attention formed by the fusion pass
 // from softmax(e @ b^T * 0.5) @ e, call by outlining a helper called three
 // times); GeneratorCoversEveryOpWithinAPeriod checks it for three seeds,
-// 777 included, and fails for an op of the table without a probe. The soak
-// (more than 10,000 pairs, or TSL_DIFF_PROGRESS=n) prints progress to
+// 777 included, and fails for an op of the table without a probe.
+// Gradients are compared the same way: every program 4j + 1 is a gradient
+// program (DifferentialGenerator.h's gradProgram) whose results are the
+// gradients (grad of a sum, or vjp with a cotangent of the values) with
+// respect to one or two parameters or `let` values, through two gradient
+// probes; the first gradCoveragePeriod() programs differentiate every op
+// with a VJP rule (GeneratorDifferentiatesEveryRuleOpWithinAPeriod). The
+// soak (more than 10,000 pairs, or TSL_DIFF_PROGRESS=n) prints progress to
 // stderr every 1,000 (n) pairs. No case is left out: the two mismatches
 // this test found (casts to f16/bf16 fused into their consumer did not
 // round; the GPU index_select with no result elements checked no index) are
@@ -31,14 +38,27 @@
 //     operands (data, +, -, neg, abs, relu, max, min, scaling by powers of
 //     two), which every backend computes bit for bit alike: a value one ulp
 //     apart (fast exp/tanh polynomials) would flip them without a bug;
+//     likewise the kinks of derivatives (max, min, abs, relu, sort, topk)
+//     in the gradient probes, and no gradient flows through the f16/bf16
+//     casts of random gradient programs (their backward rounds an inexact
+//     cotangent);
 //   - transcendental arguments are bounded (exp(tanh(x) * 3), sin(tanh(x) *
 //     3), log(|x| + 0.5)) so ulp differences are not amplified past the
-//     tolerance;
+//     tolerance; in gradient programs tanh and sigmoid take erf of their
+//     operand and sqrt an argument >= 0.25, as derivatives computed from a
+//     saturated result (1 - y^2) are amplified by the chain. This keeps
+//     out one difference the gradient programs found: the backends' fast
+//     tanh (backend/common/CodegenValues.cpp) stops at 1 - 2^-22 for
+//     |x| >= 7.9 instead of reaching 1 (at |x| >= 9.01), so its gradient
+//     there stays about 2.4e-7 where the interpreter's is 0; through
+//     exp(3 tanh(.)) and a broadcast sum over 24 columns that was 6e-4
+//     against 0 (seed 1, program 69, before the bound);
 //   - integer programs keep values small (no overflow), and i8 casts are
 //     clamped: wrap-around is not what these programs test.
 #include "backend/cpu/CpuKernel.h"
 #include "backend/nvptx/GpuKernel.h"
 #include "frontend/Elaborator.h"
+#include "ir/Differentiate.h"
 #include "ir/Verifier.h"
 #include "runtime/Variant.h"
 
@@ -64,9 +84,11 @@ namespace {
 /// The generator's parameter (not ir/Function.h's).
 using diff::Param;
 
+/// Elaborates `f` of \p source; with \p unchecked, whatever it returns
+/// (its declared result type not checked).
 bool compile(const std::string &source,
              const std::map<std::string, ExampleArg> &examples, Function &fn,
-             std::string &errors) {
+             std::string &errors, bool unchecked = false) {
   SourceManager sm;
   std::ostringstream sink;
   DiagnosticEngine diags(sm, sink);
@@ -75,6 +97,8 @@ bool compile(const std::string &source,
   const LoadedModule *m = loader.loadText("d.tsl", source);
   ElaborateOptions options;
   options.examples = examples;
+  if (unchecked)
+    options.probe = [](const ShapeEnv &, const ProbeResult &) {};
   bool ok = m && elaborateFunction(*m, "f", options, diags, fn);
   errors = sink.str();
   return ok;
@@ -197,6 +221,9 @@ using RunFn = std::function<bool(const std::vector<ArgValue> &,
 struct Stats {
   int64_t pairs = 0, ran = 0, rejected = 0, failed = 0, programs = 0;
   int64_t mismatches = 0;
+  /// Gradient programs compiled, their program x shape pairs, and the
+  /// pairs whose gradients ran (and were compared).
+  int64_t gradPrograms = 0, gradPairs = 0, gradRan = 0;
   std::map<std::string, int64_t> byFamily;
   std::map<OpCode, int64_t> ops; ///< programs each op of the table is in
 };
@@ -264,6 +291,9 @@ void runProgram(const Program &p, int64_t index, int64_t shapes,
   }
   ++report.stats.programs;
   ++report.stats.byFamily[p.family];
+  bool grad = p.family.size() > 5 &&
+              p.family.compare(p.family.size() - 5, 5, "-grad") == 0;
+  report.stats.gradPrograms += grad;
   std::set<OpCode> used;
   for (const Operation &op : fn.ops)
     used.insert(op.code);
@@ -287,6 +317,7 @@ void runProgram(const Program &p, int64_t index, int64_t shapes,
     bool perturb = rng() % 32 == 0;
     std::vector<ArgValue> args = makeArgs(p, dims, k, perturb, rng);
     ++report.stats.pairs;
+    report.stats.gradPairs += grad;
     // The guard set: the native matcher accepts exactly the sizes the
     // interpreter's binding does.
     std::map<std::string, int64_t> values;
@@ -320,6 +351,7 @@ void runProgram(const Program &p, int64_t index, int64_t shapes,
       ++report.stats.failed;
     else
       ++report.stats.ran;
+    report.stats.gradRan += grad && bound && ok;
     for (auto &[name, run] : backends) {
       std::vector<Tensor> got;
       RunError gotError;
@@ -361,12 +393,16 @@ TEST(Differential, RandomProgramsAtManyShapes) {
   int64_t pairs = envInt("TSL_DIFF_PAIRS", 10000);
   uint32_t seed = static_cast<uint32_t>(envInt("TSL_DIFF_SEED", 1));
   int64_t progress = envInt("TSL_DIFF_PROGRESS", pairs > 10000 ? 1000 : 0);
+  // TSL_DIFF_GRAD=1 (a soak of gradients): the gradient programs only.
+  bool gradOnly = envInt("TSL_DIFF_GRAD", 0) == 1;
   const int64_t shapesPerProgram = 64;
   Stats stats;
   Reporter report{stats, seed};
   auto start = std::chrono::steady_clock::now();
   int64_t programs = 0; // generated, compiled or not
   for (int64_t index = 0; stats.pairs < pairs; ++index, ++programs) {
+    if (gradOnly && !isGradProgram(index))
+      continue;
     // Each program has its own seed: (seed, index) reproduces it.
     Generator gen(seed * 1000003u + static_cast<uint32_t>(index));
     Program p = gen.next(index);
@@ -391,6 +427,10 @@ TEST(Differential, RandomProgramsAtManyShapes) {
     std::printf(" %s %lld", family.c_str(), static_cast<long long>(n));
   std::printf("; %zu of the %zu ops of the table", stats.ops.size(),
               allOps().size());
+  std::printf("; gradients: %lld programs, %lld pairs, %lld ran",
+              static_cast<long long>(stats.gradPrograms),
+              static_cast<long long>(stats.gradPairs),
+              static_cast<long long>(stats.gradRan));
   std::printf("; %lld ran, %lld rejected by guards, %lld failed at run time "
               "in every backend; %.1f s)\n",
               static_cast<long long>(stats.ran),
@@ -400,13 +440,18 @@ TEST(Differential, RandomProgramsAtManyShapes) {
   EXPECT_GE(stats.pairs, pairs);
   // Every op of the table is in one of the first kCoveragePeriod programs
   // (the generator's probes; 8,704 pairs, under the CI count).
-  if (programs >= kCoveragePeriod) {
+  if (!gradOnly && programs >= kCoveragePeriod) {
     for (const OpInfo &op : allOps())
       EXPECT_GT(stats.ops.count(op.code) ? stats.ops[op.code] : 0, 0)
           << "no program used " << op.name;
   }
   // Most pairs must run: the sizes are not all rejected.
   EXPECT_GT(stats.ran * 2, stats.pairs);
+  // Gradient programs ran and most of their pairs compared gradients.
+  if (programs > 1) {
+    EXPECT_GT(stats.gradPrograms, 0);
+    EXPECT_GT(stats.gradRan * 2, stats.gradPairs);
+  }
 }
 
 // Coverage is a property of the generator, not of a seed's luck: every op
@@ -452,6 +497,113 @@ TEST(Differential, GeneratorCoversEveryOpWithinAPeriod) {
       EXPECT_TRUE(used.count(op.code))
           << "seed " << seed << ": no program of the first " << kCoveragePeriod
           << " used " << op.name;
+  }
+}
+
+// The gradient programs differentiate every op with a VJP rule within
+// gradCoveragePeriod() programs of any seed: every such op has a gradient
+// probe, each gradient program compiles (grad and vjp elaborated: its
+// results are gradients, one per `wrt` value), differentiates with respect
+// to the root its probes depend on (x0 or x), and its probes' values (the
+// forward twin) use their ops. (The gradient program itself need not
+// contain them: mean's or log's gradient does not read its forward.)
+TEST(Differential, GeneratorDifferentiatesEveryRuleOpWithinAPeriod) {
+  std::set<std::string> probed;
+  for (const GradProbe &g : kGradProbes) {
+    EXPECT_TRUE(probed.insert(g.op).second)
+        << "two gradient probes of " << g.op;
+    const OpInfo *op = nullptr;
+    for (const OpInfo &o : allOps())
+      if (o.name == std::string(g.op))
+        op = &o;
+    ASSERT_NE(op, nullptr) << "a gradient probe of no op: " << g.op;
+    if (diffRuleOf(op->code).kind == DiffKind::Rule)
+      continue;
+    // A probe waiting for its op's rule: its values compile today.
+    Program p = Generator(1).gradProgramOf(g, g, 0);
+    Function forward;
+    std::string errors;
+    std::map<std::string, ExampleArg> ex;
+    for (const Param &param : p.params) {
+      std::vector<int64_t> shape;
+      for (const Extent &x : param.shape)
+        shape.push_back(x.dim >= 0 ? p.exampleDims[x.dim] : x.value);
+      ex[param.name] = ExampleArg{param.isInt, p.exampleInt, param.dtype,
+                                  param.isInt ? std::vector<int64_t>{} : shape};
+    }
+    EXPECT_TRUE(compile(p.forward, ex, forward, errors, true))
+        << p.forward << errors;
+  }
+  for (const OpInfo &op : allOps())
+    if (diffRuleOf(op.code).kind == DiffKind::Rule)
+      EXPECT_NE(gradProbeFor(op.name), nullptr)
+          << "no gradient probe in DifferentialGenerator.h's kGradProbes for "
+          << op.name;
+  for (uint32_t seed : {1u, 777u, 20261127u}) {
+    std::set<OpCode> used;
+    int64_t gradPrograms = 0, vjps = 0;
+    for (int64_t index = 0; index < gradCoveragePeriod(); ++index) {
+      if (!isGradProgram(index))
+        continue;
+      Generator gen(seed * 1000003u + static_cast<uint32_t>(index));
+      Program p = gen.next(index);
+      ++gradPrograms;
+      vjps += p.source.find("= vjp(") != std::string::npos;
+      EXPECT_NE(p.source.find("= grad("), std::string::npos) << p.source;
+      std::map<std::string, ExampleArg> ex;
+      size_t wrt = 0;
+      for (const Param &param : p.params) {
+        std::vector<int64_t> shape;
+        for (const Extent &x : param.shape)
+          shape.push_back(x.dim >= 0 ? p.exampleDims[x.dim] : x.value);
+        ex[param.name] =
+            ExampleArg{param.isInt, p.exampleInt, param.dtype,
+                       param.isInt ? std::vector<int64_t>{} : shape};
+      }
+      for (size_t at = p.source.find("wrt="); at != std::string::npos;
+           at = p.source.find("wrt=", at + 1))
+        wrt +=
+            p.source[at + 4] == '('
+                ? 1 + std::count(p.source.begin() + at,
+                                 p.source.begin() + p.source.find(')', at), ',')
+                : 1;
+      Function fn, forward;
+      std::string errors;
+      ASSERT_TRUE(compile(p.source, ex, fn, errors))
+          << "seed " << seed << ", program " << index << ":\n"
+          << p.source << errors;
+      EXPECT_EQ(fn.results.size(), wrt) << p.source;
+      std::string root = p.family == "conv-grad" ? "x" : "x0";
+      for (size_t at = p.source.find("wrt="); at != std::string::npos;
+           at = p.source.find("wrt=", at + 1)) {
+        // "wrt=x0);" or "wrt=(x1, x0));": the names between.
+        std::string list =
+            p.source.substr(at + 4, p.source.find(";\n", at) - at - 5);
+        std::set<std::string> names;
+        std::string name;
+        for (char c : list + ",")
+          if (c == ',') {
+            names.insert(name);
+            name.clear();
+          } else if (c != '(' && c != ')' && c != ' ') {
+            name += c;
+          }
+        EXPECT_TRUE(names.count(root))
+            << "not with respect to " << root << ": " << list;
+      }
+      ASSERT_TRUE(compile(p.forward, ex, forward, errors, true))
+          << p.forward << errors;
+      for (const Operation &op : forward.ops)
+        used.insert(op.code);
+    }
+    EXPECT_EQ(gradPrograms, gradCoveragePeriod() / 4);
+    EXPECT_GT(vjps, 0) << "seed " << seed;
+    for (const GradProbe *g : activeGradProbes())
+      for (const OpInfo &op : allOps())
+        if (op.name == std::string(g->op))
+          EXPECT_TRUE(used.count(op.code))
+              << "seed " << seed << ": no gradient program of the first "
+              << gradCoveragePeriod() << " used " << g->op;
   }
 }
 
