@@ -315,7 +315,7 @@ bool Codegen::updateSlice(const Operation &op) {
   for (const SymExpr &s : op.exprsAttr("starts"))
     starts.push_back(expr(s));
   if (plan.updateInPlace[r]) { // x is read no more: write the block into it
-    if (!inDevice) { // a device kernel reads r's buffer (x's) from its slot
+    if (!inKernel()) { // a device kernel reads r's buffer (x's) from its slot
       bufs[r] = bufs[x];
       b.CreateStore(bufs[r], bufferSlot(r));
     }

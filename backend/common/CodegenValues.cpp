@@ -40,7 +40,7 @@ void Codegen::failIf(Value *failed, const std::function<void()> &record,
   if (auto *never = llvm::dyn_cast<llvm::ConstantInt>(failed);
       never && never->isZero())
     return;
-  if (!record && !inDevice && kernel->getReturnType()->isIntegerTy(32)) {
+  if (!record && !inKernel() && kernel->getReturnType()->isIntegerTy(32)) {
     // One return for every call whose callee recorded its failure: 10,000
     // calls of a helper made 10,000 blocks for instruction selection.
     auto *bad = llvm::dyn_cast_or_null<llvm::BasicBlock>(
@@ -60,35 +60,8 @@ void Codegen::failIf(Value *failed, const std::function<void()> &record,
   b.CreateCondBr(failed, bad, ok,
                  llvm::MDBuilder(ctx).createBranchWeights(1, 1 << 20));
   b.SetInsertPoint(bad);
-  if (inDevice) {
-    // No context on the device: 1 + the op index in the call's status word,
-    // which the host checks where it waits (checkDeviceStatus); the high
-    // half says which message (deviceMessage, set by failMessageIf). The
-    // first failing thread wins, so that the values stored after the word
-    // belong to the message it names.
-    Value *won = b.CreateExtractValue(
-        b.CreateAtomicCmpXchg(deviceStatus, b.getInt64(0),
-                              b.getInt64((opIndex + 1) | (deviceMessage << 32)),
-                              llvm::MaybeAlign(8),
-                              llvm::AtomicOrdering::Monotonic,
-                              llvm::AtomicOrdering::Monotonic),
-        1);
-    if (!values.empty()) {
-      auto *record = llvm::BasicBlock::Create(ctx, "record", kernel);
-      auto *recorded = llvm::BasicBlock::Create(ctx, "recorded", kernel);
-      b.CreateCondBr(won, record, recorded);
-      b.SetInsertPoint(record);
-      for (size_t i = 0; i < values.size() && i < 2; ++i)
-        b.CreateStore(b.CreateSExtOrTrunc(values[i], i64),
-                      b.CreateConstGEP1_64(i64, deviceStatus, i + 1));
-      b.CreateBr(recorded);
-      b.SetInsertPoint(recorded);
-    }
-    deviceMayFail = true;
-    if (cooperative)
-      b.CreateBr(ok); // the call fails anyway; keep the barriers reachable
-    else
-      b.CreateRetVoid();
+  if (inKernel()) {
+    kernelFailure(ok, values);
   } else {
     if (record)
       record();
@@ -119,12 +92,8 @@ void Codegen::failOpIf(Value *failed) {
 
 void Codegen::failMessageIf(Value *failed, const std::string &message,
                             const std::vector<Value *> &values) {
-  if (inDevice) {
-    deviceMessages.push_back(message);
-    deviceMessage = static_cast<int64_t>(deviceMessages.size());
-    failIf(
-        failed, [] {}, values);
-    deviceMessage = 0;
+  if (inKernel()) {
+    kernelFailMessageIf(failed, message, values);
     return;
   }
   failIf(failed, [&] {
@@ -343,6 +312,12 @@ Value *Codegen::entryAlloca(llvm::Type *t) {
 }
 
 /// Allocates the buffer of value \p v with \p count elements.
+bool Codegen::rowShaped(const TensorType &t) const {
+  if (rowLead.empty() || t.rank() != rowLead.size() + 1)
+    return false;
+  return std::equal(rowLead.begin(), rowLead.end(), t.dims.begin());
+}
+
 DType Codegen::storedType(ValueId v) const {
   return wideScratch.count(v) ? DType::F32 : fn.type(v).dtype;
 }
@@ -381,7 +356,7 @@ Value *Codegen::allocateResult(const Operation &op, size_t i) {
 void Codegen::loops(const std::vector<Value *> &extents, const LoopBody &body,
                     Value *work) {
   if (loopNesting == 0)
-    target.parallelLoop(*this, extents, work, body);
+    parallelLoop(extents, work, body);
   else
     serialLoops(extents, body);
 }
@@ -638,7 +613,7 @@ Value *Codegen::binary(OpCode code, DType t, Value *x, Value *y) {
       return q;
     }
     failMessageIf(b.CreateICmpEQ(y, b.getInt64(0)), "integer division by zero");
-    if (cooperative) // the failed check went on (failIf): divide by 1
+    if (failuresGoOn()) // the failed check went on (failIf): divide by 1
       y = b.CreateSelect(b.CreateICmpEQ(y, b.getInt64(0)), b.getInt64(1), y);
     return floorDiv(x, y);
   case OpCode::Pow:

@@ -25,22 +25,11 @@ public:
   TargetCaps caps() const override;
   /// tsl_rt_dev_alloc, tsl_rt_dev_free, tsl_rt_fail, tsl_rt_error.
   RuntimeEntries runtime() const override;
-  /// Host code: the op's results in device memory and its kernel(s) and
-  /// launch(es) (Codegen::launchOnDevice); assert, reshape and item stay on
-  /// the host.
-  bool lowerOp(backend::Codegen &cg, const Operation &op) const override;
-  /// Waits for the kernels' status word when one of them can fail.
-  void lowerCallEnd(backend::Codegen &cg) const override;
-  /// A host copy of element 0 (tsl_rt_dev_read into a stack slot).
-  bool lowerRowGroup(backend::Codegen &cg, const RowGroup &g) const override;
-  llvm::Value *readToHost(backend::Codegen &cg, ValueId v) const override;
-  bool copyBuffer(backend::Codegen &cg, llvm::Value *dst, llvm::Value *src,
-                  const TensorType &t) const override;
-  /// In a device kernel, one grid-stride loop over the flattened extents;
-  /// in host code, sequential loops.
-  void parallelLoop(backend::Codegen &cg,
-                    const std::vector<llvm::Value *> &extents,
-                    llvm::Value *work, const LoopBody &body) const override;
+  /// A DeviceCodegen (DeviceCodegen.h): host code that launches a device
+  /// kernel per op (or row group), and the kernels.
+  std::unique_ptr<backend::Codegen>
+  makeCodegen(const Function &fn, llvm::LLVMContext &ctx,
+              LoweringOptions options) const override;
 };
 
 /// The one NvptxTarget.
@@ -48,8 +37,8 @@ const Target &nvptxTarget();
 
 /// Lowers \p fn for a GPU: the returned host module has the usual entry
 /// points, with buffers in device memory and each op's loop nest launched
-/// as device kernel `tsl_dev_<k>(ptr buffers, ptr syms, i64 thread, i64
-/// threads)` of \p deviceModule (k = 0 .. \p numKernels - 1; grid-stride
+/// as device kernel `tsl_dev_<k>(ptr args)` of \p deviceModule (k = 0 ..
+/// \p numKernels - 1; args as DeviceKernels (Lowering.h) says; grid-stride
 /// loops, so any number of threads computes the whole op). Ops the device
 /// path lacks fail with "not supported on the cuda backend: ...".
 std::unique_ptr<llvm::Module>
