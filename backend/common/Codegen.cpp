@@ -118,8 +118,8 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
   return std::move(mod);
 }
 
-Codegen::EmissionState
-Codegen::enterFunction(llvm::Function *f, const std::vector<ValueId> &used) {
+Emitter::EmissionState
+Emitter::enterFunction(llvm::Function *f, const std::vector<ValueId> &used) {
   EmissionState saved{kernel, b.GetInsertBlock(), buffersArg, symsArg, ctxArg,
                       bufs};
   kernel = f;
@@ -137,7 +137,7 @@ Codegen::enterFunction(llvm::Function *f, const std::vector<ValueId> &used) {
   return saved;
 }
 
-void Codegen::leaveFunction(EmissionState saved) {
+void Emitter::leaveFunction(EmissionState saved) {
   kernel = saved.function;
   sizesChecked.clear();
   buffersArg = saved.buffers;
@@ -291,7 +291,7 @@ Value *Codegen::scratchArea() {
   return b.CreateConstGEP1_64(ptr, buffersArg, fn.values.size());
 }
 
-bool Codegen::unsupported(const std::string &what) {
+bool Emitter::unsupported(const std::string &what) {
   error = std::string("not supported on the ") + target.name() +
           " backend: " + what;
   return false;

@@ -8,11 +8,11 @@
 
 namespace tsl::backend {
 
-Value *Codegen::byteSize(const TensorType &t) {
+Value *Emitter::byteSize(const TensorType &t) {
   return b.CreateMul(product(dims(t)), b.getInt64(dtypeSize(t.dtype)));
 }
 
-void Codegen::ifThen(Value *cond, const std::function<void()> &body) {
+void Emitter::ifThen(Value *cond, const std::function<void()> &body) {
   auto *then = llvm::BasicBlock::Create(ctx, "then", kernel);
   auto *done = llvm::BasicBlock::Create(ctx, "endif", kernel);
   b.CreateCondBr(cond, then, done);

@@ -67,7 +67,7 @@ uint64_t upperBound(Value *v, int depth = 0) {
 
 } // namespace
 
-void DeviceCodegen::gridStrideLoops(const std::vector<Value *> &extents,
+void DeviceContext::gridStrideLoops(const std::vector<Value *> &extents,
                                     const LoopBody &body) {
   stridedLoop(deviceThread, product(extents), deviceThreads, [&](Value *i) {
     // The flat index as one index per extent (row-major).
@@ -201,7 +201,7 @@ static constexpr size_t kArgsHeader = 1;
 /// Kernel parameters are at most 4 KiB on every GPU we target.
 static constexpr size_t kMaxArgWords = 4096 / 8;
 
-int32_t DeviceCodegen::emitDeviceKernel(const std::vector<ValueId> &used,
+int32_t DeviceContext::emitDeviceKernel(const std::vector<ValueId> &used,
                                         const std::function<bool()> &body,
                                         std::vector<ValueId> &slots,
                                         size_t extras) {
@@ -259,7 +259,7 @@ int32_t DeviceCodegen::emitDeviceKernel(const std::vector<ValueId> &used,
   return number;
 }
 
-bool DeviceCodegen::deviceCopy(Value *dst, Value *src, const TensorType &t) {
+bool DeviceContext::deviceCopy(Value *dst, Value *src, const TensorType &t) {
   std::vector<ValueId> slots;
   int32_t k = emitDeviceKernel(
       {},
@@ -277,18 +277,18 @@ bool DeviceCodegen::deviceCopy(Value *dst, Value *src, const TensorType &t) {
   return true;
 }
 
-Value *DeviceCodegen::deviceExtra(size_t i) {
+Value *DeviceContext::deviceExtra(size_t i) {
   return b.CreateLoad(ptr,
                       b.CreateConstGEP1_64(i64, deviceArgs, kArgsHeader + i));
 }
 
-DeviceCodegen::DeviceGrid DeviceCodegen::gridFor(Value *total) {
+DeviceContext::DeviceGrid DeviceContext::gridFor(Value *total) {
   Value *t = b.getInt64(kDeviceThreads);
   return {b.CreateSDiv(b.CreateAdd(total, b.getInt64(kDeviceThreads - 1)), t),
           b.getInt32(kDeviceThreads)};
 }
 
-void DeviceCodegen::emitLaunch(int32_t number,
+void DeviceContext::emitLaunch(int32_t number,
                                const std::vector<ValueId> &slots,
                                const DeviceGrid &grid,
                                const std::vector<Value *> &extras) {
@@ -324,7 +324,7 @@ void DeviceCodegen::emitLaunch(int32_t number,
   device->addFnAttr("tsl-max-threads", std::to_string(std::max(before, bound)));
 }
 
-void DeviceCodegen::checkDeviceStatus() {
+void DeviceContext::checkDeviceStatus() {
   if (!deviceMayFail)
     return;
   Value *status =
@@ -339,7 +339,7 @@ void DeviceCodegen::checkDeviceStatus() {
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
 }
 
-void DeviceCodegen::kernelFailure(llvm::BasicBlock *ok,
+void DeviceContext::kernelFailure(llvm::BasicBlock *ok,
                                   const std::vector<Value *> &values) {
   // No context on the device: 1 + the op index in the call's status word,
   // which the host checks where it waits (checkDeviceStatus); the high
@@ -371,7 +371,7 @@ void DeviceCodegen::kernelFailure(llvm::BasicBlock *ok,
     b.CreateRetVoid();
 }
 
-void DeviceCodegen::kernelFailMessageIf(Value *failed,
+void DeviceContext::kernelFailMessageIf(Value *failed,
                                         const std::string &message,
                                         const std::vector<Value *> &values) {
   deviceMessages.push_back(message);
@@ -406,7 +406,7 @@ bool DeviceCodegen::lowerDeviceOp(const Operation &op) {
   }
 }
 
-Value *DeviceCodegen::readToHost(ValueId v) {
+Value *DeviceContext::readToHost(ValueId v) {
   llvm::Type *st = storageType(fn.type(v).dtype);
   Value *slot = entryAlloca(st);
   Value *status = b.CreateCall(
@@ -418,16 +418,16 @@ Value *DeviceCodegen::readToHost(ValueId v) {
   return slot;
 }
 
-Value *DeviceCodegen::deviceWord() { return deviceScratch(b.getInt64(8)); }
+Value *DeviceContext::deviceWord() { return deviceScratch(b.getInt64(8)); }
 
-Value *DeviceCodegen::deviceScratch(Value *bytes) {
+Value *DeviceContext::deviceScratch(Value *bytes) {
   Value *p = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
                           {ctxArg, bytes});
   failOpIf(b.CreateIsNull(p));
   return p;
 }
 
-void DeviceCodegen::readSymbol(const std::string &name, Value *word) {
+void DeviceContext::readSymbol(const std::string &name, Value *word) {
   Value *status =
       b.CreateCall(runtime("tsl_rt_dev_read", i32, {ptr, ptr, ptr, i64}),
                    {ctxArg, symSlot(name), word, b.getInt64(8)});

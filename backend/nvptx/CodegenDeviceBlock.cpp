@@ -28,7 +28,7 @@ llvm::FunctionCallee primitive(llvm::Module &m, const char *name,
 
 } // namespace
 
-void DeviceCodegen::loopWhile(Value *from,
+void DeviceContext::loopWhile(Value *from,
                               const std::function<Value *(Value *)> &cond,
                               const std::function<Value *(Value *)> &next,
                               const std::function<void(Value *)> &body) {
@@ -48,38 +48,38 @@ void DeviceCodegen::loopWhile(Value *from,
   b.SetInsertPoint(exit);
 }
 
-void DeviceCodegen::stridedLoop(Value *from, Value *to, Value *step,
+void DeviceContext::stridedLoop(Value *from, Value *to, Value *step,
                                 const std::function<void(Value *)> &body) {
   loopWhile(
       from, [&](Value *i) { return b.CreateICmpSLT(i, to); },
       [&](Value *i) { return b.CreateAdd(i, step); }, body);
 }
 
-void DeviceCodegen::blockStrideLoop(Value *count,
+void DeviceContext::blockStrideLoop(Value *count,
                                     const std::function<void(Value *)> &body) {
   stridedLoop(gpuBlockIdx(), count, gpuGridDim(), body);
 }
 
-void DeviceCodegen::onThreadZero(const std::function<void()> &body) {
+void DeviceContext::onThreadZero(const std::function<void()> &body) {
   ifThen(b.CreateICmpEQ(gpuThreadIdx(), b.getInt64(0)), body);
 }
 
-Value *DeviceCodegen::gpuIndex(const char *name) {
+Value *DeviceContext::gpuIndex(const char *name) {
   auto *type = llvm::FunctionType::get(i32, false);
   return b.CreateZExt(b.CreateCall(primitive(*mod, name, type, false)), i64);
 }
 
-void DeviceCodegen::gpuBarrier() {
+void DeviceContext::gpuBarrier() {
   auto *type = llvm::FunctionType::get(b.getVoidTy(), false);
   b.CreateCall(primitive(*mod, "tsl_gpu_barrier", type, true));
 }
 
-Value *DeviceCodegen::gpuShared() {
+Value *DeviceContext::gpuShared() {
   auto *type = llvm::FunctionType::get(ptr, false);
   return b.CreateCall(primitive(*mod, "tsl_gpu_shared", type, false));
 }
 
-void DeviceCodegen::gpuMma16816(int32_t kind, Value *a, Value *bFrag,
+void DeviceContext::gpuMma16816(int32_t kind, Value *a, Value *bFrag,
                                 Value *acc) {
   auto *type =
       llvm::FunctionType::get(b.getVoidTy(), {i32, ptr, ptr, ptr}, false);
@@ -87,7 +87,7 @@ void DeviceCodegen::gpuMma16816(int32_t kind, Value *a, Value *bFrag,
                {b.getInt32(kind), a, bFrag, acc});
 }
 
-Value *DeviceCodegen::gpuShuffleXor(Value *v, int32_t laneMask) {
+Value *DeviceContext::gpuShuffleXor(Value *v, int32_t laneMask) {
   auto *type = llvm::FunctionType::get(i32, {i32, i32}, false);
   llvm::FunctionCallee shfl = primitive(*mod, "tsl_gpu_shfl_xor", type, true);
   llvm::Type *t = v->getType();
@@ -110,7 +110,7 @@ Value *DeviceCodegen::gpuShuffleXor(Value *v, int32_t laneMask) {
   return t->isIntegerTy() ? out : b.CreateBitCast(out, t);
 }
 
-Value *DeviceCodegen::warpReduce(
+Value *DeviceContext::warpReduce(
     Value *partial, const std::function<Value *(Value *, Value *)> &combine) {
   // A butterfly: after step `mask` every lane holds the combination of the
   // 2 * mask lanes around it, so no broadcast is needed at the end.
@@ -120,7 +120,7 @@ Value *DeviceCodegen::warpReduce(
   return v;
 }
 
-Value *DeviceCodegen::blockReduce(
+Value *DeviceContext::blockReduce(
     Value *partial, Value *identity,
     const std::function<Value *(Value *, Value *)> &combine,
     int32_t sharedOffset) {
@@ -149,7 +149,7 @@ Value *DeviceCodegen::blockReduce(
   return total;
 }
 
-std::pair<Value *, Value *> DeviceCodegen::blockArgReduce(
+std::pair<Value *, Value *> DeviceContext::blockArgReduce(
     Value *value, Value *index,
     const std::function<Value *(Value *, Value *, Value *, Value *)> &first) {
   llvm::Type *vt = value->getType();
@@ -186,7 +186,7 @@ std::pair<Value *, Value *> DeviceCodegen::blockArgReduce(
   return {sv, si};
 }
 
-Value *DeviceCodegen::gpuShuffleIdx(Value *v, Value *srcLane) {
+Value *DeviceContext::gpuShuffleIdx(Value *v, Value *srcLane) {
   auto *type = llvm::FunctionType::get(i32, {i32, i32}, false);
   llvm::FunctionCallee shfl = primitive(*mod, "tsl_gpu_shfl_idx", type, true);
   Value *lane = b.CreateTrunc(srcLane, i32);
@@ -204,7 +204,7 @@ Value *DeviceCodegen::gpuShuffleIdx(Value *v, Value *srcLane) {
 }
 
 std::pair<Value *, Value *>
-DeviceCodegen::blockExclusiveScan(Value *count, int32_t sharedOffset) {
+DeviceContext::blockExclusiveScan(Value *count, int32_t sharedOffset) {
   Value *tid = gpuThreadIdx();
   Value *lane = b.CreateAnd(tid, b.getInt64(31));
   Value *warp = b.CreateLShr(tid, b.getInt64(5));
