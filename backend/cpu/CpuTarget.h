@@ -2,7 +2,8 @@
 /// \file The host CPU as a code generation target (Target.h): ops are loop
 /// nests and runtime library calls inside the kernel function, memory comes
 /// from tsl_rt_alloc, and every fusion of the kernel plan is allowed (GEMM
-/// operands read as B^T, row groups, outlined runs). No LLVM headers.
+/// operands read as B^T, row groups, outlined runs). The lowering is
+/// CpuCodegen (CpuCodegen.h, private to backend/cpu). No LLVM headers.
 
 #include "backend/common/Lowering.h"
 #include "backend/common/Target.h"

@@ -1,10 +1,12 @@
 #pragma once
 /// \file NVIDIA GPUs as a code generation target (Target.h): host code (x86,
 /// the kernel ABI) allocates results in device memory (tsl_rt_dev_alloc)
-/// and launches one device kernel per op, whose outermost loop is a
-/// grid-stride loop; item() reads back with tsl_rt_dev_read. The kernel
-/// plan fuses elementwise trees only (no B^T GEMM operands, row groups or
-/// outlined runs). No LLVM headers.
+/// and launches device kernels (one or more per op, one per row group),
+/// whose outermost loop is a grid-stride loop; item() reads back with
+/// tsl_rt_dev_read. The kernel plan fuses elementwise trees and row groups
+/// that recompute their intermediates (a block per row), with no B^T GEMM
+/// operands and no outlined runs. The lowering is DeviceCodegen
+/// (DeviceCodegen.h, private to backend/nvptx). No LLVM headers.
 
 #include "backend/common/Lowering.h"
 #include "backend/common/Target.h"
@@ -21,7 +23,8 @@ class NvptxTarget final : public Target {
 public:
   /// "cuda" ("not supported on the cuda backend: ...").
   const char *name() const override { return "cuda"; }
-  /// launchesKernels; no transposed GEMM operands, row groups or outlining.
+  /// launchesKernels and rowGroupsRecompute; no transposed GEMM operands
+  /// or outlining.
   TargetCaps caps() const override;
   /// tsl_rt_dev_alloc, tsl_rt_dev_free, tsl_rt_fail, tsl_rt_error.
   RuntimeEntries runtime() const override;
