@@ -2,7 +2,8 @@
 // library kernel of runtime/KernelAbi.h); sizes are computed at run time from
 // the symbol values, so one kernel serves every size its guards admit.
 // What is fused, freed, row-grouped or outlined comes from the kernel plan
-// (KernelPlan.h); what differs between targets from the Target's hooks.
+// (KernelPlan.h); what differs between targets from the virtual hooks the
+// targets' subclasses override (CpuCodegen, DeviceCodegen).
 // This file: the driver loop, elementwise loops (recomputing fused trees),
 // reductions and matmul.
 #include "backend/common/Codegen.h"

@@ -1,10 +1,11 @@
 // Lowerings shared by the CPU and the GPU of the ops that work along one
-// axis by position: cumsum and cumprod (forward or reverse), index_add, and
-// masked_scatter on the GPU. Each is one loop nest over the other axes
-// (Target::parallelLoop: the CPU's thread pool, a GPU thread per row or
-// column) around a serial loop along the axis, so each destination element
-// has one writer and sees its updates in a fixed order: deterministic,
-// without atomics.
+// axis by position: cumsum and cumprod (forward or reverse) and index_add
+// (masked_scatter's one-thread GPU form is DeviceCodegen's, in
+// backend/nvptx/CodegenDeviceLibrary.cpp). Each is one loop nest over the
+// other axes (parallelLoop, the target's hook: the CPU's thread pool, a GPU
+// thread per row or column) around a serial loop along the axis, so each
+// destination element has one writer and sees its updates in a fixed order:
+// deterministic, without atomics.
 #include "backend/common/Codegen.h"
 
 namespace tsl::backend {

@@ -165,7 +165,7 @@ protected:
   // --- loops (CodegenValues.cpp, CodegenLoops.cpp) -----------------------
   Value *allocateResult(const Operation &op, size_t i = 0);
   /// for (idx...) over \p extents, calling \p body with the indices: an
-  /// op's outermost loop nest through Target::parallelLoop (iterations
+  /// op's outermost loop nest through parallelLoop (iterations
   /// must be independent and write disjoint data; \p work as there),
   /// nested ones sequential.
   void loops(const std::vector<Value *> &extents, const LoopBody &body,
