@@ -2,7 +2,8 @@
 // library kernel of runtime/KernelAbi.h); sizes are computed at run time from
 // the symbol values, so one kernel serves every size its guards admit.
 // What is fused, freed, row-grouped or outlined comes from the kernel plan
-// (KernelPlan.h); what differs between targets from the Target's hooks.
+// (KernelPlan.h); what differs between targets from the virtual hooks the
+// targets' subclasses override (CpuCodegen, DeviceCodegen).
 // This file: the driver loop, elementwise loops (recomputing fused trees),
 // reductions and matmul.
 #include "backend/common/Codegen.h"
@@ -38,8 +39,6 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
   for (const Param &p : fn.params)
     if (!p.isInt)
       bufs[p.value] = loadBuffer(p.value);
-  if (options.device)
-    deviceModule = std::make_unique<llvm::Module>("tsl_device", ctx);
   makePlan();
   if (outlining) // its calls decide how it is compiled (compileToObjects)
     kernel->addFnAttr(kHostCodeAttribute);
@@ -67,7 +66,7 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
           checkResultSizes(fn.ops[k]);
         }
         opIndex = static_cast<int32_t>(i);
-        ok = target.lowerRowGroup(*this, rowGroups[i]);
+        ok = lowerRowGroup(rowGroups[i]);
       }
       if (!ok) {
         err = error.empty() ? "not supported" : error;
@@ -94,7 +93,7 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
     else if (outlining)
       ok = lowerKernel(i, i + 1, false);
     else
-      ok = options.device ? lowerOnDevice(op) : lowerOp(op);
+      ok = lowerHostOp(op);
     if (!ok) {
       err = error.empty() ? "not supported" : error;
       return nullptr;
@@ -107,7 +106,7 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
   }
   while (!segments.empty())
     closeSegment();
-  target.lowerCallEnd(*this);
+  endCall();
   b.CreateRet(b.getInt32(0));
   emitMatch();
   emitShapes();
@@ -120,8 +119,8 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
   return std::move(mod);
 }
 
-Codegen::EmissionState
-Codegen::enterFunction(llvm::Function *f, const std::vector<ValueId> &used) {
+Emitter::EmissionState
+Emitter::enterFunction(llvm::Function *f, const std::vector<ValueId> &used) {
   EmissionState saved{kernel, b.GetInsertBlock(), buffersArg, symsArg, ctxArg,
                       bufs};
   kernel = f;
@@ -139,7 +138,7 @@ Codegen::enterFunction(llvm::Function *f, const std::vector<ValueId> &used) {
   return saved;
 }
 
-void Codegen::leaveFunction(EmissionState saved) {
+void Emitter::leaveFunction(EmissionState saved) {
   kernel = saved.function;
   sizesChecked.clear();
   buffersArg = saved.buffers;
@@ -266,8 +265,6 @@ bool Codegen::lowerKernel(size_t begin, size_t end, bool rowGroup) {
 }
 
 bool Codegen::lowerCall(const Operation &op) {
-  if (options.device) // its host code launches kernels: lowerBoth inlines
-    return unsupported("calls (inline them first: inlineCalls)");
   auto k = static_cast<size_t>(op.intAttr("callee"));
   const Function &callee = fn.callees[k];
   LoweringOptions names;
@@ -295,7 +292,7 @@ Value *Codegen::scratchArea() {
   return b.CreateConstGEP1_64(ptr, buffersArg, fn.values.size());
 }
 
-bool Codegen::unsupported(const std::string &what) {
+bool Emitter::unsupported(const std::string &what) {
   error = std::string("not supported on the ") + target.name() +
           " backend: " + what;
   return false;
@@ -366,7 +363,7 @@ bool Codegen::lowerOp(const Operation &op) {
   case OpCode::IndexAdd:
     return indexAdd(op);
   case OpCode::MaskedScatter:
-    return inDevice ? maskedScatterSerial(op) : library(op);
+    return library(op); // on a GPU: DeviceCodegen::lowerDeviceOp
   case OpCode::Conv2d:
   case OpCode::MaxPool2d:
   case OpCode::Nonzero:
@@ -383,8 +380,7 @@ bool Codegen::lowerOp(const Operation &op) {
     return library(op);
   case OpCode::Item: {
     ValueId x = op.operands[0];
-    Value *v =
-        load(fn.type(x).dtype, target.readToHost(*this, x), b.getInt64(0));
+    Value *v = load(fn.type(x).dtype, readToHost(x), b.getInt64(0));
     if (fn.type(x).dtype == DType::Bool)
       v = b.CreateZExt(v, i64);
     SymExpr sym = op.exprAttr("sym");
@@ -459,9 +455,8 @@ void Codegen::leafStrides(ValueId v, const std::vector<Value *> &shape,
 Value *
 Codegen::valueAt(ValueId v, const std::vector<Value *> &idx,
                  const std::map<ValueId, std::vector<Value *>> &strides) {
-  if (!rowScalars.empty())
-    if (auto it = rowScalars.find(v); it != rowScalars.end())
-      return it->second; // a row kernel's reduction, in a register
+  if (Value *held = registerValue(v))
+    return held; // a row kernel's reduction, in a register
   if (!plan.inlined[v])
     return load(storedType(v), bufs[v], offset(idx, strides.at(v)));
   const Operation &p = *producer[v];
@@ -806,8 +801,9 @@ bool linkCallee(const Function &fn, size_t k, llvm::LLVMContext &ctx,
   o.prefix = options.calleePrefix(k);
   o.opIndexBase =
       options.opIndexBase + static_cast<int32_t>(calleeFailureBase(fn, k));
-  backend::Codegen cg(fn.callees[k], ctx, target, o);
-  std::unique_ptr<llvm::Module> callee = cg.run(error);
+  std::unique_ptr<backend::Codegen> cg =
+      target.makeCodegen(fn.callees[k], ctx, o);
+  std::unique_ptr<llvm::Module> callee = cg->run(error);
   if (!callee)
     return false;
   // Only the body is called: its matcher and shape function go.
@@ -835,13 +831,11 @@ std::unique_ptr<llvm::Module>
 lowerForTarget(const Function &fn, llvm::LLVMContext &ctx, const Target &target,
                std::vector<std::string> &checks, std::string &error,
                const LoweringOptions &options, DeviceKernels *kernels) {
-  backend::Codegen cg(fn, ctx, target, options);
-  std::unique_ptr<llvm::Module> m = cg.run(error);
-  checks = cg.checks;
-  if (kernels) {
-    kernels->module = std::move(cg.deviceModule);
-    kernels->count = cg.numKernels;
-  }
+  std::unique_ptr<backend::Codegen> cg = target.makeCodegen(fn, ctx, options);
+  std::unique_ptr<llvm::Module> m = cg->run(error);
+  checks = cg->checks;
+  if (kernels)
+    cg->takeKernels(*kernels);
   for (size_t k = 0; m && k < fn.callees.size(); ++k)
     if (!linkCallee(fn, k, ctx, target, options, *m, error))
       return nullptr;

@@ -1,10 +1,11 @@
 // Lowerings shared by the CPU and the GPU of the ops that work along one
-// axis by position: cumsum and cumprod (forward or reverse), index_add, and
-// masked_scatter on the GPU. Each is one loop nest over the other axes
-// (Target::parallelLoop: the CPU's thread pool, a GPU thread per row or
-// column) around a serial loop along the axis, so each destination element
-// has one writer and sees its updates in a fixed order: deterministic,
-// without atomics.
+// axis by position: cumsum and cumprod (forward or reverse) and index_add
+// (masked_scatter's one-thread GPU form is DeviceCodegen's, in
+// backend/nvptx/CodegenDeviceLibrary.cpp). Each is one loop nest over the
+// other axes (parallelLoop, the target's hook: the CPU's thread pool, a GPU
+// thread per row or column) around a serial loop along the axis, so each
+// destination element has one writer and sees its updates in a fixed order:
+// deterministic, without atomics.
 #include "backend/common/Codegen.h"
 
 namespace tsl::backend {
@@ -88,7 +89,7 @@ bool Codegen::indexAdd(const Operation &op) {
   // has no elements: on the host by the library (its message names the
   // index), on the device by a first loop (and again where each is used:
   // threads of other blocks may not have failed yet).
-  if (!inDevice) {
+  if (!inKernel()) {
     checkStatus(b.CreateCall(
         runtime("tsl_rt_check_indices", i32, {ptr, i32, ptr, i64, i32, i64}),
         {ctxArg, dtypeCode(idx), bufs[idx], len,
@@ -107,7 +108,7 @@ bool Codegen::indexAdd(const Operation &op) {
   // positions) per parallel index, the index walked in order inside it. A
   // GPU thread takes one column (neighbours read neighbouring elements); a
   // CPU chunk a run of 64, the innermost loop contiguous.
-  Value *width = b.getInt64(inDevice ? 1 : 64);
+  Value *width = b.getInt64(inKernel() ? 1 : 64);
   Value *blocks = b.CreateUDiv(
       b.CreateAdd(s.inner, b.CreateSub(width, b.getInt64(1))), width);
   loops(
@@ -120,7 +121,7 @@ bool Codegen::indexAdd(const Operation &op) {
             b.CreateAdd(b.CreateMul(b.CreateMul(col[0], s.n), s.inner), k0);
         Value *sBase =
             b.CreateAdd(b.CreateMul(b.CreateMul(col[0], len), s.inner), k0);
-        if (inDevice) // this thread's column of x first
+        if (inKernel()) // this thread's column of x first
           loops({s.n, count}, [&](const std::vector<Value *> &jk) {
             Value *at = b.CreateAdd(
                 xBase, b.CreateAdd(b.CreateMul(jk[0], s.inner), jk[1]));
@@ -128,7 +129,7 @@ bool Codegen::indexAdd(const Operation &op) {
           });
         loops({len}, [&](const std::vector<Value *> &j) {
           Value *v = indexAt(j[0]);
-          if (inDevice)
+          if (inKernel())
             failMessageIf(badIndex(v), outOfBounds, {v, s.n});
           Value *to = b.CreateAdd(xBase, b.CreateMul(v, s.inner));
           Value *from = b.CreateAdd(sBase, b.CreateMul(j[0], s.inner));
@@ -141,47 +142,6 @@ bool Codegen::indexAdd(const Operation &op) {
         });
       },
       b.CreateMul(len, width));
-  return true;
-}
-
-bool Codegen::maskedScatterSerial(const Operation &op) {
-  ValueId x = op.operands[0], mask = op.operands[1], src = op.operands[2];
-  DType t = fn.type(x).dtype;
-  Value *dst = allocateResult(op);
-  Value *numel = product(dims(fn.type(x)));
-  Value *nsrc = product(dims(fn.type(src)));
-  Value *next = entryAlloca(i64);
-  // One thread walks the elements in order (the source position of an
-  // element is the count of true mask elements before it).
-  loops({b.getInt64(1)}, [&](const std::vector<Value *> &) {
-    b.CreateStore(b.getInt64(0), next);
-    loops({numel}, [&](const std::vector<Value *> &i) {
-      Value *m = load(DType::Bool, bufs[mask], i[0]);
-      b.CreateStore(b.CreateAdd(b.CreateLoad(i64, next), b.CreateZExt(m, i64)),
-                    next);
-    });
-    Value *count = b.CreateLoad(i64, next);
-    failMessageIf(b.CreateICmpSGT(count, nsrc),
-                  "the mask selects {0} elements but the source has {1}",
-                  {count, nsrc});
-    b.CreateStore(b.getInt64(0), next);
-    loops({numel}, [&](const std::vector<Value *> &i) {
-      Value *m = load(DType::Bool, bufs[mask], i[0]);
-      Value *k = b.CreateLoad(i64, next);
-      auto *take = llvm::BasicBlock::Create(ctx, "masked", kernel);
-      auto *keep = llvm::BasicBlock::Create(ctx, "unmasked", kernel);
-      auto *done = llvm::BasicBlock::Create(ctx, "scattered", kernel);
-      b.CreateCondBr(m, take, keep);
-      b.SetInsertPoint(take); // source is read only here: it may be empty
-      store(t, dst, i[0], load(t, bufs[src], k));
-      b.CreateBr(done);
-      b.SetInsertPoint(keep);
-      store(t, dst, i[0], load(t, bufs[x], i[0]));
-      b.CreateBr(done);
-      b.SetInsertPoint(done);
-      b.CreateStore(b.CreateAdd(k, b.CreateZExt(m, i64)), next);
-    });
-  });
   return true;
 }
 

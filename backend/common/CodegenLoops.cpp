@@ -8,11 +8,11 @@
 
 namespace tsl::backend {
 
-Value *Codegen::byteSize(const TensorType &t) {
+Value *Emitter::byteSize(const TensorType &t) {
   return b.CreateMul(product(dims(t)), b.getInt64(dtypeSize(t.dtype)));
 }
 
-void Codegen::ifThen(Value *cond, const std::function<void()> &body) {
+void Emitter::ifThen(Value *cond, const std::function<void()> &body) {
   auto *then = llvm::BasicBlock::Create(ctx, "then", kernel);
   auto *done = llvm::BasicBlock::Create(ctx, "endif", kernel);
   b.CreateCondBr(cond, then, done);
@@ -22,16 +22,12 @@ void Codegen::ifThen(Value *cond, const std::function<void()> &body) {
   b.SetInsertPoint(done);
 }
 
-void Codegen::copyBytes(Value *dst, Value *src, Value *bytes) {
-  b.CreateMemMove(dst, llvm::MaybeAlign(1), src, llvm::MaybeAlign(1), bytes);
-}
-
 bool Codegen::beginLoop(size_t i) {
   const Operation &op = fn.ops[i];
   for (size_t k = 0; k < op.results.size(); ++k) {
     const TensorType &t = fn.type(op.results[k]);
     Value *carried = allocate(op.results[k], product(dims(t)));
-    if (!target.copyBuffer(*this, carried, bufs[op.operands[k]], t))
+    if (!copyBuffer(carried, bufs[op.operands[k]], t))
       return false;
   }
   Value *lo = expr(op.exprAttr("lo"));
@@ -68,15 +64,15 @@ bool Codegen::endLoop(size_t i) {
     if (other) {
       const TensorType &t = fn.type(end.operands[k]);
       Value *copy = allocateBytes(byteSize(t));
-      if (!target.copyBuffer(*this, copy, next[k], t))
+      if (!copyBuffer(copy, next[k], t))
         return false;
       next[k] = copy;
       aside.push_back(copy);
     }
   }
   for (size_t k = 0; k < end.operands.size(); ++k)
-    if (!same[k] && !target.copyBuffer(*this, bufs[loop.results[k]], next[k],
-                                       fn.type(loop.results[k])))
+    if (!same[k] &&
+        !copyBuffer(bufs[loop.results[k]], next[k], fn.type(loop.results[k])))
       return false;
   for (Value *p : aside)
     freeBuffer(p);

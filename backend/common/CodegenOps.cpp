@@ -272,7 +272,7 @@ bool Codegen::layout(const Operation &op) {
   }
 }
 
-Value *Codegen::blockOffset(const std::vector<Value *> &idx,
+Value *Emitter::blockOffset(const std::vector<Value *> &idx,
                             const std::vector<Value *> &starts,
                             const std::vector<Value *> &extents,
                             const std::vector<Value *> &strides,
@@ -288,7 +288,7 @@ Value *Codegen::blockOffset(const std::vector<Value *> &idx,
   return at;
 }
 
-Value *Codegen::loadWhere(Value *cond, DType t, Value *base, Value *index,
+Value *Emitter::loadWhere(Value *cond, DType t, Value *base, Value *index,
                           Value *otherwise) {
   llvm::BasicBlock *pre = b.GetInsertBlock();
   auto *read = llvm::BasicBlock::Create(ctx, "readwhere", kernel);
@@ -315,7 +315,7 @@ bool Codegen::updateSlice(const Operation &op) {
   for (const SymExpr &s : op.exprsAttr("starts"))
     starts.push_back(expr(s));
   if (plan.updateInPlace[r]) { // x is read no more: write the block into it
-    if (!inDevice) { // a device kernel reads r's buffer (x's) from its slot
+    if (!inKernel()) { // a device kernel reads r's buffer (x's) from its slot
       bufs[r] = bufs[x];
       b.CreateStore(bufs[r], bufferSlot(r));
     }
@@ -362,7 +362,7 @@ bool Codegen::concat(const Operation &op) {
 }
 
 /// An alloca'd i64 array holding a type's dims.
-Value *Codegen::shapeArray(const TensorType &t) {
+Value *Emitter::shapeArray(const TensorType &t) {
   Value *arr =
       entryAlloca(llvm::ArrayType::get(i64, std::max<size_t>(t.rank(), 1)));
   for (size_t i = 0; i < t.rank(); ++i)

@@ -8,7 +8,7 @@
 namespace tsl::backend {
 
 // --- runtime calls ---------------------------------------------------
-llvm::FunctionCallee Codegen::runtime(const char *name, llvm::Type *ret,
+llvm::FunctionCallee Emitter::runtime(const char *name, llvm::Type *ret,
                                       std::vector<llvm::Type *> args) {
   int32_t slot = tsl_rt_slot_of(name);
   if (options.aot && slot >= 0) {
@@ -35,12 +35,12 @@ llvm::FunctionCallee Codegen::runtime(const char *name, llvm::Type *ret,
 }
 
 /// Branches to a failure exit when \p failed is true.
-void Codegen::failIf(Value *failed, const std::function<void()> &record,
+void Emitter::failIf(Value *failed, const std::function<void()> &record,
                      const std::vector<Value *> &values) {
   if (auto *never = llvm::dyn_cast<llvm::ConstantInt>(failed);
       never && never->isZero())
     return;
-  if (!record && !inDevice && kernel->getReturnType()->isIntegerTy(32)) {
+  if (!record && !inKernel() && kernel->getReturnType()->isIntegerTy(32)) {
     // One return for every call whose callee recorded its failure: 10,000
     // calls of a helper made 10,000 blocks for instruction selection.
     auto *bad = llvm::dyn_cast_or_null<llvm::BasicBlock>(
@@ -60,35 +60,8 @@ void Codegen::failIf(Value *failed, const std::function<void()> &record,
   b.CreateCondBr(failed, bad, ok,
                  llvm::MDBuilder(ctx).createBranchWeights(1, 1 << 20));
   b.SetInsertPoint(bad);
-  if (inDevice) {
-    // No context on the device: 1 + the op index in the call's status word,
-    // which the host checks where it waits (checkDeviceStatus); the high
-    // half says which message (deviceMessage, set by failMessageIf). The
-    // first failing thread wins, so that the values stored after the word
-    // belong to the message it names.
-    Value *won = b.CreateExtractValue(
-        b.CreateAtomicCmpXchg(deviceStatus, b.getInt64(0),
-                              b.getInt64((opIndex + 1) | (deviceMessage << 32)),
-                              llvm::MaybeAlign(8),
-                              llvm::AtomicOrdering::Monotonic,
-                              llvm::AtomicOrdering::Monotonic),
-        1);
-    if (!values.empty()) {
-      auto *record = llvm::BasicBlock::Create(ctx, "record", kernel);
-      auto *recorded = llvm::BasicBlock::Create(ctx, "recorded", kernel);
-      b.CreateCondBr(won, record, recorded);
-      b.SetInsertPoint(record);
-      for (size_t i = 0; i < values.size() && i < 2; ++i)
-        b.CreateStore(b.CreateSExtOrTrunc(values[i], i64),
-                      b.CreateConstGEP1_64(i64, deviceStatus, i + 1));
-      b.CreateBr(recorded);
-      b.SetInsertPoint(recorded);
-    }
-    deviceMayFail = true;
-    if (cooperative)
-      b.CreateBr(ok); // the call fails anyway; keep the barriers reachable
-    else
-      b.CreateRetVoid();
+  if (inKernel()) {
+    kernelFailure(ok, values);
   } else {
     if (record)
       record();
@@ -97,34 +70,30 @@ void Codegen::failIf(Value *failed, const std::function<void()> &record,
   b.SetInsertPoint(ok);
 }
 
-Value *Codegen::opIndexValue() {
+Value *Emitter::opIndexValue() {
   if (!kernelOp)
     return b.getInt32(opIndex + options.opIndexBase);
   return b.CreateAdd(kernelOp, b.getInt32(opIndex - kernelFirstOp));
 }
 
-Value *Codegen::messageText(const std::string &message) {
+Value *Emitter::messageText(const std::string &message) {
   llvm::Constant *&text = messages[message];
   if (!text)
     text = b.CreateGlobalStringPtr(message, "tsl.message");
   return text;
 }
 
-void Codegen::failOpIf(Value *failed) {
+void Emitter::failOpIf(Value *failed) {
   failIf(failed, [&] {
     b.CreateCall(runtime(target.runtime().fail, b.getVoidTy(), {ptr, i32}),
                  {ctxArg, opIndexValue()});
   });
 }
 
-void Codegen::failMessageIf(Value *failed, const std::string &message,
+void Emitter::failMessageIf(Value *failed, const std::string &message,
                             const std::vector<Value *> &values) {
-  if (inDevice) {
-    deviceMessages.push_back(message);
-    deviceMessage = static_cast<int64_t>(deviceMessages.size());
-    failIf(
-        failed, [] {}, values);
-    deviceMessage = 0;
+  if (inKernel()) {
+    kernelFailMessageIf(failed, message, values);
     return;
   }
   failIf(failed, [&] {
@@ -135,7 +104,7 @@ void Codegen::failMessageIf(Value *failed, const std::string &message,
   });
 }
 
-Value *Codegen::sizeStep(llvm::Intrinsic::ID checkedOp, Value *x, Value *y) {
+Value *Emitter::sizeStep(llvm::Intrinsic::ID checkedOp, Value *x, Value *y) {
   if (!sizeOverflow)
     return checkedOp == llvm::Intrinsic::smul_with_overflow ? b.CreateMul(x, y)
                                                             : b.CreateAdd(x, y);
@@ -144,7 +113,7 @@ Value *Codegen::sizeStep(llvm::Intrinsic::ID checkedOp, Value *x, Value *y) {
   return b.CreateExtractValue(pair, 0);
 }
 
-Value *Codegen::checkedExpr(SymExpr e, Value *&overflow) {
+Value *Emitter::checkedExpr(SymExpr e, Value *&overflow) {
   Value *outer = sizeOverflow;
   sizeOverflow = b.getFalse();
   Value *v = expr(e);
@@ -153,7 +122,7 @@ Value *Codegen::checkedExpr(SymExpr e, Value *&overflow) {
   return v;
 }
 
-Value *Codegen::checkedCond(const SymCond &c, Value *&overflow) {
+Value *Emitter::checkedCond(const SymCond &c, Value *&overflow) {
   Value *outer = sizeOverflow;
   sizeOverflow = b.getFalse();
   Value *v = cond(c);
@@ -162,7 +131,7 @@ Value *Codegen::checkedCond(const SymCond &c, Value *&overflow) {
   return v;
 }
 
-void Codegen::checkResultSizes(const Operation &op) {
+void Emitter::checkResultSizes(const Operation &op) {
   for (ValueId r : op.results) {
     const TensorType &t = fn.type(r);
     bool constant = true, unbacked = false;
@@ -196,7 +165,7 @@ void Codegen::checkResultSizes(const Operation &op) {
   }
 }
 
-Value *Codegen::expr(SymExpr e) {
+Value *Emitter::expr(SymExpr e) {
   switch (e.kind()) {
   case SymExpr::Kind::Overflow: // the elaborator rejects it; fail if reached
     if (sizeOverflow)
@@ -254,7 +223,7 @@ Value *Codegen::expr(SymExpr e) {
   return b.getInt64(0);
 }
 
-Value *Codegen::floorDiv(Value *x, Value *y) {
+Value *Emitter::floorDiv(Value *x, Value *y) {
   Value *q = b.CreateSDiv(x, y), *r = b.CreateSRem(x, y);
   Value *adjust =
       b.CreateAnd(b.CreateICmpNE(r, b.getInt64(0)),
@@ -263,7 +232,7 @@ Value *Codegen::floorDiv(Value *x, Value *y) {
   return b.CreateSub(q, b.CreateZExt(adjust, i64));
 }
 
-Value *Codegen::floorMod(Value *x, Value *y) {
+Value *Emitter::floorMod(Value *x, Value *y) {
   Value *r = b.CreateSRem(x, y);
   Value *adjust =
       b.CreateAnd(b.CreateICmpNE(r, b.getInt64(0)),
@@ -272,7 +241,7 @@ Value *Codegen::floorMod(Value *x, Value *y) {
   return b.CreateSelect(adjust, b.CreateAdd(r, y), r);
 }
 
-Value *Codegen::cond(const SymCond &c) {
+Value *Emitter::cond(const SymCond &c) {
   switch (c.kind()) {
   case SymCond::Kind::True:
     return b.getTrue();
@@ -304,7 +273,7 @@ Value *Codegen::cond(const SymCond &c) {
   }
 }
 
-std::vector<Value *> Codegen::dims(const TensorType &t) {
+std::vector<Value *> Emitter::dims(const TensorType &t) {
   std::vector<Value *> out;
   if (rowShaped(t)) { // one row of a row group
     out.assign(rowLead.size(), b.getInt64(1));
@@ -316,7 +285,7 @@ std::vector<Value *> Codegen::dims(const TensorType &t) {
   return out;
 }
 
-Value *Codegen::product(const std::vector<Value *> &v) {
+Value *Emitter::product(const std::vector<Value *> &v) {
   Value *p = b.getInt64(1);
   for (Value *x : v)
     p = b.CreateMul(p, x);
@@ -324,7 +293,7 @@ Value *Codegen::product(const std::vector<Value *> &v) {
 }
 
 std::vector<Value *>
-Codegen::contiguousStrides(const std::vector<Value *> &shape) {
+Emitter::contiguousStrides(const std::vector<Value *> &shape) {
   std::vector<Value *> s(shape.size());
   Value *acc = b.getInt64(1);
   for (size_t i = shape.size(); i-- > 0;) {
@@ -334,7 +303,7 @@ Codegen::contiguousStrides(const std::vector<Value *> &shape) {
   return s;
 }
 
-Value *Codegen::entryAlloca(llvm::Type *t) {
+Value *Emitter::entryAlloca(llvm::Type *t) {
   // In the entry block, so that an op in a loop body reuses one slot
   // instead of growing the stack on every iteration.
   llvm::IRBuilder<> entry(&kernel->getEntryBlock(),
@@ -343,11 +312,17 @@ Value *Codegen::entryAlloca(llvm::Type *t) {
 }
 
 /// Allocates the buffer of value \p v with \p count elements.
-DType Codegen::storedType(ValueId v) const {
+bool Emitter::rowShaped(const TensorType &t) const {
+  if (rowLead.empty() || t.rank() != rowLead.size() + 1)
+    return false;
+  return std::equal(rowLead.begin(), rowLead.end(), t.dims.begin());
+}
+
+DType Emitter::storedType(ValueId v) const {
   return wideScratch.count(v) ? DType::F32 : fn.type(v).dtype;
 }
 
-Value *Codegen::allocate(ValueId v, Value *count) {
+Value *Emitter::allocate(ValueId v, Value *count) {
   size_t elem = dtypeSize(storedType(v));
   // A byte count that leaves int64 becomes -1, which tsl_rt_alloc rejects.
   Value *pair = b.CreateBinaryIntrinsic(llvm::Intrinsic::smul_with_overflow,
@@ -360,7 +335,7 @@ Value *Codegen::allocate(ValueId v, Value *count) {
   return p;
 }
 
-Value *Codegen::allocateBytes(Value *bytes) {
+Value *Emitter::allocateBytes(Value *bytes) {
   Value *p = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
                           {ctxArg, bytes});
   failIf(b.CreateIsNull(p), [&] {
@@ -370,7 +345,7 @@ Value *Codegen::allocateBytes(Value *bytes) {
   return p;
 }
 
-Value *Codegen::allocateResult(const Operation &op, size_t i) {
+Value *Emitter::allocateResult(const Operation &op, size_t i) {
   ValueId v = op.results[i];
   if (preallocated) // by a row group before its row loop, or by the host
     return bufs[v];
@@ -378,15 +353,15 @@ Value *Codegen::allocateResult(const Operation &op, size_t i) {
 }
 
 /// for (idx...) over \p extents, calling \p body with the indices.
-void Codegen::loops(const std::vector<Value *> &extents, const LoopBody &body,
+void Emitter::loops(const std::vector<Value *> &extents, const LoopBody &body,
                     Value *work) {
   if (loopNesting == 0)
-    target.parallelLoop(*this, extents, work, body);
+    parallelLoop(extents, work, body);
   else
     serialLoops(extents, body);
 }
 
-void Codegen::serialLoops(const std::vector<Value *> &extents,
+void Emitter::serialLoops(const std::vector<Value *> &extents,
                           const LoopBody &body) {
   std::vector<Value *> idx;
   ++loopNesting;
@@ -394,7 +369,7 @@ void Codegen::serialLoops(const std::vector<Value *> &extents,
   --loopNesting;
 }
 
-void Codegen::loopLevel(
+void Emitter::loopLevel(
     const std::vector<Value *> &extents, size_t level,
     std::vector<Value *> &idx,
     const std::function<void(const std::vector<Value *> &)> &body) {
@@ -421,7 +396,7 @@ void Codegen::loopLevel(
   b.SetInsertPoint(exit);
 }
 
-Value *Codegen::offset(const std::vector<Value *> &idx,
+Value *Emitter::offset(const std::vector<Value *> &idx,
                        const std::vector<Value *> &strides) {
   Value *o = b.getInt64(0);
   for (size_t i = 0; i < idx.size(); ++i)
@@ -431,7 +406,7 @@ Value *Codegen::offset(const std::vector<Value *> &idx,
 
 // --- element values ---------------------------------------------------
 /// The type elements of \p t are computed in.
-llvm::Type *Codegen::computeType(DType t) {
+llvm::Type *Emitter::computeType(DType t) {
   switch (t) {
   case DType::Bool:
     return b.getInt1Ty();
@@ -446,7 +421,7 @@ llvm::Type *Codegen::computeType(DType t) {
   }
 }
 
-llvm::Type *Codegen::storageType(DType t) {
+llvm::Type *Emitter::storageType(DType t) {
   switch (t) {
   case DType::Bool:
   case DType::I8:
@@ -467,7 +442,7 @@ llvm::Type *Codegen::storageType(DType t) {
   return i8;
 }
 
-Value *Codegen::load(DType t, Value *base, Value *index) {
+Value *Emitter::load(DType t, Value *base, Value *index) {
   llvm::Type *st = storageType(t);
   Value *raw = b.CreateLoad(st, b.CreateGEP(st, base, index));
   switch (t) {
@@ -486,7 +461,7 @@ Value *Codegen::load(DType t, Value *base, Value *index) {
   }
 }
 
-void Codegen::store(DType t, Value *base, Value *index, Value *v) {
+void Emitter::store(DType t, Value *base, Value *index, Value *v) {
   llvm::Type *st = storageType(t);
   Value *slot = b.CreateGEP(st, base, index);
   switch (t) {
@@ -508,7 +483,7 @@ void Codegen::store(DType t, Value *base, Value *index, Value *v) {
   }
 }
 
-Value *Codegen::bf16Bits(Value *v) {
+Value *Emitter::bf16Bits(Value *v) {
   // Round to nearest even; NaN stays a (quiet) NaN.
   Value *bits = b.CreateBitCast(v, i32);
   Value *lsb = b.CreateAnd(b.CreateLShr(bits, 16), b.getInt32(1));
@@ -519,7 +494,7 @@ Value *Codegen::bf16Bits(Value *v) {
   return b.CreateSelect(isNan, nan, rounded);
 }
 
-Value *Codegen::roundToStorage(DType t, Value *v) {
+Value *Emitter::roundToStorage(DType t, Value *v) {
   switch (t) {
   case DType::I8:
   case DType::I32:
@@ -534,7 +509,7 @@ Value *Codegen::roundToStorage(DType t, Value *v) {
 }
 
 /// Converts a computed value between element types (cast semantics).
-Value *Codegen::convert(Value *v, DType from, DType to) {
+Value *Emitter::convert(Value *v, DType from, DType to) {
   llvm::Type *src = computeType(from), *dst = computeType(to);
   bool fromFloat = isFloat(from), toFloat = isFloat(to);
   if (to == DType::Bool) {
@@ -563,7 +538,7 @@ Value *Codegen::convert(Value *v, DType from, DType to) {
   return v; // int to int: i64 compute type, wrapped on store
 }
 
-Value *Codegen::unary(OpCode code, DType t, Value *x) {
+Value *Emitter::unary(OpCode code, DType t, Value *x) {
   bool fl = isFloat(t);
   llvm::Type *ty = computeType(t);
   switch (code) {
@@ -619,7 +594,7 @@ Value *Codegen::unary(OpCode code, DType t, Value *x) {
   }
 }
 
-Value *Codegen::binary(OpCode code, DType t, Value *x, Value *y) {
+Value *Emitter::binary(OpCode code, DType t, Value *x, Value *y) {
   bool fl = isFloat(t);
   switch (code) {
   case OpCode::Add:
@@ -638,7 +613,7 @@ Value *Codegen::binary(OpCode code, DType t, Value *x, Value *y) {
       return q;
     }
     failMessageIf(b.CreateICmpEQ(y, b.getInt64(0)), "integer division by zero");
-    if (cooperative) // the failed check went on (failIf): divide by 1
+    if (failuresGoOn()) // the failed check went on (failIf): divide by 1
       y = b.CreateSelect(b.CreateICmpEQ(y, b.getInt64(0)), b.getInt64(1), y);
     return floorDiv(x, y);
   case OpCode::Pow:
@@ -672,14 +647,14 @@ Value *Codegen::binary(OpCode code, DType t, Value *x, Value *y) {
   }
 }
 
-Value *Codegen::libm(const char *f32name, const char *f64name, DType t,
+Value *Emitter::libm(const char *f32name, const char *f64name, DType t,
                      Value *x) {
   bool dbl = t == DType::F64;
   llvm::Type *ty = computeType(t);
   return b.CreateCall(runtime(dbl ? f64name : f32name, ty, {ty}), {x});
 }
 
-Value *Codegen::symSlot(const std::string &name) {
+Value *Emitter::symSlot(const std::string &name) {
   return b.CreateConstGEP1_64(i64, symsArg, symIndex.at(name));
 }
 
@@ -697,7 +672,7 @@ static Value *horner(llvm::IRBuilder<> &b, Value *x2,
   return acc;
 }
 
-Value *Codegen::fastExp(Value *x) {
+Value *Emitter::fastExp(Value *x) {
   // exp for f32 without libm's error handling (vectorizable, no errno):
   // x = n*ln2 + r with |r| <= ln2/2 (Cody-Waite), exp(r) by the Cephes
   // polynomial, times 2^n applied in two halves so results down to the
@@ -752,7 +727,7 @@ static Value *clampedOddRational(llvm::IRBuilder<> &b, Value *x, double lim,
   return b.CreateFDiv(b.CreateFMul(c, horner(b, c2, p)), horner(b, c2, q));
 }
 
-Value *Codegen::fastTanh(Value *x) {
+Value *Emitter::fastTanh(Value *x) {
   // Rational approximation for f32 (the form Eigen uses): a few ulp, and
   // unlike a libm call it vectorizes. Clamped where tanh rounds to +-1.
   llvm::Type *ty = x->getType();
@@ -771,7 +746,7 @@ Value *Codegen::fastTanh(Value *x) {
   return b.CreateSelect(b.CreateOr(tiny, isNan), x, r);
 }
 
-Value *Codegen::fastErf(Value *x) {
+Value *Emitter::fastErf(Value *x) {
   // Rational approximation of erf for f32 (Eigen's generic_fast_erf_float),
   // vectorizable; erf(x) rounds to +-1 beyond |x| = 4.
   Value *r = clampedOddRational(

@@ -92,8 +92,10 @@ struct LoweringOptions {
 size_t bufferArrayLength(const Function &fn);
 
 /// The device kernels of a target that launches kernels
-/// (TargetCaps::launchesKernels): `tsl_dev_<k>(ptr buffers, ptr syms, i64
-/// thread, i64 threads)` for k = 0 .. count - 1, in \p module.
+/// (TargetCaps::launchesKernels): `void tsl_dev_<k>(ptr args)` for k = 0 ..
+/// count - 1, in \p module; args is one block of 8-byte words: the address of
+/// the call's status word, the extra pointers the host passes, the symbols,
+/// then the buffers the kernel uses by slot (runtime/KernelAbi.h).
 struct DeviceKernels {
   std::unique_ptr<llvm::Module> module;
   int32_t count = 0;

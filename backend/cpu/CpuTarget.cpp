@@ -1,7 +1,8 @@
-// The host CPU target: the common lowering as it is, in host memory.
+// The host CPU target: its capabilities, runtime entries and lowering
+// (CpuCodegen).
 #include "backend/cpu/CpuTarget.h"
 
-#include "backend/common/Codegen.h"
+#include "backend/cpu/CpuCodegen.h"
 
 namespace tsl {
 
@@ -11,28 +12,11 @@ RuntimeEntries CpuTarget::runtime() const {
   return {"tsl_rt_alloc", "tsl_rt_free", "tsl_rt_fail", "tsl_rt_error"};
 }
 
-bool CpuTarget::lowerOp(backend::Codegen &cg, const Operation &op) const {
-  return cg.lowerOp(op);
-}
-
-bool CpuTarget::lowerRowGroup(backend::Codegen &cg, const RowGroup &g) const {
-  return cg.lowerRowGroup(g);
-}
-
-bool CpuTarget::copyBuffer(backend::Codegen &cg, llvm::Value *dst,
-                           llvm::Value *src, const TensorType &t) const {
-  cg.copyBytes(dst, src, cg.byteSize(t));
-  return true;
-}
-
-llvm::Value *CpuTarget::readToHost(backend::Codegen &cg, ValueId v) const {
-  return cg.buffer(v);
-}
-
-void CpuTarget::parallelLoop(backend::Codegen &cg,
-                             const std::vector<llvm::Value *> &extents,
-                             llvm::Value *work, const LoopBody &body) const {
-  cg.hostParallelLoops(extents, work, body);
+std::unique_ptr<backend::Codegen>
+CpuTarget::makeCodegen(const Function &fn, llvm::LLVMContext &ctx,
+                       LoweringOptions options) const {
+  return std::make_unique<backend::CpuCodegen>(fn, ctx, *this,
+                                               std::move(options));
 }
 
 const Target &cpuTarget() {

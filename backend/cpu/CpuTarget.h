@@ -2,7 +2,8 @@
 /// \file The host CPU as a code generation target (Target.h): ops are loop
 /// nests and runtime library calls inside the kernel function, memory comes
 /// from tsl_rt_alloc, and every fusion of the kernel plan is allowed (GEMM
-/// operands read as B^T, row groups, outlined runs). No LLVM headers.
+/// operands read as B^T, row groups, outlined runs). The lowering is
+/// CpuCodegen (CpuCodegen.h, private to backend/cpu). No LLVM headers.
 
 #include "backend/common/Lowering.h"
 #include "backend/common/Target.h"
@@ -22,18 +23,11 @@ public:
   TargetCaps caps() const override;
   /// tsl_rt_alloc, tsl_rt_free, tsl_rt_fail, tsl_rt_error.
   RuntimeEntries runtime() const override;
-  /// The common lowering (Codegen::lowerOp).
-  bool lowerOp(backend::Codegen &cg, const Operation &op) const override;
-  /// The value's own buffer: host memory.
-  bool lowerRowGroup(backend::Codegen &cg, const RowGroup &g) const override;
-  llvm::Value *readToHost(backend::Codegen &cg, ValueId v) const override;
-  bool copyBuffer(backend::Codegen &cg, llvm::Value *dst, llvm::Value *src,
-                  const TensorType &t) const override;
-  /// Chunks of the outer indices on the runtime's thread pool
-  /// (Codegen::hostParallelLoops).
-  void parallelLoop(backend::Codegen &cg,
-                    const std::vector<llvm::Value *> &extents,
-                    llvm::Value *work, const LoopBody &body) const override;
+  /// A CpuCodegen (CpuCodegen.h): loop nests and library calls in host
+  /// memory, outer loops on the runtime's thread pool.
+  std::unique_ptr<backend::Codegen>
+  makeCodegen(const Function &fn, llvm::LLVMContext &ctx,
+              LoweringOptions options) const override;
 };
 
 /// The one CpuTarget.

@@ -5,7 +5,7 @@
 // CPU lowering has loops that depend on each other (accumulate, then
 // finish) get single-loop forms here with one thread per result element
 // (reductions over one run of axes are block-tiled: CodegenDeviceReduce.cpp).
-#include "backend/common/Codegen.h"
+#include "backend/nvptx/DeviceCodegen.h"
 
 #include <llvm/IR/IntrinsicInst.h>
 
@@ -67,8 +67,8 @@ uint64_t upperBound(Value *v, int depth = 0) {
 
 } // namespace
 
-void Codegen::gridStrideLoops(const std::vector<Value *> &extents,
-                              const LoopBody &body) {
+void DeviceContext::gridStrideLoops(const std::vector<Value *> &extents,
+                                    const LoopBody &body) {
   stridedLoop(deviceThread, product(extents), deviceThreads, [&](Value *i) {
     // The flat index as one index per extent (row-major).
     std::vector<Value *> idx(extents.size());
@@ -87,7 +87,7 @@ void Codegen::gridStrideLoops(const std::vector<Value *> &extents,
   });
 }
 
-bool Codegen::launchOnDevice(const Operation &op) {
+bool DeviceCodegen::launchOnDevice(const Operation &op) {
   switch (op.code) {
   case OpCode::Assert:  // a condition on sizes: the host checks it
   case OpCode::Reshape: // an alias of the operand's buffer
@@ -155,7 +155,7 @@ bool Codegen::launchOnDevice(const Operation &op) {
   return launchPerElement(op);
 }
 
-bool Codegen::launchUpdateInPlace(const Operation &op) {
+bool DeviceCodegen::launchUpdateInPlace(const Operation &op) {
   ValueId x = op.operands[0], v = op.operands[1], r = op.results[0];
   bufs[r] = bufs[x]; // the host's alias; the kernel writes the block only
   b.CreateStore(bufs[r], bufferSlot(r));
@@ -168,7 +168,7 @@ bool Codegen::launchUpdateInPlace(const Operation &op) {
   return true;
 }
 
-bool Codegen::launchPerElement(const Operation &op) {
+bool DeviceCodegen::launchPerElement(const Operation &op) {
   // One work item per element of the first result.
   Value *total = product(dims(fn.type(op.results[0])));
   bool vector = vectorizableOnDevice(op);
@@ -201,9 +201,10 @@ static constexpr size_t kArgsHeader = 1;
 /// Kernel parameters are at most 4 KiB on every GPU we target.
 static constexpr size_t kMaxArgWords = 4096 / 8;
 
-int32_t Codegen::emitDeviceKernel(const std::vector<ValueId> &used,
-                                  const std::function<bool()> &body,
-                                  std::vector<ValueId> &slots, size_t extras) {
+int32_t DeviceContext::emitDeviceKernel(const std::vector<ValueId> &used,
+                                        const std::function<bool()> &body,
+                                        std::vector<ValueId> &slots,
+                                        size_t extras) {
   int32_t number = numKernels++;
   auto *type = llvm::FunctionType::get(b.getVoidTy(), {ptr}, false);
   auto *device = llvm::Function::Create(type, llvm::Function::ExternalLinkage,
@@ -258,7 +259,7 @@ int32_t Codegen::emitDeviceKernel(const std::vector<ValueId> &used,
   return number;
 }
 
-bool Codegen::deviceCopy(Value *dst, Value *src, const TensorType &t) {
+bool DeviceContext::deviceCopy(Value *dst, Value *src, const TensorType &t) {
   std::vector<ValueId> slots;
   int32_t k = emitDeviceKernel(
       {},
@@ -276,20 +277,21 @@ bool Codegen::deviceCopy(Value *dst, Value *src, const TensorType &t) {
   return true;
 }
 
-Value *Codegen::deviceExtra(size_t i) {
+Value *DeviceContext::deviceExtra(size_t i) {
   return b.CreateLoad(ptr,
                       b.CreateConstGEP1_64(i64, deviceArgs, kArgsHeader + i));
 }
 
-Codegen::DeviceGrid Codegen::gridFor(Value *total) {
+DeviceContext::DeviceGrid DeviceContext::gridFor(Value *total) {
   Value *t = b.getInt64(kDeviceThreads);
   return {b.CreateSDiv(b.CreateAdd(total, b.getInt64(kDeviceThreads - 1)), t),
           b.getInt32(kDeviceThreads)};
 }
 
-void Codegen::emitLaunch(int32_t number, const std::vector<ValueId> &slots,
-                         const DeviceGrid &grid,
-                         const std::vector<Value *> &extras) {
+void DeviceContext::emitLaunch(int32_t number,
+                               const std::vector<ValueId> &slots,
+                               const DeviceGrid &grid,
+                               const std::vector<Value *> &extras) {
   size_t numSyms = fn.symbols.size() + 1;
   size_t words = kArgsHeader + extras.size() + numSyms + slots.size();
   Value *args = entryAlloca(llvm::ArrayType::get(i64, words));
@@ -322,7 +324,7 @@ void Codegen::emitLaunch(int32_t number, const std::vector<ValueId> &slots,
   device->addFnAttr("tsl-max-threads", std::to_string(std::max(before, bound)));
 }
 
-void Codegen::checkDeviceStatus() {
+void DeviceContext::checkDeviceStatus() {
   if (!deviceMayFail)
     return;
   Value *status =
@@ -337,8 +339,52 @@ void Codegen::checkDeviceStatus() {
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
 }
 
-bool Codegen::lowerDeviceOp(const Operation &op) {
+void DeviceContext::kernelFailure(llvm::BasicBlock *ok,
+                                  const std::vector<Value *> &values) {
+  // No context on the device: 1 + the op index in the call's status word,
+  // which the host checks where it waits (checkDeviceStatus); the high
+  // half says which message (deviceMessage, set by failMessageIf). The
+  // first failing thread wins, so that the values stored after the word
+  // belong to the message it names.
+  Value *won = b.CreateExtractValue(
+      b.CreateAtomicCmpXchg(deviceStatus, b.getInt64(0),
+                            b.getInt64((opIndex + 1) | (deviceMessage << 32)),
+                            llvm::MaybeAlign(8),
+                            llvm::AtomicOrdering::Monotonic,
+                            llvm::AtomicOrdering::Monotonic),
+      1);
+  if (!values.empty()) {
+    auto *record = llvm::BasicBlock::Create(ctx, "record", kernel);
+    auto *recorded = llvm::BasicBlock::Create(ctx, "recorded", kernel);
+    b.CreateCondBr(won, record, recorded);
+    b.SetInsertPoint(record);
+    for (size_t i = 0; i < values.size() && i < 2; ++i)
+      b.CreateStore(b.CreateSExtOrTrunc(values[i], i64),
+                    b.CreateConstGEP1_64(i64, deviceStatus, i + 1));
+    b.CreateBr(recorded);
+    b.SetInsertPoint(recorded);
+  }
+  deviceMayFail = true;
+  if (cooperative)
+    b.CreateBr(ok); // the call fails anyway; keep the barriers reachable
+  else
+    b.CreateRetVoid();
+}
+
+void DeviceContext::kernelFailMessageIf(Value *failed,
+                                        const std::string &message,
+                                        const std::vector<Value *> &values) {
+  deviceMessages.push_back(message);
+  deviceMessage = static_cast<int64_t>(deviceMessages.size());
+  failIf(
+      failed, [] {}, values);
+  deviceMessage = 0;
+}
+
+bool DeviceCodegen::lowerDeviceOp(const Operation &op) {
   switch (op.code) {
+  case OpCode::MaskedScatter:
+    return maskedScatterSerial(op);
   case OpCode::ReduceSum:
   case OpCode::ReduceMean:
   case OpCode::ReduceMax:
@@ -360,7 +406,7 @@ bool Codegen::lowerDeviceOp(const Operation &op) {
   }
 }
 
-Value *Codegen::readToHost(ValueId v) {
+Value *DeviceContext::readToHost(ValueId v) {
   llvm::Type *st = storageType(fn.type(v).dtype);
   Value *slot = entryAlloca(st);
   Value *status = b.CreateCall(
@@ -372,16 +418,16 @@ Value *Codegen::readToHost(ValueId v) {
   return slot;
 }
 
-Value *Codegen::deviceWord() { return deviceScratch(b.getInt64(8)); }
+Value *DeviceContext::deviceWord() { return deviceScratch(b.getInt64(8)); }
 
-Value *Codegen::deviceScratch(Value *bytes) {
+Value *DeviceContext::deviceScratch(Value *bytes) {
   Value *p = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
                           {ctxArg, bytes});
   failOpIf(b.CreateIsNull(p));
   return p;
 }
 
-void Codegen::readSymbol(const std::string &name, Value *word) {
+void DeviceContext::readSymbol(const std::string &name, Value *word) {
   Value *status =
       b.CreateCall(runtime("tsl_rt_dev_read", i32, {ptr, ptr, ptr, i64}),
                    {ctxArg, symSlot(name), word, b.getInt64(8)});
@@ -389,7 +435,7 @@ void Codegen::readSymbol(const std::string &name, Value *word) {
   checkDeviceStatus();
 }
 
-bool Codegen::deviceMatmul(const Operation &op) {
+bool DeviceCodegen::deviceMatmul(const Operation &op) {
   DType t = fn.type(op.operands[0]).dtype;
   MatmulDims md = matmulDims(op);
   Value *dst = allocateResult(op);
@@ -425,7 +471,7 @@ bool Codegen::deviceMatmul(const Operation &op) {
   return true;
 }
 
-bool Codegen::devicePad(const Operation &op) {
+bool DeviceCodegen::devicePad(const Operation &op) {
   const TensorType &in = fn.type(op.operands[0]);
   const TensorType &out = fn.type(op.results[0]);
   DType t = out.dtype;
@@ -450,7 +496,7 @@ bool Codegen::devicePad(const Operation &op) {
   return true;
 }
 
-bool Codegen::vectorizableOnDevice(const Operation &op) const {
+bool DeviceCodegen::vectorizableOnDevice(const Operation &op) const {
   if (!isElementwise(op.code) || op.results.size() != 1)
     return false;
   const TensorType &out = fn.type(op.results[0]);
@@ -466,7 +512,7 @@ bool Codegen::vectorizableOnDevice(const Operation &op) const {
   return true;
 }
 
-bool Codegen::deviceVectorElementwise(const Operation &op) {
+bool DeviceCodegen::deviceVectorElementwise(const Operation &op) {
   const TensorType &out = fn.type(op.results[0]);
   Value *total = product(dims(out));
   Value *dst = allocateResult(op);

@@ -42,7 +42,7 @@
 // of 16 bytes' worth of elements and the buffer is 16-byte aligned, staging
 // loads 128 bits at a time (a uniform run-time branch).
 // Not done yet: double-buffered (cp.async) k and v tiles, ldmatrix.
-#include "backend/common/Codegen.h"
+#include "backend/nvptx/DeviceCodegen.h"
 
 namespace tsl::backend {
 
@@ -111,7 +111,7 @@ int64_t log2Of(int64_t n) {
 
 } // namespace
 
-struct Codegen::AttentionTile {
+struct DeviceCodegen::AttentionTile {
   AttentionConfig c;
   DType t;
   llvm::Type *acc;  ///< f32 on tensor cores, else computeType(t)
@@ -156,7 +156,7 @@ struct Codegen::AttentionTile {
   }
 };
 
-bool Codegen::deviceAttention(const Operation &op) {
+bool DeviceCodegen::deviceAttention(const Operation &op) {
   const TensorType &qt = fn.type(op.operands[0]);
   if (!isFloat(qt.dtype))
     return unsupported("attention on " + qt.str());
@@ -188,7 +188,7 @@ bool Codegen::deviceAttention(const Operation &op) {
   return true;
 }
 
-bool Codegen::attentionKernel(const Operation &op) {
+bool DeviceCodegen::attentionKernel(const Operation &op) {
   AttentionTile a;
   const TensorType &qt = fn.type(op.operands[0]);
   size_t rank = qt.rank();
@@ -302,7 +302,7 @@ bool Codegen::attentionKernel(const Operation &op) {
   return true;
 }
 
-void Codegen::attentionSlice(AttentionTile &a) {
+void DeviceCodegen::attentionSlice(AttentionTile &a) {
   const AttentionConfig &c = a.c;
   Value *zero = llvm::ConstantFP::get(a.acc, 0.0);
   Value *ninf = llvm::ConstantFP::getInfinity(a.acc, true);
@@ -379,10 +379,11 @@ void Codegen::attentionSlice(AttentionTile &a) {
     }
 }
 
-void Codegen::attentionStage(const AttentionTile &a, ValueId src, Value *base,
-                             Value *r0, Value *rowLimit, Value *c0, Value *ld,
-                             int64_t rows, int64_t cols, Value *dst,
-                             int64_t stride, bool transpose) {
+void DeviceCodegen::attentionStage(const AttentionTile &a, ValueId src,
+                                   Value *base, Value *r0, Value *rowLimit,
+                                   Value *c0, Value *ld, int64_t rows,
+                                   int64_t cols, Value *dst, int64_t stride,
+                                   bool transpose) {
   const AttentionConfig &c = a.c;
   // Tensor cores stage raw 16-bit elements; SIMT types are stored as
   // they compute.
@@ -483,7 +484,7 @@ void Codegen::attentionStage(const AttentionTile &a, ValueId src, Value *base,
   b.SetInsertPoint(staged);
 }
 
-void Codegen::attentionScores(const AttentionTile &a, Value *d0) {
+void DeviceCodegen::attentionScores(const AttentionTile &a, Value *d0) {
   const AttentionConfig &c = a.c;
   Value *two = b.CreateMul(a.quad, b.getInt64(2));
   auto rowOf = [&](int64_t fm, int64_t h) {
@@ -564,7 +565,7 @@ void Codegen::attentionScores(const AttentionTile &a, Value *d0) {
     });
 }
 
-void Codegen::attentionSoftmax(const AttentionTile &a, Value *j0) {
+void DeviceCodegen::attentionSoftmax(const AttentionTile &a, Value *j0) {
   const AttentionConfig &c = a.c;
   Value *ninf = llvm::ConstantFP::getInfinity(a.acc, true);
   Value *zero = llvm::ConstantFP::get(a.acc, 0.0);
@@ -646,7 +647,7 @@ void Codegen::attentionSoftmax(const AttentionTile &a, Value *j0) {
     }
 }
 
-void Codegen::attentionValues(const AttentionTile &a, Value *j0) {
+void DeviceCodegen::attentionValues(const AttentionTile &a, Value *j0) {
   const AttentionConfig &c = a.c;
   auto sValue = [&](int64_t fm, int64_t fn, int64_t i) {
     return b.CreateLoad(a.acc,

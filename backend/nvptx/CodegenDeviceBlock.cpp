@@ -3,7 +3,7 @@
 // of runtime/DevicePrimitives.def, declared here and defined per target: by
 // NVVM intrinsics when compiling to PTX (GpuKernel.cpp), by the emulator on
 // the host (runtime/GpuEmulator.cpp).
-#include "backend/common/Codegen.h"
+#include "backend/nvptx/DeviceCodegen.h"
 
 namespace tsl::backend {
 
@@ -28,10 +28,10 @@ llvm::FunctionCallee primitive(llvm::Module &m, const char *name,
 
 } // namespace
 
-void Codegen::loopWhile(Value *from,
-                        const std::function<Value *(Value *)> &cond,
-                        const std::function<Value *(Value *)> &next,
-                        const std::function<void(Value *)> &body) {
+void DeviceContext::loopWhile(Value *from,
+                              const std::function<Value *(Value *)> &cond,
+                              const std::function<Value *(Value *)> &next,
+                              const std::function<void(Value *)> &body) {
   llvm::BasicBlock *pre = b.GetInsertBlock();
   auto *header = llvm::BasicBlock::Create(ctx, "stride", kernel);
   auto *loop = llvm::BasicBlock::Create(ctx, "stridebody", kernel);
@@ -48,45 +48,46 @@ void Codegen::loopWhile(Value *from,
   b.SetInsertPoint(exit);
 }
 
-void Codegen::stridedLoop(Value *from, Value *to, Value *step,
-                          const std::function<void(Value *)> &body) {
+void DeviceContext::stridedLoop(Value *from, Value *to, Value *step,
+                                const std::function<void(Value *)> &body) {
   loopWhile(
       from, [&](Value *i) { return b.CreateICmpSLT(i, to); },
       [&](Value *i) { return b.CreateAdd(i, step); }, body);
 }
 
-void Codegen::blockStrideLoop(Value *count,
-                              const std::function<void(Value *)> &body) {
+void DeviceContext::blockStrideLoop(Value *count,
+                                    const std::function<void(Value *)> &body) {
   stridedLoop(gpuBlockIdx(), count, gpuGridDim(), body);
 }
 
-void Codegen::onThreadZero(const std::function<void()> &body) {
+void DeviceContext::onThreadZero(const std::function<void()> &body) {
   ifThen(b.CreateICmpEQ(gpuThreadIdx(), b.getInt64(0)), body);
 }
 
-Value *Codegen::gpuIndex(const char *name) {
+Value *DeviceContext::gpuIndex(const char *name) {
   auto *type = llvm::FunctionType::get(i32, false);
   return b.CreateZExt(b.CreateCall(primitive(*mod, name, type, false)), i64);
 }
 
-void Codegen::gpuBarrier() {
+void DeviceContext::gpuBarrier() {
   auto *type = llvm::FunctionType::get(b.getVoidTy(), false);
   b.CreateCall(primitive(*mod, "tsl_gpu_barrier", type, true));
 }
 
-Value *Codegen::gpuShared() {
+Value *DeviceContext::gpuShared() {
   auto *type = llvm::FunctionType::get(ptr, false);
   return b.CreateCall(primitive(*mod, "tsl_gpu_shared", type, false));
 }
 
-void Codegen::gpuMma16816(int32_t kind, Value *a, Value *bFrag, Value *acc) {
+void DeviceContext::gpuMma16816(int32_t kind, Value *a, Value *bFrag,
+                                Value *acc) {
   auto *type =
       llvm::FunctionType::get(b.getVoidTy(), {i32, ptr, ptr, ptr}, false);
   b.CreateCall(primitive(*mod, "tsl_gpu_mma_16816", type, true),
                {b.getInt32(kind), a, bFrag, acc});
 }
 
-Value *Codegen::gpuShuffleXor(Value *v, int32_t laneMask) {
+Value *DeviceContext::gpuShuffleXor(Value *v, int32_t laneMask) {
   auto *type = llvm::FunctionType::get(i32, {i32, i32}, false);
   llvm::FunctionCallee shfl = primitive(*mod, "tsl_gpu_shfl_xor", type, true);
   llvm::Type *t = v->getType();
@@ -109,9 +110,8 @@ Value *Codegen::gpuShuffleXor(Value *v, int32_t laneMask) {
   return t->isIntegerTy() ? out : b.CreateBitCast(out, t);
 }
 
-Value *
-Codegen::warpReduce(Value *partial,
-                    const std::function<Value *(Value *, Value *)> &combine) {
+Value *DeviceContext::warpReduce(
+    Value *partial, const std::function<Value *(Value *, Value *)> &combine) {
   // A butterfly: after step `mask` every lane holds the combination of the
   // 2 * mask lanes around it, so no broadcast is needed at the end.
   Value *v = partial;
@@ -120,10 +120,10 @@ Codegen::warpReduce(Value *partial,
   return v;
 }
 
-Value *
-Codegen::blockReduce(Value *partial, Value *identity,
-                     const std::function<Value *(Value *, Value *)> &combine,
-                     int32_t sharedOffset) {
+Value *DeviceContext::blockReduce(
+    Value *partial, Value *identity,
+    const std::function<Value *(Value *, Value *)> &combine,
+    int32_t sharedOffset) {
   llvm::Type *t = partial->getType();
   Value *v = warpReduce(partial, combine);
   Value *tid = gpuThreadIdx();
@@ -149,7 +149,7 @@ Codegen::blockReduce(Value *partial, Value *identity,
   return total;
 }
 
-std::pair<Value *, Value *> Codegen::blockArgReduce(
+std::pair<Value *, Value *> DeviceContext::blockArgReduce(
     Value *value, Value *index,
     const std::function<Value *(Value *, Value *, Value *, Value *)> &first) {
   llvm::Type *vt = value->getType();
@@ -186,7 +186,7 @@ std::pair<Value *, Value *> Codegen::blockArgReduce(
   return {sv, si};
 }
 
-Value *Codegen::gpuShuffleIdx(Value *v, Value *srcLane) {
+Value *DeviceContext::gpuShuffleIdx(Value *v, Value *srcLane) {
   auto *type = llvm::FunctionType::get(i32, {i32, i32}, false);
   llvm::FunctionCallee shfl = primitive(*mod, "tsl_gpu_shfl_idx", type, true);
   Value *lane = b.CreateTrunc(srcLane, i32);
@@ -203,8 +203,8 @@ Value *Codegen::gpuShuffleIdx(Value *v, Value *srcLane) {
                     b.CreateShl(b.CreateZExt(hi, i64), 32));
 }
 
-std::pair<Value *, Value *> Codegen::blockExclusiveScan(Value *count,
-                                                        int32_t sharedOffset) {
+std::pair<Value *, Value *>
+DeviceContext::blockExclusiveScan(Value *count, int32_t sharedOffset) {
   Value *tid = gpuThreadIdx();
   Value *lane = b.CreateAnd(tid, b.getInt64(31));
   Value *warp = b.CreateLShr(tid, b.getInt64(5));

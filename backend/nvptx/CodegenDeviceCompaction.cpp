@@ -12,7 +12,7 @@
 //   3. fill: each block counts its tiles again, scans the per-thread counts
 //      (blockExclusiveScan) and writes each thread's selected elements at
 //      tile offset + thread offset, in element order.
-#include "backend/common/Codegen.h"
+#include "backend/nvptx/DeviceCodegen.h"
 
 namespace tsl::backend {
 
@@ -29,7 +29,7 @@ Value *tileCount(llvm::IRBuilder<> &b, Value *n) {
 }
 } // namespace
 
-bool Codegen::deviceCompaction(const Operation &op) {
+bool DeviceCodegen::deviceCompaction(const Operation &op) {
   ValueId x = op.operands[0], r = op.results[0];
   ValueId selector = op.code == OpCode::MaskedSelect ? op.operands[1] : x;
   const TensorType &in = fn.type(x);
@@ -76,7 +76,7 @@ bool Codegen::deviceCompaction(const Operation &op) {
   return streamCompaction(spec, r);
 }
 
-bool Codegen::streamCompaction(const CompactionSpec &spec, ValueId r) {
+bool DeviceCodegen::streamCompaction(const CompactionSpec &spec, ValueId r) {
   SymExpr u = fn.type(r).dims[0];
   if (!u.isSymbol() || !symIndex.count(u.symbolName()))
     return unsupported(spec.what + " with a result size that is not a symbol");
@@ -166,8 +166,8 @@ bool Codegen::streamCompaction(const CompactionSpec &spec, ValueId r) {
   return true;
 }
 
-bool Codegen::scanTileCounts(const CompactionSpec &spec, Value *tileCounts,
-                             Value *countWord) {
+bool DeviceCodegen::scanTileCounts(const CompactionSpec &spec,
+                                   Value *tileCounts, Value *countWord) {
   std::vector<ValueId> slots;
   int32_t scanning = emitDeviceKernel(
       {},

@@ -5,7 +5,7 @@
 // within kColumnBytes. The GEMMs go to the device's library
 // (tsl_rt_dev_gemm) or, where it declines, to emitGemmKernel; the bias is
 // one pass over the result after them.
-#include "backend/common/Codegen.h"
+#include "backend/nvptx/DeviceCodegen.h"
 
 #include <algorithm>
 
@@ -18,7 +18,7 @@ constexpr int64_t kColumnBytes = int64_t{256} << 20;
 
 } // namespace
 
-bool Codegen::emitGemm(const GemmOperands &g) {
+bool DeviceCodegen::emitGemm(const GemmOperands &g) {
   Value *status = callLibraryGemm(g);
   bool ok = true;
   ifThen(b.CreateICmpEQ(status, b.getInt32(2)),
@@ -26,7 +26,7 @@ bool Codegen::emitGemm(const GemmOperands &g) {
   return ok;
 }
 
-bool Codegen::emitGemmKernel(const GemmOperands &g) {
+bool DeviceCodegen::emitGemmKernel(const GemmOperands &g) {
   // One thread per result element; the operands travel as extra words.
   std::vector<ValueId> slots;
   DType t = g.dtype;
@@ -72,7 +72,7 @@ bool Codegen::emitGemmKernel(const GemmOperands &g) {
   return true;
 }
 
-bool Codegen::deviceConv(const Operation &op) {
+bool DeviceCodegen::deviceConv(const Operation &op) {
   DType t = fn.type(op.operands[0]).dtype;
   Value *dst = allocateResult(op);
   // The sizes, computed in whichever function is being emitted (host or

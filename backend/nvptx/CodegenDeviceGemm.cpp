@@ -5,7 +5,7 @@
 // broadcasting that one stride per operand cannot express
 // (launchGemmKernel: CodegenDeviceMatmul.cpp). The decision is made per
 // call, at run time, so one variant serves every machine.
-#include "backend/common/Codegen.h"
+#include "backend/nvptx/DeviceCodegen.h"
 
 namespace tsl::backend {
 
@@ -18,7 +18,7 @@ bool libraryGemmType(DType t) {
 
 } // namespace
 
-bool Codegen::deviceGemm(const Operation &op) {
+bool DeviceCodegen::deviceGemm(const Operation &op) {
   DType t = fn.type(op.operands[0]).dtype;
   Value *dst = allocateResult(op);
   if (!libraryGemmType(t))
@@ -52,7 +52,7 @@ bool Codegen::deviceGemm(const Operation &op) {
   return ok;
 }
 
-Value *Codegen::callLibraryGemm(const GemmOperands &g) {
+Value *DeviceCodegen::callLibraryGemm(const GemmOperands &g) {
   // tsl_rt_gemm (KernelAbi.h).
   auto *gemmType = llvm::StructType::get(
       ctx, {i32, i32, i64, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64});

@@ -3,11 +3,11 @@
 // (a block per row for argmax over rows; topk and unique are in
 // CodegenDeviceSort.cpp). Same semantics as the library: NaN orders above
 // everything, ties keep the earlier index, bounds and ranges are checked.
-#include "backend/common/Codegen.h"
+#include "backend/nvptx/DeviceCodegen.h"
 
 namespace tsl::backend {
 
-Value *Codegen::orderLess(DType t, Value *u, Value *v) {
+Value *DeviceCodegen::orderLess(DType t, Value *u, Value *v) {
   if (!isFloat(t)) {
     if (t == DType::Bool) {
       u = b.CreateZExt(u, i64);
@@ -22,14 +22,14 @@ Value *Codegen::orderLess(DType t, Value *u, Value *v) {
 
 /// Copies element \p from of \p src to element \p to of \p dst, bits as
 /// stored (no conversion).
-void Codegen::copyElementRaw(DType t, Value *dst, Value *to, Value *src,
-                             Value *from) {
+void DeviceCodegen::copyElementRaw(DType t, Value *dst, Value *to, Value *src,
+                                   Value *from) {
   llvm::Type *st = storageType(t);
   b.CreateStore(b.CreateLoad(st, b.CreateGEP(st, src, from)),
                 b.CreateGEP(st, dst, to));
 }
 
-bool Codegen::deviceLibraryOp(const Operation &op) {
+bool DeviceCodegen::deviceLibraryOp(const Operation &op) {
   switch (op.code) {
   case OpCode::Argmax:
   case OpCode::Argmin:
@@ -46,7 +46,7 @@ bool Codegen::deviceLibraryOp(const Operation &op) {
   }
 }
 
-bool Codegen::deviceArgmax(const Operation &op) {
+bool DeviceCodegen::deviceArgmax(const Operation &op) {
   ValueId x = op.operands[0];
   const TensorType &in = fn.type(x);
   DType t = in.dtype;
@@ -91,7 +91,7 @@ bool Codegen::deviceArgmax(const Operation &op) {
   return true;
 }
 
-bool Codegen::launchArgmaxRows(const Operation &op) {
+bool DeviceCodegen::launchArgmaxRows(const Operation &op) {
   ValueId x = op.operands[0];
   const TensorType &in = fn.type(x);
   DType t = in.dtype;
@@ -126,7 +126,7 @@ bool Codegen::launchArgmaxRows(const Operation &op) {
   return true;
 }
 
-bool Codegen::deviceIndexSelect(const Operation &op) {
+bool DeviceCodegen::deviceIndexSelect(const Operation &op) {
   ValueId x = op.operands[0];
   const TensorType &in = fn.type(x);
   DType t = in.dtype;
@@ -172,7 +172,7 @@ bool Codegen::deviceIndexSelect(const Operation &op) {
   return true;
 }
 
-bool Codegen::deviceGather(const Operation &op) {
+bool DeviceCodegen::deviceGather(const Operation &op) {
   ValueId x = op.operands[0], idx = op.operands[1];
   DType t = fn.type(x).dtype, it = fn.type(idx).dtype;
   Value *dst = allocateResult(op);
@@ -200,7 +200,7 @@ bool Codegen::deviceGather(const Operation &op) {
   return true;
 }
 
-bool Codegen::deviceScatter(const Operation &op) {
+bool DeviceCodegen::deviceScatter(const Operation &op) {
   ValueId x = op.operands[0], idx = op.operands[1], src = op.operands[2],
           r = op.results[0];
   DType t = fn.type(x).dtype, it = fn.type(idx).dtype;
@@ -273,7 +273,7 @@ bool Codegen::deviceScatter(const Operation &op) {
   return true;
 }
 
-bool Codegen::deviceWindow(const Operation &op) {
+bool DeviceCodegen::deviceWindow(const Operation &op) {
   ValueId x = op.operands[0];
   const TensorType &in = fn.type(x);
   DType t = in.dtype;
@@ -362,6 +362,47 @@ bool Codegen::deviceWindow(const Operation &op) {
     Value *r = b.CreateLoad(acc, slot);
     store(t, dst, offset(o, contiguousStrides(os)),
           conv ? convert(r, DType::F64, t) : r);
+  });
+  return true;
+}
+
+bool DeviceCodegen::maskedScatterSerial(const Operation &op) {
+  ValueId x = op.operands[0], mask = op.operands[1], src = op.operands[2];
+  DType t = fn.type(x).dtype;
+  Value *dst = allocateResult(op);
+  Value *numel = product(dims(fn.type(x)));
+  Value *nsrc = product(dims(fn.type(src)));
+  Value *next = entryAlloca(i64);
+  // One thread walks the elements in order (the source position of an
+  // element is the count of true mask elements before it).
+  loops({b.getInt64(1)}, [&](const std::vector<Value *> &) {
+    b.CreateStore(b.getInt64(0), next);
+    loops({numel}, [&](const std::vector<Value *> &i) {
+      Value *m = load(DType::Bool, bufs[mask], i[0]);
+      b.CreateStore(b.CreateAdd(b.CreateLoad(i64, next), b.CreateZExt(m, i64)),
+                    next);
+    });
+    Value *count = b.CreateLoad(i64, next);
+    failMessageIf(b.CreateICmpSGT(count, nsrc),
+                  "the mask selects {0} elements but the source has {1}",
+                  {count, nsrc});
+    b.CreateStore(b.getInt64(0), next);
+    loops({numel}, [&](const std::vector<Value *> &i) {
+      Value *m = load(DType::Bool, bufs[mask], i[0]);
+      Value *k = b.CreateLoad(i64, next);
+      auto *take = llvm::BasicBlock::Create(ctx, "masked", kernel);
+      auto *keep = llvm::BasicBlock::Create(ctx, "unmasked", kernel);
+      auto *done = llvm::BasicBlock::Create(ctx, "scattered", kernel);
+      b.CreateCondBr(m, take, keep);
+      b.SetInsertPoint(take); // source is read only here: it may be empty
+      store(t, dst, i[0], load(t, bufs[src], k));
+      b.CreateBr(done);
+      b.SetInsertPoint(keep);
+      store(t, dst, i[0], load(t, bufs[x], i[0]));
+      b.CreateBr(done);
+      b.SetInsertPoint(done);
+      b.CreateStore(b.CreateAdd(k, b.CreateZExt(m, i64)), next);
+    });
   });
   return true;
 }

@@ -32,7 +32,7 @@
 // tensor-core copy loads 8 elements (128 bits) at a time.
 // Not done yet: ldmatrix, cp.async, double buffering (or prefetching the
 // next slice into registers), vector loads for the SIMT schedule.
-#include "backend/common/Codegen.h"
+#include "backend/nvptx/DeviceCodegen.h"
 
 namespace tsl::backend {
 
@@ -91,7 +91,7 @@ Value *gemmRowB(llvm::IRBuilderBase &b, Value *n) {
 
 } // namespace
 
-struct Codegen::GemmTile {
+struct DeviceCodegen::GemmTile {
   DType t;
   ValueId left, right;
   Value *dst;
@@ -102,7 +102,7 @@ struct Codegen::GemmTile {
   Value *row0, *col0;
 };
 
-bool Codegen::launchGemmKernel(const Operation &op) {
+bool DeviceCodegen::launchGemmKernel(const Operation &op) {
   DType t = fn.type(op.operands[0]).dtype;
   if (!isFloat(t))
     return launchPerElement(op);
@@ -142,7 +142,7 @@ bool Codegen::launchGemmKernel(const Operation &op) {
   return true;
 }
 
-bool Codegen::gemmKernel(const Operation &op, bool mma) {
+bool DeviceCodegen::gemmKernel(const Operation &op, bool mma) {
   MatmulDims md = matmulDims(op);
   GemmTile g;
   g.t = fn.type(op.operands[0]).dtype;
@@ -183,7 +183,8 @@ bool Codegen::gemmKernel(const Operation &op, bool mma) {
   return true;
 }
 
-void Codegen::gemmStore(const GemmTile &g, Value *row, Value *col, Value *v) {
+void DeviceCodegen::gemmStore(const GemmTile &g, Value *row, Value *col,
+                              Value *v) {
   Value *inside =
       b.CreateAnd(b.CreateICmpSLT(row, g.M), b.CreateICmpSLT(col, g.N));
   ifThen(inside, [&] {
@@ -192,7 +193,7 @@ void Codegen::gemmStore(const GemmTile &g, Value *row, Value *col, Value *v) {
   });
 }
 
-void Codegen::gemmSimtTile(const GemmTile &g) {
+void DeviceCodegen::gemmSimtTile(const GemmTile &g) {
   llvm::Type *acc = computeType(g.t);
   Value *zero = llvm::ConstantFP::get(acc, 0.0);
   Value *as = gpuShared();
@@ -282,7 +283,8 @@ void Codegen::gemmSimtTile(const GemmTile &g) {
                     acc, b.CreateConstGEP1_64(acc, accs, i * kSimtRegs + j)));
 }
 
-void Codegen::gemmMmaStage(const GemmTile &g, Value *k0, Value *as, Value *bs) {
+void DeviceCodegen::gemmMmaStage(const GemmTile &g, Value *k0, Value *as,
+                                 Value *bs) {
   llvm::Type *i16 = b.getInt16Ty();
   Value *tid = gpuThreadIdx();
   // The raw 16 bits of an element, or +0 outside its matrix.
@@ -333,8 +335,8 @@ void Codegen::gemmMmaStage(const GemmTile &g, Value *k0, Value *as, Value *bs) {
   b.SetInsertPoint(copied);
 }
 
-void Codegen::gemmMmaStageWide(const GemmTile &g, Value *k0, Value *as,
-                               Value *bs) {
+void DeviceCodegen::gemmMmaStageWide(const GemmTile &g, Value *k0, Value *as,
+                                     Value *bs) {
   llvm::Type *i16 = b.getInt16Ty();
   auto *eight = llvm::FixedVectorType::get(i16, 8);
   Value *zero = llvm::Constant::getNullValue(eight);
@@ -375,7 +377,7 @@ void Codegen::gemmMmaStageWide(const GemmTile &g, Value *k0, Value *as,
   }
 }
 
-void Codegen::gemmMmaTile(const GemmTile &g) {
+void DeviceCodegen::gemmMmaTile(const GemmTile &g) {
   llvm::Type *f32 = b.getFloatTy(), *i16 = b.getInt16Ty();
   int32_t kind = g.t == DType::F16 ? 0 : 1;
   Value *as = gpuShared();

@@ -28,7 +28,7 @@
 // tensor) keep one thread per output element looping over the reduced axes
 // (deviceReduce). f16 and bf16 accumulate in f32, bool in i64 (a count), as
 // on the CPU (reductionIdentity, reductionStep).
-#include "backend/common/Codegen.h"
+#include "backend/nvptx/DeviceCodegen.h"
 
 namespace tsl::backend {
 
@@ -59,8 +59,8 @@ void unflatten(llvm::IRBuilder<> &b, Value *i,
 }
 } // namespace
 
-bool Codegen::reducedAxesRun(const Operation &op, size_t &first,
-                             size_t &end) const {
+bool DeviceCodegen::reducedAxesRun(const Operation &op, size_t &first,
+                                   size_t &end) const {
   size_t rank = fn.type(op.operands[0]).rank();
   std::vector<bool> red = reducedAxes(op);
   first = 0;
@@ -75,7 +75,7 @@ bool Codegen::reducedAxesRun(const Operation &op, size_t &first,
   return true;
 }
 
-Codegen::ReduceTiling Codegen::reduceTiling(const Operation &op) {
+DeviceCodegen::ReduceTiling DeviceCodegen::reduceTiling(const Operation &op) {
   size_t first, end;
   reducedAxesRun(op, first, end);
   std::vector<Value *> d = dims(fn.type(op.operands[0]));
@@ -118,7 +118,8 @@ Codegen::ReduceTiling Codegen::reduceTiling(const Operation &op) {
   return s;
 }
 
-Value *Codegen::finishReduction(const Operation &op, Value *acc, Value *count) {
+Value *DeviceCodegen::finishReduction(const Operation &op, Value *acc,
+                                      Value *count) {
   if (op.code == OpCode::ReduceMean)
     acc = b.CreateFDiv(acc, b.CreateSIToFP(count, acc->getType()));
   if (fn.type(op.operands[0]).dtype == DType::Bool)
@@ -127,7 +128,7 @@ Value *Codegen::finishReduction(const Operation &op, Value *acc, Value *count) {
 }
 
 std::function<Value *(Value *, Value *, Value *)>
-Codegen::reduceReader(const Operation &op, const ReduceTiling &s) {
+DeviceCodegen::reduceReader(const Operation &op, const ReduceTiling &s) {
   ValueId x = op.operands[0];
   const TensorType &in = fn.type(x);
   std::vector<ValueId> read;
@@ -158,9 +159,10 @@ Codegen::reduceReader(const Operation &op, const ReduceTiling &s) {
   };
 }
 
-Value *Codegen::accumulate(OpCode code, Value *init, Value *first, Value *count,
-                           Value *stride,
-                           const std::function<Value *(Value *)> &element) {
+Value *
+DeviceCodegen::accumulate(OpCode code, Value *init, Value *first, Value *count,
+                          Value *stride,
+                          const std::function<Value *(Value *)> &element) {
   llvm::Type *acc = init->getType();
   Value *slot = entryAlloca(acc);
   b.CreateStore(init, slot);
@@ -187,8 +189,8 @@ Value *Codegen::accumulate(OpCode code, Value *init, Value *first, Value *count,
   return b.CreateLoad(acc, slot);
 }
 
-Value *Codegen::reduceOverRows(const Operation &op, const ReduceTiling &s,
-                               Value *partial) {
+Value *DeviceCodegen::reduceOverRows(const Operation &op, const ReduceTiling &s,
+                                     Value *partial) {
   llvm::Type *acc = partial->getType();
   Value *tid = gpuThreadIdx();
   Value *ty = b.CreateLShr(tid, s.log2Width);
@@ -215,7 +217,7 @@ Value *Codegen::reduceOverRows(const Operation &op, const ReduceTiling &s,
   return b.CreateLoad(acc, mine);
 }
 
-bool Codegen::reduceTiles(const Operation &op) {
+bool DeviceCodegen::reduceTiles(const Operation &op) {
   cooperative = true;
   ReduceTiling s = reduceTiling(op);
   DType t = fn.type(op.operands[0]).dtype;
@@ -267,7 +269,7 @@ bool Codegen::reduceTiles(const Operation &op) {
   return true;
 }
 
-bool Codegen::reduceSplits(const Operation &op) {
+bool DeviceCodegen::reduceSplits(const Operation &op) {
   ReduceTiling s = reduceTiling(op);
   DType t = fn.type(op.operands[0]).dtype;
   DType rt = fn.type(op.results[0]).dtype;
@@ -286,7 +288,7 @@ bool Codegen::reduceSplits(const Operation &op) {
   return true;
 }
 
-bool Codegen::launchReduce(const Operation &op) {
+bool DeviceCodegen::launchReduce(const Operation &op) {
   allocateResult(op);
   ValueId r = op.results[0];
   std::vector<ValueId> used{r}, slots;
@@ -327,7 +329,7 @@ bool Codegen::launchReduce(const Operation &op) {
   return true;
 }
 
-bool Codegen::deviceReduce(const Operation &op) {
+bool DeviceCodegen::deviceReduce(const Operation &op) {
   const TensorType &in = fn.type(op.operands[0]);
   DType t = in.dtype;
   std::vector<bool> red = reducedAxes(op);

@@ -14,7 +14,7 @@
 // mostly idle and warps of a block never wait for each other. The choice is
 // made at run time from the row length (uniform over the grid), so one
 // kernel serves every length.
-#include "backend/common/Codegen.h"
+#include "backend/nvptx/DeviceCodegen.h"
 
 namespace tsl::backend {
 
@@ -23,11 +23,11 @@ static constexpr int64_t kWarpRowElements = 256;
 /// Threads of a block of warp-per-row rows (8 rows).
 static constexpr int64_t kWarpRowBlock = 256;
 
-Value *Codegen::rowUsesWarp(Value *n) {
+Value *DeviceCodegen::rowUsesWarp(Value *n) {
   return b.CreateICmpSLE(n, b.getInt64(kWarpRowElements));
 }
 
-Value *Codegen::rowThreads(Value *n) {
+Value *DeviceCodegen::rowThreads(Value *n) {
   // About four elements per thread, whole warps, 32 to 1024 threads.
   Value *perThread = b.CreateSDiv(b.CreateAdd(n, b.getInt64(3)), b.getInt64(4));
   Value *warps =
@@ -37,7 +37,7 @@ Value *Codegen::rowThreads(Value *n) {
   return b.CreateTrunc(b.CreateMul(warps, b.getInt64(32)), i32);
 }
 
-bool Codegen::rowReduce(const Operation &op) {
+bool DeviceCodegen::rowReduce(const Operation &op) {
   const TensorType &in = fn.type(op.operands[0]);
   DType t = in.dtype;
   llvm::Type *acc = computeType(t);
@@ -92,7 +92,7 @@ bool Codegen::rowReduce(const Operation &op) {
   return true;
 }
 
-bool Codegen::launchRowGroup(const RowGroup &g) {
+bool DeviceCodegen::launchRowGroup(const RowGroup &g) {
   std::vector<const Operation *> body;
   for (size_t i = g.begin; i < g.end; ++i)
     if (!computedElsewhere(fn.ops[i]))

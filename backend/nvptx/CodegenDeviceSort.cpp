@@ -29,7 +29,7 @@
 // inner), so each row's elements end up consecutive and sorted; a thread
 // per sorted position then writes its element and position where its rank
 // in the row puts it. One network for any number of rows of any length.
-#include "backend/common/Codegen.h"
+#include "backend/nvptx/DeviceCodegen.h"
 
 namespace tsl::backend {
 
@@ -53,8 +53,8 @@ Value *paddedLength(llvm::IRBuilder<> &b, Value *n) {
 
 } // namespace
 
-Value *Codegen::orderBefore(DType t, Value *av, Value *ai, Value *bv, Value *bi,
-                            bool smallest) {
+Value *DeviceCodegen::orderBefore(DType t, Value *av, Value *ai, Value *bv,
+                                  Value *bi, bool smallest) {
   Value *earlier = b.CreateICmpSLT(ai, bi);
   if (!isFloat(t)) {
     Value *ax = t == DType::Bool ? b.CreateZExt(av, i64) : av;
@@ -71,7 +71,7 @@ Value *Codegen::orderBefore(DType t, Value *av, Value *ai, Value *bv, Value *bi,
                         b.CreateAnd(b.CreateNot(bNan), plain));
 }
 
-std::pair<Value *, Value *> Codegen::blockFirstOfRow(
+std::pair<Value *, Value *> DeviceCodegen::blockFirstOfRow(
     DType t, Value *src, Value *base, Value *len,
     const std::function<Value *(Value *, Value *)> &eligible, bool smallest) {
   Value *tid = gpuThreadIdx(), *step = gpuBlockDim();
@@ -104,7 +104,7 @@ std::pair<Value *, Value *> Codegen::blockFirstOfRow(
       });
 }
 
-bool Codegen::launchTopkRows(const Operation &op) {
+bool DeviceCodegen::launchTopkRows(const Operation &op) {
   ValueId x = op.operands[0], values = op.results[0], indices = op.results[1];
   const TensorType &in = fn.type(x);
   DType t = in.dtype;
@@ -166,8 +166,9 @@ bool Codegen::launchTopkRows(const Operation &op) {
   return true;
 }
 
-void Codegen::bitonicPair(ValueId x, Value *n, Value *keys, Value *q, Value *j,
-                          Value *k, Value *offset, const SortRows &rows) {
+void DeviceCodegen::bitonicPair(ValueId x, Value *n, Value *keys, Value *q,
+                                Value *j, Value *k, Value *offset,
+                                const SortRows &rows) {
   DType t = fn.type(x).dtype;
   // Key a before key c: padding (>= n) after every element; then the
   // value in the library's order; then the index. (Pairs are compared only
@@ -213,7 +214,7 @@ void Codegen::bitonicPair(ValueId x, Value *n, Value *keys, Value *q, Value *j,
   });
 }
 
-void Codegen::bitonicStage(ValueId x, Value *n, const SortRows &rows) {
+void DeviceCodegen::bitonicStage(ValueId x, Value *n, const SortRows &rows) {
   Value *perm = deviceExtra(0);
   Value *k = b.CreatePtrToInt(deviceExtra(1), i64);
   Value *j = b.CreatePtrToInt(deviceExtra(2), i64);
@@ -223,7 +224,7 @@ void Codegen::bitonicStage(ValueId x, Value *n, const SortRows &rows) {
   });
 }
 
-void Codegen::bitonicBlock(ValueId x, Value *n, const SortRows &rows) {
+void DeviceCodegen::bitonicBlock(ValueId x, Value *n, const SortRows &rows) {
   Value *perm = deviceExtra(0);
   Value *kFrom = b.CreatePtrToInt(deviceExtra(1), i64);
   Value *kTo = b.CreatePtrToInt(deviceExtra(2), i64);
@@ -272,9 +273,9 @@ void Codegen::bitonicBlock(ValueId x, Value *n, const SortRows &rows) {
   });
 }
 
-Value *Codegen::sortedPermutation(ValueId x,
-                                  const std::function<Value *()> &length,
-                                  const std::function<SortRows()> &rows) {
+Value *DeviceCodegen::sortedPermutation(ValueId x,
+                                        const std::function<Value *()> &length,
+                                        const std::function<SortRows()> &rows) {
   auto rowsHere = [&] { return rows ? rows() : SortRows{}; };
   Value *padded = paddedLength(b, length());
   // P words; past 2^59 of them the byte size leaves int64 (-1: the
@@ -332,7 +333,7 @@ Value *Codegen::sortedPermutation(ValueId x,
   return perm;
 }
 
-bool Codegen::deviceSort(const Operation &op) {
+bool DeviceCodegen::deviceSort(const Operation &op) {
   ValueId x = op.operands[0], values = op.results[0], indices = op.results[1];
   DType t = fn.type(x).dtype;
   size_t axis = static_cast<size_t>(op.intAttr("axis"));
@@ -376,7 +377,7 @@ bool Codegen::deviceSort(const Operation &op) {
   return true;
 }
 
-bool Codegen::deviceUnique(const Operation &op) {
+bool DeviceCodegen::deviceUnique(const Operation &op) {
   ValueId x = op.operands[0], r = op.results[0];
   DType t = fn.type(x).dtype;
   SymExpr u = fn.type(r).dims[0];

@@ -222,7 +222,7 @@ void addKernelEntries(llvm::Module &m, int32_t numKernels) {
                             llvm::MDString::get(ctx, "kernel"),
                             llvm::ConstantAsMetadata::get(b.getInt32(1))};
     annotations->addOperand(llvm::MDNode::get(ctx, md));
-    // Its launches' most threads per block (Codegen::emitLaunch): PTX
+    // Its launches' most threads per block (DeviceContext::emitLaunch): PTX
     // .maxntid, within which ptxas fits registers x threads in an SM.
     uint64_t threads = 0;
     if (body->getFnAttribute("tsl-max-threads")

@@ -1,8 +1,9 @@
-// The NVPTX target: the hooks that make the common lowering emit host code
-// that launches device kernels (backend/nvptx/CodegenDevice*.cpp).
+// The NVPTX target: its capabilities, runtime entries and lowering
+// (DeviceCodegen: host code that launches device kernels,
+// backend/nvptx/CodegenDevice*.cpp).
 #include "backend/nvptx/NvptxTarget.h"
 
-#include "backend/common/Codegen.h"
+#include "backend/nvptx/DeviceCodegen.h"
 
 namespace tsl {
 
@@ -19,34 +20,11 @@ RuntimeEntries NvptxTarget::runtime() const {
   return {"tsl_rt_dev_alloc", "tsl_rt_dev_free", "tsl_rt_fail", "tsl_rt_error"};
 }
 
-bool NvptxTarget::lowerOp(backend::Codegen &cg, const Operation &op) const {
-  return cg.launchOnDevice(op);
-}
-
-void NvptxTarget::lowerCallEnd(backend::Codegen &cg) const {
-  cg.checkDeviceStatus();
-}
-
-bool NvptxTarget::lowerRowGroup(backend::Codegen &cg, const RowGroup &g) const {
-  return cg.launchRowGroup(g);
-}
-
-bool NvptxTarget::copyBuffer(backend::Codegen &cg, llvm::Value *dst,
-                             llvm::Value *src, const TensorType &t) const {
-  return cg.deviceCopy(dst, src, t);
-}
-
-llvm::Value *NvptxTarget::readToHost(backend::Codegen &cg, ValueId v) const {
-  return cg.readToHost(v);
-}
-
-void NvptxTarget::parallelLoop(backend::Codegen &cg,
-                               const std::vector<llvm::Value *> &extents,
-                               llvm::Value *, const LoopBody &body) const {
-  if (cg.inKernel())
-    cg.gridStrideLoops(extents, body);
-  else
-    cg.serialLoops(extents, body);
+std::unique_ptr<backend::Codegen>
+NvptxTarget::makeCodegen(const Function &fn, llvm::LLVMContext &ctx,
+                         LoweringOptions options) const {
+  return std::make_unique<backend::DeviceCodegen>(fn, ctx, *this,
+                                                  std::move(options));
 }
 
 const Target &nvptxTarget() {

@@ -1,10 +1,12 @@
 #pragma once
 /// \file NVIDIA GPUs as a code generation target (Target.h): host code (x86,
 /// the kernel ABI) allocates results in device memory (tsl_rt_dev_alloc)
-/// and launches one device kernel per op, whose outermost loop is a
-/// grid-stride loop; item() reads back with tsl_rt_dev_read. The kernel
-/// plan fuses elementwise trees only (no B^T GEMM operands, row groups or
-/// outlined runs). No LLVM headers.
+/// and launches device kernels (one or more per op, one per row group),
+/// whose outermost loop is a grid-stride loop; item() reads back with
+/// tsl_rt_dev_read. The kernel plan fuses elementwise trees and row groups
+/// that recompute their intermediates (a block per row), with no B^T GEMM
+/// operands and no outlined runs. The lowering is DeviceCodegen
+/// (DeviceCodegen.h, private to backend/nvptx). No LLVM headers.
 
 #include "backend/common/Lowering.h"
 #include "backend/common/Target.h"
@@ -21,26 +23,16 @@ class NvptxTarget final : public Target {
 public:
   /// "cuda" ("not supported on the cuda backend: ...").
   const char *name() const override { return "cuda"; }
-  /// launchesKernels; no transposed GEMM operands, row groups or outlining.
+  /// launchesKernels and rowGroupsRecompute; no transposed GEMM operands
+  /// or outlining.
   TargetCaps caps() const override;
   /// tsl_rt_dev_alloc, tsl_rt_dev_free, tsl_rt_fail, tsl_rt_error.
   RuntimeEntries runtime() const override;
-  /// Host code: the op's results in device memory and its kernel(s) and
-  /// launch(es) (Codegen::launchOnDevice); assert, reshape and item stay on
-  /// the host.
-  bool lowerOp(backend::Codegen &cg, const Operation &op) const override;
-  /// Waits for the kernels' status word when one of them can fail.
-  void lowerCallEnd(backend::Codegen &cg) const override;
-  /// A host copy of element 0 (tsl_rt_dev_read into a stack slot).
-  bool lowerRowGroup(backend::Codegen &cg, const RowGroup &g) const override;
-  llvm::Value *readToHost(backend::Codegen &cg, ValueId v) const override;
-  bool copyBuffer(backend::Codegen &cg, llvm::Value *dst, llvm::Value *src,
-                  const TensorType &t) const override;
-  /// In a device kernel, one grid-stride loop over the flattened extents;
-  /// in host code, sequential loops.
-  void parallelLoop(backend::Codegen &cg,
-                    const std::vector<llvm::Value *> &extents,
-                    llvm::Value *work, const LoopBody &body) const override;
+  /// A DeviceCodegen (DeviceCodegen.h): host code that launches a device
+  /// kernel per op (or row group), and the kernels.
+  std::unique_ptr<backend::Codegen>
+  makeCodegen(const Function &fn, llvm::LLVMContext &ctx,
+              LoweringOptions options) const override;
 };
 
 /// The one NvptxTarget.
@@ -48,8 +40,8 @@ const Target &nvptxTarget();
 
 /// Lowers \p fn for a GPU: the returned host module has the usual entry
 /// points, with buffers in device memory and each op's loop nest launched
-/// as device kernel `tsl_dev_<k>(ptr buffers, ptr syms, i64 thread, i64
-/// threads)` of \p deviceModule (k = 0 .. \p numKernels - 1; grid-stride
+/// as device kernel `tsl_dev_<k>(ptr args)` of \p deviceModule (k = 0 ..
+/// \p numKernels - 1; args as DeviceKernels (Lowering.h) says; grid-stride
 /// loops, so any number of threads computes the whole op). Ops the device
 /// path lacks fail with "not supported on the cuda backend: ...".
 std::unique_ptr<llvm::Module>

@@ -22,4 +22,7 @@ check layering_probe_runtime_ir ir/Function.h
 check layering_probe_shapes_test_ir ir/Function.h
 check layering_probe_frontend_private frontend/ElaboratorImpl.h
 check layering_probe_shapes_private shapes/Z3Solver.h
+check layering_probe_backend_common_cpu backend/cpu/CpuTarget.h
+check layering_probe_cpu_codegen_private backend/cpu/CpuCodegen.h
+check layering_probe_device_codegen_private backend/nvptx/DeviceCodegen.h
 exit $status

@@ -4,7 +4,7 @@
 // function (buffers, sizes, strides) become that function's arguments, and
 // a trampoline reads them from a closure struct the host fills, so any
 // lowering's loop body can run in parallel without knowing it.
-#include "backend/common/Codegen.h"
+#include "backend/cpu/CpuCodegen.h"
 #include "runtime/Sha256.h"
 
 #include <llvm/Analysis/AliasAnalysis.h>
@@ -59,7 +59,7 @@ bool knownSmall(const std::vector<Value *> &extents, Value *work,
 
 } // namespace
 
-llvm::Function *Codegen::nameByText(llvm::Function *f) {
+llvm::Function *CpuCodegen::nameByText(llvm::Function *f) {
   f->setName("tsl_body_candidate");
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -74,8 +74,8 @@ llvm::Function *Codegen::nameByText(llvm::Function *f) {
   return f;
 }
 
-llvm::Function *Codegen::closeOver(llvm::Function *f,
-                                   std::vector<Value *> &captures) {
+llvm::Function *CpuCodegen::closeOver(llvm::Function *f,
+                                      std::vector<Value *> &captures) {
   std::map<Value *, unsigned> index;
   for (llvm::BasicBlock &bb : *f)
     for (llvm::Instruction &inst : bb)
@@ -117,9 +117,9 @@ llvm::Function *Codegen::closeOver(llvm::Function *f,
 }
 
 llvm::Function *
-Codegen::emitChunkFunction(const std::vector<Value *> &outerExtents,
-                           Value *last, Value *outer, Value *chunks,
-                           const LoopBody &body, const ChunkHooks &hooks) {
+CpuCodegen::emitChunkFunction(const std::vector<Value *> &outerExtents,
+                              Value *last, Value *outer, Value *chunks,
+                              const LoopBody &body, const ChunkHooks &hooks) {
   auto *f = llvm::Function::Create(llvm::FunctionType::get(i32, {i64}, false),
                                    llvm::Function::InternalLinkage, "", *mod);
   llvm::Function *host = kernel;
@@ -165,10 +165,14 @@ Codegen::emitChunkFunction(const std::vector<Value *> &outerExtents,
   return f;
 }
 
-void Codegen::hostParallelLoops(const std::vector<Value *> &extents,
-                                Value *work, const LoopBody &body,
-                                const ChunkHooks &hooks) {
-  if (extents.empty() || inDevice || loopNesting > 0 || !ctxArg ||
+void CpuCodegen::copyBytes(Value *dst, Value *src, Value *bytes) {
+  b.CreateMemMove(dst, llvm::MaybeAlign(1), src, llvm::MaybeAlign(1), bytes);
+}
+
+void CpuCodegen::hostParallelLoops(const std::vector<Value *> &extents,
+                                   Value *work, const LoopBody &body,
+                                   const ChunkHooks &hooks) {
+  if (extents.empty() || loopNesting > 0 || !ctxArg ||
       knownSmall(extents, work, 2 * kParallelChunkWork)) {
     if (hooks.before)
       hooks.before(b.getInt64(1));

@@ -9,17 +9,11 @@
 // stores (runtime/StreamingStores.cpp), which skip reading each output line
 // before writing it. Whether to stream is decided per call from the output
 // bytes, so one compiled loop serves both.
-#include "backend/common/Codegen.h"
+#include "backend/cpu/CpuCodegen.h"
 
 namespace tsl::backend {
 
-bool Codegen::rowShaped(const TensorType &t) const {
-  if (rowLead.empty() || t.rank() != rowLead.size() + 1)
-    return false;
-  return std::equal(rowLead.begin(), rowLead.end(), t.dims.begin());
-}
-
-Value *Codegen::chunkRowStride(ValueId v) {
+Value *CpuCodegen::chunkRowStride(ValueId v) {
   // Each chunk's row starts on its own 64-byte line, so chunks on different
   // threads never write one line (a row of one element, softmax's max or
   // sum, would otherwise share a line with its neighbours').
@@ -31,10 +25,10 @@ Value *Codegen::chunkRowStride(ValueId v) {
                      b.getInt64(perLine));
 }
 
-void Codegen::planRowStreaming(const RowGroup &g,
-                               const std::vector<const Operation *> &body,
-                               const std::map<ValueId, Value *> &rowBase,
-                               RowStreaming &s, ChunkHooks &hooks) {
+void CpuCodegen::planRowStreaming(const RowGroup &g,
+                                  const std::vector<const Operation *> &body,
+                                  const std::map<ValueId, Value *> &rowBase,
+                                  RowStreaming &s, ChunkHooks &hooks) {
   // Whole rows longer than one element, written by the group.
   Value *outputBytes = b.getInt64(0);
   for (const Operation *op : body)
@@ -86,8 +80,8 @@ void Codegen::planRowStreaming(const RowGroup &g,
   };
 }
 
-void Codegen::streamRows(const RowStreaming &s,
-                         const std::map<ValueId, Value *> &outRow) {
+void CpuCodegen::streamRows(const RowStreaming &s,
+                            const std::map<ValueId, Value *> &outRow) {
   ifThen(s.stream, [&] {
     for (auto &[v, out] : outRow)
       b.CreateCall(runtime("tsl_rt_stream_row", b.getVoidTy(), {ptr, ptr, i64}),
@@ -98,7 +92,7 @@ void Codegen::streamRows(const RowStreaming &s,
   });
 }
 
-bool Codegen::lowerRowGroup(const RowGroup &g) {
+bool CpuCodegen::lowerRowGroup(const RowGroup &g) {
   std::vector<const Operation *> body;
   for (size_t i = g.begin; i < g.end; ++i) {
     const Operation &op = fn.ops[i];
