@@ -739,10 +739,16 @@ Value *Emitter::fastTanh(Value *x) {
                                 {1.19825839466702e-06, 1.18534705686654e-04,
                                  2.26843463243900e-03, 4.89352518554385e-03});
   // Tiny inputs: tanh(x) == x to float precision; NaN stays NaN.
-  Value *tiny =
-      b.CreateFCmpOLT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
-                      llvm::ConstantFP::get(ty, 0.0004));
+  Value *ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  Value *tiny = b.CreateFCmpOLT(ax, llvm::ConstantFP::get(ty, 0.0004));
   Value *isNan = b.CreateFCmpUNO(x, x);
+  // The rational ends at 1 - 2^-22 (its clamp), but f32 tanh rounds to
+  // exactly +-1 from 13 ln 2 on (1 - tanh(x) < 2^-25): without this, the
+  // gradient 1 - tanh^2 never reaches 0 for large inputs.
+  Value *one = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign,
+                                       llvm::ConstantFP::get(ty, 1.0), x);
+  r = b.CreateSelect(
+      b.CreateFCmpOGE(ax, llvm::ConstantFP::get(ty, 9.01091334)), one, r);
   return b.CreateSelect(b.CreateOr(tiny, isNan), x, r);
 }
 
