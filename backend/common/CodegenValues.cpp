@@ -747,8 +747,8 @@ Value *Emitter::fastTanh(Value *x) {
   // gradient 1 - tanh^2 never reaches 0 for large inputs.
   Value *one = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign,
                                        llvm::ConstantFP::get(ty, 1.0), x);
-  r = b.CreateSelect(
-      b.CreateFCmpOGE(ax, llvm::ConstantFP::get(ty, 9.01091334)), one, r);
+  r = b.CreateSelect(b.CreateFCmpOGE(ax, llvm::ConstantFP::get(ty, 9.01091334)),
+                     one, r);
   return b.CreateSelect(b.CreateOr(tiny, isNan), x, r);
 }
 
