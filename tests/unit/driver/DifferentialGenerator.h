@@ -348,10 +348,8 @@ private:
   /// (through erf, whose derivative is computed from its argument): their
   /// derivatives come from their rounded results (1 - y^2, y (1 - y)) and
   /// lose all relative accuracy where they saturate, which chains of exp,
-  /// products and broadcast sums amplify past the tolerance (and the
-  /// backends' fast tanh stops at 1 - 2^-22 for |x| >= 7.9: its gradient
-  /// stays near 2.4e-7 where the interpreter's reaches 0 beyond |x| = 9);
-  /// (3) sqrt's argument stays >= 0.25.
+  /// products and broadcast sums amplify past the tolerance; (3) sqrt's
+  /// argument stays >= 0.25.
   bool grad_ = false;
 
   /// \p x squashed into [-1, 1]: tanh, or erf in gradient programs.

@@ -46,13 +46,10 @@
 //     3), log(|x| + 0.5)) so ulp differences are not amplified past the
 //     tolerance; in gradient programs tanh and sigmoid take erf of their
 //     operand and sqrt an argument >= 0.25, as derivatives computed from a
-//     saturated result (1 - y^2) are amplified by the chain. This keeps
-//     out one difference the gradient programs found: the backends' fast
-//     tanh (backend/common/CodegenValues.cpp) stops at 1 - 2^-22 for
-//     |x| >= 7.9 instead of reaching 1 (at |x| >= 9.01), so its gradient
-//     there stays about 2.4e-7 where the interpreter's is 0; through
-//     exp(3 tanh(.)) and a broadcast sum over 24 columns that was 6e-4
-//     against 0 (seed 1, program 69, before the bound);
+//     saturated result (1 - y^2) lose their relative accuracy, which the
+//     chain amplifies (the backends' fast tanh now saturates to exactly 1
+//     where f32 tanh does, lit ops/tanh-saturates.tsl; these bounds are
+//     about rounding, not that old difference);
 //   - integer programs keep values small (no overflow), and i8 casts are
 //     clamped: wrap-around is not what these programs test.
 #include "backend/cpu/CpuKernel.h"
