@@ -408,21 +408,8 @@ bool Elaborator::assignThroughMask(const ast::Expr &target, ValueId x,
                      ": it has too many dims",
                  "assign a 0-d value, one that broadcasts to each selected "
                  "element or row, or one per selected element or row");
-  // A value for every selected element (or row), broadcast: each dim 1 or
-  // the row's (proven, guarded or asserted, as elementwise broadcasts).
-  std::string row;
-  for (size_t i = 0; i < rest.size(); ++i)
-    row += (i ? ", " : "") + rest[i].str();
-  for (size_t i = 1; i <= vt.rank(); ++i) {
-    SymExpr d = vt.dims[vt.rank() - i], n = t.dims[t.rank() - i];
-    if (!requireCond(SymCond::disj(SymCond::eq(d, 1), SymCond::eq(d, n)),
-                     valueRange, "assign", "value broadcasts to the rows",
-                     "the value " + vt.str() +
-                         " does not broadcast to each row [" + row +
-                         "] the mask " + mt.str() + " selects in " + t.str() +
-                         " (" + d.str() + " vs " + n.str() + ")"))
-      return false;
-  }
+  // A value for every selected element (or row), broadcast by expand's
+  // rule (as a slice assignment's value is): each dim 1 or the row's.
   if (vt.dims != t.dims &&
       !emit1(OpCode::Expand, {v}, {{"shape", t.dims}}, valueRange, v))
     return false;

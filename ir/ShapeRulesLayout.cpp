@@ -91,10 +91,20 @@ bool expand(ShapeContext &ctx, std::vector<TensorType> &results) {
       if (!nonNegative(ctx, t, "expand size"))
         return false;
       out.dims.push_back(t);
+    } else if (!d.isConst() && ctx.env.hintValue(d) == 1 &&
+               ctx.env.prove(SymCond::eq(d, t)) != Truth::True) {
+      // A symbolic axis that is 1 in this call broadcasts, as in an
+      // elementwise broadcast (ShapeContext::broadcastDim): a guard, not a
+      // refusal of the size every other call would accept.
+      ctx.choose(SymCond::eq(d, 1),
+                 "size-1 broadcast in '" +
+                     std::string(opInfo(ctx.op.code).name) + "'");
+      out.dims.push_back(t);
     } else {
       if (!ctx.require(SymCond::eq(d, t), "expand of a non-1 axis",
-                       "expand: axis " + std::to_string(i - offset) + " of " +
-                           x.str() + " has size " + d.str() +
+                       "cannot expand " + x.str() + " to " +
+                           TensorType{x.dtype, shape}.str() + ": its axis " +
+                           std::to_string(i - offset) + " has size " + d.str() +
                            ", which is not 1 and not " + t.str()))
         return false;
       out.dims.push_back(t);
