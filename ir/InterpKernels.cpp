@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 namespace tsl {
 
@@ -96,11 +97,13 @@ int64_t wrapNeg(int64_t x) {
 /// The scalar math of one elementwise op: integers in int64 (wrapping),
 /// floats in double. An entry is null where the op's DTypeRule rules out
 /// that kind of element (checked where the kernel table is built).
+/// (std::optional, not a null pointer: GCC does not fold a function's
+/// address against null in a constant expression under -fsanitize.)
 struct ScalarMath {
-  int64_t (*binaryInt)(int64_t, int64_t) = nullptr;
-  double (*binaryFloat)(double, double) = nullptr;
-  int64_t (*unaryInt)(int64_t) = nullptr;
-  double (*unaryFloat)(double) = nullptr;
+  std::optional<int64_t (*)(int64_t, int64_t)> binaryInt = std::nullopt;
+  std::optional<double (*)(double, double)> binaryFloat = std::nullopt;
+  std::optional<int64_t (*)(int64_t)> unaryInt = std::nullopt;
+  std::optional<double (*)(double)> unaryFloat = std::nullopt;
   /// Integer math fails on a zero right operand ("integer division by
   /// zero").
   bool intZeroDivisorFails = false;
@@ -251,18 +254,20 @@ bool binaryMath(KernelContext &ctx) {
   if (isFloat(a.dtype())) {
     if (!m.binaryFloat)
       return ctx.fail("unsupported float op");
+    auto f = *m.binaryFloat;
     for (size_t i = 0; i < n; ++i, it.next())
-      out.setF(i, m.binaryFloat(a.getF(static_cast<size_t>(it.offsets[0])),
-                                b.getF(static_cast<size_t>(it.offsets[1]))));
+      out.setF(i, f(a.getF(static_cast<size_t>(it.offsets[0])),
+                    b.getF(static_cast<size_t>(it.offsets[1]))));
     return true;
   }
   if (!m.binaryInt)
     return ctx.fail("unsupported integer op");
+  auto f = *m.binaryInt;
   for (size_t i = 0; i < n; ++i, it.next()) {
     int64_t y = b.getI(static_cast<size_t>(it.offsets[1]));
     if (m.intZeroDivisorFails && y == 0)
       return ctx.fail("integer division by zero");
-    out.setI(i, m.binaryInt(a.getI(static_cast<size_t>(it.offsets[0])), y));
+    out.setI(i, f(a.getI(static_cast<size_t>(it.offsets[0])), y));
   }
   return true;
 }
@@ -278,14 +283,16 @@ bool unaryMath(KernelContext &ctx) {
   if (isFloat(a.dtype())) {
     if (!m.unaryFloat)
       return ctx.fail("unsupported op");
+    auto f = *m.unaryFloat;
     for (size_t i = 0; i < n; ++i)
-      out.setF(i, m.unaryFloat(a.getF(i)));
+      out.setF(i, f(a.getF(i)));
     return true;
   }
   if (!m.unaryInt)
     return ctx.fail("unsupported integer op");
+  auto f = *m.unaryInt;
   for (size_t i = 0; i < n; ++i)
-    out.setI(i, m.unaryInt(a.getI(i)));
+    out.setI(i, f(a.getI(i)));
   return true;
 }
 
@@ -870,62 +877,65 @@ bool noKernel(KernelContext &ctx) { return ctx.fail("no kernel"); }
 
 // --- The kernel table ---
 //
-// An op's kernel is its category's (kCategoryKernel) unless the op names its
-// own (kKernel); categories without a common kernel have none, so an op
+// An op's kernel is its own (kKernel) or else its category's
+// (kCategoryKernel); categories without a common kernel have none, so an op
 // added to such a category without a kernel here fails to compile (the
 // static_assert in checkedKernel), and so does an elementwise op without the
-// ScalarMath its DTypeRule asks for.
+// ScalarMath its DTypeRule asks for and a reduction without its ReduceSpec.
 
 using Kernel = bool (*)(KernelContext &);
+using OwnKernel = std::optional<Kernel>;
 
-template <OpCategory K> constexpr Kernel kCategoryKernel = nullptr;
+template <OpCategory K> constexpr OwnKernel kCategoryKernel = std::nullopt;
 template <>
-constexpr Kernel kCategoryKernel<OpCategory::ElementwiseUnary> = unaryMath;
+constexpr OwnKernel kCategoryKernel<OpCategory::ElementwiseUnary> = unaryMath;
 template <>
-constexpr Kernel kCategoryKernel<OpCategory::ElementwiseBinary> = binaryMath;
+constexpr OwnKernel kCategoryKernel<OpCategory::ElementwiseBinary> = binaryMath;
 template <>
-constexpr Kernel kCategoryKernel<OpCategory::ElementwiseSelect> = whereKernel;
-template <> constexpr Kernel kCategoryKernel<OpCategory::Reduction> = reduce;
-template <> constexpr Kernel kCategoryKernel<OpCategory::Matmul> = matmul;
-template <> constexpr Kernel kCategoryKernel<OpCategory::Control> = noKernel;
-template <> constexpr Kernel kCategoryKernel<OpCategory::Call> = noKernel;
+constexpr OwnKernel kCategoryKernel<OpCategory::ElementwiseSelect> =
+    whereKernel;
+template <> constexpr OwnKernel kCategoryKernel<OpCategory::Reduction> = reduce;
+template <> constexpr OwnKernel kCategoryKernel<OpCategory::Matmul> = matmul;
+template <> constexpr OwnKernel kCategoryKernel<OpCategory::Control> = noKernel;
+template <> constexpr OwnKernel kCategoryKernel<OpCategory::Call> = noKernel;
 
-template <OpCode C> constexpr Kernel kKernel = kCategoryKernel<categoryOf(C)>;
-template <> constexpr Kernel kKernel<OpCode::Cast> = castKernel;
-template <> constexpr Kernel kKernel<OpCode::Constant> = constantKernel;
-template <> constexpr Kernel kKernel<OpCode::SymScalar> = symScalarKernel;
-template <> constexpr Kernel kKernel<OpCode::Full> = fullKernel;
-template <> constexpr Kernel kKernel<OpCode::Arange> = arangeKernel;
-template <> constexpr Kernel kKernel<OpCode::Cumsum> = scanKernel;
-template <> constexpr Kernel kKernel<OpCode::Cumprod> = scanKernel;
-template <> constexpr Kernel kKernel<OpCode::Reshape> = copyKernel;
-template <> constexpr Kernel kKernel<OpCode::Permute> = permute;
-template <> constexpr Kernel kKernel<OpCode::Expand> = expand;
-template <> constexpr Kernel kKernel<OpCode::Concat> = concat;
-template <> constexpr Kernel kKernel<OpCode::Slice> = slice;
-template <> constexpr Kernel kKernel<OpCode::UpdateSlice> = updateSlice;
-template <> constexpr Kernel kKernel<OpCode::Pad> = pad;
-template <> constexpr Kernel kKernel<OpCode::Conv2d> = conv2d;
-template <> constexpr Kernel kKernel<OpCode::MaxPool2d> = maxPool;
-template <> constexpr Kernel kKernel<OpCode::Attention> = attentionKernel;
-template <> constexpr Kernel kKernel<OpCode::Nonzero> = nonzero;
-template <> constexpr Kernel kKernel<OpCode::MaskedSelect> = maskedSelect;
-template <> constexpr Kernel kKernel<OpCode::Unique> = unique;
-template <> constexpr Kernel kKernel<OpCode::Item> = itemKernel;
-template <> constexpr Kernel kKernel<OpCode::IndexSelect> = indexSelectKernel;
-template <> constexpr Kernel kKernel<OpCode::Gather> = gatherKernel;
-template <> constexpr Kernel kKernel<OpCode::Scatter> = scatterKernel;
-template <> constexpr Kernel kKernel<OpCode::IndexAdd> = indexAddKernel;
+template <OpCode C> constexpr OwnKernel kKernel = std::nullopt;
+template <> constexpr OwnKernel kKernel<OpCode::Cast> = castKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Constant> = constantKernel;
+template <> constexpr OwnKernel kKernel<OpCode::SymScalar> = symScalarKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Full> = fullKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Arange> = arangeKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Cumsum> = scanKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Cumprod> = scanKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Reshape> = copyKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Permute> = permute;
+template <> constexpr OwnKernel kKernel<OpCode::Expand> = expand;
+template <> constexpr OwnKernel kKernel<OpCode::Concat> = concat;
+template <> constexpr OwnKernel kKernel<OpCode::Slice> = slice;
+template <> constexpr OwnKernel kKernel<OpCode::UpdateSlice> = updateSlice;
+template <> constexpr OwnKernel kKernel<OpCode::Pad> = pad;
+template <> constexpr OwnKernel kKernel<OpCode::Conv2d> = conv2d;
+template <> constexpr OwnKernel kKernel<OpCode::MaxPool2d> = maxPool;
+template <> constexpr OwnKernel kKernel<OpCode::Attention> = attentionKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Nonzero> = nonzero;
+template <> constexpr OwnKernel kKernel<OpCode::MaskedSelect> = maskedSelect;
+template <> constexpr OwnKernel kKernel<OpCode::Unique> = unique;
+template <> constexpr OwnKernel kKernel<OpCode::Item> = itemKernel;
 template <>
-constexpr Kernel kKernel<OpCode::MaskedScatter> = maskedScatterKernel;
-template <> constexpr Kernel kKernel<OpCode::Topk> = topkKernel;
-template <> constexpr Kernel kKernel<OpCode::Sort> = sortKernel;
-template <> constexpr Kernel kKernel<OpCode::Assert> = assertKernel;
+constexpr OwnKernel kKernel<OpCode::IndexSelect> = indexSelectKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Gather> = gatherKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Scatter> = scatterKernel;
+template <> constexpr OwnKernel kKernel<OpCode::IndexAdd> = indexAddKernel;
+template <>
+constexpr OwnKernel kKernel<OpCode::MaskedScatter> = maskedScatterKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Topk> = topkKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Sort> = sortKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Assert> = assertKernel;
 
 /// Whether \p m has the math for every element type \p rule accepts.
 constexpr bool mathCovers(const ScalarMath &m, DTypeRule rule, bool unary) {
-  bool f = unary ? m.unaryFloat != nullptr : m.binaryFloat != nullptr;
-  bool i = unary ? m.unaryInt != nullptr : m.binaryInt != nullptr;
+  bool f = unary ? m.unaryFloat.has_value() : m.binaryFloat.has_value();
+  bool i = unary ? m.unaryInt.has_value() : m.binaryInt.has_value();
   bool wantsFloat = rule == DTypeRule::Any || rule == DTypeRule::Numeric ||
                     rule == DTypeRule::Float;
   bool wantsInt = rule == DTypeRule::Any || rule == DTypeRule::Numeric ||
@@ -934,20 +944,22 @@ constexpr bool mathCovers(const ScalarMath &m, DTypeRule rule, bool unary) {
 }
 
 template <OpCode C> constexpr Kernel checkedKernel() {
-  static_assert(kKernel<C> != nullptr,
+  constexpr OpCategory k = categoryOf(C);
+  constexpr bool own = kKernel<C>.has_value();
+  static_assert(own || kCategoryKernel<k>.has_value(),
                 "an op without an interpreter kernel: give it a "
                 "kKernel<OpCode::...> (ir/InterpKernels.cpp)");
-  static_assert(kKernel<C> != unaryMath ||
+  static_assert(own || k != OpCategory::ElementwiseUnary ||
                     mathCovers(kMath<C>, opTraits(C).operands, true),
                 "an elementwise unary op without the kMath its DTypeRule "
                 "asks for (ir/InterpKernels.cpp)");
-  static_assert(kKernel<C> != binaryMath ||
+  static_assert(own || k != OpCategory::ElementwiseBinary ||
                     mathCovers(kMath<C>, opTraits(C).operands, false),
                 "an elementwise binary op without the kMath its DTypeRule "
                 "asks for (ir/InterpKernels.cpp)");
-  static_assert(kKernel<C> != reduce || kReduce<C>.valid,
+  static_assert(own || k != OpCategory::Reduction || kReduce<C>.valid,
                 "a reduction without a kReduce (ir/InterpKernels.cpp)");
-  return kKernel<C>;
+  return own ? *kKernel<C> : *kCategoryKernel<k>;
 }
 
 /// Every op's kernel, indexed by OpCode.

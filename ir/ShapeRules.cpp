@@ -2,6 +2,8 @@
 #include "ir/ShapeRuleFamilies.h"
 #include "support/Error.h"
 
+#include <optional>
+
 namespace tsl {
 
 ShapeContext::ShapeContext(ShapeEnv &env, const Operation &op,
@@ -363,30 +365,44 @@ namespace {
 /// The rule of each category (Layout, Library and DataDependent: their
 /// families' tables by OpCode, in ShapeRulesLayout.cpp and
 /// ShapeRulesLibrary.cpp, which fail to compile for an op without a rule).
-template <OpCategory K> constexpr Rule kCategoryRule = nullptr;
+template <OpCategory K>
+constexpr std::optional<Rule> kCategoryRule = std::nullopt;
 template <>
-constexpr Rule kCategoryRule<OpCategory::ElementwiseUnary> = elementwiseUnary;
+constexpr std::optional<Rule> kCategoryRule<OpCategory::ElementwiseUnary> =
+    elementwiseUnary;
 template <>
-constexpr Rule kCategoryRule<OpCategory::ElementwiseBinary> = elementwiseBinary;
+constexpr std::optional<Rule> kCategoryRule<OpCategory::ElementwiseBinary> =
+    elementwiseBinary;
 template <>
-constexpr Rule kCategoryRule<OpCategory::ElementwiseSelect> = elementwiseSelect;
-template <> constexpr Rule kCategoryRule<OpCategory::Scalar> = creation;
-template <> constexpr Rule kCategoryRule<OpCategory::Creation> = creation;
-template <> constexpr Rule kCategoryRule<OpCategory::Reduction> = reduction;
-template <> constexpr Rule kCategoryRule<OpCategory::Matmul> = matmul;
-template <> constexpr Rule kCategoryRule<OpCategory::Layout> = layout;
-template <> constexpr Rule kCategoryRule<OpCategory::Library> = library;
+constexpr std::optional<Rule> kCategoryRule<OpCategory::ElementwiseSelect> =
+    elementwiseSelect;
 template <>
-constexpr Rule kCategoryRule<OpCategory::DataDependent> = dataDependent;
-template <> constexpr Rule kCategoryRule<OpCategory::Control> = control;
-template <> constexpr Rule kCategoryRule<OpCategory::Call> = call;
-template <> constexpr Rule kCategoryRule<OpCategory::Check> = check;
+constexpr std::optional<Rule> kCategoryRule<OpCategory::Scalar> = creation;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::Creation> = creation;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::Reduction> = reduction;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::Matmul> = matmul;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::Layout> = layout;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::Library> = library;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::DataDependent> =
+    dataDependent;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::Control> = control;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::Call> = call;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::Check> = check;
 
 template <OpCode C> constexpr Rule checkedRule() {
-  static_assert(kCategoryRule<categoryOf(C)> != nullptr,
+  static_assert(kCategoryRule<categoryOf(C)>.has_value(),
                 "an op category without a shape rule: give it a "
                 "kCategoryRule<OpCategory::...> (ir/ShapeRules.cpp)");
-  return kCategoryRule<categoryOf(C)>;
+  return *kCategoryRule<categoryOf(C)>;
 }
 
 /// Every op's rule, indexed by OpCode.

@@ -3,6 +3,8 @@
 // element type.
 #include "ir/ShapeRuleFamilies.h"
 
+#include <optional>
+
 namespace tsl::shape_rules {
 
 namespace {
@@ -209,21 +211,24 @@ bool pad(ShapeContext &ctx, std::vector<TensorType> &results) {
 
 /// The rule of each layout op; an op of category Layout without one fails
 /// to compile (checkedRule).
-template <OpCode C> constexpr Rule kLayoutRule = nullptr;
-template <> constexpr Rule kLayoutRule<OpCode::Reshape> = reshape;
-template <> constexpr Rule kLayoutRule<OpCode::Permute> = permute;
-template <> constexpr Rule kLayoutRule<OpCode::Expand> = expand;
-template <> constexpr Rule kLayoutRule<OpCode::Concat> = concat;
-template <> constexpr Rule kLayoutRule<OpCode::Slice> = slice;
-template <> constexpr Rule kLayoutRule<OpCode::Pad> = pad;
-template <> constexpr Rule kLayoutRule<OpCode::UpdateSlice> = updateSlice;
+template <OpCode C> constexpr std::optional<Rule> kLayoutRule = std::nullopt;
+template <>
+constexpr std::optional<Rule> kLayoutRule<OpCode::Reshape> = reshape;
+template <>
+constexpr std::optional<Rule> kLayoutRule<OpCode::Permute> = permute;
+template <> constexpr std::optional<Rule> kLayoutRule<OpCode::Expand> = expand;
+template <> constexpr std::optional<Rule> kLayoutRule<OpCode::Concat> = concat;
+template <> constexpr std::optional<Rule> kLayoutRule<OpCode::Slice> = slice;
+template <> constexpr std::optional<Rule> kLayoutRule<OpCode::Pad> = pad;
+template <>
+constexpr std::optional<Rule> kLayoutRule<OpCode::UpdateSlice> = updateSlice;
 
 template <OpCode C> constexpr Rule checkedRule() {
   static_assert(categoryOf(C) != OpCategory::Layout ||
-                    kLayoutRule<C> != nullptr,
+                    kLayoutRule<C>.has_value(),
                 "a layout op without a shape rule: give it a "
                 "kLayoutRule<OpCode::...> (ir/ShapeRulesLayout.cpp)");
-  return kLayoutRule<C>;
+  return kLayoutRule<C>.value_or(nullptr);
 }
 
 /// The layout rules, indexed by OpCode (null for the other ops).

@@ -4,6 +4,8 @@
 // values (nonzero, masked_select, unique, item), and their table by OpCode.
 #include "ir/ShapeRuleFamilies.h"
 
+#include <optional>
+
 namespace tsl::shape_rules {
 
 namespace {
@@ -360,31 +362,36 @@ bool maxPool2d(ShapeContext &ctx, std::vector<TensorType> &results) {
 
 /// The rule of each op of categories Library and DataDependent; such an op
 /// without one fails to compile (checkedRule).
-template <OpCode C> constexpr Rule kOwnRule = nullptr;
-template <> constexpr Rule kOwnRule<OpCode::Conv2d> = conv2d;
-template <> constexpr Rule kOwnRule<OpCode::MaxPool2d> = maxPool2d;
-template <> constexpr Rule kOwnRule<OpCode::IndexSelect> = indexSelect;
-template <> constexpr Rule kOwnRule<OpCode::Topk> = topk;
-template <> constexpr Rule kOwnRule<OpCode::Attention> = attention;
-template <> constexpr Rule kOwnRule<OpCode::Cumsum> = scan;
-template <> constexpr Rule kOwnRule<OpCode::Cumprod> = scan;
-template <> constexpr Rule kOwnRule<OpCode::Gather> = gather;
-template <> constexpr Rule kOwnRule<OpCode::Sort> = sort;
-template <> constexpr Rule kOwnRule<OpCode::Scatter> = scatter;
-template <> constexpr Rule kOwnRule<OpCode::IndexAdd> = indexAdd;
-template <> constexpr Rule kOwnRule<OpCode::MaskedScatter> = maskedScatter;
-template <> constexpr Rule kOwnRule<OpCode::Nonzero> = nonzero;
-template <> constexpr Rule kOwnRule<OpCode::MaskedSelect> = maskedSelect;
-template <> constexpr Rule kOwnRule<OpCode::Unique> = unique;
-template <> constexpr Rule kOwnRule<OpCode::Item> = item;
+template <OpCode C> constexpr std::optional<Rule> kOwnRule = std::nullopt;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Conv2d> = conv2d;
+template <>
+constexpr std::optional<Rule> kOwnRule<OpCode::MaxPool2d> = maxPool2d;
+template <>
+constexpr std::optional<Rule> kOwnRule<OpCode::IndexSelect> = indexSelect;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Topk> = topk;
+template <>
+constexpr std::optional<Rule> kOwnRule<OpCode::Attention> = attention;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Cumsum> = scan;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Cumprod> = scan;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Gather> = gather;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Sort> = sort;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Scatter> = scatter;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::IndexAdd> = indexAdd;
+template <>
+constexpr std::optional<Rule> kOwnRule<OpCode::MaskedScatter> = maskedScatter;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Nonzero> = nonzero;
+template <>
+constexpr std::optional<Rule> kOwnRule<OpCode::MaskedSelect> = maskedSelect;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Unique> = unique;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Item> = item;
 
 template <OpCode C> constexpr Rule checkedRule() {
   constexpr OpCategory k = categoryOf(C);
   static_assert((k != OpCategory::Library && k != OpCategory::DataDependent) ||
-                    kOwnRule<C> != nullptr,
+                    kOwnRule<C>.has_value(),
                 "a library or data-dependent op without a shape rule: give "
                 "it a kOwnRule<OpCode::...> (ir/ShapeRulesLibrary.cpp)");
-  return kOwnRule<C>;
+  return kOwnRule<C>.value_or(nullptr);
 }
 
 /// The rules of this file, indexed by OpCode (null for the other ops).
