@@ -1,7 +1,7 @@
 // Interpreter kernels of the ops that work along one axis by position:
-// cumsum, cumprod, gather, sort, scatter, index_add and masked_scatter. Written
-// for clarity, not speed: the oracle the CPU and GPU lowerings are compared
-// with.
+// cumsum, cumprod, gather, sort, scatter, index_add, masked_scatter,
+// index_select and topk. Written for clarity, not speed: the oracle the CPU
+// and GPU lowerings are compared with.
 #include "ir/Interpreter.h"
 
 #include <algorithm>
@@ -224,6 +224,74 @@ bool sortKernel(KernelContext &ctx) {
         ctx.out[1].setI(at(j), order[j]);
       }
     }
+  return true;
+}
+
+bool indexSelectKernel(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0], &idx = *ctx.in[1];
+  size_t axis = static_cast<size_t>(ctx.op.intAttr("axis"));
+  std::vector<int64_t> shape = x.shape();
+  shape[axis] = static_cast<int64_t>(idx.numel());
+  int64_t n = x.shape()[axis];
+  for (size_t j = 0; j < idx.numel(); ++j) {
+    int64_t v = idx.getI(j);
+    if (v < 0 || v >= n)
+      return ctx.fail("index " + std::to_string(v) +
+                      " is out of bounds for axis " + std::to_string(axis) +
+                      " of size " + std::to_string(n));
+  }
+  if (!ctx.allocate(0, shape))
+    return false;
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < axis; ++i)
+    outer *= shape[i];
+  for (size_t i = axis + 1; i < shape.size(); ++i)
+    inner *= shape[i];
+  size_t o = 0;
+  for (int64_t b = 0; b < outer; ++b)
+    for (size_t j = 0; j < idx.numel(); ++j)
+      for (int64_t k = 0; k < inner; ++k)
+        ctx.out[0].copyElement(
+            o++, x, static_cast<size_t>((b * n + idx.getI(j)) * inner + k));
+  return true;
+}
+
+bool topkKernel(KernelContext &ctx) {
+  const Tensor &x = *ctx.in[0];
+  int64_t k;
+  if (!ctx.eval(ctx.op.exprAttr("k"), k))
+    return false;
+  int64_t n = x.shape().back();
+  if (k < 0 || k > n)
+    return ctx.fail("k = " + std::to_string(k) +
+                    " is out of range for a last axis of size " +
+                    std::to_string(n));
+  std::vector<int64_t> shape = x.shape();
+  shape.back() = k;
+  if (!ctx.allocate(0, shape) || !ctx.allocate(1, shape))
+    return false;
+  int64_t rows = n == 0 ? 0 : static_cast<int64_t>(x.numel()) / n;
+  bool intMath = !isFloat(x.dtype());
+  std::vector<int64_t> order(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::iota(order.begin(), order.end(), 0);
+    size_t base = static_cast<size_t>(r * n);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      if (intMath)
+        return x.getI(base + a) > x.getI(base + b);
+      double u = x.getF(base + a), v = x.getF(base + b);
+      if (std::isnan(u))
+        return !std::isnan(v); // NaN counts as the largest, like PyTorch
+      if (std::isnan(v))
+        return false;
+      return u > v;
+    });
+    for (int64_t j = 0; j < k; ++j) {
+      ctx.out[0].copyElement(static_cast<size_t>(r * k + j), x,
+                             base + order[j]);
+      ctx.out[1].setI(static_cast<size_t>(r * k + j), order[j]);
+    }
+  }
   return true;
 }
 

@@ -1,10 +1,13 @@
-// Interpreter kernels, one per op of the op table. Floats compute in double
+// Interpreter kernels, one per op of the op table, and the table (indexed by
+// OpCode) that runKernel dispatches through. Elementwise ops share one kernel
+// per category and differ by their ScalarMath entry. Floats compute in double
 // and round once on store; integers compute in int64 and wrap on store.
 #include "ir/Interpreter.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 namespace tsl {
 
@@ -87,182 +90,232 @@ int64_t floorDivInt(int64_t a, int64_t b) {
   return q;
 }
 
-/// Binary integer math (wrapping): false for division by zero (an error in
-/// \p ctx) or an op without integer math.
-bool binaryInt(KernelContext &ctx, OpCode code, int64_t x, int64_t y,
-               int64_t &r) {
-  uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
-  switch (code) {
-  case OpCode::Add:
-    r = static_cast<int64_t>(ux + uy);
+int64_t wrapNeg(int64_t x) {
+  return static_cast<int64_t>(0 - static_cast<uint64_t>(x));
+}
+
+/// The scalar math of one elementwise op: integers in int64 (wrapping),
+/// floats in double. An entry is null where the op's DTypeRule rules out
+/// that kind of element (checked where the kernel table is built).
+/// (std::optional, not a null pointer: GCC does not fold a function's
+/// address against null in a constant expression under -fsanitize.)
+struct ScalarMath {
+  std::optional<int64_t (*)(int64_t, int64_t)> binaryInt = std::nullopt;
+  std::optional<double (*)(double, double)> binaryFloat = std::nullopt;
+  std::optional<int64_t (*)(int64_t)> unaryInt = std::nullopt;
+  std::optional<double (*)(double)> unaryFloat = std::nullopt;
+  /// Integer math fails on a zero right operand ("integer division by
+  /// zero").
+  bool intZeroDivisorFails = false;
+};
+
+using I = int64_t;
+using U = uint64_t;
+
+/// The math of op C; one specialization per elementwise op below.
+template <OpCode C> constexpr ScalarMath kMath{};
+
+template <>
+constexpr ScalarMath kMath<OpCode::Add> = {
+    .binaryInt = [](I x, I y) { return static_cast<I>(U(x) + U(y)); },
+    .binaryFloat = [](double x, double y) { return x + y; }};
+template <>
+constexpr ScalarMath kMath<OpCode::Sub> = {
+    .binaryInt = [](I x, I y) { return static_cast<I>(U(x) - U(y)); },
+    .binaryFloat = [](double x, double y) { return x - y; }};
+template <>
+constexpr ScalarMath kMath<OpCode::Mul> = {
+    .binaryInt = [](I x, I y) { return static_cast<I>(U(x) * U(y)); },
+    .binaryFloat = [](double x, double y) { return x * y; }};
+template <>
+constexpr ScalarMath kMath<OpCode::Div> = {
+    .binaryInt = floorDivInt,
+    .binaryFloat = [](double x, double y) { return x / y; },
+    .intZeroDivisorFails = true};
+template <>
+constexpr ScalarMath kMath<OpCode::Pow> = {
+    .binaryFloat = [](double x, double y) { return std::pow(x, y); }};
+// NaN propagates through max and min.
+template <>
+constexpr ScalarMath kMath<OpCode::Maximum> = {
+    .binaryInt = [](I x, I y) { return std::max(x, y); },
+    .binaryFloat =
+        [](double x, double y) {
+          return (std::isnan(x) || std::isnan(y)) ? NAN : std::max(x, y);
+        }};
+template <>
+constexpr ScalarMath kMath<OpCode::Minimum> = {
+    .binaryInt = [](I x, I y) { return std::min(x, y); },
+    .binaryFloat =
+        [](double x, double y) {
+          return (std::isnan(x) || std::isnan(y)) ? NAN : std::min(x, y);
+        }};
+template <>
+constexpr ScalarMath kMath<OpCode::Lt> = {
+    .binaryInt = [](I x, I y) -> I { return x < y; },
+    .binaryFloat = [](double x, double y) -> double { return x < y; }};
+template <>
+constexpr ScalarMath kMath<OpCode::Le> = {
+    .binaryInt = [](I x, I y) -> I { return x <= y; },
+    .binaryFloat = [](double x, double y) -> double { return x <= y; }};
+template <>
+constexpr ScalarMath kMath<OpCode::Gt> = {
+    .binaryInt = [](I x, I y) -> I { return x > y; },
+    .binaryFloat = [](double x, double y) -> double { return x > y; }};
+template <>
+constexpr ScalarMath kMath<OpCode::Ge> = {
+    .binaryInt = [](I x, I y) -> I { return x >= y; },
+    .binaryFloat = [](double x, double y) -> double { return x >= y; }};
+template <>
+constexpr ScalarMath kMath<OpCode::Eq> = {
+    .binaryInt = [](I x, I y) -> I { return x == y; },
+    .binaryFloat = [](double x, double y) -> double { return x == y; }};
+template <>
+constexpr ScalarMath kMath<OpCode::Ne> = {
+    .binaryInt = [](I x, I y) -> I { return x != y; },
+    .binaryFloat = [](double x, double y) -> double { return x != y; }};
+// Bitwise; on bools (0 or 1) the logical and, or, xor.
+template <>
+constexpr ScalarMath kMath<OpCode::And> = {
+    .binaryInt = [](I x, I y) { return x & y; }};
+template <>
+constexpr ScalarMath kMath<OpCode::Or> = {
+    .binaryInt = [](I x, I y) { return x | y; }};
+template <>
+constexpr ScalarMath kMath<OpCode::Xor> = {
+    .binaryInt = [](I x, I y) { return x ^ y; }};
+
+template <>
+constexpr ScalarMath kMath<OpCode::Neg> = {
+    .unaryInt = wrapNeg, .unaryFloat = [](double x) { return -x; }};
+template <>
+constexpr ScalarMath kMath<OpCode::Not> = {
+    .unaryInt = [](I x) -> I { return !x; }};
+template <>
+constexpr ScalarMath kMath<OpCode::Exp> = {
+    .unaryFloat = [](double x) { return std::exp(x); }};
+template <>
+constexpr ScalarMath kMath<OpCode::Log> = {
+    .unaryFloat = [](double x) { return std::log(x); }};
+template <>
+constexpr ScalarMath kMath<OpCode::Sqrt> = {
+    .unaryFloat = [](double x) { return std::sqrt(x); }};
+template <>
+constexpr ScalarMath kMath<OpCode::Rsqrt> = {
+    .unaryFloat = [](double x) { return 1.0 / std::sqrt(x); }};
+template <>
+constexpr ScalarMath kMath<OpCode::Tanh> = {
+    .unaryFloat = [](double x) { return std::tanh(x); }};
+template <>
+constexpr ScalarMath kMath<OpCode::Sigmoid> = {
+    .unaryFloat = [](double x) { return 1.0 / (1.0 + std::exp(-x)); }};
+template <>
+constexpr ScalarMath kMath<OpCode::Relu> = {
+    .unaryInt = [](I x) { return std::max<I>(x, 0); },
+    .unaryFloat =
+        [](double x) { return std::isnan(x) ? x : std::max(x, 0.0); }};
+template <> constexpr ScalarMath kMath<OpCode::Gelu> = {.unaryFloat = gelu};
+template <>
+constexpr ScalarMath kMath<OpCode::Erf> = {
+    .unaryFloat = [](double x) { return std::erf(x); }};
+template <>
+constexpr ScalarMath kMath<OpCode::Abs> = {
+    .unaryInt = [](I x) { return x < 0 ? wrapNeg(x) : x; },
+    .unaryFloat = [](double x) { return std::fabs(x); }};
+template <>
+constexpr ScalarMath kMath<OpCode::Sin> = {
+    .unaryFloat = [](double x) { return std::sin(x); }};
+template <>
+constexpr ScalarMath kMath<OpCode::Cos> = {
+    .unaryFloat = [](double x) { return std::cos(x); }};
+
+/// The math of every op, indexed by OpCode.
+constexpr ScalarMath kMathTable[] = {
+#define TSL_OP(Id, ...) kMath<OpCode::Id>,
+#include "ir/Ops.def"
+};
+
+const ScalarMath &mathOf(OpCode code) {
+  return kMathTable[static_cast<size_t>(code)];
+}
+
+/// Elementwise binary ops: broadcasts the operands, then computes each
+/// element with the op's ScalarMath.
+bool binaryMath(KernelContext &ctx) {
+  std::vector<int64_t> shape = broadcastShape(ctx.in);
+  if (!checkBroadcast(ctx, shape) || !ctx.allocate(0, shape))
+    return false;
+  const Tensor &a = *ctx.in[0], &b = *ctx.in[1];
+  MultiIndex it(shape, {broadcastStrides(a.shape(), shape),
+                        broadcastStrides(b.shape(), shape)});
+  Tensor &out = ctx.out[0];
+  const ScalarMath &m = mathOf(ctx.op.code);
+  size_t n = out.numel();
+  if (isFloat(a.dtype())) {
+    if (!m.binaryFloat)
+      return ctx.fail("unsupported float op");
+    auto f = *m.binaryFloat;
+    for (size_t i = 0; i < n; ++i, it.next())
+      out.setF(i, f(a.getF(static_cast<size_t>(it.offsets[0])),
+                    b.getF(static_cast<size_t>(it.offsets[1]))));
     return true;
-  case OpCode::Sub:
-    r = static_cast<int64_t>(ux - uy);
-    return true;
-  case OpCode::Mul:
-    r = static_cast<int64_t>(ux * uy);
-    return true;
-  case OpCode::Div:
-    if (y == 0)
-      return ctx.fail("integer division by zero");
-    r = floorDivInt(x, y);
-    return true;
-  case OpCode::Maximum:
-    r = std::max(x, y);
-    return true;
-  case OpCode::Minimum:
-    r = std::min(x, y);
-    return true;
-  case OpCode::Lt:
-    r = x < y;
-    return true;
-  case OpCode::Le:
-    r = x <= y;
-    return true;
-  case OpCode::Gt:
-    r = x > y;
-    return true;
-  case OpCode::Ge:
-    r = x >= y;
-    return true;
-  case OpCode::Eq:
-    r = x == y;
-    return true;
-  case OpCode::Ne:
-    r = x != y;
-    return true;
-  case OpCode::And: // bitwise; on bools (0 or 1) the logical and
-    r = x & y;
-    return true;
-  case OpCode::Or:
-    r = x | y;
-    return true;
-  case OpCode::Xor:
-    r = x ^ y;
-    return true;
-  default:
+  }
+  if (!m.binaryInt)
     return ctx.fail("unsupported integer op");
+  auto f = *m.binaryInt;
+  for (size_t i = 0; i < n; ++i, it.next()) {
+    int64_t y = b.getI(static_cast<size_t>(it.offsets[1]));
+    if (m.intZeroDivisorFails && y == 0)
+      return ctx.fail("integer division by zero");
+    out.setI(i, f(a.getI(static_cast<size_t>(it.offsets[0])), y));
   }
+  return true;
 }
 
-/// Binary float math in double (NaN propagates through max and min):
-/// false for an op without float math.
-bool binaryFloat(OpCode code, double x, double y, double &r) {
-  switch (code) {
-  case OpCode::Add:
-    r = x + y;
-    return true;
-  case OpCode::Sub:
-    r = x - y;
-    return true;
-  case OpCode::Mul:
-    r = x * y;
-    return true;
-  case OpCode::Div:
-    r = x / y;
-    return true;
-  case OpCode::Pow:
-    r = std::pow(x, y);
-    return true;
-  case OpCode::Maximum:
-    r = (std::isnan(x) || std::isnan(y)) ? NAN : std::max(x, y);
-    return true;
-  case OpCode::Minimum:
-    r = (std::isnan(x) || std::isnan(y)) ? NAN : std::min(x, y);
-    return true;
-  case OpCode::Lt:
-    r = x < y;
-    return true;
-  case OpCode::Le:
-    r = x <= y;
-    return true;
-  case OpCode::Gt:
-    r = x > y;
-    return true;
-  case OpCode::Ge:
-    r = x >= y;
-    return true;
-  case OpCode::Eq:
-    r = x == y;
-    return true;
-  case OpCode::Ne:
-    r = x != y;
-    return true;
-  default:
+/// Elementwise unary ops but cast: each element by the op's ScalarMath.
+bool unaryMath(KernelContext &ctx) {
+  const Tensor &a = *ctx.in[0];
+  if (!ctx.allocate(0, a.shape()))
     return false;
+  Tensor &out = ctx.out[0];
+  const ScalarMath &m = mathOf(ctx.op.code);
+  size_t n = out.numel();
+  if (isFloat(a.dtype())) {
+    if (!m.unaryFloat)
+      return ctx.fail("unsupported op");
+    auto f = *m.unaryFloat;
+    for (size_t i = 0; i < n; ++i)
+      out.setF(i, f(a.getF(i)));
+    return true;
   }
+  if (!m.unaryInt)
+    return ctx.fail("unsupported integer op");
+  auto f = *m.unaryInt;
+  for (size_t i = 0; i < n; ++i)
+    out.setI(i, f(a.getI(i)));
+  return true;
 }
 
-/// Unary integer math (wrapping): false for an op without integer math.
-bool unaryInt(OpCode code, int64_t x, int64_t &r) {
-  switch (code) {
-  case OpCode::Neg:
-    r = static_cast<int64_t>(0 - static_cast<uint64_t>(x));
-    return true;
-  case OpCode::Not:
-    r = !x;
-    return true;
-  case OpCode::Abs:
-    r = x < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(x)) : x;
-    return true;
-  case OpCode::Relu:
-    r = std::max<int64_t>(x, 0);
-    return true;
-  default:
+/// cast: through double when either side is a float or the result is bool,
+/// else through int64.
+bool castKernel(KernelContext &ctx) {
+  const Tensor &a = *ctx.in[0];
+  if (!ctx.allocate(0, a.shape()))
     return false;
+  Tensor &out = ctx.out[0];
+  bool viaDouble =
+      isFloat(out.dtype()) || out.dtype() == DType::Bool || isFloat(a.dtype());
+  for (size_t i = 0; i < out.numel(); ++i) {
+    if (viaDouble)
+      out.setF(i, a.getF(i));
+    else
+      out.setI(i, a.getI(i));
   }
+  return true;
 }
 
-/// Unary float math in double: false for an op without float math.
-bool unaryFloat(OpCode code, double x, double &r) {
-  switch (code) {
-  case OpCode::Neg:
-    r = -x;
-    return true;
-  case OpCode::Exp:
-    r = std::exp(x);
-    return true;
-  case OpCode::Log:
-    r = std::log(x);
-    return true;
-  case OpCode::Sqrt:
-    r = std::sqrt(x);
-    return true;
-  case OpCode::Rsqrt:
-    r = 1.0 / std::sqrt(x);
-    return true;
-  case OpCode::Tanh:
-    r = std::tanh(x);
-    return true;
-  case OpCode::Sigmoid:
-    r = 1.0 / (1.0 + std::exp(-x));
-    return true;
-  case OpCode::Relu:
-    r = std::isnan(x) ? x : std::max(x, 0.0);
-    return true;
-  case OpCode::Gelu:
-    r = gelu(x);
-    return true;
-  case OpCode::Erf:
-    r = std::erf(x);
-    return true;
-  case OpCode::Abs:
-    r = std::fabs(x);
-    return true;
-  case OpCode::Sin:
-    r = std::sin(x);
-    return true;
-  case OpCode::Cos:
-    r = std::cos(x);
-    return true;
-  default:
-    return false;
-  }
-}
-
-/// Every elementwise op: broadcasts the operands, then computes each element
-/// with the math above (where and cast copy or convert).
-bool elementwise(KernelContext &ctx) {
+/// where(c, x, y): broadcasts the three operands and copies from x or y.
+bool whereKernel(KernelContext &ctx) {
   std::vector<int64_t> shape = broadcastShape(ctx.in);
   if (!checkBroadcast(ctx, shape) || !ctx.allocate(0, shape))
     return false;
@@ -271,57 +324,48 @@ bool elementwise(KernelContext &ctx) {
     strides.push_back(broadcastStrides(t->shape(), shape));
   MultiIndex it(shape, strides);
   Tensor &out = ctx.out[0];
-  OpCode code = ctx.op.code;
-  DType inType = ctx.in[0]->dtype();
-  bool intMath = !isFloat(inType);
+  const Tensor &c = *ctx.in[0], &x = *ctx.in[1], &y = *ctx.in[2];
   for (size_t i = 0; i < out.numel(); ++i, it.next()) {
-    const Tensor &a = *ctx.in[0];
-    size_t ia = static_cast<size_t>(it.offsets[0]);
-    if (code == OpCode::Where) {
-      const Tensor &c = *ctx.in[0], &x = *ctx.in[1], &y = *ctx.in[2];
-      if (c.getI(ia))
-        out.copyElement(i, x, static_cast<size_t>(it.offsets[1]));
-      else
-        out.copyElement(i, y, static_cast<size_t>(it.offsets[2]));
-      continue;
-    }
-    if (ctx.in.size() == 2) {
-      const Tensor &b = *ctx.in[1];
-      size_t ib = static_cast<size_t>(it.offsets[1]);
-      if (intMath) {
-        int64_t r;
-        if (!binaryInt(ctx, code, a.getI(ia), b.getI(ib), r))
-          return false;
-        out.setI(i, r);
-      } else {
-        double r;
-        if (!binaryFloat(code, a.getF(ia), b.getF(ib), r))
-          return ctx.fail("unsupported float op");
-        out.setF(i, r);
-      }
-      continue;
-    }
-    if (intMath && code != OpCode::Cast) {
-      int64_t r;
-      if (!unaryInt(code, a.getI(ia), r))
-        return ctx.fail("unsupported integer op");
-      out.setI(i, r);
-      continue;
-    }
-    if (code == OpCode::Cast) {
-      if (isFloat(out.dtype()) || out.dtype() == DType::Bool || isFloat(inType))
-        out.setF(i, a.getF(ia));
-      else
-        out.setI(i, a.getI(ia));
-      continue;
-    }
-    double r;
-    if (!unaryFloat(code, a.getF(ia), r))
-      return ctx.fail("unsupported op");
-    out.setF(i, r);
+    if (c.getI(static_cast<size_t>(it.offsets[0])))
+      out.copyElement(i, x, static_cast<size_t>(it.offsets[1]));
+    else
+      out.copyElement(i, y, static_cast<size_t>(it.offsets[2]));
   }
   return true;
 }
+
+/// What one reduction computes: a sum (mean: divided by the count), or the
+/// first extreme value (its position: arg).
+struct ReduceSpec {
+  bool valid = false;
+  bool mean = false;
+  bool extreme = false;
+  bool isMax = false;
+  bool arg = false;
+};
+template <OpCode C> constexpr ReduceSpec kReduce{};
+template <> constexpr ReduceSpec kReduce<OpCode::ReduceSum> = {.valid = true};
+template <>
+constexpr ReduceSpec kReduce<OpCode::ReduceMean> = {.valid = true,
+                                                    .mean = true};
+template <>
+constexpr ReduceSpec kReduce<OpCode::ReduceMax> = {
+    .valid = true, .extreme = true, .isMax = true};
+template <>
+constexpr ReduceSpec kReduce<OpCode::ReduceMin> = {.valid = true,
+                                                   .extreme = true};
+template <>
+constexpr ReduceSpec kReduce<OpCode::Argmax> = {
+    .valid = true, .extreme = true, .isMax = true, .arg = true};
+template <>
+constexpr ReduceSpec kReduce<OpCode::Argmin> = {
+    .valid = true, .extreme = true, .arg = true};
+
+/// Every op's ReduceSpec, indexed by OpCode.
+constexpr ReduceSpec kReduceTable[] = {
+#define TSL_OP(Id, ...) kReduce<OpCode::Id>,
+#include "ir/Ops.def"
+};
 
 bool reduce(KernelContext &ctx) {
   const Tensor &x = *ctx.in[0];
@@ -344,10 +388,10 @@ bool reduce(KernelContext &ctx) {
   for (size_t i = 0; i < x.rank(); ++i)
     if (red[i])
       count *= x.shape()[i];
-  OpCode code = ctx.op.code;
-  if ((code == OpCode::ReduceMax || code == OpCode::ReduceMin ||
-       code == OpCode::Argmax || code == OpCode::Argmin) &&
-      count == 0)
+  const ReduceSpec &spec = kReduceTable[static_cast<size_t>(ctx.op.code)];
+  if (!spec.valid)
+    return ctx.fail("unsupported reduction");
+  if (spec.extreme && count == 0)
     return ctx.fail("reduction over an empty axis");
   bool intMath = !isFloat(x.dtype());
   std::vector<double> accF(n, 0);
@@ -366,47 +410,37 @@ bool reduce(KernelContext &ctx) {
   MultiIndex it(x.shape(), {outStrides, redStrides});
   for (size_t i = 0; i < x.numel(); ++i, it.next()) {
     size_t o = static_cast<size_t>(it.offsets[0]);
-    switch (code) {
-    case OpCode::ReduceSum:
-    case OpCode::ReduceMean:
+    if (!spec.extreme) {
       if (intMath)
         accI[o] = static_cast<int64_t>(static_cast<uint64_t>(accI[o]) +
                                        static_cast<uint64_t>(x.getI(i)));
       else
         accF[o] += x.getF(i);
-      break;
-    case OpCode::ReduceMax:
-    case OpCode::ReduceMin:
-    case OpCode::Argmax:
-    case OpCode::Argmin: {
-      // The first extreme value; a NaN, once seen, wins (min and max).
-      bool isMax = code == OpCode::ReduceMax || code == OpCode::Argmax;
-      if (intMath) {
-        int64_t v = x.getI(i);
-        if (!seen[o] || (isMax ? v > accI[o] : v < accI[o])) {
-          accI[o] = v;
-          arg[o] = it.offsets[1];
-        }
-      } else {
-        double v = x.getF(i);
-        bool curNan = seen[o] && std::isnan(accF[o]);
-        if (!seen[o] || (!curNan && (std::isnan(v) ||
-                                     (isMax ? v > accF[o] : v < accF[o])))) {
-          accF[o] = v;
-          arg[o] = it.offsets[1];
-        }
+      continue;
+    }
+    // The first extreme value; a NaN, once seen, wins (min and max).
+    bool isMax = spec.isMax;
+    if (intMath) {
+      int64_t v = x.getI(i);
+      if (!seen[o] || (isMax ? v > accI[o] : v < accI[o])) {
+        accI[o] = v;
+        arg[o] = it.offsets[1];
       }
-      seen[o] = true;
-      break;
+    } else {
+      double v = x.getF(i);
+      bool curNan = seen[o] && std::isnan(accF[o]);
+      if (!seen[o] ||
+          (!curNan && (std::isnan(v) || (isMax ? v > accF[o] : v < accF[o])))) {
+        accF[o] = v;
+        arg[o] = it.offsets[1];
+      }
     }
-    default:
-      return ctx.fail("unsupported reduction");
-    }
+    seen[o] = true;
   }
   for (size_t o = 0; o < n; ++o) {
-    if (code == OpCode::Argmax || code == OpCode::Argmin)
+    if (spec.arg)
       out.setI(o, arg[o]);
-    else if (code == OpCode::ReduceMean)
+    else if (spec.mean)
       out.setF(o, accF[o] / static_cast<double>(count));
     else if (intMath)
       out.setI(o, accI[o]);
@@ -781,182 +815,166 @@ bool unique(KernelContext &ctx) {
   return true;
 }
 
-bool indexSelect(KernelContext &ctx) {
-  const Tensor &x = *ctx.in[0], &idx = *ctx.in[1];
-  size_t axis = static_cast<size_t>(ctx.op.intAttr("axis"));
-  std::vector<int64_t> shape = x.shape();
-  shape[axis] = static_cast<int64_t>(idx.numel());
-  int64_t n = x.shape()[axis];
-  for (size_t j = 0; j < idx.numel(); ++j) {
-    int64_t v = idx.getI(j);
-    if (v < 0 || v >= n)
-      return ctx.fail("index " + std::to_string(v) +
-                      " is out of bounds for axis " + std::to_string(axis) +
-                      " of size " + std::to_string(n));
-  }
-  if (!ctx.allocate(0, shape))
+bool constantKernel(KernelContext &ctx) {
+  if (!ctx.allocate(0, {}))
     return false;
-  int64_t outer = 1, inner = 1;
-  for (size_t i = 0; i < axis; ++i)
-    outer *= shape[i];
-  for (size_t i = axis + 1; i < shape.size(); ++i)
-    inner *= shape[i];
-  size_t o = 0;
-  for (int64_t b = 0; b < outer; ++b)
-    for (size_t j = 0; j < idx.numel(); ++j)
-      for (int64_t k = 0; k < inner; ++k)
-        ctx.out[0].copyElement(
-            o++, x, static_cast<size_t>((b * n + idx.getI(j)) * inner + k));
+  Number v = ctx.op.numAttr("value");
+  if (v.isInt)
+    ctx.out[0].setI(0, v.i);
+  else
+    ctx.out[0].setF(0, v.f);
   return true;
 }
 
-bool topk(KernelContext &ctx) {
-  const Tensor &x = *ctx.in[0];
-  int64_t k;
-  if (!ctx.eval(ctx.op.exprAttr("k"), k))
+bool symScalarKernel(KernelContext &ctx) {
+  int64_t v;
+  if (!ctx.eval(ctx.op.exprAttr("expr"), v) || !ctx.allocate(0, {}))
     return false;
-  int64_t n = x.shape().back();
-  if (k < 0 || k > n)
-    return ctx.fail("k = " + std::to_string(k) +
-                    " is out of range for a last axis of size " +
-                    std::to_string(n));
-  std::vector<int64_t> shape = x.shape();
-  shape.back() = k;
-  if (!ctx.allocate(0, shape) || !ctx.allocate(1, shape))
+  ctx.out[0].setI(0, v);
+  return true;
+}
+
+bool fullKernel(KernelContext &ctx) {
+  std::vector<int64_t> shape;
+  if (!evalList(ctx, ctx.op.exprsAttr("shape"), shape) ||
+      !ctx.allocate(0, shape))
     return false;
-  int64_t rows = n == 0 ? 0 : static_cast<int64_t>(x.numel()) / n;
-  bool intMath = !isFloat(x.dtype());
-  std::vector<int64_t> order(n);
-  for (int64_t r = 0; r < rows; ++r) {
-    std::iota(order.begin(), order.end(), 0);
-    size_t base = static_cast<size_t>(r * n);
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-      if (intMath)
-        return x.getI(base + a) > x.getI(base + b);
-      double u = x.getF(base + a), v = x.getF(base + b);
-      if (std::isnan(u))
-        return !std::isnan(v); // NaN counts as the largest, like PyTorch
-      if (std::isnan(v))
-        return false;
-      return u > v;
-    });
-    for (int64_t j = 0; j < k; ++j) {
-      ctx.out[0].copyElement(static_cast<size_t>(r * k + j), x,
-                             base + order[j]);
-      ctx.out[1].setI(static_cast<size_t>(r * k + j), order[j]);
-    }
+  Number v = ctx.op.numAttr("value");
+  for (size_t i = 0; i < ctx.out[0].numel(); ++i) {
+    if (v.isInt)
+      ctx.out[0].setI(i, v.i);
+    else
+      ctx.out[0].setF(i, v.f);
   }
   return true;
 }
+
+bool arangeKernel(KernelContext &ctx) {
+  int64_t n;
+  if (!ctx.eval(ctx.op.exprAttr("n"), n))
+    return false;
+  if (n < 0)
+    return ctx.fail("arange of a negative length " + std::to_string(n));
+  if (!ctx.allocate(0, {n}))
+    return false;
+  for (int64_t i = 0; i < n; ++i)
+    ctx.out[0].setI(static_cast<size_t>(i), i);
+  return true;
+}
+
+bool itemKernel(KernelContext &ctx) {
+  if (ctx.in[0]->numel() != 1)
+    return ctx.fail("item() needs exactly one element, got " +
+                    ctx.in[0]->typeString());
+  return true;
+}
+
+/// assert: interpret() checks the condition before it would run a kernel.
+bool assertKernel(KernelContext &) { return true; }
+
+/// loop, end_loop and call: interpret() runs them itself.
+bool noKernel(KernelContext &ctx) { return ctx.fail("no kernel"); }
+
+// --- The kernel table ---
+//
+// An op's kernel is its own (kKernel) or else its category's
+// (kCategoryKernel); categories without a common kernel have none, so an op
+// added to such a category without a kernel here fails to compile (the
+// static_assert in checkedKernel), and so does an elementwise op without the
+// ScalarMath its DTypeRule asks for and a reduction without its ReduceSpec.
+
+using Kernel = bool (*)(KernelContext &);
+using OwnKernel = std::optional<Kernel>;
+
+template <OpCategory K> constexpr OwnKernel kCategoryKernel = std::nullopt;
+template <>
+constexpr OwnKernel kCategoryKernel<OpCategory::ElementwiseUnary> = unaryMath;
+template <>
+constexpr OwnKernel kCategoryKernel<OpCategory::ElementwiseBinary> = binaryMath;
+template <>
+constexpr OwnKernel kCategoryKernel<OpCategory::ElementwiseSelect> =
+    whereKernel;
+template <> constexpr OwnKernel kCategoryKernel<OpCategory::Reduction> = reduce;
+template <> constexpr OwnKernel kCategoryKernel<OpCategory::Matmul> = matmul;
+template <> constexpr OwnKernel kCategoryKernel<OpCategory::Control> = noKernel;
+template <> constexpr OwnKernel kCategoryKernel<OpCategory::Call> = noKernel;
+
+template <OpCode C> constexpr OwnKernel kKernel = std::nullopt;
+template <> constexpr OwnKernel kKernel<OpCode::Cast> = castKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Constant> = constantKernel;
+template <> constexpr OwnKernel kKernel<OpCode::SymScalar> = symScalarKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Full> = fullKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Arange> = arangeKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Cumsum> = scanKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Cumprod> = scanKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Reshape> = copyKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Permute> = permute;
+template <> constexpr OwnKernel kKernel<OpCode::Expand> = expand;
+template <> constexpr OwnKernel kKernel<OpCode::Concat> = concat;
+template <> constexpr OwnKernel kKernel<OpCode::Slice> = slice;
+template <> constexpr OwnKernel kKernel<OpCode::UpdateSlice> = updateSlice;
+template <> constexpr OwnKernel kKernel<OpCode::Pad> = pad;
+template <> constexpr OwnKernel kKernel<OpCode::Conv2d> = conv2d;
+template <> constexpr OwnKernel kKernel<OpCode::MaxPool2d> = maxPool;
+template <> constexpr OwnKernel kKernel<OpCode::Attention> = attentionKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Nonzero> = nonzero;
+template <> constexpr OwnKernel kKernel<OpCode::MaskedSelect> = maskedSelect;
+template <> constexpr OwnKernel kKernel<OpCode::Unique> = unique;
+template <> constexpr OwnKernel kKernel<OpCode::Item> = itemKernel;
+template <>
+constexpr OwnKernel kKernel<OpCode::IndexSelect> = indexSelectKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Gather> = gatherKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Scatter> = scatterKernel;
+template <> constexpr OwnKernel kKernel<OpCode::IndexAdd> = indexAddKernel;
+template <>
+constexpr OwnKernel kKernel<OpCode::MaskedScatter> = maskedScatterKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Topk> = topkKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Sort> = sortKernel;
+template <> constexpr OwnKernel kKernel<OpCode::Assert> = assertKernel;
+
+/// Whether \p m has the math for every element type \p rule accepts.
+constexpr bool mathCovers(const ScalarMath &m, DTypeRule rule, bool unary) {
+  bool f = unary ? m.unaryFloat.has_value() : m.binaryFloat.has_value();
+  bool i = unary ? m.unaryInt.has_value() : m.binaryInt.has_value();
+  bool wantsFloat = rule == DTypeRule::Any || rule == DTypeRule::Numeric ||
+                    rule == DTypeRule::Float;
+  bool wantsInt = rule == DTypeRule::Any || rule == DTypeRule::Numeric ||
+                  rule == DTypeRule::NotFloat || rule == DTypeRule::Bool;
+  return (f || !wantsFloat) && (i || !wantsInt);
+}
+
+template <OpCode C> constexpr Kernel checkedKernel() {
+  constexpr OpCategory k = categoryOf(C);
+  constexpr bool own = kKernel<C>.has_value();
+  static_assert(own || kCategoryKernel<k>.has_value(),
+                "an op without an interpreter kernel: give it a "
+                "kKernel<OpCode::...> (ir/InterpKernels.cpp)");
+  static_assert(own || k != OpCategory::ElementwiseUnary ||
+                    mathCovers(kMath<C>, opTraits(C).operands, true),
+                "an elementwise unary op without the kMath its DTypeRule "
+                "asks for (ir/InterpKernels.cpp)");
+  static_assert(own || k != OpCategory::ElementwiseBinary ||
+                    mathCovers(kMath<C>, opTraits(C).operands, false),
+                "an elementwise binary op without the kMath its DTypeRule "
+                "asks for (ir/InterpKernels.cpp)");
+  static_assert(own || k != OpCategory::Reduction || kReduce<C>.valid,
+                "a reduction without a kReduce (ir/InterpKernels.cpp)");
+  return own ? *kKernel<C> : *kCategoryKernel<k>;
+}
+
+/// Every op's kernel, indexed by OpCode.
+constexpr Kernel kKernels[] = {
+#define TSL_OP(Id, ...) checkedKernel<OpCode::Id>(),
+#include "ir/Ops.def"
+};
+static_assert(sizeof(kKernels) / sizeof(kKernels[0]) == kNumOps);
 
 } // namespace
 
 bool runKernel(KernelContext &ctx) {
-  const Operation &op = ctx.op;
-  if (static_cast<size_t>(op.code) >= kNumOps)
+  if (static_cast<size_t>(ctx.op.code) >= kNumOps)
     return ctx.fail("no kernel");
-  if (isElementwise(op.code))
-    return elementwise(ctx);
-  if (isReduction(op.code))
-    return reduce(ctx);
-  switch (op.code) {
-  case OpCode::Constant: {
-    if (!ctx.allocate(0, {}))
-      return false;
-    Number v = op.numAttr("value");
-    if (v.isInt)
-      ctx.out[0].setI(0, v.i);
-    else
-      ctx.out[0].setF(0, v.f);
-    return true;
-  }
-  case OpCode::SymScalar: {
-    int64_t v;
-    if (!ctx.eval(op.exprAttr("expr"), v) || !ctx.allocate(0, {}))
-      return false;
-    ctx.out[0].setI(0, v);
-    return true;
-  }
-  case OpCode::Full: {
-    std::vector<int64_t> shape;
-    if (!evalList(ctx, op.exprsAttr("shape"), shape) || !ctx.allocate(0, shape))
-      return false;
-    Number v = op.numAttr("value");
-    for (size_t i = 0; i < ctx.out[0].numel(); ++i) {
-      if (v.isInt)
-        ctx.out[0].setI(i, v.i);
-      else
-        ctx.out[0].setF(i, v.f);
-    }
-    return true;
-  }
-  case OpCode::Arange: {
-    int64_t n;
-    if (!ctx.eval(op.exprAttr("n"), n))
-      return false;
-    if (n < 0)
-      return ctx.fail("arange of a negative length " + std::to_string(n));
-    if (!ctx.allocate(0, {n}))
-      return false;
-    for (int64_t i = 0; i < n; ++i)
-      ctx.out[0].setI(static_cast<size_t>(i), i);
-    return true;
-  }
-  case OpCode::Matmul:
-    return matmul(ctx);
-  case OpCode::Reshape:
-    return copyKernel(ctx);
-  case OpCode::Permute:
-    return permute(ctx);
-  case OpCode::Expand:
-    return expand(ctx);
-  case OpCode::Concat:
-    return concat(ctx);
-  case OpCode::Slice:
-    return slice(ctx);
-  case OpCode::Pad:
-    return pad(ctx);
-  case OpCode::UpdateSlice:
-    return updateSlice(ctx);
-  case OpCode::Conv2d:
-    return conv2d(ctx);
-  case OpCode::MaxPool2d:
-    return maxPool(ctx);
-  case OpCode::Nonzero:
-    return nonzero(ctx);
-  case OpCode::MaskedSelect:
-    return maskedSelect(ctx);
-  case OpCode::Unique:
-    return unique(ctx);
-  case OpCode::Item:
-    if (ctx.in[0]->numel() != 1)
-      return ctx.fail("item() needs exactly one element, got " +
-                      ctx.in[0]->typeString());
-    return true;
-  case OpCode::IndexSelect:
-    return indexSelect(ctx);
-  case OpCode::Topk:
-    return topk(ctx);
-  case OpCode::Attention:
-    return attentionKernel(ctx);
-  case OpCode::Cumsum:
-  case OpCode::Cumprod:
-    return scanKernel(ctx);
-  case OpCode::Gather:
-    return gatherKernel(ctx);
-  case OpCode::Sort:
-    return sortKernel(ctx);
-  case OpCode::Scatter:
-    return scatterKernel(ctx);
-  case OpCode::IndexAdd:
-    return indexAddKernel(ctx);
-  case OpCode::MaskedScatter:
-    return maskedScatterKernel(ctx);
-  case OpCode::Assert:
-    return true;
-  default:
-    return ctx.fail("no kernel");
-  }
+  return kKernels[static_cast<size_t>(ctx.op.code)](ctx);
 }
 
 } // namespace tsl

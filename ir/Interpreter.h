@@ -61,7 +61,8 @@ struct KernelContext {
   }
 };
 
-/// Runs one op (the kernel table hangs off the op table by OpCode).
+/// Runs one op: its kernel from a table indexed by OpCode, built over the op
+/// table (ir/InterpKernels.cpp); an op without one fails to compile there.
 bool runKernel(KernelContext &ctx);
 
 /// The kernel of the fused attention op (ir/InterpAttention.cpp): per query
@@ -96,5 +97,12 @@ bool indexAddKernel(KernelContext &ctx);
 /// masked_scatter(x, mask, source): x with the masked elements replaced by
 /// source's, both in row-major order.
 bool maskedScatterKernel(KernelContext &ctx);
+/// index_select (ir/InterpIndexing.cpp): fails on the first index outside
+/// [0, size of the axis), naming it.
+bool indexSelectKernel(KernelContext &ctx);
+/// topk (ir/InterpIndexing.cpp): per row of the last axis, the k largest
+/// (a stable sort, NaN the largest) and their i64 positions; fails when k
+/// is outside [0, size of the last axis].
+bool topkKernel(KernelContext &ctx);
 
 } // namespace tsl

@@ -1,6 +1,7 @@
 #pragma once
 /// \file Private to ir/: the shape rules of each op family (one function per
-/// OpCategory, dispatched by inferResultTypes) and the checks they share.
+/// OpCategory; inferResultTypes dispatches through a table indexed by OpCode,
+/// built over Ops.def in ShapeRules.cpp) and the checks they share.
 /// The element-type checks read the op table (DTypeRule, ResultDType), so an
 /// op added to Ops.def in an existing category needs no code here.
 
@@ -47,11 +48,14 @@ bool elementwiseSelect(ShapeContext &ctx, std::vector<TensorType> &results);
 bool creation(ShapeContext &ctx, std::vector<TensorType> &results);
 bool reduction(ShapeContext &ctx, std::vector<TensorType> &results);
 bool matmul(ShapeContext &ctx, std::vector<TensorType> &results);
-/// reshape, permute, expand, concat, slice, pad (ShapeRulesLayout.cpp).
+/// reshape, permute, expand, concat, slice, pad, update_slice: each op's
+/// rule from the table in ShapeRulesLayout.cpp.
 bool layout(ShapeContext &ctx, std::vector<TensorType> &results);
-/// conv2d, max_pool2d, index_select, topk (ShapeRulesLibrary.cpp).
+/// conv2d, max_pool2d, index_select, topk, ...: each op's rule from the
+/// table in ShapeRulesLibrary.cpp.
 bool library(ShapeContext &ctx, std::vector<TensorType> &results);
-/// nonzero, masked_select, unique, item (ShapeRulesLibrary.cpp).
+/// nonzero, masked_select, unique, item: each op's rule from the table in
+/// ShapeRulesLibrary.cpp.
 bool dataDependent(ShapeContext &ctx, std::vector<TensorType> &results);
 
 } // namespace tsl::shape_rules

@@ -2,6 +2,8 @@
 #include "ir/ShapeRuleFamilies.h"
 #include "support/Error.h"
 
+#include <optional>
+
 namespace tsl {
 
 ShapeContext::ShapeContext(ShapeEnv &env, const Operation &op,
@@ -359,45 +361,65 @@ static bool call(ShapeContext &ctx, std::vector<TensorType> &) {
   return ctx.fail("a call's result types come from its callee");
 }
 
-/// The rule of each category.
-static Rule ruleFor(OpCategory category) {
-  switch (category) {
-  case OpCategory::ElementwiseUnary:
-    return elementwiseUnary;
-  case OpCategory::ElementwiseBinary:
-    return elementwiseBinary;
-  case OpCategory::ElementwiseSelect:
-    return elementwiseSelect;
-  case OpCategory::Scalar:
-  case OpCategory::Creation:
-    return creation;
-  case OpCategory::Reduction:
-    return reduction;
-  case OpCategory::Matmul:
-    return matmul;
-  case OpCategory::Layout:
-    return layout;
-  case OpCategory::Library:
-    return library;
-  case OpCategory::DataDependent:
-    return dataDependent;
-  case OpCategory::Control:
-    return control;
-  case OpCategory::Call:
-    return call;
-  case OpCategory::Check:
-    return check;
-  }
-  return nullptr;
+namespace {
+/// The rule of each category (Layout, Library and DataDependent: their
+/// families' tables by OpCode, in ShapeRulesLayout.cpp and
+/// ShapeRulesLibrary.cpp, which fail to compile for an op without a rule).
+template <OpCategory K>
+constexpr std::optional<Rule> kCategoryRule = std::nullopt;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::ElementwiseUnary> =
+    elementwiseUnary;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::ElementwiseBinary> =
+    elementwiseBinary;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::ElementwiseSelect> =
+    elementwiseSelect;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::Scalar> = creation;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::Creation> = creation;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::Reduction> = reduction;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::Matmul> = matmul;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::Layout> = layout;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::Library> = library;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::DataDependent> =
+    dataDependent;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::Control> = control;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::Call> = call;
+template <>
+constexpr std::optional<Rule> kCategoryRule<OpCategory::Check> = check;
+
+template <OpCode C> constexpr Rule checkedRule() {
+  static_assert(kCategoryRule<categoryOf(C)>.has_value(),
+                "an op category without a shape rule: give it a "
+                "kCategoryRule<OpCategory::...> (ir/ShapeRules.cpp)");
+  return *kCategoryRule<categoryOf(C)>;
 }
+
+/// Every op's rule, indexed by OpCode.
+constexpr Rule kRules[] = {
+#define TSL_OP(Id, ...) checkedRule<OpCode::Id>(),
+#include "ir/Ops.def"
+};
+} // namespace
 
 } // namespace shape_rules
 
 bool inferResultTypes(ShapeContext &ctx, std::vector<TensorType> &results) {
   results.clear();
-  shape_rules::Rule rule = static_cast<size_t>(ctx.op.code) < kNumOps
-                               ? shape_rules::ruleFor(categoryOf(ctx.op.code))
-                               : nullptr;
+  shape_rules::Rule rule =
+      static_cast<size_t>(ctx.op.code) < kNumOps
+          ? shape_rules::kRules[static_cast<size_t>(ctx.op.code)]
+          : nullptr;
   bool ok = rule ? rule(ctx, results) : ctx.fail("unknown op");
   // A rule that read an attribute the op lacks computed from a default.
   if (std::optional<Error> internal = takeInternalError()) {

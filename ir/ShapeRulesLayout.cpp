@@ -1,6 +1,9 @@
 // Shape rules of the layout ops: reshape, permute, expand, concat, slice,
-// pad, update_slice. Each keeps its operand's element type.
+// pad, update_slice, and their table by OpCode. Each keeps its operand's
+// element type.
 #include "ir/ShapeRuleFamilies.h"
+
+#include <optional>
 
 namespace tsl::shape_rules {
 
@@ -216,28 +219,42 @@ bool pad(ShapeContext &ctx, std::vector<TensorType> &results) {
   return true;
 }
 
+/// The rule of each layout op; an op of category Layout without one fails
+/// to compile (checkedRule).
+template <OpCode C> constexpr std::optional<Rule> kLayoutRule = std::nullopt;
+template <>
+constexpr std::optional<Rule> kLayoutRule<OpCode::Reshape> = reshape;
+template <>
+constexpr std::optional<Rule> kLayoutRule<OpCode::Permute> = permute;
+template <> constexpr std::optional<Rule> kLayoutRule<OpCode::Expand> = expand;
+template <> constexpr std::optional<Rule> kLayoutRule<OpCode::Concat> = concat;
+template <> constexpr std::optional<Rule> kLayoutRule<OpCode::Slice> = slice;
+template <> constexpr std::optional<Rule> kLayoutRule<OpCode::Pad> = pad;
+template <>
+constexpr std::optional<Rule> kLayoutRule<OpCode::UpdateSlice> = updateSlice;
+
+template <OpCode C> constexpr Rule checkedRule() {
+  static_assert(categoryOf(C) != OpCategory::Layout ||
+                    kLayoutRule<C>.has_value(),
+                "a layout op without a shape rule: give it a "
+                "kLayoutRule<OpCode::...> (ir/ShapeRulesLayout.cpp)");
+  return kLayoutRule<C>.value_or(nullptr);
+}
+
+/// The layout rules, indexed by OpCode (null for the other ops).
+constexpr Rule kLayoutRules[] = {
+#define TSL_OP(Id, ...) checkedRule<OpCode::Id>(),
+#include "ir/Ops.def"
+};
+
 } // namespace
 
 bool layout(ShapeContext &ctx, std::vector<TensorType> &results) {
-  switch (ctx.op.code) {
-  case OpCode::Reshape:
-    return reshape(ctx, results);
-  case OpCode::Permute:
-    return permute(ctx, results);
-  case OpCode::Expand:
-    return expand(ctx, results);
-  case OpCode::Concat:
-    return concat(ctx, results);
-  case OpCode::Slice:
-    return slice(ctx, results);
-  case OpCode::Pad:
-    return pad(ctx, results);
-  case OpCode::UpdateSlice:
-    return updateSlice(ctx, results);
-  default:
+  Rule rule = kLayoutRules[static_cast<size_t>(ctx.op.code)];
+  if (!rule)
     return ctx.fail(std::string("no layout rule for '") +
                     opInfo(ctx.op.code).name + "'");
-  }
+  return rule(ctx, results);
 }
 
 } // namespace tsl::shape_rules

@@ -1,9 +1,10 @@
 // Shape rules of the ops computed by library kernels (conv2d, max_pool2d,
 // index_select, topk, attention, cumsum, cumprod, gather, sort, scatter,
-// index_add, masked_scatter) and of
-// the ops whose result sizes depend on values (nonzero, masked_select, unique,
-// item).
+// index_add, masked_scatter) and of the ops whose result sizes depend on
+// values (nonzero, masked_select, unique, item), and their table by OpCode.
 #include "ir/ShapeRuleFamilies.h"
+
+#include <optional>
 
 namespace tsl::shape_rules {
 
@@ -352,53 +353,70 @@ bool attention(ShapeContext &ctx, std::vector<TensorType> &results) {
   return true;
 }
 
+bool conv2d(ShapeContext &ctx, std::vector<TensorType> &results) {
+  return convLike(ctx, results, true);
+}
+bool maxPool2d(ShapeContext &ctx, std::vector<TensorType> &results) {
+  return convLike(ctx, results, false);
+}
+
+/// The rule of each op of categories Library and DataDependent; such an op
+/// without one fails to compile (checkedRule).
+template <OpCode C> constexpr std::optional<Rule> kOwnRule = std::nullopt;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Conv2d> = conv2d;
+template <>
+constexpr std::optional<Rule> kOwnRule<OpCode::MaxPool2d> = maxPool2d;
+template <>
+constexpr std::optional<Rule> kOwnRule<OpCode::IndexSelect> = indexSelect;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Topk> = topk;
+template <>
+constexpr std::optional<Rule> kOwnRule<OpCode::Attention> = attention;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Cumsum> = scan;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Cumprod> = scan;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Gather> = gather;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Sort> = sort;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Scatter> = scatter;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::IndexAdd> = indexAdd;
+template <>
+constexpr std::optional<Rule> kOwnRule<OpCode::MaskedScatter> = maskedScatter;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Nonzero> = nonzero;
+template <>
+constexpr std::optional<Rule> kOwnRule<OpCode::MaskedSelect> = maskedSelect;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Unique> = unique;
+template <> constexpr std::optional<Rule> kOwnRule<OpCode::Item> = item;
+
+template <OpCode C> constexpr Rule checkedRule() {
+  constexpr OpCategory k = categoryOf(C);
+  static_assert((k != OpCategory::Library && k != OpCategory::DataDependent) ||
+                    kOwnRule<C>.has_value(),
+                "a library or data-dependent op without a shape rule: give "
+                "it a kOwnRule<OpCode::...> (ir/ShapeRulesLibrary.cpp)");
+  return kOwnRule<C>.value_or(nullptr);
+}
+
+/// The rules of this file, indexed by OpCode (null for the other ops).
+constexpr Rule kOwnRules[] = {
+#define TSL_OP(Id, ...) checkedRule<OpCode::Id>(),
+#include "ir/Ops.def"
+};
+
+/// Runs \p ctx.op's rule when it is of category \p k.
+bool ownRule(ShapeContext &ctx, std::vector<TensorType> &results, OpCategory k,
+             const char *what) {
+  Rule rule = kOwnRules[static_cast<size_t>(ctx.op.code)];
+  if (!rule || categoryOf(ctx.op.code) != k)
+    return ctx.fail(std::string(what) + opInfo(ctx.op.code).name + "'");
+  return rule(ctx, results);
+}
+
 } // namespace
 
 bool library(ShapeContext &ctx, std::vector<TensorType> &results) {
-  switch (ctx.op.code) {
-  case OpCode::Conv2d:
-    return convLike(ctx, results, true);
-  case OpCode::MaxPool2d:
-    return convLike(ctx, results, false);
-  case OpCode::IndexSelect:
-    return indexSelect(ctx, results);
-  case OpCode::Topk:
-    return topk(ctx, results);
-  case OpCode::Attention:
-    return attention(ctx, results);
-  case OpCode::Cumsum:
-  case OpCode::Cumprod:
-    return scan(ctx, results);
-  case OpCode::Gather:
-    return gather(ctx, results);
-  case OpCode::Sort:
-    return sort(ctx, results);
-  case OpCode::Scatter:
-    return scatter(ctx, results);
-  case OpCode::IndexAdd:
-    return indexAdd(ctx, results);
-  case OpCode::MaskedScatter:
-    return maskedScatter(ctx, results);
-  default:
-    return ctx.fail(std::string("no library rule for '") +
-                    opInfo(ctx.op.code).name + "'");
-  }
+  return ownRule(ctx, results, OpCategory::Library, "no library rule for '");
 }
 
 bool dataDependent(ShapeContext &ctx, std::vector<TensorType> &results) {
-  switch (ctx.op.code) {
-  case OpCode::Nonzero:
-    return nonzero(ctx, results);
-  case OpCode::MaskedSelect:
-    return maskedSelect(ctx, results);
-  case OpCode::Unique:
-    return unique(ctx, results);
-  case OpCode::Item:
-    return item(ctx, results);
-  default:
-    return ctx.fail(std::string("no rule for '") + opInfo(ctx.op.code).name +
-                    "'");
-  }
+  return ownRule(ctx, results, OpCategory::DataDependent, "no rule for '");
 }
 
 } // namespace tsl::shape_rules
