@@ -99,8 +99,7 @@ DiffRule diffRuleOf(OpCode c) {
 
 namespace vjp {
 
-ValueId Builder::op(OpCode code, std::vector<ValueId> operands,
-                    std::map<std::string, Attr> attrs) {
+ValueId Builder::op(OpCode code, std::vector<ValueId> operands, AttrMap attrs) {
   if (failed)
     return kFailed;
   for (ValueId v : operands)

@@ -46,9 +46,9 @@ DiffRule diffRuleOf(OpCode c);
 
 /// Emits one op after the function's last: the result types from the op's
 /// shape rule. False after reporting an error.
-using DiffEmitFn = std::function<bool(
-    OpCode code, std::vector<ValueId> operands,
-    std::map<std::string, Attr> attrs, std::vector<ValueId> &results)>;
+using DiffEmitFn =
+    std::function<bool(OpCode code, std::vector<ValueId> operands,
+                       AttrMap attrs, std::vector<ValueId> &results)>;
 
 /// What to differentiate.
 struct DiffRequest {

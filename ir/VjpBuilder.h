@@ -28,8 +28,7 @@ public:
   /// A copy of the type of \p v (the function grows while rules run).
   TensorType type(ValueId v) const { return fn.type(v); }
   /// One op with one result; kFailed when an operand is or the emit fails.
-  ValueId op(OpCode code, std::vector<ValueId> operands,
-             std::map<std::string, Attr> attrs = {});
+  ValueId op(OpCode code, std::vector<ValueId> operands, AttrMap attrs = {});
   /// A 0-d constant.
   ValueId constant(double value, DType dtype);
   /// A tensor of \p dims filled with \p value.

@@ -139,10 +139,7 @@ SymExpr freshLoopSymbol(ShapeEnv &env, const std::string &of, SymExpr lo,
 bool emitRenamed(Sweep &s, const Operation &op, ValueMap &map,
                  Operation *emitted) {
   std::vector<ValueId> results;
-  if (s.b.failed ||
-      !s.b.emitFn(op.code, op.operands,
-                  std::map<std::string, Attr>(op.attrs.begin(), op.attrs.end()),
-                  results) ||
+  if (s.b.failed || !s.b.emitFn(op.code, op.operands, op.attrs, results) ||
       results.size() != op.results.size()) {
     s.b.failed = true;
     return false;
@@ -194,8 +191,7 @@ bool cloneUnit(Sweep &s, const LoopCopy &L, size_t i, ValueMap &map,
 
 /// Emits a loop or end_loop with \p operands; false after a failed emit.
 bool emitMarker(Sweep &s, OpCode code, std::vector<ValueId> operands,
-                std::map<std::string, Attr> attrs,
-                std::vector<ValueId> &results) {
+                AttrMap attrs, std::vector<ValueId> &results) {
   if (s.b.failed)
     return false;
   for (ValueId v : operands)

@@ -505,7 +505,7 @@ bool indexingRule(Rule &k) {
     k.set(0, maskedSelectBack(b, in, k.x(1), g));
     return true;
   case OpCode::Cumsum: { // the running sum the other way
-    std::map<std::string, Attr> attrs{{"axis", k.op.intAttr("axis")}};
+    AttrMap attrs{{"axis", k.op.intAttr("axis")}};
     if (!k.op.boolAttr("reverse"))
       attrs["reverse"] = true;
     k.set(0, b.op(OpCode::Cumsum, {g}, std::move(attrs)));
