@@ -202,6 +202,32 @@ bool emitMarker(Sweep &s, OpCode code, std::vector<ValueId> operands,
   return true;
 }
 
+/// A loop the backward opened over the forward loop's range.
+struct OpenedLoop {
+  /// Its fresh loop symbol.
+  SymExpr sym;
+  /// Its results: the carried values inside the body.
+  std::vector<ValueId> inside;
+  /// Where the symbol's range facts start (forgotten when the body ends).
+  ShapeEnv::FactMark mark;
+};
+
+/// Opens a loop over \p L's range carrying \p operands, with a fresh loop
+/// symbol whose range is a fact until the caller forgets the facts since the
+/// returned mark; false after a failed emit.
+bool openLoop(Sweep &s, const LoopCopy &L, std::vector<ValueId> operands,
+              OpenedLoop &opened) {
+  opened.sym = freshLoopSymbol(s.env, L.sym, L.lo, L.hi);
+  if (!emitMarker(s, OpCode::Loop, std::move(operands),
+                  {{"sym", opened.sym}, {"lo", L.lo}, {"hi", L.hi}},
+                  opened.inside))
+    return false;
+  opened.mark = s.env.markFacts();
+  s.env.addFact(SymCond::ge(opened.sym, L.lo));
+  s.env.addFact(SymCond::lt(opened.sym, L.hi));
+  return true;
+}
+
 /// What the reverse body reads: the values it needs (\p need), of which
 /// \p fromStack are read from the stacks, not recomputed.
 struct Needs {
@@ -314,14 +340,11 @@ bool emitReplay(Sweep &s, const LoopCopy &L, const std::vector<size_t> &stacked,
         {s.b.full(dims, 0, t.dtype), s.b.reshape(L.head.operands[k], row)},
         {{"starts", zeros}}));
   }
-  SymExpr sym = freshLoopSymbol(s.env, L.sym, L.lo, L.hi);
-  std::vector<ValueId> inside;
-  if (!emitMarker(s, OpCode::Loop, operands,
-                  {{"sym", sym}, {"lo", L.lo}, {"hi", L.hi}}, inside))
+  OpenedLoop opened;
+  if (!openLoop(s, L, std::move(operands), opened))
     return false;
-  ShapeEnv::FactMark mark = s.env.markFacts();
-  s.env.addFact(SymCond::ge(sym, L.lo));
-  s.env.addFact(SymCond::lt(sym, L.hi));
+  const SymExpr &sym = opened.sym;
+  const std::vector<ValueId> &inside = opened.inside;
   ValueMap map;
   for (size_t i = 0; i < replayed.size(); ++i)
     map[L.head.results[replayed[i]]] = inside[i];
@@ -352,7 +375,7 @@ bool emitReplay(Sweep &s, const LoopCopy &L, const std::vector<size_t> &stacked,
   }
   std::vector<ValueId> after;
   bool ok = emitMarker(s, OpCode::EndLoop, next, {}, after);
-  s.env.forgetFactsSince(mark);
+  s.env.forgetFactsSince(opened.mark);
   if (!ok)
     return false;
   stacks.assign(after.begin() + replayed.size(), after.end());
@@ -432,14 +455,11 @@ bool emitReverse(Sweep &s, const LoopCopy &L,
     wasAccumulator.push_back(has && s.accumulators.count(it->second));
     operands.push_back(has ? it->second : zerosLike(s, w));
   }
-  SymExpr r = freshLoopSymbol(s.env, L.sym, L.lo, L.hi);
-  std::vector<ValueId> inside;
-  if (!emitMarker(s, OpCode::Loop, operands,
-                  {{"sym", r}, {"lo", L.lo}, {"hi", L.hi}}, inside))
+  OpenedLoop opened;
+  if (!openLoop(s, L, std::move(operands), opened))
     return false;
-  ShapeEnv::FactMark mark = s.env.markFacts();
-  s.env.addFact(SymCond::ge(r, L.lo));
-  s.env.addFact(SymCond::lt(r, L.hi));
+  const SymExpr &r = opened.sym;
+  const std::vector<ValueId> &inside = opened.inside;
   ValueMap map;
   // Iteration t's state is row t - lo of its stack, the next row t - lo + 1.
   auto readRow = [&](size_t i, ValueId v, SymExpr at) {
@@ -488,7 +508,7 @@ bool emitReverse(Sweep &s, const LoopCopy &L,
     next.push_back(local[outer[i]]);
   std::vector<ValueId> after;
   ok = ok && emitMarker(s, OpCode::EndLoop, next, {}, after);
-  s.env.forgetFactsSince(mark);
+  s.env.forgetFactsSince(opened.mark);
   if (!ok)
     return false;
   for (size_t i = 0; i < outer.size(); ++i) {
