@@ -20,27 +20,6 @@
 
 namespace tsl::vjp {
 
-bool ruleReadsPrimals(const Operation &op) {
-  switch (op.code) {
-  case OpCode::Add:
-  case OpCode::Sub:
-  case OpCode::Neg:
-  case OpCode::Cast:
-  case OpCode::ReduceSum:
-  case OpCode::Reshape:
-  case OpCode::Expand:
-  case OpCode::Permute:
-  case OpCode::Concat:
-  case OpCode::Slice:
-  case OpCode::Pad:
-  case OpCode::UpdateSlice:
-  case OpCode::Cumsum:
-    return false; // their rules read only types (ir/VjpRules.cpp)
-  default:
-    return true;
-  }
-}
-
 namespace {
 
 using ValueMap = std::unordered_map<ValueId, ValueId>;
@@ -261,8 +240,7 @@ std::vector<size_t> stackedCarried(const Sweep &s, const LoopCopy &L,
       continue;
     if (op.code == OpCode::Loop) {
       need.insert(reads.begin(), reads.end()); // its replay reads them
-    } else if (diffRuleOf(op.code).kind == DiffKind::Rule &&
-               ruleReadsPrimals(op)) {
+    } else if (ruleReadsPrimals(op)) {
       need.insert(op.operands.begin(), op.operands.end());
       need.insert(op.results.begin(), op.results.end());
     }
