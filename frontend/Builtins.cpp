@@ -608,7 +608,7 @@ bool scan(BuiltinCall &c) {
       !c.boolArg(c.a[2], reverse) ||
       !c.el.normalizeAxis(axis, c.el.fn.type(x).rank(), c.a[1]->range, axis))
     return false;
-  std::map<std::string, Attr> attrs{{"axis", axis}};
+  AttrMap attrs{{"axis", axis}};
   if (reverse) // absent when false: the IR of a forward scan is unchanged
     attrs["reverse"] = true;
   if (!c.el.emit1(c.name == "cumsum" ? OpCode::Cumsum : OpCode::Cumprod, {x},
@@ -686,7 +686,7 @@ bool scatter(BuiltinCall &c) {
       !c.tensorArg(c.a[3], source, src) ||
       !c.el.normalizeAxis(axis, c.el.fn.type(x).rank(), c.a[1]->range, axis))
     return false;
-  std::map<std::string, Attr> attrs = {{"axis", axis}};
+  AttrMap attrs = {{"axis", axis}};
   if (!indexAdd)
     attrs["add"] = c.name == "scatter_add";
   if (!c.el.emit1(indexAdd ? OpCode::IndexAdd : OpCode::Scatter, {x, idx, src},

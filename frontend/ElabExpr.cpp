@@ -584,8 +584,7 @@ bool Elaborator::indexTensor(const ast::Expr &e, const SemValue &base,
 
 bool Elaborator::emitRegion(ValueId x, const SliceRegion &region,
                             SourceRange range, ValueId &out) {
-  std::map<std::string, Attr> attrs = {{"starts", region.starts},
-                                       {"sizes", region.sizes}};
+  AttrMap attrs = {{"starts", region.starts}, {"sizes", region.sizes}};
   if (region.strided())
     attrs["steps"] = region.steps;
   if (!emit1(OpCode::Slice, {x}, attrs, range, out))

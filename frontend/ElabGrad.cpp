@@ -150,8 +150,7 @@ bool runDifferentiate(Elaborator &el, DiffRequest &req, SourceRange range,
   req.roles = callRoles(el, req.endOp);
   size_t guards = env.guards().size(), assertions = env.assertions().size();
   DiffEmitFn emitFn = [&](OpCode code, std::vector<ValueId> operands,
-                          std::map<std::string, Attr> attrs,
-                          std::vector<ValueId> &results) {
+                          AttrMap attrs, std::vector<ValueId> &results) {
     return el.emit(code, std::move(operands), std::move(attrs), range, results);
   };
   // The backward asks the forward's equations the other way round (a

@@ -169,7 +169,7 @@ bool collectPicks(Elaborator &el, const TensorType &t,
       p.axis = ti.axis + d;
       p.size = t.dims[p.axis];
       p.checked = true;
-      std::map<std::string, Attr> attrs = {
+      AttrMap attrs = {
           {"starts", std::vector<SymExpr>{0, static_cast<int64_t>(d)}},
           {"sizes", std::vector<SymExpr>{u, 1}}};
       if (!el.emit1(OpCode::Slice, {nz}, attrs, p.range, p.v) ||

@@ -79,9 +79,8 @@ std::string Elaborator::sourceText(SourceRange range) const {
       text.substr(range.begin.offset, range.end.offset - range.begin.offset));
 }
 
-bool Elaborator::emit(OpCode code, std::vector<ValueId> operands,
-                      std::map<std::string, Attr> attrs, SourceRange range,
-                      std::vector<ValueId> &results) {
+bool Elaborator::emit(OpCode code, std::vector<ValueId> operands, AttrMap attrs,
+                      SourceRange range, std::vector<ValueId> &results) {
   Operation op{code, std::move(operands), {}, std::move(attrs), locOf(range)};
   std::vector<TensorType> types;
   for (ValueId v : op.operands)
@@ -123,8 +122,7 @@ bool Elaborator::emit(OpCode code, std::vector<ValueId> operands,
 }
 
 bool Elaborator::emit1(OpCode code, std::vector<ValueId> operands,
-                       std::map<std::string, Attr> attrs, SourceRange range,
-                       ValueId &result) {
+                       AttrMap attrs, SourceRange range, ValueId &result) {
   std::vector<ValueId> results;
   if (!emit(code, std::move(operands), std::move(attrs), range, results))
     return false;

@@ -181,12 +181,10 @@ public:
                       std::vector<DiagNote> notes, std::string fix = {});
   Location locOf(SourceRange range) const;
   std::string sourceText(SourceRange range) const;
-  bool emit(OpCode code, std::vector<ValueId> operands,
-            std::map<std::string, Attr> attrs, SourceRange range,
-            std::vector<ValueId> &results);
-  bool emit1(OpCode code, std::vector<ValueId> operands,
-             std::map<std::string, Attr> attrs, SourceRange range,
-             ValueId &result);
+  bool emit(OpCode code, std::vector<ValueId> operands, AttrMap attrs,
+            SourceRange range, std::vector<ValueId> &results);
+  bool emit1(OpCode code, std::vector<ValueId> operands, AttrMap attrs,
+             SourceRange range, ValueId &result);
   /// Reports \p e when it is the overflow poison ("size 'D * D' overflows
   /// 64 bits", with \p detail such as "D * D = 2^64" in parentheses) or too
   /// complex; true when it is fine. \p symbolic: the operation that

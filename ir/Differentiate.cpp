@@ -1,5 +1,6 @@
-// Reverse-mode differentiation: the op table's differentiation column, the
-// builder the rules emit with, and the reverse sweep (see Differentiate.h).
+// Reverse-mode differentiation: the builder the rules emit with and the
+// reverse sweep (see Differentiate.h); how each op differentiates is the op
+// table's Diff column (ir/Ops.def).
 #include "ir/Differentiate.h"
 #include "ir/VjpBuilder.h"
 
@@ -7,100 +8,9 @@
 
 namespace tsl {
 
-DiffRule diffRuleOf(OpCode c) {
-  // One row per op of ir/Ops.def, no default: adding an op without deciding
-  // how it differentiates is a -Wswitch warning (DifferentiateTest checks
-  // that each refusal says why).
-  switch (c) {
-  case OpCode::Add:
-  case OpCode::Sub:
-  case OpCode::Mul:
-  case OpCode::Div:
-  case OpCode::Pow:
-  case OpCode::Maximum:
-  case OpCode::Minimum:
-  case OpCode::Neg:
-  case OpCode::Exp:
-  case OpCode::Log:
-  case OpCode::Sqrt:
-  case OpCode::Rsqrt:
-  case OpCode::Tanh:
-  case OpCode::Sigmoid:
-  case OpCode::Relu:
-  case OpCode::Gelu:
-  case OpCode::Erf:
-  case OpCode::Abs:
-  case OpCode::Sin:
-  case OpCode::Cos:
-  case OpCode::Where:
-  case OpCode::Cast:
-  case OpCode::ReduceSum:
-  case OpCode::ReduceMean:
-  case OpCode::ReduceMax:
-  case OpCode::ReduceMin:
-  case OpCode::Cumsum:
-  case OpCode::Matmul:
-  case OpCode::Reshape:
-  case OpCode::Permute:
-  case OpCode::Expand:
-  case OpCode::Concat:
-  case OpCode::Slice:
-  case OpCode::UpdateSlice:
-  case OpCode::Pad:
-  case OpCode::IndexSelect:
-  case OpCode::Gather:
-  case OpCode::Scatter:
-  case OpCode::IndexAdd:
-  case OpCode::MaskedScatter:
-  case OpCode::Topk:
-  case OpCode::Sort:
-  case OpCode::MaskedSelect:
-  case OpCode::Conv2d:
-  case OpCode::MaxPool2d:
-    return {DiffKind::Rule, ""};
-  case OpCode::Lt:
-  case OpCode::Le:
-  case OpCode::Gt:
-  case OpCode::Ge:
-  case OpCode::Eq:
-  case OpCode::Ne:
-    return {DiffKind::NoGradient, "a comparison: its result is bool"};
-  case OpCode::And:
-  case OpCode::Or:
-  case OpCode::Xor:
-  case OpCode::Not:
-    return {DiffKind::NoGradient, "bool or integer operands"};
-  case OpCode::Constant:
-  case OpCode::SymScalar:
-  case OpCode::Full:
-  case OpCode::Arange:
-    return {DiffKind::NoGradient, "no operands"};
-  case OpCode::Argmax:
-  case OpCode::Argmin:
-  case OpCode::Nonzero:
-    return {DiffKind::NoGradient, "an integer result"};
-  case OpCode::Assert:
-    return {DiffKind::NoGradient, "a check on sizes"};
-  case OpCode::Unique:
-    return {DiffKind::NotDifferentiable,
-            "its result's size and order depend on the values"};
-  case OpCode::Item:
-    return {DiffKind::NotDifferentiable, "it turns a value into a size"};
-  case OpCode::Cumprod:
-  case OpCode::Attention:
-  case OpCode::Call:
-    return {DiffKind::NotSupported, "no rule yet"};
-  case OpCode::Loop:
-  case OpCode::EndLoop:
-    return {DiffKind::Rule, ""}; // reversed as a whole (ir/VjpLoops.cpp)
-  }
-  return {DiffKind::NotSupported, "no rule"};
-}
-
 namespace vjp {
 
-ValueId Builder::op(OpCode code, std::vector<ValueId> operands,
-                    std::map<std::string, Attr> attrs) {
+ValueId Builder::op(OpCode code, std::vector<ValueId> operands, AttrMap attrs) {
   if (failed)
     return kFailed;
   for (ValueId v : operands)

@@ -7,8 +7,9 @@
 /// whose operand dim the forward proved, guarded or asserted to be 1), so
 /// every requirement of a backward op is proven from the forward's facts.
 ///
-/// How each op differentiates is a table keyed by OpCode (diffRuleOf): a
-/// VJP rule, no gradient (comparisons, argmax, creation), not
+/// How each op differentiates is the op table's Diff column (ir/Ops.def,
+/// diffRuleOf in ir/OpInfo.h): a VJP rule (ir/VjpRules.cpp's rule table is
+/// built from that column), no gradient (comparisons, argmax, creation), not
 /// differentiable (unique, item) or not supported yet, with the reason.
 
 #include "ir/Function.h"
@@ -20,35 +21,11 @@
 
 namespace tsl {
 
-/// How an op takes part in reverse-mode differentiation.
-enum class DiffKind : uint8_t {
-  /// A VJP rule gives the gradients of its float operands.
-  Rule,
-  /// No gradient flows to its operands (its results are integer, bool or a
-  /// piecewise-constant function of them, or it has no operands).
-  NoGradient,
-  /// Refused: its result is not a differentiable function of its operands
-  /// (unique, item).
-  NotDifferentiable,
-  /// Refused: differentiable, but no rule yet.
-  NotSupported,
-};
-
-/// One row of the differentiation table.
-struct DiffRule {
-  DiffKind kind;
-  /// For NoGradient and the refusals: why, in a few words.
-  const char *reason;
-};
-
-/// The differentiation row of \p c (every op has one).
-DiffRule diffRuleOf(OpCode c);
-
 /// Emits one op after the function's last: the result types from the op's
 /// shape rule. False after reporting an error.
-using DiffEmitFn = std::function<bool(
-    OpCode code, std::vector<ValueId> operands,
-    std::map<std::string, Attr> attrs, std::vector<ValueId> &results)>;
+using DiffEmitFn =
+    std::function<bool(OpCode code, std::vector<ValueId> operands,
+                       AttrMap attrs, std::vector<ValueId> &results)>;
 
 /// What to differentiate.
 struct DiffRequest {

@@ -193,7 +193,7 @@ const std::vector<OpInfo> &allOps() {
   static const std::vector<OpInfo> table = [] {
     std::vector<OpInfo> t;
 #define TSL_OP(Id, Name, MinOps, MaxOps, Results, Attrs, Category, Operands,   \
-               Same, Result, Effects, Builtin, Doc)                            \
+               Same, Result, Effects, Builtin, Diff, How, Doc)                 \
   t.push_back({OpCode::Id, Name, MinOps, MaxOps, Results,                      \
                parseAttrSpecs(Attrs), Doc});
 #include "ir/Ops.def"

@@ -2,9 +2,9 @@
 /// \file The op table (ir/Ops.def) as constexpr data: for every op what its
 /// users would otherwise re-derive with a switch on OpCode — its category
 /// (which shape-rule family and lowering it takes), the element types its
-/// operands accept and its result has, its effects and the builtin that
-/// spells it. Deliberately light (standard headers only), so passes,
-/// backends and the frontend can include it anywhere.
+/// operands accept and its result has, its effects, the builtin that
+/// spells it and how it differentiates. Deliberately light (standard headers
+/// only), so passes, backends and the frontend can include it anywhere.
 ///
 /// The attribute specs and docs of each op are in Function.h (OpInfo), which
 /// includes this header.
@@ -98,6 +98,29 @@ enum class OpEffects : uint8_t {
   Structure = 4,
 };
 
+/// How an op takes part in reverse-mode differentiation (ir/Differentiate.h).
+enum class DiffKind : uint8_t {
+  /// A VJP rule gives the gradients of its float operands (ir/VjpRules.cpp;
+  /// loop and end_loop: the loop is reversed as a whole, ir/VjpLoops.cpp).
+  Rule,
+  /// No gradient flows to its operands (its results are integer, bool or a
+  /// piecewise-constant function of them, or it has no operands).
+  NoGradient,
+  /// Refused: its result is not a differentiable function of its operands
+  /// (unique, item).
+  NotDifferentiable,
+  /// Refused: differentiable, but no rule yet.
+  NotSupported,
+};
+
+/// An op's differentiation column.
+struct DiffRule {
+  DiffKind kind;
+  /// For NoGradient and the refusals: why, in a few words (a refusal's
+  /// error message ends with it); "" for a rule.
+  const char *reason;
+};
+
 /// One row of the op table.
 struct OpTraits {
   OpCode code;
@@ -115,6 +138,8 @@ struct OpTraits {
   /// The builtin that is exactly this op with its operands as tensor
   /// arguments named x (and y); empty when there is none.
   std::string_view builtin;
+  /// How it differentiates.
+  DiffRule diff;
 };
 
 namespace detail {
@@ -123,10 +148,17 @@ constexpr std::string_view spelling(const char *s) {
 }
 } // namespace detail
 
+// The reason of a row's differentiation column: its How for a refusal or
+// NoGradient; a Rule's How names its VJP rule, unknown here.
+#define TSL_DIFF_REASON_Rule(How) ""
+#define TSL_DIFF_REASON_NoGradient(How) How
+#define TSL_DIFF_REASON_NotDifferentiable(How) How
+#define TSL_DIFF_REASON_NotSupported(How) How
+
 /// The op table, indexed by OpCode.
 inline constexpr OpTraits kOpTable[] = {
 #define TSL_OP(Id, Name, MinOps, MaxOps, Results, Attrs, Category, Operands,   \
-               Same, Result, Effects, Builtin, Doc)                            \
+               Same, Result, Effects, Builtin, Diff, How, Doc)                 \
   {OpCode::Id,                                                                 \
    Name,                                                                       \
    MinOps,                                                                     \
@@ -137,9 +169,15 @@ inline constexpr OpTraits kOpTable[] = {
    (Same) != 0,                                                                \
    ResultDType::Result,                                                        \
    OpEffects::Effects,                                                         \
-   detail::spelling(Builtin)},
+   detail::spelling(Builtin),                                                  \
+   {DiffKind::Diff, TSL_DIFF_REASON_##Diff(How)}},
 #include "ir/Ops.def"
 };
+
+#undef TSL_DIFF_REASON_Rule
+#undef TSL_DIFF_REASON_NoGradient
+#undef TSL_DIFF_REASON_NotDifferentiable
+#undef TSL_DIFF_REASON_NotSupported
 
 /// The number of ops.
 inline constexpr size_t kNumOps = sizeof(kOpTable) / sizeof(kOpTable[0]);
@@ -214,6 +252,9 @@ constexpr bool hasEffect(OpCode c) {
 constexpr std::string_view builtinSpelling(OpCode c) {
   return opTraits(c).builtin;
 }
+/// How \p c differentiates (its Diff column): every op has a row, so an op
+/// added without deciding its gradient does not compile.
+constexpr DiffRule diffRuleOf(OpCode c) { return opTraits(c).diff; }
 
 /// Whether operand \p operand of \p c may have element type \p t (by the
 /// op's DTypeRule; an operand index past the op's operands is false). Says

@@ -1,6 +1,8 @@
 #pragma once
-/// \file Private to ir/Differentiate.cpp and ir/VjpRules.cpp: the builder the
-/// VJP rules emit the backward with, and the rule entry point.
+/// \file Private to ir/Differentiate.cpp, ir/VjpRules.cpp and
+/// ir/VjpLoops.cpp: the builder the VJP rules emit the backward with, and
+/// the rule entry points (the rule table is ir/VjpRules.cpp's, built from
+/// the op table's Diff column).
 
 #include "ir/Differentiate.h"
 
@@ -28,8 +30,7 @@ public:
   /// A copy of the type of \p v (the function grows while rules run).
   TensorType type(ValueId v) const { return fn.type(v); }
   /// One op with one result; kFailed when an operand is or the emit fails.
-  ValueId op(OpCode code, std::vector<ValueId> operands,
-             std::map<std::string, Attr> attrs = {});
+  ValueId op(OpCode code, std::vector<ValueId> operands, AttrMap attrs = {});
   /// A 0-d constant.
   ValueId constant(double value, DType dtype);
   /// A tensor of \p dims filled with \p value.
@@ -65,10 +66,11 @@ bool applyRule(Builder &b, const Operation &op, const std::vector<ValueId> &cts,
 /// Cotangents by value: the sum of the gradients reaching each value.
 using CtMap = std::unordered_map<ValueId, ValueId>;
 
-/// Whether op \p op's rule reads the run-time value of its operands or
+/// Whether op \p op's VJP rule reads the run-time value of its operands or
 /// results (not only their types): an add's, a slice's or an
-/// update_slice's does not. A loop's backward saves or recomputes only
-/// what some rule reads (ir/VjpLoops.cpp).
+/// update_slice's does not; false for an op without a rule. A loop's
+/// backward saves or recomputes only what some rule reads
+/// (ir/VjpLoops.cpp). Each rule says which (ir/VjpRules.cpp).
 bool ruleReadsPrimals(const Operation &op);
 
 /// The reverse sweep over a list of ops (the forward's, or a loop body

@@ -20,27 +20,6 @@
 
 namespace tsl::vjp {
 
-bool ruleReadsPrimals(const Operation &op) {
-  switch (op.code) {
-  case OpCode::Add:
-  case OpCode::Sub:
-  case OpCode::Neg:
-  case OpCode::Cast:
-  case OpCode::ReduceSum:
-  case OpCode::Reshape:
-  case OpCode::Expand:
-  case OpCode::Permute:
-  case OpCode::Concat:
-  case OpCode::Slice:
-  case OpCode::Pad:
-  case OpCode::UpdateSlice:
-  case OpCode::Cumsum:
-    return false; // their rules read only types (ir/VjpRules.cpp)
-  default:
-    return true;
-  }
-}
-
 namespace {
 
 using ValueMap = std::unordered_map<ValueId, ValueId>;
@@ -139,10 +118,7 @@ SymExpr freshLoopSymbol(ShapeEnv &env, const std::string &of, SymExpr lo,
 bool emitRenamed(Sweep &s, const Operation &op, ValueMap &map,
                  Operation *emitted) {
   std::vector<ValueId> results;
-  if (s.b.failed ||
-      !s.b.emitFn(op.code, op.operands,
-                  std::map<std::string, Attr>(op.attrs.begin(), op.attrs.end()),
-                  results) ||
+  if (s.b.failed || !s.b.emitFn(op.code, op.operands, op.attrs, results) ||
       results.size() != op.results.size()) {
     s.b.failed = true;
     return false;
@@ -194,8 +170,7 @@ bool cloneUnit(Sweep &s, const LoopCopy &L, size_t i, ValueMap &map,
 
 /// Emits a loop or end_loop with \p operands; false after a failed emit.
 bool emitMarker(Sweep &s, OpCode code, std::vector<ValueId> operands,
-                std::map<std::string, Attr> attrs,
-                std::vector<ValueId> &results) {
+                AttrMap attrs, std::vector<ValueId> &results) {
   if (s.b.failed)
     return false;
   for (ValueId v : operands)
@@ -203,6 +178,32 @@ bool emitMarker(Sweep &s, OpCode code, std::vector<ValueId> operands,
       return s.b.failed = true, false;
   if (!s.b.emitFn(code, std::move(operands), std::move(attrs), results))
     return s.b.failed = true, false;
+  return true;
+}
+
+/// A loop the backward opened over the forward loop's range.
+struct OpenedLoop {
+  /// Its fresh loop symbol.
+  SymExpr sym;
+  /// Its results: the carried values inside the body.
+  std::vector<ValueId> inside;
+  /// Where the symbol's range facts start (forgotten when the body ends).
+  ShapeEnv::FactMark mark;
+};
+
+/// Opens a loop over \p L's range carrying \p operands, with a fresh loop
+/// symbol whose range is a fact until the caller forgets the facts since the
+/// returned mark; false after a failed emit.
+bool openLoop(Sweep &s, const LoopCopy &L, std::vector<ValueId> operands,
+              OpenedLoop &opened) {
+  opened.sym = freshLoopSymbol(s.env, L.sym, L.lo, L.hi);
+  if (!emitMarker(s, OpCode::Loop, std::move(operands),
+                  {{"sym", opened.sym}, {"lo", L.lo}, {"hi", L.hi}},
+                  opened.inside))
+    return false;
+  opened.mark = s.env.markFacts();
+  s.env.addFact(SymCond::ge(opened.sym, L.lo));
+  s.env.addFact(SymCond::lt(opened.sym, L.hi));
   return true;
 }
 
@@ -239,8 +240,7 @@ std::vector<size_t> stackedCarried(const Sweep &s, const LoopCopy &L,
       continue;
     if (op.code == OpCode::Loop) {
       need.insert(reads.begin(), reads.end()); // its replay reads them
-    } else if (diffRuleOf(op.code).kind == DiffKind::Rule &&
-               ruleReadsPrimals(op)) {
+    } else if (ruleReadsPrimals(op)) {
       need.insert(op.operands.begin(), op.operands.end());
       need.insert(op.results.begin(), op.results.end());
     }
@@ -318,14 +318,11 @@ bool emitReplay(Sweep &s, const LoopCopy &L, const std::vector<size_t> &stacked,
         {s.b.full(dims, 0, t.dtype), s.b.reshape(L.head.operands[k], row)},
         {{"starts", zeros}}));
   }
-  SymExpr sym = freshLoopSymbol(s.env, L.sym, L.lo, L.hi);
-  std::vector<ValueId> inside;
-  if (!emitMarker(s, OpCode::Loop, operands,
-                  {{"sym", sym}, {"lo", L.lo}, {"hi", L.hi}}, inside))
+  OpenedLoop opened;
+  if (!openLoop(s, L, std::move(operands), opened))
     return false;
-  ShapeEnv::FactMark mark = s.env.markFacts();
-  s.env.addFact(SymCond::ge(sym, L.lo));
-  s.env.addFact(SymCond::lt(sym, L.hi));
+  const SymExpr &sym = opened.sym;
+  const std::vector<ValueId> &inside = opened.inside;
   ValueMap map;
   for (size_t i = 0; i < replayed.size(); ++i)
     map[L.head.results[replayed[i]]] = inside[i];
@@ -356,7 +353,7 @@ bool emitReplay(Sweep &s, const LoopCopy &L, const std::vector<size_t> &stacked,
   }
   std::vector<ValueId> after;
   bool ok = emitMarker(s, OpCode::EndLoop, next, {}, after);
-  s.env.forgetFactsSince(mark);
+  s.env.forgetFactsSince(opened.mark);
   if (!ok)
     return false;
   stacks.assign(after.begin() + replayed.size(), after.end());
@@ -436,14 +433,11 @@ bool emitReverse(Sweep &s, const LoopCopy &L,
     wasAccumulator.push_back(has && s.accumulators.count(it->second));
     operands.push_back(has ? it->second : zerosLike(s, w));
   }
-  SymExpr r = freshLoopSymbol(s.env, L.sym, L.lo, L.hi);
-  std::vector<ValueId> inside;
-  if (!emitMarker(s, OpCode::Loop, operands,
-                  {{"sym", r}, {"lo", L.lo}, {"hi", L.hi}}, inside))
+  OpenedLoop opened;
+  if (!openLoop(s, L, std::move(operands), opened))
     return false;
-  ShapeEnv::FactMark mark = s.env.markFacts();
-  s.env.addFact(SymCond::ge(r, L.lo));
-  s.env.addFact(SymCond::lt(r, L.hi));
+  const SymExpr &r = opened.sym;
+  const std::vector<ValueId> &inside = opened.inside;
   ValueMap map;
   // Iteration t's state is row t - lo of its stack, the next row t - lo + 1.
   auto readRow = [&](size_t i, ValueId v, SymExpr at) {
@@ -492,7 +486,7 @@ bool emitReverse(Sweep &s, const LoopCopy &L,
     next.push_back(local[outer[i]]);
   std::vector<ValueId> after;
   ok = ok && emitMarker(s, OpCode::EndLoop, next, {}, after);
-  s.env.forgetFactsSince(mark);
+  s.env.forgetFactsSince(opened.mark);
   if (!ok)
     return false;
   for (size_t i = 0; i < outer.size(); ++i) {

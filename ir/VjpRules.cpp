@@ -1,10 +1,15 @@
-// The VJP rules: for each op of ir/Differentiate.cpp's table marked Rule, the
-// gradients of its operands from the cotangent of its result. Gradients may
-// come out with the result's broadcast shape: the sweep fits each to its
-// operand (Builder::fit), summing the axes the forward broadcast.
+// The VJP rules: for each op whose Diff column in ir/Ops.def is Rule, the
+// gradients of its operands from the cotangent of its result. The column
+// names the op's rule (a VjpRule below, shared by an op family where the
+// ops differentiate alike) and kVjpRules, indexed by OpCode, is built from
+// it: no dispatch switch, and a Rule naming no rule does not compile.
+// Gradients may come out with the result's broadcast shape: the sweep fits
+// each to its operand (Builder::fit), summing the axes the forward
+// broadcast.
 #include "ir/VjpBuilder.h"
 
 #include <cmath>
+#include <iterator>
 #include <numeric>
 
 namespace {
@@ -29,15 +34,35 @@ struct Rule {
   ValueId g() const { return cts[0]; }
   DType dt() const { return b.type(op.results[0]).dtype; }
   ValueId c(double v) const { return b.constant(v, dt()); }
-  void set(size_t i, ValueId v) {
+  /// Sets operand \p i's gradient when it is wanted; true (a rule's result).
+  bool set(size_t i, ValueId v) {
     if (want[i])
       grads[i] = v;
+    return true;
   }
   bool refuse(const std::string &why) {
     message = "not supported: gradient of '" + std::string(opName(op.code)) +
               "' " + why;
     return false;
   }
+};
+
+/// What a rule reads of the forward besides the cotangent.
+enum Reads : bool {
+  TypesOnly = false, ///< only the types of the op's operands and results
+  Values = true,     ///< their run-time values
+};
+
+/// The VJP rule of an op (or of an op family): what ir/Ops.def's Diff
+/// column names for an op whose kind is Rule.
+struct VjpRule {
+  /// Sets the wanted operands' gradients (Rule::grads); false with
+  /// Rule::message set when this use of the op is refused.
+  bool (*apply)(Rule &k);
+  /// Whether apply reads the run-time values of the op's operands or
+  /// results, not only their types (ruleReadsPrimals: a loop's backward
+  /// saves or recomputes only what some rule reads).
+  Reads reads;
 };
 
 /// where(cond, g, 0) with a 0-d zero of g's type.
@@ -47,129 +72,197 @@ ValueId maskOr0(Builder &b, ValueId cond, ValueId g) {
   return b.op(OpCode::Where, {cond, g, b.constant(0, b.type(g).dtype)});
 }
 
-bool binaryRule(Rule &k) {
-  Builder &b = k.b;
-  ValueId g = k.g(), a = k.x(0), c = k.x(1);
-  switch (k.op.code) {
-  case OpCode::Add:
-    k.set(0, g), k.set(1, g);
-    return true;
-  case OpCode::Sub:
-    k.set(0, g);
-    if (k.want[1])
-      k.set(1, b.neg(g));
-    return true;
-  case OpCode::Mul:
-    if (k.want[0])
-      k.set(0, b.mul(g, c));
-    if (k.want[1])
-      k.set(1, b.mul(g, a));
-    return true;
-  case OpCode::Div:
-    if (k.want[0])
-      k.set(0, b.div(g, c));
-    if (k.want[1]) // -g * a / c^2 = -(g * r) / c
-      k.set(1, b.neg(b.div(b.mul(g, k.r()), c)));
-    return true;
-  case OpCode::Pow:
-    if (k.want[0]) // g * c * a^(c - 1)
-      k.set(0, b.mul(b.mul(g, c), b.op(OpCode::Pow, {a, b.sub(c, k.c(1))})));
-    if (k.want[1]) // g * r * log(a)
-      k.set(1, b.mul(b.mul(g, k.r()), b.op(OpCode::Log, {a})));
-    return true;
-  case OpCode::Maximum:
-  case OpCode::Minimum: {
-    // The larger (smaller) operand takes the gradient; ties split it.
-    OpCode wins = k.op.code == OpCode::Maximum ? OpCode::Gt : OpCode::Lt;
-    ValueId tie = b.op(OpCode::Eq, {a, c});
-    ValueId half = maskOr0(b, tie, b.mul(g, k.c(0.5)));
-    if (k.want[0])
-      k.set(0, b.add(maskOr0(b, b.op(wins, {a, c}), g), half));
-    if (k.want[1])
-      k.set(1, b.add(maskOr0(b, b.op(wins, {c, a}), g), half));
-    return true;
-  }
-  default:
-    return k.refuse("(no binary rule)");
-  }
+// --- Elementwise binary ---------------------------------------------------
+
+bool addRule(Rule &k) {
+  k.set(0, k.g());
+  return k.set(1, k.g());
 }
 
-/// d/dx of the unary ops, times g.
-ValueId unaryGrad(Rule &k) {
-  Builder &b = k.b;
-  ValueId g = k.g(), a = k.x(0), r = k.r();
-  switch (k.op.code) {
-  case OpCode::Neg:
-    return b.neg(g);
-  case OpCode::Exp:
-    return b.mul(g, r);
-  case OpCode::Log:
-    return b.div(g, a);
-  case OpCode::Sqrt: // g / (2 sqrt(a))
-    return b.div(g, b.mul(r, k.c(2)));
-  case OpCode::Rsqrt: // -g / 2 * a^-3/2 = -g / 2 * r^3
-    return b.mul(b.mul(g, k.c(-0.5)), b.mul(r, b.mul(r, r)));
-  case OpCode::Tanh: // g (1 - r^2)
-    return b.mul(g, b.sub(k.c(1), b.mul(r, r)));
-  case OpCode::Sigmoid: // g r (1 - r)
-    return b.mul(b.mul(g, r), b.sub(k.c(1), r));
-  case OpCode::Relu:
-    return maskOr0(b, b.op(OpCode::Gt, {a, k.c(0)}), g);
-  case OpCode::Abs: // g sign(a), 0 at 0
-    return b.sub(maskOr0(b, b.op(OpCode::Gt, {a, k.c(0)}), g),
-                 maskOr0(b, b.op(OpCode::Lt, {a, k.c(0)}), g));
-  case OpCode::Erf: // g 2/sqrt(pi) e^-a^2
-    return b.mul(b.mul(g, k.c(2 / std::sqrt(kPi))),
-                 b.op(OpCode::Exp, {b.neg(b.mul(a, a))}));
-  case OpCode::Gelu: { // g (Phi(a) + a phi(a))
-    ValueId cdf = b.mul(
-        k.c(0.5),
-        b.add(k.c(1), b.op(OpCode::Erf, {b.mul(a, k.c(1 / std::sqrt(2.0)))})));
-    ValueId pdf = b.mul(k.c(1 / std::sqrt(2 * kPi)),
-                        b.op(OpCode::Exp, {b.mul(b.mul(a, a), k.c(-0.5))}));
-    return b.mul(g, b.add(cdf, b.mul(a, pdf)));
-  }
-  case OpCode::Sin:
-    return b.mul(g, b.op(OpCode::Cos, {a}));
-  case OpCode::Cos:
-    return b.neg(b.mul(g, b.op(OpCode::Sin, {a})));
-  case OpCode::Cast: // float to float: the gradient in the operand's type
-    return b.op(OpCode::Cast, {g}, {{"dtype", b.type(a).dtype}});
-  default:
-    k.refuse("(no unary rule)");
-    return kFailed;
-  }
-}
-
-bool reductionRule(Rule &k) {
-  Builder &b = k.b;
-  TensorType in = b.type(k.x(0));
-  std::vector<int64_t> axes = k.op.intsAttr("axes");
-  std::vector<SymExpr> kept = Builder::keptDims(in.dims, axes);
-  ValueId gk = b.reshape(k.g(), kept);
-  if (k.op.code == OpCode::ReduceSum) {
-    k.set(0, b.op(OpCode::Expand, {gk}, {{"shape", in.dims}}));
-    return true;
-  }
-  if (k.op.code == OpCode::ReduceMean) {
-    SymExpr count(1);
-    for (size_t i = 0; i < in.rank(); ++i)
-      if (!(kept[i] == in.dims[i]) || in.dims[i].isConst(1))
-        count = count * in.dims[i];
-    ValueId e = b.op(OpCode::Expand, {gk}, {{"shape", in.dims}});
-    k.set(0, b.div(e, b.size(count, in.dtype)));
-    return true;
-  }
-  // max/min: the positions equal to the result share g evenly (torch's
-  // amax/amin).
-  ValueId mask =
-      b.op(OpCode::Cast, {b.op(OpCode::Eq, {k.x(0), b.reshape(k.r(), kept)})},
-           {{"dtype", in.dtype}});
-  ValueId count =
-      b.op(OpCode::ReduceSum, {mask}, {{"axes", axes}, {"keepdim", true}});
-  k.set(0, b.mul(mask, b.div(gk, count)));
+bool subRule(Rule &k) {
+  k.set(0, k.g());
+  if (k.want[1])
+    k.set(1, k.b.neg(k.g()));
   return true;
 }
+
+bool mulRule(Rule &k) {
+  Builder &b = k.b;
+  ValueId g = k.g(), a = k.x(0), c = k.x(1);
+  if (k.want[0])
+    k.set(0, b.mul(g, c));
+  if (k.want[1])
+    k.set(1, b.mul(g, a));
+  return true;
+}
+
+bool divRule(Rule &k) {
+  Builder &b = k.b;
+  ValueId g = k.g(), c = k.x(1);
+  if (k.want[0])
+    k.set(0, b.div(g, c));
+  if (k.want[1]) // -g * a / c^2 = -(g * r) / c
+    k.set(1, b.neg(b.div(b.mul(g, k.r()), c)));
+  return true;
+}
+
+bool powRule(Rule &k) {
+  Builder &b = k.b;
+  ValueId g = k.g(), a = k.x(0), c = k.x(1);
+  if (k.want[0]) // g * c * a^(c - 1)
+    k.set(0, b.mul(b.mul(g, c), b.op(OpCode::Pow, {a, b.sub(c, k.c(1))})));
+  if (k.want[1]) // g * r * log(a)
+    k.set(1, b.mul(b.mul(g, k.r()), b.op(OpCode::Log, {a})));
+  return true;
+}
+
+/// maximum and minimum: the operand for which \p wins (gt, lt) holds
+/// against the other takes the gradient; ties split it.
+bool extremumRule(Rule &k, OpCode wins) {
+  Builder &b = k.b;
+  ValueId g = k.g(), a = k.x(0), c = k.x(1);
+  ValueId tie = b.op(OpCode::Eq, {a, c});
+  ValueId half = maskOr0(b, tie, b.mul(g, k.c(0.5)));
+  if (k.want[0])
+    k.set(0, b.add(maskOr0(b, b.op(wins, {a, c}), g), half));
+  if (k.want[1])
+    k.set(1, b.add(maskOr0(b, b.op(wins, {c, a}), g), half));
+  return true;
+}
+
+bool maximumRule(Rule &k) { return extremumRule(k, OpCode::Gt); }
+bool minimumRule(Rule &k) { return extremumRule(k, OpCode::Lt); }
+
+// --- Elementwise unary: d/dx times g --------------------------------------
+
+bool negRule(Rule &k) { return k.set(0, k.b.neg(k.g())); }
+
+bool expRule(Rule &k) { return k.set(0, k.b.mul(k.g(), k.r())); }
+
+bool logRule(Rule &k) { return k.set(0, k.b.div(k.g(), k.x(0))); }
+
+bool sqrtRule(Rule &k) { // g / (2 sqrt(a))
+  return k.set(0, k.b.div(k.g(), k.b.mul(k.r(), k.c(2))));
+}
+
+bool rsqrtRule(Rule &k) { // -g / 2 * a^-3/2 = -g / 2 * r^3
+  Builder &b = k.b;
+  ValueId g = k.g(), r = k.r();
+  return k.set(0, b.mul(b.mul(g, k.c(-0.5)), b.mul(r, b.mul(r, r))));
+}
+
+bool tanhRule(Rule &k) { // g (1 - r^2)
+  Builder &b = k.b;
+  ValueId g = k.g(), r = k.r();
+  return k.set(0, b.mul(g, b.sub(k.c(1), b.mul(r, r))));
+}
+
+bool sigmoidRule(Rule &k) { // g r (1 - r)
+  Builder &b = k.b;
+  ValueId g = k.g(), r = k.r();
+  return k.set(0, b.mul(b.mul(g, r), b.sub(k.c(1), r)));
+}
+
+bool reluRule(Rule &k) {
+  Builder &b = k.b;
+  return k.set(0, maskOr0(b, b.op(OpCode::Gt, {k.x(0), k.c(0)}), k.g()));
+}
+
+bool absRule(Rule &k) { // g sign(a), 0 at 0
+  Builder &b = k.b;
+  ValueId g = k.g(), a = k.x(0);
+  return k.set(0, b.sub(maskOr0(b, b.op(OpCode::Gt, {a, k.c(0)}), g),
+                        maskOr0(b, b.op(OpCode::Lt, {a, k.c(0)}), g)));
+}
+
+bool erfRule(Rule &k) { // g 2/sqrt(pi) e^-a^2
+  Builder &b = k.b;
+  ValueId g = k.g(), a = k.x(0);
+  return k.set(0, b.mul(b.mul(g, k.c(2 / std::sqrt(kPi))),
+                        b.op(OpCode::Exp, {b.neg(b.mul(a, a))})));
+}
+
+bool geluRule(Rule &k) { // g (Phi(a) + a phi(a))
+  Builder &b = k.b;
+  ValueId g = k.g(), a = k.x(0);
+  ValueId cdf = b.mul(
+      k.c(0.5),
+      b.add(k.c(1), b.op(OpCode::Erf, {b.mul(a, k.c(1 / std::sqrt(2.0)))})));
+  ValueId pdf = b.mul(k.c(1 / std::sqrt(2 * kPi)),
+                      b.op(OpCode::Exp, {b.mul(b.mul(a, a), k.c(-0.5))}));
+  return k.set(0, b.mul(g, b.add(cdf, b.mul(a, pdf))));
+}
+
+bool sinRule(Rule &k) {
+  return k.set(0, k.b.mul(k.g(), k.b.op(OpCode::Cos, {k.x(0)})));
+}
+
+bool cosRule(Rule &k) {
+  return k.set(0, k.b.neg(k.b.mul(k.g(), k.b.op(OpCode::Sin, {k.x(0)}))));
+}
+
+/// float to float: the gradient in the operand's type.
+bool castRule(Rule &k) {
+  return k.set(
+      0, k.b.op(OpCode::Cast, {k.g()}, {{"dtype", k.b.type(k.x(0)).dtype}}));
+}
+
+/// where(c, a, b): g to a where c holds, to b where it does not.
+bool whereRule(Rule &k) {
+  if (k.want[1])
+    k.set(1, maskOr0(k.b, k.x(0), k.g()));
+  if (k.want[2])
+    k.set(2, maskOr0(k.b, k.b.op(OpCode::Not, {k.x(0)}), k.g()));
+  return true;
+}
+
+// --- Reductions -----------------------------------------------------------
+
+/// What a reduction's rule starts from.
+struct Reduced {
+  TensorType in;             ///< the operand's type
+  std::vector<int64_t> axes; ///< the reduced axes (all when empty)
+  std::vector<SymExpr> kept; ///< in.dims with the reduced axes 1
+  ValueId gk;                ///< g reshaped to kept
+};
+
+Reduced reduced(Rule &k) {
+  Reduced d{k.b.type(k.x(0)), k.op.intsAttr("axes"), {}, kFailed};
+  d.kept = Builder::keptDims(d.in.dims, d.axes);
+  d.gk = k.b.reshape(k.g(), d.kept);
+  return d;
+}
+
+bool reduceSumRule(Rule &k) {
+  Reduced d = reduced(k);
+  return k.set(0, k.b.op(OpCode::Expand, {d.gk}, {{"shape", d.in.dims}}));
+}
+
+bool reduceMeanRule(Rule &k) {
+  Builder &b = k.b;
+  Reduced d = reduced(k);
+  SymExpr count(1);
+  for (size_t i = 0; i < d.in.rank(); ++i)
+    if (!(d.kept[i] == d.in.dims[i]) || d.in.dims[i].isConst(1))
+      count = count * d.in.dims[i];
+  ValueId e = b.op(OpCode::Expand, {d.gk}, {{"shape", d.in.dims}});
+  return k.set(0, b.div(e, b.size(count, d.in.dtype)));
+}
+
+/// reduce_max, reduce_min: the positions equal to the result share g
+/// evenly (torch's amax/amin).
+bool reduceExtremumRule(Rule &k) {
+  Builder &b = k.b;
+  Reduced d = reduced(k);
+  ValueId mask =
+      b.op(OpCode::Cast, {b.op(OpCode::Eq, {k.x(0), b.reshape(k.r(), d.kept)})},
+           {{"dtype", d.in.dtype}});
+  ValueId count =
+      b.op(OpCode::ReduceSum, {mask}, {{"axes", d.axes}, {"keepdim", true}});
+  return k.set(0, b.mul(mask, b.div(d.gk, count)));
+}
+
+// --- Matmul ---------------------------------------------------------------
 
 /// The axes of \p rank with the last two swapped.
 std::vector<int64_t> swapLast(size_t rank) {
@@ -204,6 +297,8 @@ bool matmulRule(Rule &k) {
   }
   return true;
 }
+
+// --- Layout ---------------------------------------------------------------
 
 /// x's gradient when the result took x's elements at \p idx along \p axis:
 /// the cotangent scatter-added into zeros of x's type.
@@ -248,62 +343,65 @@ ValueId sliceBack(Builder &b, const std::vector<SymExpr> &starts,
   return b.reshape(cur, in.dims);
 }
 
-bool layoutRule(Rule &k) {
-  Builder &b = k.b;
-  TensorType in = b.type(k.x(0));
-  ValueId g = k.g();
-  switch (k.op.code) {
-  case OpCode::Reshape:
-    k.set(0, b.reshape(g, in.dims));
-    return true;
-  case OpCode::Expand:
-    k.set(0, g); // fitted to the operand by the sweep
-    return true;
-  case OpCode::Permute: {
-    const std::vector<int64_t> &perm = k.op.intsAttr("perm");
-    std::vector<int64_t> inv(perm.size());
-    for (size_t i = 0; i < perm.size(); ++i)
-      inv[perm[i]] = static_cast<int64_t>(i);
-    k.set(0, b.op(OpCode::Permute, {g}, {{"perm", inv}}));
-    return true;
-  }
-  case OpCode::Concat: {
-    int64_t axis = k.op.intAttr("axis");
-    SymExpr offset(0);
-    for (size_t i = 0; i < k.op.operands.size(); ++i) {
-      TensorType t = b.type(k.x(i));
-      std::vector<SymExpr> starts(t.rank(), SymExpr(0));
-      starts[axis] = offset;
-      offset = offset + t.dims[axis];
-      if (k.want[i])
-        k.set(i, b.op(OpCode::Slice, {g},
-                      {{"starts", starts}, {"sizes", t.dims}}));
-    }
-    return true;
-  }
-  case OpCode::Slice:
-    k.set(0, sliceBack(b, k.op.exprsAttr("starts"), k.op.exprsAttr("sizes"),
-                       k.op.intsAttr("steps"), in, g));
-    return true;
-  case OpCode::Pad:
-    k.set(0, b.op(OpCode::Slice, {g},
-                  {{"starts", k.op.exprsAttr("lo")}, {"sizes", in.dims}}));
-    return true;
-  case OpCode::UpdateSlice: {
-    TensorType v = b.type(k.x(1));
-    const std::vector<SymExpr> &starts = k.op.exprsAttr("starts");
-    if (k.want[0])
-      k.set(0, b.op(OpCode::UpdateSlice, {g, b.full(v.dims, 0, v.dtype)},
-                    {{"starts", starts}}));
-    if (k.want[1])
-      k.set(1,
-            b.op(OpCode::Slice, {g}, {{"starts", starts}, {"sizes", v.dims}}));
-    return true;
-  }
-  default:
-    return k.refuse("(no layout rule)");
-  }
+bool reshapeRule(Rule &k) {
+  return k.set(0, k.b.reshape(k.g(), k.b.type(k.x(0)).dims));
 }
+
+/// g as it is: the sweep fits it to the operand (summing the broadcast axes).
+bool expandRule(Rule &k) { return k.set(0, k.g()); }
+
+bool permuteRule(Rule &k) {
+  const std::vector<int64_t> &perm = k.op.intsAttr("perm");
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    inv[perm[i]] = static_cast<int64_t>(i);
+  return k.set(0, k.b.op(OpCode::Permute, {k.g()}, {{"perm", inv}}));
+}
+
+/// Each operand's block of g.
+bool concatRule(Rule &k) {
+  Builder &b = k.b;
+  int64_t axis = k.op.intAttr("axis");
+  SymExpr offset(0);
+  for (size_t i = 0; i < k.op.operands.size(); ++i) {
+    TensorType t = b.type(k.x(i));
+    std::vector<SymExpr> starts(t.rank(), SymExpr(0));
+    starts[axis] = offset;
+    offset = offset + t.dims[axis];
+    if (k.want[i])
+      k.set(i, b.op(OpCode::Slice, {k.g()},
+                    {{"starts", starts}, {"sizes", t.dims}}));
+  }
+  return true;
+}
+
+bool sliceRule(Rule &k) {
+  return k.set(0,
+               sliceBack(k.b, k.op.exprsAttr("starts"), k.op.exprsAttr("sizes"),
+                         k.op.intsAttr("steps"), k.b.type(k.x(0)), k.g()));
+}
+
+bool padRule(Rule &k) {
+  return k.set(0, k.b.op(OpCode::Slice, {k.g()},
+                         {{"starts", k.op.exprsAttr("lo")},
+                          {"sizes", k.b.type(k.x(0)).dims}}));
+}
+
+/// x: g with the written block zeroed; v: that block of g.
+bool updateSliceRule(Rule &k) {
+  Builder &b = k.b;
+  ValueId g = k.g();
+  TensorType v = b.type(k.x(1));
+  const std::vector<SymExpr> &starts = k.op.exprsAttr("starts");
+  if (k.want[0])
+    k.set(0, b.op(OpCode::UpdateSlice, {g, b.full(v.dims, 0, v.dtype)},
+                  {{"starts", starts}}));
+  if (k.want[1])
+    k.set(1, b.op(OpCode::Slice, {g}, {{"starts", starts}, {"sizes", v.dims}}));
+  return true;
+}
+
+// --- Indexing, scans, sorting and library ops ----------------------------
 
 /// The gradient of masked_select(x, mask) from \p g [u]: g's elements
 /// scattered back, in order, to where the mask is true, zeros elsewhere (u
@@ -317,13 +415,13 @@ ValueId maskedSelectBack(Builder &b, const TensorType &x, ValueId mask,
 /// false; source's the masked elements of g in order (masked_select),
 /// padded with zeros to source's size (source elements past the mask's
 /// count were not read) and reshaped to it.
-void maskedScatterRule(Rule &k) {
+bool maskedScatterRule(Rule &k) {
   Builder &b = k.b;
   ValueId g = k.g(), mask = k.x(1);
   if (k.want[0])
     k.set(0, b.op(OpCode::Where, {mask, k.c(0), g}));
   if (!k.want[2])
-    return;
+    return true;
   TensorType src = b.type(k.x(2));
   ValueId picked = b.op(OpCode::MaskedSelect, {g, mask});
   ValueId padded =
@@ -332,7 +430,7 @@ void maskedScatterRule(Rule &k) {
   ValueId head = b.op(OpCode::Slice, {padded},
                       {{"starts", std::vector<SymExpr>{SymExpr(0)}},
                        {"sizes", std::vector<SymExpr>{src.numel()}}});
-  k.set(2, b.reshape(head, src.dims));
+  return k.set(2, b.reshape(head, src.dims));
 }
 
 /// \p w [O, C, KH, KW] turned into the weights of conv2d's transpose: its
@@ -450,71 +548,152 @@ ValueId maxPoolBack(Rule &k) {
   return b.op(OpCode::Slice, {acc}, {{"starts", lo}, {"sizes", x.dims}});
 }
 
-bool indexingRule(Rule &k) {
-  Builder &b = k.b;
-  TensorType in = b.type(k.x(0));
-  ValueId g = k.g();
-  switch (k.op.code) {
-  case OpCode::IndexSelect: // g's slices added back at the index
-    k.set(0, b.op(OpCode::IndexAdd, {b.full(in.dims, 0, in.dtype), k.x(1), g},
-                  {{"axis", k.op.intAttr("axis")}}));
-    return true;
-  case OpCode::IndexAdd: // x passes g through; source reads it at the index
-    k.set(0, g);
-    if (k.want[2])
-      k.set(2, b.op(OpCode::IndexSelect, {g, k.x(1)},
-                    {{"axis", k.op.intAttr("axis")}}));
-    return true;
-  case OpCode::MaskedScatter:
-    maskedScatterRule(k);
-    return true;
-  case OpCode::Gather:
-    k.set(0, scatterBack(b, in, k.x(1), g, k.op.intAttr("axis")));
-    return true;
-  case OpCode::Scatter: {
-    // add: x passes g through; overwrite: the written positions of x get
-    // none. src takes g where it was written (for duplicate positions of
-    // an overwrite, every duplicate: as torch's).
-    int64_t axis = k.op.intAttr("axis");
-    ValueId idx = k.x(1);
-    TensorType src = b.type(k.x(2));
-    if (k.want[0])
-      k.set(0, k.op.boolAttr("add")
-                   ? g
-                   : b.op(OpCode::Scatter,
-                          {g, idx, b.full(src.dims, 0, src.dtype)},
-                          {{"axis", axis}, {"add", false}}));
-    if (k.want[2])
-      k.set(2, b.op(OpCode::Gather, {g, idx}, {{"axis", axis}}));
-    return true;
-  }
-  case OpCode::Topk:
-  case OpCode::Sort: {
-    int64_t axis = k.op.code == OpCode::Topk
-                       ? static_cast<int64_t>(in.rank()) - 1
-                       : k.op.intAttr("axis");
-    k.set(0, scatterBack(b, in, k.op.results[1], g, axis));
-    return true;
-  }
-  case OpCode::Conv2d:
-    return convRule(k);
-  case OpCode::MaxPool2d:
-    k.set(0, maxPoolBack(k));
-    return true;
-  case OpCode::MaskedSelect:
-    k.set(0, maskedSelectBack(b, in, k.x(1), g));
-    return true;
-  case OpCode::Cumsum: { // the running sum the other way
-    std::map<std::string, Attr> attrs{{"axis", k.op.intAttr("axis")}};
-    if (!k.op.boolAttr("reverse"))
-      attrs["reverse"] = true;
-    k.set(0, b.op(OpCode::Cumsum, {g}, std::move(attrs)));
-    return true;
-  }
-  default:
-    return k.refuse("(no indexing rule)");
-  }
+bool maskedSelectRule(Rule &k) {
+  return k.set(0, maskedSelectBack(k.b, k.b.type(k.x(0)), k.x(1), k.g()));
 }
+
+bool maxPool2dRule(Rule &k) { return k.set(0, maxPoolBack(k)); }
+
+/// index_select: g's slices added back at the index.
+bool indexSelectRule(Rule &k) {
+  TensorType in = k.b.type(k.x(0));
+  return k.set(0, k.b.op(OpCode::IndexAdd,
+                         {k.b.full(in.dims, 0, in.dtype), k.x(1), k.g()},
+                         {{"axis", k.op.intAttr("axis")}}));
+}
+
+/// index_add: x passes g through; source reads it at the index.
+bool indexAddRule(Rule &k) {
+  k.set(0, k.g());
+  if (k.want[2])
+    k.set(2, k.b.op(OpCode::IndexSelect, {k.g(), k.x(1)},
+                    {{"axis", k.op.intAttr("axis")}}));
+  return true;
+}
+
+bool gatherRule(Rule &k) {
+  return k.set(0, scatterBack(k.b, k.b.type(k.x(0)), k.x(1), k.g(),
+                              k.op.intAttr("axis")));
+}
+
+/// scatter: with add, x passes g through; overwritten, the written
+/// positions of x get none. src takes g where it was written (for duplicate
+/// positions of an overwrite, every duplicate: as torch's).
+bool scatterRule(Rule &k) {
+  Builder &b = k.b;
+  ValueId g = k.g();
+  int64_t axis = k.op.intAttr("axis");
+  ValueId idx = k.x(1);
+  TensorType src = b.type(k.x(2));
+  if (k.want[0])
+    k.set(0,
+          k.op.boolAttr("add")
+              ? g
+              : b.op(OpCode::Scatter, {g, idx, b.full(src.dims, 0, src.dtype)},
+                     {{"axis", axis}, {"add", false}}));
+  if (k.want[2])
+    k.set(2, b.op(OpCode::Gather, {g, idx}, {{"axis", axis}}));
+  return true;
+}
+
+/// topk and sort: g scattered back along \p axis to where each value came
+/// from (the index result).
+bool sortedBack(Rule &k, int64_t axis) {
+  return k.set(
+      0, scatterBack(k.b, k.b.type(k.x(0)), k.op.results[1], k.g(), axis));
+}
+
+bool topkRule(Rule &k) {
+  return sortedBack(k, static_cast<int64_t>(k.b.type(k.x(0)).rank()) - 1);
+}
+
+bool sortRule(Rule &k) { return sortedBack(k, k.op.intAttr("axis")); }
+
+/// cumsum: the running sum the other way.
+bool cumsumRule(Rule &k) {
+  AttrMap attrs{{"axis", k.op.intAttr("axis")}};
+  if (!k.op.boolAttr("reverse"))
+    attrs["reverse"] = true;
+  return k.set(0, k.b.op(OpCode::Cumsum, {k.g()}, std::move(attrs)));
+}
+
+/// loop and end_loop: never applied. Sweep::run reverses a loop ...
+/// end_loop as a whole (ir/VjpLoops.cpp) and passes over an unmatched
+/// marker (a grad inside a loop body: its carried values get no cotangent).
+bool loopMarkerRule(Rule &k) {
+  return k.refuse("(a loop is reversed as a whole)");
+}
+
+// --- The rules ir/Ops.def names --------------------------------------------
+
+constexpr VjpRule vjpAdd{addRule, TypesOnly};
+constexpr VjpRule vjpSub{subRule, TypesOnly};
+constexpr VjpRule vjpMul{mulRule, Values};
+constexpr VjpRule vjpDiv{divRule, Values};
+constexpr VjpRule vjpPow{powRule, Values};
+constexpr VjpRule vjpMaximum{maximumRule, Values};
+constexpr VjpRule vjpMinimum{minimumRule, Values};
+constexpr VjpRule vjpNeg{negRule, TypesOnly};
+constexpr VjpRule vjpExp{expRule, Values};
+constexpr VjpRule vjpLog{logRule, Values};
+constexpr VjpRule vjpSqrt{sqrtRule, Values};
+constexpr VjpRule vjpRsqrt{rsqrtRule, Values};
+constexpr VjpRule vjpTanh{tanhRule, Values};
+constexpr VjpRule vjpSigmoid{sigmoidRule, Values};
+constexpr VjpRule vjpRelu{reluRule, Values};
+constexpr VjpRule vjpAbs{absRule, Values};
+constexpr VjpRule vjpErf{erfRule, Values};
+constexpr VjpRule vjpGelu{geluRule, Values};
+constexpr VjpRule vjpSin{sinRule, Values};
+constexpr VjpRule vjpCos{cosRule, Values};
+constexpr VjpRule vjpCast{castRule, TypesOnly};
+constexpr VjpRule vjpWhere{whereRule, Values};
+constexpr VjpRule vjpReduceSum{reduceSumRule, TypesOnly};
+constexpr VjpRule vjpReduceMean{reduceMeanRule, Values};
+constexpr VjpRule vjpReduceExtremum{reduceExtremumRule, Values};
+constexpr VjpRule vjpMatmul{matmulRule, Values};
+constexpr VjpRule vjpReshape{reshapeRule, TypesOnly};
+constexpr VjpRule vjpExpand{expandRule, TypesOnly};
+constexpr VjpRule vjpPermute{permuteRule, TypesOnly};
+constexpr VjpRule vjpConcat{concatRule, TypesOnly};
+constexpr VjpRule vjpSlice{sliceRule, TypesOnly};
+constexpr VjpRule vjpPad{padRule, TypesOnly};
+constexpr VjpRule vjpUpdateSlice{updateSliceRule, TypesOnly};
+constexpr VjpRule vjpMaskedSelect{maskedSelectRule, Values};
+constexpr VjpRule vjpMaskedScatter{maskedScatterRule, Values};
+constexpr VjpRule vjpConv2d{convRule, Values};
+constexpr VjpRule vjpMaxPool2d{maxPool2dRule, Values};
+constexpr VjpRule vjpIndexSelect{indexSelectRule, Values};
+constexpr VjpRule vjpIndexAdd{indexAddRule, Values};
+constexpr VjpRule vjpGather{gatherRule, Values};
+constexpr VjpRule vjpScatter{scatterRule, Values};
+constexpr VjpRule vjpTopk{topkRule, Values};
+constexpr VjpRule vjpSort{sortRule, Values};
+constexpr VjpRule vjpCumsum{cumsumRule, TypesOnly};
+constexpr VjpRule vjpLoopMarker{loopMarkerRule, Values};
+
+// --- The rule table -------------------------------------------------------
+
+#define TSL_VJP_Rule(How) &How
+#define TSL_VJP_NoGradient(How) nullptr
+#define TSL_VJP_NotDifferentiable(How) nullptr
+#define TSL_VJP_NotSupported(How) nullptr
+
+/// The VJP rule of each op, indexed by OpCode: the one its Diff column
+/// names, null for an op whose kind is not Rule.
+constexpr const VjpRule *kVjpRules[] = {
+#define TSL_OP(Id, Name, MinOps, MaxOps, Results, Attrs, Category, Operands,   \
+               Same, Result, Effects, Builtin, Diff, How, Doc)                 \
+  TSL_VJP_##Diff(How),
+#include "ir/Ops.def"
+};
+
+#undef TSL_VJP_Rule
+#undef TSL_VJP_NoGradient
+#undef TSL_VJP_NotDifferentiable
+#undef TSL_VJP_NotSupported
+
+static_assert(std::size(kVjpRules) == kNumOps, "one rule entry per op");
 
 } // namespace
 
@@ -525,27 +704,13 @@ bool applyRule(Builder &b, const Operation &op, const std::vector<ValueId> &cts,
   Rule k{b, op, cts, want, grads, message};
   if (cts.empty() || cts[0] == kFailed)
     return true; // only an index result has a cotangent: none flows back
-  switch (categoryOf(op.code)) {
-  case OpCategory::ElementwiseBinary:
-    return binaryRule(k);
-  case OpCategory::ElementwiseUnary:
-    k.set(0, unaryGrad(k));
-    return message.empty();
-  case OpCategory::ElementwiseSelect: // where(c, a, b)
-    if (want[1])
-      k.set(1, maskOr0(b, k.x(0), k.g()));
-    if (want[2])
-      k.set(2, maskOr0(b, b.op(OpCode::Not, {k.x(0)}), k.g()));
-    return true;
-  case OpCategory::Reduction:
-    return reductionRule(k);
-  case OpCategory::Matmul:
-    return matmulRule(k);
-  case OpCategory::Layout:
-    return layoutRule(k);
-  default:
-    return indexingRule(k);
-  }
+  const VjpRule *rule = kVjpRules[static_cast<size_t>(op.code)];
+  return rule ? rule->apply(k) : k.refuse("(no rule)");
+}
+
+bool ruleReadsPrimals(const Operation &op) {
+  const VjpRule *rule = kVjpRules[static_cast<size_t>(op.code)];
+  return rule && rule->reads == Values;
 }
 
 } // namespace tsl::vjp
