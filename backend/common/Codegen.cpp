@@ -298,108 +298,71 @@ bool Emitter::unsupported(const std::string &what) {
   return false;
 }
 
-bool Codegen::lowerOp(const Operation &op) {
-  switch (op.code) {
-  case OpCode::Assert: {
-    Value *overflow;
-    Value *holds = checkedCond(op.condAttr("cond"), overflow);
-    failMessageIf(overflow, "a size in it does not fit in 64 bits");
-    failOpIf(b.CreateNot(holds));
-    return true;
-  }
-  case OpCode::Constant:
-  case OpCode::SymScalar: {
-    DType t = fn.type(op.results[0]).dtype;
-    Value *dst = allocateResult(op);
-    Value *v;
-    if (op.code == OpCode::SymScalar) {
-      v = convert(expr(op.exprAttr("expr")), DType::I64, t);
-    } else {
-      Number n = op.numAttr("value");
-      v = n.isInt ? convert(b.getInt64(n.i), DType::I64, t)
-                  : convert(fconst(DType::F64, n.f), DType::F64, t);
-    }
-    store(t, dst, b.getInt64(0), v);
-    return true;
-  }
-  case OpCode::Full: {
-    DType t = fn.type(op.results[0]).dtype;
-    Value *dst = allocateResult(op);
+bool Codegen::checkSizes(const Operation &op) {
+  Value *overflow;
+  Value *holds = checkedCond(op.condAttr("cond"), overflow);
+  failMessageIf(overflow, "a size in it does not fit in 64 bits");
+  failOpIf(b.CreateNot(holds));
+  return true;
+}
+
+bool Codegen::scalarValue(const Operation &op) {
+  DType t = fn.type(op.results[0]).dtype;
+  Value *dst = allocateResult(op);
+  Value *v;
+  if (op.code == OpCode::SymScalar) {
+    v = convert(expr(op.exprAttr("expr")), DType::I64, t);
+  } else {
     Number n = op.numAttr("value");
-    Value *v = n.isInt ? convert(b.getInt64(n.i), DType::I64, t)
-                       : convert(fconst(DType::F64, n.f), DType::F64, t);
-    loops({product(dims(fn.type(op.results[0])))},
-          [&](const std::vector<Value *> &i) { store(t, dst, i[0], v); });
-    return true;
+    v = n.isInt ? convert(b.getInt64(n.i), DType::I64, t)
+                : convert(fconst(DType::F64, n.f), DType::F64, t);
   }
-  case OpCode::Arange: {
-    DType t = fn.type(op.results[0]).dtype;
-    Value *dst = allocateResult(op);
-    loops({expr(op.exprAttr("n"))}, [&](const std::vector<Value *> &i) {
-      store(t, dst, i[0], convert(i[0], DType::I64, t));
-    });
-    return true;
+  store(t, dst, b.getInt64(0), v);
+  return true;
+}
+
+bool Codegen::fill(const Operation &op) {
+  DType t = fn.type(op.results[0]).dtype;
+  Value *dst = allocateResult(op);
+  Number n = op.numAttr("value");
+  Value *v = n.isInt ? convert(b.getInt64(n.i), DType::I64, t)
+                     : convert(fconst(DType::F64, n.f), DType::F64, t);
+  loops({product(dims(fn.type(op.results[0])))},
+        [&](const std::vector<Value *> &i) { store(t, dst, i[0], v); });
+  return true;
+}
+
+bool Codegen::arange(const Operation &op) {
+  DType t = fn.type(op.results[0]).dtype;
+  Value *dst = allocateResult(op);
+  loops({expr(op.exprAttr("n"))}, [&](const std::vector<Value *> &i) {
+    store(t, dst, i[0], convert(i[0], DType::I64, t));
+  });
+  return true;
+}
+
+bool Codegen::item(const Operation &op) {
+  ValueId x = op.operands[0];
+  Value *v = load(fn.type(x).dtype, readToHost(x), b.getInt64(0));
+  if (fn.type(x).dtype == DType::Bool)
+    v = b.CreateZExt(v, i64);
+  SymExpr sym = op.exprAttr("sym");
+  if (sym.isSymbol() && symIndex.count(sym.symbolName())) {
+    const SymbolInfo &info = fn.symbols[symIndex[sym.symbolName()]];
+    Value *bad = b.getFalse();
+    if (info.lo != INT64_MIN)
+      bad = b.CreateOr(bad, b.CreateICmpSLT(v, b.getInt64(info.lo)));
+    if (info.hi)
+      bad = b.CreateOr(bad, b.CreateICmpSGT(v, b.getInt64(*info.hi)));
+    failMessageIf(bad, "item() gave a value outside the range of " + info.name);
+    b.CreateStore(v, symSlot(sym.symbolName()));
   }
-  case OpCode::ReduceSum:
-  case OpCode::ReduceMean:
-  case OpCode::ReduceMax:
-  case OpCode::ReduceMin:
-    return reduce(op);
-  case OpCode::Matmul:
-    return matmul(op);
-  case OpCode::Reshape:
-  case OpCode::Permute:
-  case OpCode::Expand:
-  case OpCode::Slice:
-  case OpCode::Pad:
-    return layout(op);
-  case OpCode::UpdateSlice:
-    return updateSlice(op);
-  case OpCode::Concat:
-    return concat(op);
-  case OpCode::Cumsum:
-  case OpCode::Cumprod:
-    return scan(op);
-  case OpCode::IndexAdd:
-    return indexAdd(op);
-  case OpCode::MaskedScatter:
-    return library(op); // on a GPU: DeviceCodegen::lowerDeviceOp
-  case OpCode::Conv2d:
-  case OpCode::MaxPool2d:
-  case OpCode::Nonzero:
-  case OpCode::MaskedSelect:
-  case OpCode::Unique:
-  case OpCode::IndexSelect:
-  case OpCode::Gather:
-  case OpCode::Sort:
-  case OpCode::Scatter:
-  case OpCode::Topk:
-  case OpCode::Argmax:
-  case OpCode::Argmin:
-  case OpCode::Attention:
-    return library(op);
-  case OpCode::Item: {
-    ValueId x = op.operands[0];
-    Value *v = load(fn.type(x).dtype, readToHost(x), b.getInt64(0));
-    if (fn.type(x).dtype == DType::Bool)
-      v = b.CreateZExt(v, i64);
-    SymExpr sym = op.exprAttr("sym");
-    if (sym.isSymbol() && symIndex.count(sym.symbolName())) {
-      const SymbolInfo &info = fn.symbols[symIndex[sym.symbolName()]];
-      Value *bad = b.getFalse();
-      if (info.lo != INT64_MIN)
-        bad = b.CreateOr(bad, b.CreateICmpSLT(v, b.getInt64(info.lo)));
-      if (info.hi)
-        bad = b.CreateOr(bad, b.CreateICmpSGT(v, b.getInt64(*info.hi)));
-      failMessageIf(bad,
-                    "item() gave a value outside the range of " + info.name);
-      b.CreateStore(v, symSlot(sym.symbolName()));
-    }
-    return true;
-  }
-  default:
-    return elementwise(op);
-  }
+  return true;
+}
+
+bool Codegen::loopMarker(const Operation &op) {
+  return unsupported(std::string(opInfo(op.code).name) +
+                     " outside the walk of a loop (internal)");
 }
 
 void Codegen::makePlan() {

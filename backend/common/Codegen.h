@@ -6,12 +6,15 @@
 /// plan (run()), lowers the ops whose code is the same on every target
 /// (elementwise loops and fusion, reductions, matmul, layout, indexing and
 /// library ops), emits the argument matcher and the result-shape function,
-/// and outlines runs of ops into shared kernels. What differs per target is
-/// a virtual hook (here and in Emitter.h), overridden by backend/cpu's
+/// and outlines runs of ops into shared kernels. Ops are dispatched by op
+/// family (OpFamily.h): one virtual hook per family, overridden per target,
+/// and per-op tables (CodegenDispatch.cpp). What differs per target is a
+/// virtual hook (here and in Emitter.h), overridden by backend/cpu's
 /// CpuCodegen (CpuCodegen.h) and backend/nvptx's DeviceCodegen
 /// (DeviceCodegen.h); Target::makeCodegen makes the right one. Defined in
-/// Codegen.cpp (the walk, elementwise ops, reductions, matmul), CodegenOps.cpp
-/// (layout and library ops, the matcher, result shapes), CodegenIndexing.cpp,
+/// Codegen.cpp (the walk, value ops, elementwise ops, reductions, matmul),
+/// CodegenDispatch.cpp, CodegenOps.cpp (layout and library ops, the matcher,
+/// result shapes), CodegenElementMath.cpp, CodegenIndexing.cpp,
 /// CodegenLoops.cpp (loop ops) and CodegenSegments.cpp. docs/design.md has
 /// the map of the backend.
 
@@ -20,8 +23,8 @@
 namespace tsl::backend {
 
 /// The lowering of one IR Function to LLVM IR, shared by the targets; a
-/// target's subclass supplies the hooks (lowerHostOp, lowerRowGroup,
-/// parallelLoop, ...) and its own state.
+/// target's subclass supplies the hooks (the op families' lowerings,
+/// lowerRowGroup, parallelLoop, ...) and its own state.
 class Codegen : public Emitter {
 public:
   /// Lowers \p fn for \p target (both must outlive the Codegen); the
@@ -46,10 +49,35 @@ public:
 protected:
   // --- the target's hooks ------------------------------------------------
   /// Lowers \p op, one op of the host function not computed inside another,
-  /// at the builder's position: the CPU emits its loop nest or library call
-  /// there (lowerOp); a GPU emits a device kernel and its launch. False with
-  /// the error set when the target cannot lower it.
-  virtual bool lowerHostOp(const Operation &op) = 0;
+  /// at the builder's position through its family's hook (OpFamily.h): the
+  /// hooks below for most families, lowerOp for checks and loop markers,
+  /// lowerCall for calls. False with the error set when the target cannot
+  /// lower it.
+  bool lowerHostOp(const Operation &op);
+  // One lowering per op family and target: the defaults are the common
+  // lowering (lowerOp: loop nests and library calls, the CPU's);
+  // DeviceCodegen overrides each with device kernels and their launches.
+  /// Elementwise ops (one loop, operands fused in).
+  virtual bool lowerElementwise(const Operation &op) { return lowerOp(op); }
+  /// constant, sym_scalar, full, arange.
+  virtual bool lowerValue(const Operation &op) { return lowerOp(op); }
+  /// reduce_sum, reduce_mean, reduce_max, reduce_min.
+  virtual bool lowerReduction(const Operation &op) { return lowerOp(op); }
+  /// argmax, argmin.
+  virtual bool lowerArgReduction(const Operation &op) { return lowerOp(op); }
+  /// cumsum, cumprod.
+  virtual bool lowerScan(const Operation &op) { return lowerOp(op); }
+  virtual bool lowerMatmul(const Operation &op) { return lowerOp(op); }
+  /// reshape, permute, expand, concat, slice, update_slice, pad.
+  virtual bool lowerLayout(const Operation &op) { return lowerOp(op); }
+  /// conv2d, max_pool2d, attention, index_select, gather, scatter,
+  /// index_add, masked_scatter, topk, sort.
+  virtual bool lowerLibrary(const Operation &op) { return lowerOp(op); }
+  /// nonzero, masked_select, unique, item.
+  virtual bool lowerDataDependent(const Operation &op) { return lowerOp(op); }
+  /// The tables lowerHostOp and lowerOp look ops up in
+  /// (CodegenDispatch.cpp).
+  struct Lowerings;
   /// Lowers the row group \p g (KernelPlan.h) at the builder's position: the
   /// CPU loops over rows; a GPU launches one kernel with a block per row.
   virtual bool lowerRowGroup(const RowGroup &g) = 0;
@@ -74,8 +102,24 @@ protected:
 
   // --- the common lowering ---------------------------------------------
   /// Lowers \p op with the common lowering (loop nests, library calls) at
-  /// the builder's position. False with the error set when unsupported.
+  /// the builder's position: the op's entry in a per-op table
+  /// (CodegenDispatch.cpp; every op has one). False with the error set when
+  /// unsupported.
   bool lowerOp(const Operation &op);
+  // The common lowering of single ops (the entries of lowerOp's table).
+  /// assert: the condition on sizes, failing the op.
+  bool checkSizes(const Operation &op);
+  /// constant, sym_scalar: one element.
+  bool scalarValue(const Operation &op);
+  /// full: every element the attribute's value.
+  bool fill(const Operation &op);
+  /// arange: element i is i.
+  bool arange(const Operation &op);
+  /// item(): element 0 read on the host, bound to its symbol (range
+  /// checked).
+  bool item(const Operation &op);
+  /// loop, end_loop outside run()'s walk: an internal error.
+  bool loopMarker(const Operation &op);
   // --- argument matching and result shapes ------------------------------
   /// Sets up a new function `name(ptr, ptr, ptr?)` and points the builder
   /// and the symbol array at it.
@@ -192,11 +236,40 @@ protected:
   void copyMapped(ValueId in, Value *dst, const std::vector<Value *> &outShape,
                   const std::vector<Value *> &inStrides, Value *base);
 
-  bool layout(const Operation &op);
+  /// The shapes every layout op starts from: its operand's and result's
+  /// dims and the operand's contiguous strides.
+  struct LayoutShapes {
+    const TensorType &in, &out;
+    std::vector<Value *> inShape, outShape, own;
+  };
+  LayoutShapes layoutShapes(const Operation &op);
+  /// reshape: the operand's buffer, aliased.
+  bool reshape(const Operation &op);
+  bool permute(const Operation &op);
+  /// expand: a copy reading size-1 axes with stride 0.
+  bool expand(const Operation &op);
+  /// slice: a view (the block's address) where the plan says so, else a
+  /// strided copy.
+  bool slice(const Operation &op);
+  /// pad: the fill, then the operand copied into its block.
+  bool pad(const Operation &op);
 
   bool concat(const Operation &op);
 
-  bool library(const Operation &op);
+  // Library kernels of the runtime (CodegenOps.cpp), called on host memory.
+  bool conv2dCall(const Operation &op);
+  bool maxPool2dCall(const Operation &op);
+  /// nonzero, masked_select, unique: the runtime allocates the result and
+  /// reports its length, which binds the result's first dim.
+  bool compactionCall(const Operation &op);
+  bool indexSelectCall(const Operation &op);
+  bool gatherCall(const Operation &op);
+  bool scatterCall(const Operation &op);
+  bool maskedScatterCall(const Operation &op);
+  bool sortCall(const Operation &op);
+  bool topkCall(const Operation &op);
+  /// argmax, argmin.
+  bool argReduceCall(const Operation &op);
   // CodegenIndexing.cpp: ops along one axis by position, both targets.
   /// The element counts before (outer), along (n) and after (inner) an axis.
   struct AxisSizes {
@@ -208,11 +281,18 @@ protected:
   bool scan(const Operation &op);
   /// index_add: x copied, then the index walked in order per destination
   /// column (a GPU thread each), every index checked first.
-  bool indexAdd(const Operation &op);
+  bool indexAdd(const Operation &op) { return indexAddAt(op, false); }
+  /// indexAdd; \p perThread: the form of a device kernel's threads (a
+  /// column each, indices checked by every thread instead of the library).
+  bool indexAddAt(const Operation &op, bool perThread);
   /// The fused attention op as a call of tsl_rt_attention.
   bool attention(const Operation &op);
   /// update_slice: in place (the block) when the plan says so, else one pass.
-  bool updateSlice(const Operation &op);
+  bool updateSlice(const Operation &op) { return updateSliceAt(op, true); }
+  /// updateSlice; in place, the result's buffer is set to the operand's
+  /// only with \p aliasHere (host code: a device kernel reads it from its
+  /// slot).
+  bool updateSliceAt(const Operation &op, bool aliasHere);
 
   /// True when \p op is not lowered on its own: its result is computed
   /// inside its consumer (a fused loop, or a GEMM reading B^T).

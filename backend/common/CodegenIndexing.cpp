@@ -68,7 +68,7 @@ bool Codegen::scan(const Operation &op) {
   return true;
 }
 
-bool Codegen::indexAdd(const Operation &op) {
+bool Codegen::indexAddAt(const Operation &op, bool perThread) {
   ValueId x = op.operands[0], idx = op.operands[1], src = op.operands[2];
   DType t = fn.type(x).dtype, it = fn.type(idx).dtype;
   size_t axis = static_cast<size_t>(op.intAttr("axis"));
@@ -89,7 +89,7 @@ bool Codegen::indexAdd(const Operation &op) {
   // has no elements: on the host by the library (its message names the
   // index), on the device by a first loop (and again where each is used:
   // threads of other blocks may not have failed yet).
-  if (!inKernel()) {
+  if (!perThread) {
     checkStatus(b.CreateCall(
         runtime("tsl_rt_check_indices", i32, {ptr, i32, ptr, i64, i32, i64}),
         {ctxArg, dtypeCode(idx), bufs[idx], len,
@@ -108,7 +108,7 @@ bool Codegen::indexAdd(const Operation &op) {
   // positions) per parallel index, the index walked in order inside it. A
   // GPU thread takes one column (neighbours read neighbouring elements); a
   // CPU chunk a run of 64, the innermost loop contiguous.
-  Value *width = b.getInt64(inKernel() ? 1 : 64);
+  Value *width = b.getInt64(perThread ? 1 : 64);
   Value *blocks = b.CreateUDiv(
       b.CreateAdd(s.inner, b.CreateSub(width, b.getInt64(1))), width);
   loops(
@@ -121,7 +121,7 @@ bool Codegen::indexAdd(const Operation &op) {
             b.CreateAdd(b.CreateMul(b.CreateMul(col[0], s.n), s.inner), k0);
         Value *sBase =
             b.CreateAdd(b.CreateMul(b.CreateMul(col[0], len), s.inner), k0);
-        if (inKernel()) // this thread's column of x first
+        if (perThread) // this thread's column of x first
           loops({s.n, count}, [&](const std::vector<Value *> &jk) {
             Value *at = b.CreateAdd(
                 xBase, b.CreateAdd(b.CreateMul(jk[0], s.inner), jk[1]));
@@ -129,7 +129,7 @@ bool Codegen::indexAdd(const Operation &op) {
           });
         loops({len}, [&](const std::vector<Value *> &j) {
           Value *v = indexAt(j[0]);
-          if (inKernel())
+          if (perThread)
             failMessageIf(badIndex(v), outOfBounds, {v, s.n});
           Value *to = b.CreateAdd(xBase, b.CreateMul(v, s.inner));
           Value *from = b.CreateAdd(sBase, b.CreateMul(j[0], s.inner));

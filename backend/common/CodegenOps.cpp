@@ -197,79 +197,86 @@ void Codegen::copyMapped(ValueId in, Value *dst,
   });
 }
 
-bool Codegen::layout(const Operation &op) {
+Codegen::LayoutShapes Codegen::layoutShapes(const Operation &op) {
   const TensorType &in = fn.type(op.operands[0]);
   const TensorType &out = fn.type(op.results[0]);
   std::vector<Value *> inShape = dims(in), outShape = dims(out);
   std::vector<Value *> own = contiguousStrides(inShape);
-  switch (op.code) {
-  case OpCode::Reshape: {
-    // Same bytes, new shape: alias the operand's buffer.
+  return {in, out, std::move(inShape), std::move(outShape), std::move(own)};
+}
+
+bool Codegen::reshape(const Operation &op) {
+  layoutShapes(op); // (their code is emitted, unused, as it always was)
+  // Same bytes, new shape: alias the operand's buffer.
+  ValueId r = op.results[0];
+  b.CreateStore(bufs[op.operands[0]], bufferSlot(r));
+  bufs[r] = bufs[op.operands[0]];
+  return true;
+}
+
+bool Codegen::permute(const Operation &op) {
+  LayoutShapes l = layoutShapes(op);
+  std::vector<Value *> s;
+  for (int64_t p : op.intsAttr("perm"))
+    s.push_back(l.own[p]);
+  copyMapped(op.operands[0], allocateResult(op), l.outShape, s, b.getInt64(0));
+  return true;
+}
+
+bool Codegen::expand(const Operation &op) {
+  LayoutShapes l = layoutShapes(op);
+  std::vector<Value *> s(l.outShape.size(), b.getInt64(0));
+  size_t off = l.outShape.size() - l.in.rank();
+  for (size_t i = 0; i < l.in.rank(); ++i)
+    s[off + i] = b.CreateSelect(b.CreateICmpEQ(l.inShape[i], b.getInt64(1)),
+                                b.getInt64(0), l.own[i]);
+  copyMapped(op.operands[0], allocateResult(op), l.outShape, s, b.getInt64(0));
+  return true;
+}
+
+bool Codegen::slice(const Operation &op) {
+  LayoutShapes l = layoutShapes(op);
+  Value *base = b.getInt64(0);
+  const auto &starts = op.exprsAttr("starts");
+  for (size_t i = 0; i < l.in.rank(); ++i)
+    base = b.CreateAdd(base, b.CreateMul(expr(starts[i]), l.own[i]));
+  if (plan.sliceView[op.results[0]]) { // a view: the block's address
     ValueId r = op.results[0];
-    b.CreateStore(bufs[op.operands[0]], bufferSlot(r));
-    bufs[r] = bufs[op.operands[0]];
+    bufs[r] = b.CreateGEP(storageType(l.in.dtype), bufs[op.operands[0]], base);
+    b.CreateStore(bufs[r], bufferSlot(r));
     return true;
   }
-  case OpCode::Permute: {
-    std::vector<Value *> s;
-    for (int64_t p : op.intsAttr("perm"))
-      s.push_back(own[p]);
-    copyMapped(op.operands[0], allocateResult(op), outShape, s, b.getInt64(0));
-    return true;
-  }
-  case OpCode::Expand: {
-    std::vector<Value *> s(outShape.size(), b.getInt64(0));
-    size_t off = outShape.size() - in.rank();
-    for (size_t i = 0; i < in.rank(); ++i)
-      s[off + i] = b.CreateSelect(b.CreateICmpEQ(inShape[i], b.getInt64(1)),
-                                  b.getInt64(0), own[i]);
-    copyMapped(op.operands[0], allocateResult(op), outShape, s, b.getInt64(0));
-    return true;
-  }
-  case OpCode::Slice: {
-    Value *base = b.getInt64(0);
-    const auto &starts = op.exprsAttr("starts");
-    for (size_t i = 0; i < in.rank(); ++i)
-      base = b.CreateAdd(base, b.CreateMul(expr(starts[i]), own[i]));
-    if (plan.sliceView[op.results[0]]) { // a view: the block's address
-      ValueId r = op.results[0];
-      bufs[r] = b.CreateGEP(storageType(in.dtype), bufs[op.operands[0]], base);
-      b.CreateStore(bufs[r], bufferSlot(r));
-      return true;
-    }
-    std::vector<Value *> strides = own;
-    const std::vector<int64_t> &steps = op.intsAttr("steps");
-    for (size_t i = 0; i < steps.size() && i < strides.size(); ++i)
-      strides[i] = b.CreateMul(own[i], b.getInt64(steps[i]));
-    copyMapped(op.operands[0], allocateResult(op), outShape, strides, base);
-    return true;
-  }
-  case OpCode::Pad: {
-    Value *dst = allocateResult(op);
-    Number value = op.numAttr("value");
-    DType t = out.dtype;
-    Value *fill = value.isInt
-                      ? convert(b.getInt64(value.i), DType::I64, t)
-                      : convert(fconst(DType::F64, value.f), DType::F64, t);
-    loops({product(outShape)},
-          [&](const std::vector<Value *> &i) { store(t, dst, i[0], fill); });
-    std::vector<Value *> outStrides = contiguousStrides(outShape);
-    Value *base = b.getInt64(0);
-    const auto &lo = op.exprsAttr("lo");
-    for (size_t i = 0; i < in.rank(); ++i)
-      base = b.CreateAdd(base, b.CreateMul(expr(lo[i]), outStrides[i]));
-    llvm::Type *st = storageType(t);
-    loops(inShape, [&](const std::vector<Value *> &idx) {
-      Value *v = b.CreateLoad(
-          st, b.CreateGEP(st, bufs[op.operands[0]], offset(idx, own)));
-      b.CreateStore(
-          v, b.CreateGEP(st, dst, b.CreateAdd(base, offset(idx, outStrides))));
-    });
-    return true;
-  }
-  default:
-    return unsupported(opInfo(op.code).name);
-  }
+  std::vector<Value *> strides = l.own;
+  const std::vector<int64_t> &steps = op.intsAttr("steps");
+  for (size_t i = 0; i < steps.size() && i < strides.size(); ++i)
+    strides[i] = b.CreateMul(l.own[i], b.getInt64(steps[i]));
+  copyMapped(op.operands[0], allocateResult(op), l.outShape, strides, base);
+  return true;
+}
+
+bool Codegen::pad(const Operation &op) {
+  LayoutShapes l = layoutShapes(op);
+  Value *dst = allocateResult(op);
+  Number value = op.numAttr("value");
+  DType t = l.out.dtype;
+  Value *fill = value.isInt
+                    ? convert(b.getInt64(value.i), DType::I64, t)
+                    : convert(fconst(DType::F64, value.f), DType::F64, t);
+  loops({product(l.outShape)},
+        [&](const std::vector<Value *> &i) { store(t, dst, i[0], fill); });
+  std::vector<Value *> outStrides = contiguousStrides(l.outShape);
+  Value *base = b.getInt64(0);
+  const auto &lo = op.exprsAttr("lo");
+  for (size_t i = 0; i < l.in.rank(); ++i)
+    base = b.CreateAdd(base, b.CreateMul(expr(lo[i]), outStrides[i]));
+  llvm::Type *st = storageType(t);
+  loops(l.inShape, [&](const std::vector<Value *> &idx) {
+    Value *v = b.CreateLoad(
+        st, b.CreateGEP(st, bufs[op.operands[0]], offset(idx, l.own)));
+    b.CreateStore(
+        v, b.CreateGEP(st, dst, b.CreateAdd(base, offset(idx, outStrides))));
+  });
+  return true;
 }
 
 Value *Emitter::blockOffset(const std::vector<Value *> &idx,
@@ -305,7 +312,7 @@ Value *Emitter::loadWhere(Value *cond, DType t, Value *base, Value *index,
   return phi;
 }
 
-bool Codegen::updateSlice(const Operation &op) {
+bool Codegen::updateSliceAt(const Operation &op, bool aliasHere) {
   ValueId x = op.operands[0], v = op.operands[1], r = op.results[0];
   DType t = fn.type(r).dtype;
   std::vector<Value *> shape = dims(fn.type(r)), block = dims(fn.type(v));
@@ -315,7 +322,7 @@ bool Codegen::updateSlice(const Operation &op) {
   for (const SymExpr &s : op.exprsAttr("starts"))
     starts.push_back(expr(s));
   if (plan.updateInPlace[r]) { // x is read no more: write the block into it
-    if (!inKernel()) { // a device kernel reads r's buffer (x's) from its slot
+    if (aliasHere) { // a device kernel reads r's buffer (x's) from its slot
       bufs[r] = bufs[x];
       b.CreateStore(bufs[r], bufferSlot(r));
     }
@@ -407,159 +414,162 @@ bool Codegen::attention(const Operation &op) {
   return true;
 }
 
-bool Codegen::library(const Operation &op) {
+bool Codegen::conv2dCall(const Operation &op) {
   ValueId x = op.operands[0];
-  switch (op.code) {
-  case OpCode::Conv2d: {
-    Value *dst = allocateResult(op);
-    auto st = op.intsAttr("stride"), pd = op.intsAttr("padding");
-    Value *bias =
-        op.operands.size() > 2
-            ? bufs[op.operands[2]]
-            : llvm::ConstantPointerNull::get(llvm::PointerType::get(ctx, 0));
-    checkStatus(b.CreateCall(
-        runtime("tsl_rt_conv2d", i32,
-                {ptr, i32, ptr, ptr, ptr, ptr, ptr, i64, i64, i64, i64, ptr}),
+  Value *dst = allocateResult(op);
+  auto st = op.intsAttr("stride"), pd = op.intsAttr("padding");
+  Value *bias =
+      op.operands.size() > 2
+          ? bufs[op.operands[2]]
+          : llvm::ConstantPointerNull::get(llvm::PointerType::get(ctx, 0));
+  checkStatus(b.CreateCall(
+      runtime("tsl_rt_conv2d", i32,
+              {ptr, i32, ptr, ptr, ptr, ptr, ptr, i64, i64, i64, i64, ptr}),
+      {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
+       bufs[op.operands[1]], shapeArray(fn.type(op.operands[1])), bias,
+       b.getInt64(st[0]), b.getInt64(st[1]), b.getInt64(pd[0]),
+       b.getInt64(pd[1]), dst}));
+  return true;
+}
+
+bool Codegen::maxPool2dCall(const Operation &op) {
+  ValueId x = op.operands[0];
+  Value *dst = allocateResult(op);
+  auto k = op.intsAttr("kernel"), st = op.intsAttr("stride"),
+       pd = op.intsAttr("padding");
+  checkStatus(b.CreateCall(
+      runtime("tsl_rt_max_pool2d", i32,
+              {ptr, i32, ptr, ptr, i64, i64, i64, i64, i64, i64, ptr}),
+      {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)), b.getInt64(k[0]),
+       b.getInt64(k[1]), b.getInt64(st[0]), b.getInt64(st[1]),
+       b.getInt64(pd[0]), b.getInt64(pd[1]), dst}));
+  return true;
+}
+
+bool Codegen::compactionCall(const Operation &op) {
+  ValueId x = op.operands[0];
+  Value *outSlot = entryAlloca(ptr), *count = entryAlloca(i64);
+  Value *status;
+  if (op.code == OpCode::Nonzero)
+    status = b.CreateCall(
+        runtime("tsl_rt_nonzero", i32, {ptr, i32, ptr, ptr, i32, ptr, ptr}),
         {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
-         bufs[op.operands[1]], shapeArray(fn.type(op.operands[1])), bias,
-         b.getInt64(st[0]), b.getInt64(st[1]), b.getInt64(pd[0]),
-         b.getInt64(pd[1]), dst}));
-    return true;
-  }
-  case OpCode::Attention:
-    return attention(op);
-  case OpCode::MaxPool2d: {
-    Value *dst = allocateResult(op);
-    auto k = op.intsAttr("kernel"), st = op.intsAttr("stride"),
-         pd = op.intsAttr("padding");
-    checkStatus(b.CreateCall(
-        runtime("tsl_rt_max_pool2d", i32,
-                {ptr, i32, ptr, ptr, i64, i64, i64, i64, i64, i64, ptr}),
-        {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
-         b.getInt64(k[0]), b.getInt64(k[1]), b.getInt64(st[0]),
-         b.getInt64(st[1]), b.getInt64(pd[0]), b.getInt64(pd[1]), dst}));
-    return true;
-  }
-  case OpCode::Nonzero:
-  case OpCode::MaskedSelect:
-  case OpCode::Unique: {
-    Value *outSlot = entryAlloca(ptr), *count = entryAlloca(i64);
-    Value *status;
-    if (op.code == OpCode::Nonzero)
-      status = b.CreateCall(
-          runtime("tsl_rt_nonzero", i32, {ptr, i32, ptr, ptr, i32, ptr, ptr}),
-          {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
-           b.getInt32(static_cast<int32_t>(fn.type(x).rank())), outSlot,
-           count});
-    else if (op.code == OpCode::MaskedSelect)
-      status =
-          b.CreateCall(runtime("tsl_rt_masked_select", i32,
-                               {ptr, i32, ptr, ptr, i64, ptr, ptr}),
-                       {ctxArg, dtypeCode(x), bufs[x], bufs[op.operands[1]],
-                        product(dims(fn.type(x))), outSlot, count});
-    else
-      status = b.CreateCall(
-          runtime("tsl_rt_unique", i32, {ptr, i32, ptr, i64, ptr, ptr}),
-          {ctxArg, dtypeCode(x), bufs[x], product(dims(fn.type(x))), outSlot,
-           count});
-    checkStatus(status);
-    ValueId r = op.results[0];
-    SymExpr u = fn.type(r).dims[0];
-    if (u.isSymbol() && symIndex.count(u.symbolName()))
-      b.CreateStore(b.CreateLoad(i64, count), symSlot(u.symbolName()));
-    Value *p = b.CreateLoad(ptr, outSlot);
-    b.CreateStore(p, bufferSlot(r));
-    bufs[r] = p;
-    return true;
-  }
-  case OpCode::IndexSelect: {
-    Value *dst = allocateResult(op);
-    ValueId idx = op.operands[1];
-    checkStatus(b.CreateCall(
-        runtime("tsl_rt_index_select", i32,
-                {ptr, i32, ptr, ptr, i32, i32, i32, ptr, i64, ptr}),
-        {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
-         b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
-         b.getInt32(static_cast<int32_t>(op.intAttr("axis"))), dtypeCode(idx),
-         bufs[idx], expr(fn.type(idx).dims[0]), dst}));
-    return true;
-  }
-  case OpCode::Gather: {
-    Value *dst = allocateResult(op);
-    ValueId idx = op.operands[1];
-    checkStatus(b.CreateCall(
-        runtime("tsl_rt_gather", i32,
-                {ptr, i32, ptr, ptr, i32, i32, i32, ptr, ptr, ptr}),
-        {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
-         b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
-         b.getInt32(static_cast<int32_t>(op.intAttr("axis"))), dtypeCode(idx),
-         bufs[idx], shapeArray(fn.type(idx)), dst}));
-    return true;
-  }
-  case OpCode::Scatter: {
-    Value *dst = allocateResult(op);
-    ValueId idx = op.operands[1], src = op.operands[2];
-    checkStatus(
-        b.CreateCall(runtime("tsl_rt_scatter", i32,
-                             {ptr, i32, ptr, ptr, i32, i32, i32, ptr, ptr, ptr,
-                              ptr, i32, ptr}),
-                     {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
-                      b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
-                      b.getInt32(static_cast<int32_t>(op.intAttr("axis"))),
-                      dtypeCode(idx), bufs[idx], shapeArray(fn.type(idx)),
-                      bufs[src], shapeArray(fn.type(src)),
-                      b.getInt32(op.boolAttr("add") ? 1 : 0), dst}));
-    return true;
-  }
-  case OpCode::MaskedScatter: {
-    Value *dst = allocateResult(op);
-    ValueId mask = op.operands[1], src = op.operands[2];
-    checkStatus(b.CreateCall(runtime("tsl_rt_masked_scatter", i32,
-                                     {ptr, i32, ptr, ptr, i64, ptr, i64, ptr}),
-                             {ctxArg, dtypeCode(x), bufs[x], bufs[mask],
-                              product(dims(fn.type(x))), bufs[src],
-                              product(dims(fn.type(src))), dst}));
-    return true;
-  }
-  case OpCode::Sort: {
-    Value *values = allocateResult(op, 0), *indices = allocateResult(op, 1);
-    AxisSizes s =
-        axisSizes(fn.type(x), static_cast<size_t>(op.intAttr("axis")));
-    checkStatus(b.CreateCall(
-        runtime("tsl_rt_sort", i32,
-                {ptr, i32, ptr, i64, i64, i64, i32, ptr, ptr}),
-        {ctxArg, dtypeCode(x), bufs[x], s.outer, s.n, s.inner,
-         b.getInt32(op.boolAttr("descending") ? 1 : 0), values, indices}));
-    return true;
-  }
-  case OpCode::Topk: {
-    Value *values = allocateResult(op, 0), *indices = allocateResult(op, 1);
-    std::vector<Value *> shape = dims(fn.type(x));
-    Value *n = shape.back();
-    Value *rows = b.CreateSDiv(
-        product(shape),
-        b.CreateSelect(b.CreateICmpEQ(n, b.getInt64(0)), b.getInt64(1), n));
-    checkStatus(b.CreateCall(
-        runtime("tsl_rt_topk", i32, {ptr, i32, ptr, i64, i64, i64, ptr, ptr}),
-        {ctxArg, dtypeCode(x), bufs[x], rows, n, expr(op.exprAttr("k")), values,
-         indices}));
-    return true;
-  }
-  case OpCode::Argmax:
-  case OpCode::Argmin: {
-    Value *dst = allocateResult(op);
-    const auto &axes = op.intsAttr("axes");
-    checkStatus(b.CreateCall(
-        runtime(op.code == OpCode::Argmax ? "tsl_rt_argmax" : "tsl_rt_argmin",
-                i32, {ptr, i32, ptr, ptr, i32, i32, ptr}),
-        {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
-         b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
-         b.getInt32(axes.empty() ? -1 : static_cast<int32_t>(axes[0])), dst}));
-    return true;
-  }
-  default:
-    return unsupported(opInfo(op.code).name);
-  }
+         b.getInt32(static_cast<int32_t>(fn.type(x).rank())), outSlot, count});
+  else if (op.code == OpCode::MaskedSelect)
+    status = b.CreateCall(runtime("tsl_rt_masked_select", i32,
+                                  {ptr, i32, ptr, ptr, i64, ptr, ptr}),
+                          {ctxArg, dtypeCode(x), bufs[x], bufs[op.operands[1]],
+                           product(dims(fn.type(x))), outSlot, count});
+  else
+    status = b.CreateCall(
+        runtime("tsl_rt_unique", i32, {ptr, i32, ptr, i64, ptr, ptr}),
+        {ctxArg, dtypeCode(x), bufs[x], product(dims(fn.type(x))), outSlot,
+         count});
+  checkStatus(status);
+  ValueId r = op.results[0];
+  SymExpr u = fn.type(r).dims[0];
+  if (u.isSymbol() && symIndex.count(u.symbolName()))
+    b.CreateStore(b.CreateLoad(i64, count), symSlot(u.symbolName()));
+  Value *p = b.CreateLoad(ptr, outSlot);
+  b.CreateStore(p, bufferSlot(r));
+  bufs[r] = p;
+  return true;
+}
+
+bool Codegen::indexSelectCall(const Operation &op) {
+  ValueId x = op.operands[0];
+  Value *dst = allocateResult(op);
+  ValueId idx = op.operands[1];
+  checkStatus(b.CreateCall(
+      runtime("tsl_rt_index_select", i32,
+              {ptr, i32, ptr, ptr, i32, i32, i32, ptr, i64, ptr}),
+      {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
+       b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
+       b.getInt32(static_cast<int32_t>(op.intAttr("axis"))), dtypeCode(idx),
+       bufs[idx], expr(fn.type(idx).dims[0]), dst}));
+  return true;
+}
+
+bool Codegen::gatherCall(const Operation &op) {
+  ValueId x = op.operands[0];
+  Value *dst = allocateResult(op);
+  ValueId idx = op.operands[1];
+  checkStatus(
+      b.CreateCall(runtime("tsl_rt_gather", i32,
+                           {ptr, i32, ptr, ptr, i32, i32, i32, ptr, ptr, ptr}),
+                   {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
+                    b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
+                    b.getInt32(static_cast<int32_t>(op.intAttr("axis"))),
+                    dtypeCode(idx), bufs[idx], shapeArray(fn.type(idx)), dst}));
+  return true;
+}
+
+bool Codegen::scatterCall(const Operation &op) {
+  ValueId x = op.operands[0];
+  Value *dst = allocateResult(op);
+  ValueId idx = op.operands[1], src = op.operands[2];
+  checkStatus(b.CreateCall(
+      runtime(
+          "tsl_rt_scatter", i32,
+          {ptr, i32, ptr, ptr, i32, i32, i32, ptr, ptr, ptr, ptr, i32, ptr}),
+      {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
+       b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
+       b.getInt32(static_cast<int32_t>(op.intAttr("axis"))), dtypeCode(idx),
+       bufs[idx], shapeArray(fn.type(idx)), bufs[src], shapeArray(fn.type(src)),
+       b.getInt32(op.boolAttr("add") ? 1 : 0), dst}));
+  return true;
+}
+
+bool Codegen::maskedScatterCall(const Operation &op) {
+  ValueId x = op.operands[0];
+  Value *dst = allocateResult(op);
+  ValueId mask = op.operands[1], src = op.operands[2];
+  checkStatus(b.CreateCall(runtime("tsl_rt_masked_scatter", i32,
+                                   {ptr, i32, ptr, ptr, i64, ptr, i64, ptr}),
+                           {ctxArg, dtypeCode(x), bufs[x], bufs[mask],
+                            product(dims(fn.type(x))), bufs[src],
+                            product(dims(fn.type(src))), dst}));
+  return true;
+}
+
+bool Codegen::sortCall(const Operation &op) {
+  ValueId x = op.operands[0];
+  Value *values = allocateResult(op, 0), *indices = allocateResult(op, 1);
+  AxisSizes s = axisSizes(fn.type(x), static_cast<size_t>(op.intAttr("axis")));
+  checkStatus(b.CreateCall(
+      runtime("tsl_rt_sort", i32,
+              {ptr, i32, ptr, i64, i64, i64, i32, ptr, ptr}),
+      {ctxArg, dtypeCode(x), bufs[x], s.outer, s.n, s.inner,
+       b.getInt32(op.boolAttr("descending") ? 1 : 0), values, indices}));
+  return true;
+}
+
+bool Codegen::topkCall(const Operation &op) {
+  ValueId x = op.operands[0];
+  Value *values = allocateResult(op, 0), *indices = allocateResult(op, 1);
+  std::vector<Value *> shape = dims(fn.type(x));
+  Value *n = shape.back();
+  Value *rows = b.CreateSDiv(
+      product(shape),
+      b.CreateSelect(b.CreateICmpEQ(n, b.getInt64(0)), b.getInt64(1), n));
+  checkStatus(b.CreateCall(
+      runtime("tsl_rt_topk", i32, {ptr, i32, ptr, i64, i64, i64, ptr, ptr}),
+      {ctxArg, dtypeCode(x), bufs[x], rows, n, expr(op.exprAttr("k")), values,
+       indices}));
+  return true;
+}
+
+bool Codegen::argReduceCall(const Operation &op) {
+  ValueId x = op.operands[0];
+  Value *dst = allocateResult(op);
+  const auto &axes = op.intsAttr("axes");
+  checkStatus(b.CreateCall(
+      runtime(op.code == OpCode::Argmax ? "tsl_rt_argmax" : "tsl_rt_argmin",
+              i32, {ptr, i32, ptr, ptr, i32, i32, ptr}),
+      {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
+       b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
+       b.getInt32(axes.empty() ? -1 : static_cast<int32_t>(axes[0])), dst}));
+  return true;
 }
 
 } // namespace tsl::backend

@@ -36,11 +36,11 @@ llvm::FunctionCallee Emitter::runtime(const char *name, llvm::Type *ret,
 
 /// Branches to a failure exit when \p failed is true.
 void Emitter::failIf(Value *failed, const std::function<void()> &record,
-                     const std::vector<Value *> &values) {
+                     const std::vector<Value *> &) {
   if (auto *never = llvm::dyn_cast<llvm::ConstantInt>(failed);
       never && never->isZero())
     return;
-  if (!record && !inKernel() && kernel->getReturnType()->isIntegerTy(32)) {
+  if (!record && kernel->getReturnType()->isIntegerTy(32)) {
     // One return for every call whose callee recorded its failure: 10,000
     // calls of a helper made 10,000 blocks for instruction selection.
     auto *bad = llvm::dyn_cast_or_null<llvm::BasicBlock>(
@@ -55,18 +55,24 @@ void Emitter::failIf(Value *failed, const std::function<void()> &record,
     b.SetInsertPoint(ok);
     return;
   }
+  failBranch(failed, [&](llvm::BasicBlock *) {
+    if (record)
+      record();
+    b.CreateRet(b.getInt32(1));
+  });
+}
+
+void Emitter::failBranch(
+    Value *failed, const std::function<void(llvm::BasicBlock *ok)> &onFail) {
+  if (auto *never = llvm::dyn_cast<llvm::ConstantInt>(failed);
+      never && never->isZero())
+    return;
   auto *bad = llvm::BasicBlock::Create(ctx, "fail", kernel);
   auto *ok = llvm::BasicBlock::Create(ctx, "ok", kernel);
   b.CreateCondBr(failed, bad, ok,
                  llvm::MDBuilder(ctx).createBranchWeights(1, 1 << 20));
   b.SetInsertPoint(bad);
-  if (inKernel()) {
-    kernelFailure(ok, values);
-  } else {
-    if (record)
-      record();
-    b.CreateRet(b.getInt32(1));
-  }
+  onFail(ok);
   b.SetInsertPoint(ok);
 }
 
@@ -91,11 +97,7 @@ void Emitter::failOpIf(Value *failed) {
 }
 
 void Emitter::failMessageIf(Value *failed, const std::string &message,
-                            const std::vector<Value *> &values) {
-  if (inKernel()) {
-    kernelFailMessageIf(failed, message, values);
-    return;
-  }
+                            const std::vector<Value *> &) {
   failIf(failed, [&] {
     b.CreateCall(runtime(target.runtime().error, b.getVoidTy(), {ptr, ptr}),
                  {ctxArg, messageText(message)});
@@ -536,115 +538,6 @@ Value *Emitter::convert(Value *v, DType from, DType to) {
     return b.CreateSExt(sat, i64);
   }
   return v; // int to int: i64 compute type, wrapped on store
-}
-
-Value *Emitter::unary(OpCode code, DType t, Value *x) {
-  bool fl = isFloat(t);
-  llvm::Type *ty = computeType(t);
-  switch (code) {
-  case OpCode::Neg:
-    return fl ? b.CreateFNeg(x) : b.CreateSub(b.getInt64(0), x);
-  case OpCode::Not:
-    return b.CreateNot(x);
-  case OpCode::Abs:
-    return fl ? b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)
-              : b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b.getFalse());
-  case OpCode::Relu:
-    return fl ? b.CreateSelect(
-                    b.CreateFCmpOLT(x, llvm::ConstantFP::get(ty, 0.0)),
-                    llvm::ConstantFP::get(ty, 0.0), x)
-              : b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, x,
-                                        b.getInt64(0));
-  case OpCode::Exp:
-    return t == DType::F64 ? b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, x)
-                           : fastExp(x);
-  case OpCode::Log:
-    return b.CreateUnaryIntrinsic(llvm::Intrinsic::log, x);
-  case OpCode::Sqrt:
-    return b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
-  case OpCode::Rsqrt:
-    return b.CreateFDiv(llvm::ConstantFP::get(ty, 1.0),
-                        b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
-  case OpCode::Sin:
-    return b.CreateUnaryIntrinsic(llvm::Intrinsic::sin, x);
-  case OpCode::Cos:
-    return b.CreateUnaryIntrinsic(llvm::Intrinsic::cos, x);
-  case OpCode::Tanh:
-    return t == DType::F64 ? libm("tanhf", "tanh", t, x) : fastTanh(x);
-  case OpCode::Sigmoid: {
-    Value *negExp =
-        t == DType::F64
-            ? b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b.CreateFNeg(x))
-            : fastExp(b.CreateFNeg(x));
-    return b.CreateFDiv(llvm::ConstantFP::get(ty, 1.0),
-                        b.CreateFAdd(llvm::ConstantFP::get(ty, 1.0), negExp));
-  }
-  case OpCode::Erf: // a few ulp in f32 (and vectorized), libm in f64
-    return t == DType::F64 ? libm("erff", "erf", t, x) : fastErf(x);
-  case OpCode::Gelu: {
-    Value *scaled =
-        b.CreateFMul(x, llvm::ConstantFP::get(ty, 0.70710678118654752440));
-    Value *e =
-        t == DType::F64 ? libm("erff", "erf", t, scaled) : fastErf(scaled);
-    return b.CreateFMul(b.CreateFMul(llvm::ConstantFP::get(ty, 0.5), x),
-                        b.CreateFAdd(llvm::ConstantFP::get(ty, 1.0), e));
-  }
-  default:
-    return nullptr;
-  }
-}
-
-Value *Emitter::binary(OpCode code, DType t, Value *x, Value *y) {
-  bool fl = isFloat(t);
-  switch (code) {
-  case OpCode::Add:
-    return fl ? b.CreateFAdd(x, y) : b.CreateAdd(x, y);
-  case OpCode::Sub:
-    return fl ? b.CreateFSub(x, y) : b.CreateSub(x, y);
-  case OpCode::Mul:
-    return fl ? b.CreateFMul(x, y) : b.CreateMul(x, y);
-  case OpCode::Div:
-    if (fl) {
-      // Reciprocal allowed (as PyTorch's softmax does): a divisor that is
-      // the same across a loop (a row sum) becomes one reciprocal and a
-      // multiply per element; at most ~1 ulp from the exact quotient.
-      auto *q = llvm::cast<llvm::Instruction>(b.CreateFDiv(x, y));
-      q->setHasAllowReciprocal(true);
-      return q;
-    }
-    failMessageIf(b.CreateICmpEQ(y, b.getInt64(0)), "integer division by zero");
-    if (failuresGoOn()) // the failed check went on (failIf): divide by 1
-      y = b.CreateSelect(b.CreateICmpEQ(y, b.getInt64(0)), b.getInt64(1), y);
-    return floorDiv(x, y);
-  case OpCode::Pow:
-    return b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, y);
-  case OpCode::Maximum:
-    return fl ? b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, x, y)
-              : b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, x, y);
-  case OpCode::Minimum:
-    return fl ? b.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, x, y)
-              : b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, x, y);
-  case OpCode::Lt:
-    return fl ? b.CreateFCmpOLT(x, y) : b.CreateICmpSLT(x, y);
-  case OpCode::Le:
-    return fl ? b.CreateFCmpOLE(x, y) : b.CreateICmpSLE(x, y);
-  case OpCode::Gt:
-    return fl ? b.CreateFCmpOGT(x, y) : b.CreateICmpSGT(x, y);
-  case OpCode::Ge:
-    return fl ? b.CreateFCmpOGE(x, y) : b.CreateICmpSGE(x, y);
-  case OpCode::Eq:
-    return fl ? b.CreateFCmpOEQ(x, y) : b.CreateICmpEQ(x, y);
-  case OpCode::Ne:
-    return fl ? b.CreateFCmpUNE(x, y) : b.CreateICmpNE(x, y);
-  case OpCode::And:
-    return b.CreateAnd(x, y);
-  case OpCode::Or:
-    return b.CreateOr(x, y);
-  case OpCode::Xor:
-    return b.CreateXor(x, y);
-  default:
-    return nullptr;
-  }
 }
 
 Value *Emitter::libm(const char *f32name, const char *f64name, DType t,

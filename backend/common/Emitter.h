@@ -54,17 +54,6 @@ protected:
   /// one index stands for. Nested loops are sequential (loops()).
   virtual void parallelLoop(const std::vector<Value *> &extents, Value *work,
                             const LoopBody &body) = 0;
-  /// True while device code is emitted (a kernel's body, not host code):
-  /// ops lowered on both targets pick their per-thread form.
-  virtual bool inKernel() const { return false; }
-  /// Emits the failure branch of a failed check in device code (failIf,
-  /// inKernel()): the builder is in the failure block, \p ok is where the
-  /// check goes on. Only targets whose inKernel() can hold override it.
-  virtual void kernelFailure(llvm::BasicBlock *ok,
-                             const std::vector<Value *> &values) {}
-  /// failMessageIf in device code (inKernel()).
-  virtual void kernelFailMessageIf(Value *failed, const std::string &message,
-                                   const std::vector<Value *> &values) {}
   /// A failed check in the code being emitted goes on instead of returning
   /// (device kernels with barriers); its result must stay harmless.
   virtual bool failuresGoOn() const { return false; }
@@ -100,16 +89,24 @@ protected:
   llvm::FunctionCallee runtime(const char *name, llvm::Type *ret,
                                std::vector<llvm::Type *> args);
 
-  /// Branches to a failure exit if \p failed (shared per host function for
-  /// no \p record); a failing device thread stores \p values ({0}, {1}).
-  void failIf(Value *failed, const std::function<void()> &record,
-              const std::vector<Value *> &values = {});
+  /// Branches to a failure exit if \p failed: host code runs \p record and
+  /// returns 1 (one shared return per function for no \p record). A target
+  /// that emits device code overrides it there (a failing device thread
+  /// stores \p values, {0} and {1} of the message).
+  virtual void failIf(Value *failed, const std::function<void()> &record,
+                      const std::vector<Value *> &values = {});
   void failOpIf(Value *failed);
   /// Fails with \p message. In device code "{0}" and "{1}" in it show
   /// \p values (for example the index that was out of bounds); host code
-  /// has no use for them (its library kernels format their own).
-  void failMessageIf(Value *failed, const std::string &message,
-                     const std::vector<Value *> &values = {});
+  /// has no use for them (its library kernels format their own). Host code
+  /// here; a target that emits device code overrides it there.
+  virtual void failMessageIf(Value *failed, const std::string &message,
+                             const std::vector<Value *> &values = {});
+  /// The branch of a failed check (nothing when \p failed is constant
+  /// false): \p onFail emits the failure block, ending it, and the builder
+  /// goes on at \p ok, where the check passed.
+  void failBranch(Value *failed,
+                  const std::function<void(llvm::BasicBlock *ok)> &onFail);
   /// The index of the op being lowered as the runtime reports it: a
   /// constant, or inside a shared kernel its caller's base plus the offset.
   Value *opIndexValue();
@@ -208,8 +205,13 @@ protected:
     return llvm::ConstantFP::get(computeType(t), v);
   }
   Value *libm(const char *f32name, const char *f64name, DType t, Value *x);
+  /// The element math of elementwise op \p code on computed values of
+  /// operand type \p t (CodegenElementMath.cpp's tables); null for ops
+  /// without one (cast, where: Codegen::compute).
   Value *unary(OpCode code, DType t, Value *x);
   Value *binary(OpCode code, DType t, Value *x, Value *y);
+  /// The emit functions unary and binary look up (CodegenElementMath.cpp).
+  struct ElementMath;
 
   /// Vectorizable f32 approximations of tanh and erf (a few ulp).
   Value *fastTanh(Value *x);

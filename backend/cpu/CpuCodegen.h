@@ -27,8 +27,7 @@ public:
   using Codegen::Codegen;
 
 protected:
-  /// The common lowering (lowerOp).
-  bool lowerHostOp(const Operation &op) override { return lowerOp(op); }
+  // Every op family: the common lowering (Codegen's defaults).
   /// The rows as loops over rows (CodegenRows.cpp).
   bool lowerRowGroup(const RowGroup &g) override;
   /// The value's own buffer: host memory.

@@ -87,112 +87,16 @@ void DeviceContext::gridStrideLoops(const std::vector<Value *> &extents,
   });
 }
 
-bool DeviceCodegen::launchOnDevice(const Operation &op) {
-  switch (op.code) {
-  case OpCode::Assert:  // a condition on sizes: the host checks it
-  case OpCode::Reshape: // an alias of the operand's buffer
-  case OpCode::Item:    // reads one element back to the host
-    return lowerOp(op);
-  case OpCode::Slice: // a view is an address computed on the host
-    if (plan.sliceView[op.results[0]])
-      return lowerOp(op);
-    break;
-  case OpCode::UpdateSlice:
-    if (plan.updateInPlace[op.results[0]])
-      return launchUpdateInPlace(op);
-    break;
-  case OpCode::Nonzero:
-  case OpCode::MaskedSelect:
-    return deviceCompaction(op);
-  case OpCode::Unique:
-    return deviceUnique(op);
-  case OpCode::Sort:
-    return deviceSort(op);
-  case OpCode::Scatter:
-    return deviceScatter(op);
-  case OpCode::ReduceSum:
-  case OpCode::ReduceMean:
-  case OpCode::ReduceMax:
-  case OpCode::ReduceMin: {
-    size_t first, end;
-    if (reducedAxesRun(op, first, end)) // block-tiled
-      return launchReduce(op);
-    break;
-  }
-  case OpCode::Topk: { // the library's range check, on the host
-    Value *k = expr(op.exprAttr("k"));
-    Value *n = dims(fn.type(op.operands[0])).back();
-    failMessageIf(
-        b.CreateOr(b.CreateICmpSLT(k, b.getInt64(0)), b.CreateICmpSGT(k, n)),
-        "k is out of range for the last axis");
-    return launchTopkRows(op);
-  }
-  case OpCode::Argmax:
-  case OpCode::Argmin: {
-    const TensorType &in = fn.type(op.operands[0]);
-    const auto &axes = op.intsAttr("axes");
-    Value *n = axes.empty() ? product(dims(in))
-                            : expr(in.dims[static_cast<size_t>(axes[0])]);
-    failMessageIf(b.CreateICmpEQ(n, b.getInt64(0)),
-                  std::string(opInfo(op.code).name) + " over an empty axis");
-    if (axes.empty() ||
-        axes[0] == static_cast<int64_t>(in.rank()) - 1) // rows: cooperative
-      return launchArgmaxRows(op);
-    break;
-  }
-  case OpCode::Matmul:
-    return deviceGemm(op);
-  case OpCode::Conv2d:
-    return deviceConv(op);
-  case OpCode::Attention:
-    return deviceAttention(op);
-  default:
-    break;
-  }
-  // Host: the results in device memory.
-  for (size_t i = 0; i < op.results.size(); ++i)
-    allocateResult(op, i);
-  return launchPerElement(op);
-}
-
 bool DeviceCodegen::launchUpdateInPlace(const Operation &op) {
   ValueId x = op.operands[0], v = op.operands[1], r = op.results[0];
   bufs[r] = bufs[x]; // the host's alias; the kernel writes the block only
   b.CreateStore(bufs[r], bufferSlot(r));
   std::vector<ValueId> used{r, v}, slots;
   int32_t k = emitDeviceKernel(
-      used, [&] { return updateSlice(op); }, slots);
+      used, [&] { return updateSliceAt(op, false); }, slots);
   if (k < 0)
     return false;
   emitLaunch(k, slots, gridFor(product(dims(fn.type(v)))));
-  return true;
-}
-
-bool DeviceCodegen::launchPerElement(const Operation &op) {
-  // One work item per element of the first result.
-  Value *total = product(dims(fn.type(op.results[0])));
-  bool vector = vectorizableOnDevice(op);
-  if (vector) // four elements per thread
-    total = b.CreateSDiv(b.CreateAdd(total, b.getInt64(3)), b.getInt64(4));
-  if (op.code == OpCode::Cumsum || op.code == OpCode::Cumprod) { // per row
-    AxisSizes s = axisSizes(fn.type(op.operands[0]),
-                            static_cast<size_t>(op.intAttr("axis")));
-    total = b.CreateMul(s.outer, s.inner);
-  }
-  // Every index is checked, too (index_add: x may have no elements).
-  if (op.code == OpCode::IndexSelect || op.code == OpCode::IndexAdd)
-    total = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, total,
-                                    expr(fn.type(op.operands[1]).dims[0]));
-  std::vector<ValueId> used(op.results.begin(), op.results.end()), slots;
-  for (ValueId o : op.operands)
-    leaves(o, used);
-  int32_t k = emitDeviceKernel(
-      used,
-      [&] { return vector ? deviceVectorElementwise(op) : lowerDeviceOp(op); },
-      slots);
-  if (k < 0)
-    return false;
-  emitLaunch(k, slots, gridFor(total));
   return true;
 }
 
@@ -339,6 +243,20 @@ void DeviceContext::checkDeviceStatus() {
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
 }
 
+void DeviceContext::failIf(Value *failed, const std::function<void()> &record,
+                           const std::vector<Value *> &values) {
+  if (!inDevice)
+    return Emitter::failIf(failed, record, values);
+  failBranch(failed, [&](llvm::BasicBlock *ok) { kernelFailure(ok, values); });
+}
+
+void DeviceContext::failMessageIf(Value *failed, const std::string &message,
+                                  const std::vector<Value *> &values) {
+  if (!inDevice)
+    return Emitter::failMessageIf(failed, message, values);
+  kernelFailMessageIf(failed, message, values);
+}
+
 void DeviceContext::kernelFailure(llvm::BasicBlock *ok,
                                   const std::vector<Value *> &values) {
   // No context on the device: 1 + the op index in the call's status word,
@@ -379,31 +297,6 @@ void DeviceContext::kernelFailMessageIf(Value *failed,
   failIf(
       failed, [] {}, values);
   deviceMessage = 0;
-}
-
-bool DeviceCodegen::lowerDeviceOp(const Operation &op) {
-  switch (op.code) {
-  case OpCode::MaskedScatter:
-    return maskedScatterSerial(op);
-  case OpCode::ReduceSum:
-  case OpCode::ReduceMean:
-  case OpCode::ReduceMax:
-  case OpCode::ReduceMin:
-    return deviceReduce(op);
-  case OpCode::Matmul:
-    return deviceMatmul(op);
-  case OpCode::Pad:
-    return devicePad(op);
-  case OpCode::Conv2d:
-  case OpCode::MaxPool2d:
-  case OpCode::IndexSelect:
-  case OpCode::Gather:
-  case OpCode::Argmax:
-  case OpCode::Argmin:
-    return deviceLibraryOp(op);
-  default:
-    return lowerOp(op);
-  }
 }
 
 Value *DeviceContext::readToHost(ValueId v) {

@@ -29,23 +29,6 @@ void DeviceCodegen::copyElementRaw(DType t, Value *dst, Value *to, Value *src,
                 b.CreateGEP(st, dst, to));
 }
 
-bool DeviceCodegen::deviceLibraryOp(const Operation &op) {
-  switch (op.code) {
-  case OpCode::Argmax:
-  case OpCode::Argmin:
-    return deviceArgmax(op);
-  case OpCode::IndexSelect:
-    return deviceIndexSelect(op);
-  case OpCode::Gather:
-    return deviceGather(op);
-  case OpCode::MaxPool2d:
-  case OpCode::Conv2d:
-    return deviceWindow(op);
-  default:
-    return unsupported(opInfo(op.code).name);
-  }
-}
-
 bool DeviceCodegen::deviceArgmax(const Operation &op) {
   ValueId x = op.operands[0];
   const TensorType &in = fn.type(x);

@@ -2,9 +2,10 @@
 /// \file Private to backend/nvptx (it includes LLVM): the GPU's lowering of
 /// the ops, on DeviceContext's kernels and primitives (DeviceContext.h). Each
 /// op of the host function becomes its results in device memory and one or
-/// more kernels and launches (launchOnDevice); a row group one kernel with a
-/// block per row. Defined in CodegenDevice*.cpp: the per-op dispatch and
-/// elementwise kernels (CodegenDevice.cpp), rows (Rows), compaction, sort,
+/// more kernels and launches (its family's hook: lowerElementwise, ...); a
+/// row group one kernel with a block per row. Defined in CodegenDevice*.cpp:
+/// the family hooks and per-op tables (CodegenDeviceDispatch.cpp), kernels
+/// and elementwise kernels (CodegenDevice.cpp), rows (Rows), compaction, sort,
 /// library ops (Library), tiled reductions (Reduce), GEMM (Gemm, Matmul),
 /// conv2d (Conv) and attention. NvptxTarget::makeCodegen makes one.
 
@@ -18,9 +19,27 @@ public:
   using DeviceContext::DeviceContext;
 
 protected:
-  /// Host code for \p op: its results in device memory, its kernel(s) and
-  /// launch(es) (launchOnDevice); assert, reshape and item stay on the host.
-  bool lowerHostOp(const Operation &op) override { return launchOnDevice(op); }
+  // Each op family in host code (CodegenDeviceDispatch.cpp): results in
+  // device memory, kernels, launches. Asserts, views, item: on the host.
+  /// A thread per element (four where every operand is read at the
+  /// result's flat index: deviceVectorElementwise).
+  bool lowerElementwise(const Operation &op) override;
+  bool lowerValue(const Operation &op) override;
+  /// Block-tiled over one run of axes (launchReduce), else a thread per
+  /// result element.
+  bool lowerReduction(const Operation &op) override;
+  /// After the empty-axis check: a block per row over the last axis or all
+  /// (launchArgmaxRows), else a thread per result element.
+  bool lowerArgReduction(const Operation &op) override;
+  /// A thread per row.
+  bool lowerScan(const Operation &op) override;
+  bool lowerMatmul(const Operation &op) override { return deviceGemm(op); }
+  /// Views on the host, an in-place update_slice writing its block, else a
+  /// thread per result element.
+  bool lowerLayout(const Operation &op) override;
+  /// Each op's own launches (launchOwn).
+  bool lowerLibrary(const Operation &op) override;
+  bool lowerDataDependent(const Operation &op) override;
   /// One kernel with a block (or warp) per row (launchRowGroup).
   bool lowerRowGroup(const RowGroup &g) override { return launchRowGroup(g); }
   /// A row kernel's reductions (rowScalars).
@@ -30,12 +49,24 @@ protected:
   }
 
 private:
-  /// Host code for \p op: its results in device memory, its kernel(s) and
-  /// launch(es).
-  bool launchOnDevice(const Operation &op);
-  /// Host: the kernel of \p op (results already allocated) with one work
-  /// item per element of its first result, and its launch.
-  bool launchPerElement(const Operation &op);
+  /// The per-op tables of the GPU's lowering (CodegenDeviceDispatch.cpp).
+  struct Lowerings;
+  /// Host: a Library or DataDependent op (its entry in Lowerings::launches).
+  bool launchOwn(const Operation &op);
+  /// Host: the kernel of \p op (results allocated) with a work item per
+  /// element of its first result (mapped by \p workItems when given), and
+  /// its launch; the body is kernelBody (or deviceVectorElementwise).
+  bool launchPerElement(const Operation &op,
+                        const std::function<Value *(Value *)> &workItems = {});
+  /// Host: \p op's results in device memory, then launchPerElement; per
+  /// index too (index_select, index_add: every index is checked).
+  bool launchPerElementOp(const Operation &op);
+  bool launchPerIndex(const Operation &op);
+  /// Host: topk's range check of k, then launchTopkRows.
+  bool launchTopk(const Operation &op);
+  /// In a launchPerElement kernel: \p op's per-thread form (its entry in
+  /// Lowerings::bodies), else the common lowering.
+  bool kernelBody(const Operation &op);
   /// Host: matmul through the device's GEMM library (tsl_rt_dev_gemm),
   /// launching the generated kernel where the library declines.
   bool deviceGemm(const Operation &op);
@@ -74,7 +105,6 @@ private:
   bool maskedScatterSerial(const Operation &op);
   /// An in-place update_slice on a device: one launch writes the block.
   bool launchUpdateInPlace(const Operation &op);
-
   /// In a row kernel: each row's reductions, one value per thread (the
   /// block's combination), read by valueAt instead of memory.
   std::map<ValueId, Value *> rowScalars;
@@ -196,8 +226,6 @@ private:
   /// permutation is released after.
   bool deviceSort(const Operation &op);
   // CodegenDeviceLibrary.cpp: the CPU's library kernels as device code.
-  /// conv2d, max_pool2d, index_select, argmax (one kernel each).
-  bool deviceLibraryOp(const Operation &op);
   /// argmax and argmin: one thread per result element; the first maximum
   /// (minimum), a NaN once seen.
   bool deviceArgmax(const Operation &op);
@@ -207,6 +235,8 @@ private:
   /// index_select: every index checked (also with no result elements),
   /// then one thread per result element.
   bool deviceIndexSelect(const Operation &op);
+  /// index_add: a thread per destination column (indexAddAt).
+  bool deviceIndexAdd(const Operation &op) { return indexAddAt(op, true); }
   /// gather: one thread per result element, each checking its index
   /// (the message names the axis, not the value).
   bool deviceGather(const Operation &op);
@@ -220,7 +250,6 @@ private:
   /// u < v in the library's total order (NaN above everything).
   Value *orderLess(DType t, Value *u, Value *v);
   void copyElementRaw(DType t, Value *dst, Value *to, Value *src, Value *from);
-  bool lowerDeviceOp(const Operation &op);
   /// A reduction whose reduced axes are not one run of adjacent axes: one
   /// thread per result element looping over them (no shared accumulators).
   bool deviceReduce(const Operation &op);

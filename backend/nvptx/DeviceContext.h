@@ -51,13 +51,17 @@ protected:
   bool lowerCall(const Operation &) override {
     return unsupported("calls (inline them first: inlineCalls)");
   }
-  bool inKernel() const override { return inDevice; }
+  /// In a device kernel, kernelFailure; in host code, the host's.
+  void failIf(Value *failed, const std::function<void()> &record,
+              const std::vector<Value *> &values = {}) override;
+  /// In a device kernel, kernelFailMessageIf; in host code, the host's.
+  void failMessageIf(Value *failed, const std::string &message,
+                     const std::vector<Value *> &values = {}) override;
   /// The failing thread stores 1 + the op index (and the message's number)
   /// in the call's status word; see CodegenDevice.cpp.
-  void kernelFailure(llvm::BasicBlock *ok,
-                     const std::vector<Value *> &values) override;
+  void kernelFailure(llvm::BasicBlock *ok, const std::vector<Value *> &values);
   void kernelFailMessageIf(Value *failed, const std::string &message,
-                           const std::vector<Value *> &values) override;
+                           const std::vector<Value *> &values);
   bool failuresGoOn() const override { return cooperative; }
 
   /// The device kernels emitted so far, and their number.
