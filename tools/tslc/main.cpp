@@ -51,7 +51,7 @@ commands:
                                     -o writes a file; --print-after=PASS[,PASS...]|all
                                     prints the IR after those passes of the IR pipeline
                                     to stderr (of the --target's pipeline)
-  opt FILE.tslir --pass=PASS[,PASS...] [--fn NAME] [-o OUT]
+  opt FILE.tslir --pass=PASS[,PASS...] [--fn NAME] [--print-after=...] [-o OUT]
                                     run IR passes in the order given on IR text and print
                                     the IR; opt --list-passes lists the passes
   build FILE --fn NAME --arg NAME=TYPE... -o OUT.so [--all-dynamic]
