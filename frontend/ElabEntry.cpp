@@ -1,10 +1,7 @@
 // Entry functions: parameters become symbols (or constants) from example
 // arguments or generically; plus the module-level check.
 #include "frontend/ElaboratorImpl.h"
-#include "ir/FuseAttention.h"
-#include "ir/HoistAssertions.h"
-#include "ir/HoistInvariantOps.h"
-#include "ir/Passes.h"
+#include "ir/Pipeline.h"
 #include "support/DeepStack.h"
 
 #ifdef __GLIBC__
@@ -524,20 +521,7 @@ bool Elaborator::finishEntry(const ast::FnDecl &decl, Frame &frame,
   if (fn.ops.size() >= 100000) // large: return the freed pages to the
     malloc_trim(0);            // system (the passes allocate afresh)
 #endif
-  // Repeated calls become one callee first: the recorded runs are the
-  // elaborator's op indices, which the passes below change.
-  outlineRepeatedCalls(fn, callRuns);
-  std::vector<Function *> bodies{&fn};
-  for (Function &callee : fn.callees)
-    bodies.push_back(&callee);
-  for (Function *f : bodies) {
-    eliminateDeadCode(*f);
-    if (fuseAttention(*f))
-      eliminateDeadCode(*f);
-  }
-  hoistLoopInvariantAssertions(fn, &env);
-  hoistLoopInvariantOps(fn, &env);
-  env.minimizeGuards();
+  runIrPipeline();
   warnPinnedDynamicDims();
   // Result types as the facts simplify them (`check(pos < 5)` makes
   // min(5, pos + 1) just pos + 1): what guards reports and callers read.
@@ -563,6 +547,26 @@ bool Elaborator::finishEntry(const ast::FnDecl &decl, Frame &frame,
     fn.guards.push_back({g.cond, locOf(g.origin), g.op, g.reason});
   out = std::move(fn);
   return true;
+}
+
+void Elaborator::runIrPipeline() {
+  // Outlining (the pipeline's first pass) reads the recorded runs: they are
+  // the elaborator's op indices, which the later passes change.
+  PassContext ctx;
+  ctx.env = &env;
+  ctx.calls = &callRuns;
+  ctx.options = pipeline;
+  if (pipeline.afterPass)
+    ctx.options.afterPass = [&](std::string_view pass, const Function &f) {
+      Function shown = f;
+      shown.symbols = env.symbols();
+      for (Function &callee : shown.callees)
+        callee.symbols = shown.symbols;
+      for (const ShapeFact &g : env.guards())
+        shown.guards.push_back({g.cond, locOf(g.origin), g.op, g.reason});
+      pipeline.afterPass(pass, shown);
+    };
+  runPipeline(fn, ctx);
 }
 
 void Elaborator::warnPinnedDynamicDims() {
@@ -641,6 +645,7 @@ bool elaborateFunction(const LoadedModule &module, const std::string &fnName,
     el.probe = options.probe;
     el.forceDynamic = options.forceDynamic;
     el.allDynamic = options.allDynamic;
+    el.pipeline = options.pipeline;
     ok =
         el.elaborateEntry(module, *it->second,
                           options.examples ? &*options.examples : nullptr, out);

@@ -6,6 +6,7 @@
 
 #include "frontend/ModuleLoader.h"
 #include "ir/Function.h"
+#include "ir/Pipeline.h"
 
 #include <functional>
 #include <map>
@@ -54,6 +55,9 @@ struct ElaborateOptions {
   /// Every dim and int parameter that is not declared static becomes
   /// dynamic (the runtime's fallback past its cache limit).
   bool allDynamic = false;
+  /// The IR pipeline's options (ir/Pipeline.h) for the target the function
+  /// is compiled for: the GPU's keeps calls inlined. Default: the host's.
+  PipelineOptions pipeline;
 };
 
 /// Elaborates \p fnName of \p module into \p out. Returns false after

@@ -155,8 +155,9 @@ public:
   bool checkEntryParams(const ast::FnDecl &decl,
                         const std::map<std::string, ExampleArg> *examples);
   /// After the body: describes the result to the probe, or checks it
-  /// against the declared result types; then dead-code elimination, guard
-  /// minimization and the symbols and guards copied into \p out.
+  /// against the declared result types; then the IR pipeline
+  /// (ir/Pipeline.h: outlining, DCE, ..., guard minimization) and the symbols
+  /// and guards copied into \p out.
   bool finishEntry(const ast::FnDecl &decl, Frame &frame, SemValue &result,
                    Function &out);
 
@@ -165,6 +166,11 @@ public:
   /// ElaborateOptions::forceDynamic and allDynamic.
   std::set<std::string> forceDynamic;
   bool allDynamic = false;
+  /// ElaborateOptions::pipeline.
+  PipelineOptions pipeline;
+  /// Runs the IR pipeline on fn (finishEntry); a print-after hook sees the
+  /// function with the symbols and guards the environment holds then.
+  void runIrPipeline();
   ProbeResult describe(const SemValue &v);
 
   /// Generic checking explores each undecidable `if` both ways: the path of

@@ -6,7 +6,6 @@
 #include "backend/cpu/HostJit.h"
 #include "backend/nvptx/Libdevice.h"
 #include "backend/nvptx/NvptxTarget.h"
-#include "ir/OutlineCalls.h"
 #include "runtime/GpuDevice.h"
 #include "runtime/KernelAbi.h"
 #include "runtime/Variant.h"
@@ -342,8 +341,9 @@ bool compileToPtx(llvm::Module &m, int32_t numKernels, const std::string &arch,
 
 /// Host and device modules of \p fn.
 struct Lowered {
-  /// The function lowered: the caller's, with its calls inlined (the host
-  /// code launches kernels and has no calls); failures name its ops.
+  /// The function lowered: the caller's, which has no calls (the host code
+  /// launches kernels; the pipeline's GPU options keep calls inlined);
+  /// failures name its ops.
   Function fn;
   std::unique_ptr<llvm::LLVMContext> ctx;
   std::unique_ptr<llvm::Module> host, device;
@@ -352,8 +352,13 @@ struct Lowered {
 };
 
 bool lowerBoth(const Function &fn, Lowered &out, std::string &error) {
+  if (!fn.callees.empty()) {
+    error = "internal error: '" + fn.name +
+            "' has calls; the GPU lowers functions elaborated with "
+            "pipelineOptionsFor(\"nvptx\") (calls inlined)";
+    return false;
+  }
   out.fn = fn;
-  inlineCalls(out.fn);
   out.ctx = std::make_unique<llvm::LLVMContext>();
   out.host = lowerFunctionWithDevice(out.fn, *out.ctx, out.checks, error,
                                      out.device, out.numKernels);

@@ -9,6 +9,10 @@
 /// tests the device lowering, the cooperative kernels and the launch
 /// protocol on machines without a GPU (CI). It is a test device, not a
 /// fast one.
+///
+/// Every entry point takes a function without calls: elaborate it with the
+/// GPU's pipeline options (pipelineOptionsFor("nvptx"), ir/Pipeline.h), or
+/// run the `inline-calls` pass on IR that has them.
 
 #include "ir/Interpreter.h"
 

@@ -41,12 +41,15 @@ void reportRunError(const RunError &error, SourceManager &sm,
                     DiagnosticEngine &diags);
 
 /// Loads \p path, elaborates \p fnName for the given arguments (every
-/// dimension dynamic when \p allDynamic) and verifies the IR. Fails with a
-/// diagnostic on a load or elaboration error or an argument given twice.
+/// dimension dynamic when \p allDynamic; the IR pipeline as \p pipeline
+/// asks: the host's by default, pipelineOptionsFor("nvptx") for the GPU) and
+/// verifies the IR. Fails with a diagnostic on a load or elaboration error
+/// or an argument given twice.
 bool compileForArgs(ModuleLoader &loader, const std::string &path,
                     const std::string &fnName, const std::vector<ArgSpec> &args,
                     DiagnosticEngine &diags, Function &out,
-                    bool allDynamic = false);
+                    bool allDynamic = false,
+                    const PipelineOptions &pipeline = {});
 
 /// Arguments in the function's parameter order, for the interpreter.
 bool orderArgs(const Function &fn, const std::vector<ArgSpec> &args,

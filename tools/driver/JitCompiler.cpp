@@ -162,6 +162,7 @@ bool JitCompiler::compile(const std::string &function,
   }
   options.forceDynamic = dynamicDims;
   options.allDynamic = allDynamic;
+  options.pipeline = pipelineOptionsFor(device_ ? "nvptx" : "host");
   diagnosticText_.str("");
   diags_.reset(); // the 51st failed compile of a module still has a message
   Function fn;

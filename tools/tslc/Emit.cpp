@@ -9,7 +9,7 @@
 #include "backend/nvptx/NvptxTarget.h"
 #include "frontend/AstPrinter.h"
 #include "ir/IrText.h"
-#include "ir/OutlineCalls.h"
+#include "ir/Pipeline.h"
 
 #include <fstream>
 #include <iostream>
@@ -20,22 +20,32 @@ namespace tsl {
 namespace {
 
 /// What the stages print from: the loaded source (`.tsl` only) and the IR of
-/// the selected functions (elaborated, or parsed from a `.tslir` file).
+/// the selected functions (elaborated, or parsed from a `.tslir` file), as
+/// the pipeline leaves it for the host and for the GPU (calls inlined).
 struct EmitInput {
   const Options &options;
   const SourceManager &sm;
   const LoadedModule *source = nullptr;
-  Module module;
+  Module module; ///< the host's (when a stage needs it)
+  Module device; ///< the GPU's (when a stage needs it)
+  bool gpu() const { return options.target == "nvptx"; }
 };
 
 using StageFn = bool (*)(const EmitInput &in, std::string &out,
                          std::string &error);
 
+/// What a stage prints from.
+enum class Needs {
+  Source,   ///< the AST (a `.tsl` file, no IR)
+  TargetIr, ///< the IR of the host, or the GPU's with `--target nvptx`
+  HostIr,   ///< the IR of the host
+  GpuIr,    ///< the IR of the GPU
+};
+
 /// One stage `--emit` can print.
 struct Stage {
   const char *name;
-  /// True when the stage prints the AST (needs a `.tsl` file, and no IR).
-  bool fromSource;
+  Needs needs;
   StageFn print;
 };
 
@@ -44,16 +54,17 @@ bool emitAst(const EmitInput &in, std::string &out, std::string &) {
   return true;
 }
 
+/// The IR the host compiles, or with `--target nvptx` the GPU's.
 bool emitIr(const EmitInput &in, std::string &out, std::string &) {
-  out += printModule(in.module);
+  out += printModule(in.gpu() ? in.device : in.module);
   return true;
 }
 
-/// Applies \p lower to every function, appending the texts.
+/// Applies \p lower to every function of \p m, appending the texts.
 template <typename Lower>
-bool eachFunction(const EmitInput &in, std::string &out, std::string &error,
+bool eachFunction(const Module &m, std::string &out, std::string &error,
                   Lower lower) {
-  for (const Function &f : in.module.functions) {
+  for (const Function &f : m.functions) {
     std::string text;
     if (!lower(f, text, error))
       return false;
@@ -64,15 +75,8 @@ bool eachFunction(const EmitInput &in, std::string &out, std::string &error,
 
 /// The kernel plan for the host, or the GPU's with `--target nvptx`.
 bool emitPlan(const EmitInput &in, std::string &out, std::string &) {
-  const Target &target =
-      in.options.target == "nvptx" ? nvptxTarget() : cpuTarget();
-  for (const Function &f : in.module.functions) {
-    if (target.caps().launchesKernels && !f.callees.empty()) {
-      Function flat = f; // as the GPU lowers it (GpuKernel.cpp: lowerBoth)
-      inlineCalls(flat);
-      out += printKernelPlan(flat, planKernels(flat, target.caps()));
-      continue;
-    }
+  const Target &target = in.gpu() ? nvptxTarget() : cpuTarget();
+  for (const Function &f : (in.gpu() ? in.device : in.module).functions) {
     out += printKernelPlan(f, planKernels(f, target.caps()));
     for (const Function &callee : f.callees)
       out += printKernelPlan(callee, planKernels(callee, target.caps()));
@@ -81,16 +85,16 @@ bool emitPlan(const EmitInput &in, std::string &out, std::string &) {
 }
 
 bool emitLlvm(const EmitInput &in, std::string &out, std::string &error) {
-  return eachFunction(in, out, error, lowerToLLVMText);
+  return eachFunction(in.module, out, error, lowerToLLVMText);
 }
 
 bool emitAsm(const EmitInput &in, std::string &out, std::string &error) {
-  return eachFunction(in, out, error, lowerToAssembly);
+  return eachFunction(in.module, out, error, lowerToAssembly);
 }
 
 bool emitPtx(const EmitInput &in, std::string &out, std::string &error) {
   return eachFunction(
-      in, out, error,
+      in.device, out, error,
       [&](const Function &f, std::string &text, std::string &err) {
         return lowerToPtx(f, in.options.arch, text, err);
       });
@@ -98,9 +102,9 @@ bool emitPtx(const EmitInput &in, std::string &out, std::string &error) {
 
 /// The stages in pipeline order (the order they print in).
 const Stage kStages[] = {
-    {"ast", true, emitAst},    {"ir", false, emitIr},
-    {"plan", false, emitPlan}, {"llvm", false, emitLlvm},
-    {"asm", false, emitAsm},   {"ptx", false, emitPtx},
+    {"ast", Needs::Source, emitAst},     {"ir", Needs::TargetIr, emitIr},
+    {"plan", Needs::TargetIr, emitPlan}, {"llvm", Needs::HostIr, emitLlvm},
+    {"asm", Needs::HostIr, emitAsm},     {"ptx", Needs::GpuIr, emitPtx},
 };
 
 std::string stageNames() {
@@ -140,29 +144,79 @@ bool selectStages(const Options &o, std::vector<const Stage *> &out) {
   return true;
 }
 
-/// Loads the input and, when a stage needs IR, the functions (`--fn` or all
-/// of them): elaborated from a `.tsl` file (for the `--arg` types when
-/// given, else symbolic) or parsed from a `.tslir` file. Reports failures.
-bool loadInput(const Options &o, bool needIr, SourceManager &sm,
-               DiagnosticEngine &diags, ModuleLoader &loader, EmitInput &in) {
-  if (isIrFile(o.files[0])) {
-    if (!o.args.empty()) {
-      usageError("emit takes no --arg for a .tslir file (its IR is already "
-                 "a variant)");
-      return false;
-    }
+/// Elaborates \p names of the loaded source for the pipeline \p pipeline
+/// into \p out, reporting to \p diags.
+bool elaborateAll(const Options &o, const std::vector<std::string> &names,
+                  const PipelineOptions &pipeline, ModuleLoader &loader,
+                  DiagnosticEngine &diags, EmitInput &in, Module &out) {
+  std::vector<ArgSpec> args;
+  if (!parseArgs(o, false, args))
+    return false;
+  ElaborateOptions options;
+  options.pipeline = pipeline;
+  for (const std::string &name : names) {
     Function fn;
-    if (o.fn.empty())
-      return loadIrFile(o.files[0], sm, diags, in.module);
+    bool ok = o.args.empty()
+                  ? elaborateFunction(*in.source, name, options, diags, fn)
+                  : compileForArgs(loader, o.files[0], name, args, diags, fn,
+                                   false, pipeline);
+    if (!ok)
+      return false;
+    out.functions.push_back(std::move(fn));
+  }
+  return true;
+}
+
+/// The IR of a `.tslir` file (all functions or `--fn`), as the host takes
+/// it and, with the `inline-calls` pass, as the GPU does.
+bool loadIr(const Options &o, bool host, bool gpu, SourceManager &sm,
+            DiagnosticEngine &diags, EmitInput &in) {
+  if (!o.args.empty()) {
+    usageError("emit takes no --arg for a .tslir file (its IR is already "
+               "a variant)");
+    return false;
+  }
+  if (!o.printAfter.empty()) {
+    usageError("--print-after needs a .tsl file (for IR text: tslc opt " +
+               o.files[0] + " --pass=NAME)");
+    return false;
+  }
+  if (o.fn.empty()) {
+    if (!loadIrFile(o.files[0], sm, diags, in.module))
+      return false;
+  } else {
     std::vector<ArgSpec> none;
-    if (!compileSelected(o, false, sm, diags, none, fn))
+    Function fn;
+    Options hostOnly = o; // the file's function as parsed
+    hostOnly.target.clear();
+    if (!compileSelected(hostOnly, false, sm, diags, none, fn))
       return false;
     in.module.functions.push_back(std::move(fn));
-    return true;
   }
+  if (gpu) {
+    in.device = host ? in.module : std::move(in.module);
+    for (Function &f : in.device.functions) {
+      PassContext ctx; // the GPU's host code has no calls
+      std::string error;
+      runPasses(f, "inline-calls", ctx, error);
+    }
+  }
+  return true;
+}
+
+/// Loads the input and, when a stage needs IR, the functions (`--fn` or all
+/// of them) for the host (\p host) and for the GPU (\p gpu): elaborated
+/// from a `.tsl` file (for the `--arg` types when given, else symbolic) with
+/// each target's pipeline options, or parsed from a `.tslir` file. The
+/// first elaboration reports to \p diags and prints `--print-after`; the
+/// second (both targets) is quiet: its warnings would repeat the first's.
+bool loadInput(const Options &o, bool host, bool gpu, SourceManager &sm,
+               DiagnosticEngine &diags, ModuleLoader &loader, EmitInput &in) {
+  if (isIrFile(o.files[0]))
+    return loadIr(o, host, gpu, sm, diags, in);
   configure(loader, o);
   in.source = loader.load(o.files[0]);
-  if (!in.source || !needIr)
+  if (!in.source || (!host && !gpu))
     return in.source != nullptr;
   std::vector<std::string> names;
   if (!o.fn.empty())
@@ -170,20 +224,20 @@ bool loadInput(const Options &o, bool needIr, SourceManager &sm,
   else
     for (const ast::FnDecl &f : in.source->ast->fns)
       names.push_back(f.name);
-  std::vector<ArgSpec> args;
-  if (!parseArgs(o, false, args))
+  PipelineOptions first = pipelineOptionsFor(host ? "host" : "nvptx");
+  if (!printAfterHook(o.printAfter, first) ||
+      !elaborateAll(o, names, first, loader, diags, in,
+                    host ? in.module : in.device))
     return false;
-  for (const std::string &name : names) {
-    Function fn;
-    bool ok =
-        o.args.empty()
-            ? elaborateFunction(*in.source, name, ElaborateOptions{}, diags, fn)
-            : compileForArgs(loader, o.files[0], name, args, diags, fn);
-    if (!ok)
-      return false;
-    in.module.functions.push_back(std::move(fn));
-  }
-  return true;
+  if (!host || !gpu)
+    return true;
+  std::ostringstream quietText;
+  DiagnosticEngine quiet(sm, quietText);
+  if (elaborateAll(o, names, pipelineOptionsFor("nvptx"), loader, quiet, in,
+                   in.device))
+    return true;
+  std::cerr << quietText.str();
+  return false;
 }
 
 } // namespace
@@ -197,16 +251,21 @@ int cmdEmit(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (!o.target.empty() && o.target != "host" && o.target != "nvptx")
     return usageError("not supported: --target " + o.target +
                       " (available: host, nvptx)");
-  bool needIr = false;
+  bool host = false, gpu = false;
   for (const Stage *st : stages) {
-    if (st->fromSource && isIrFile(o.files[0]))
+    if (st->needs == Needs::Source && isIrFile(o.files[0]))
       return usageError(std::string("--emit=") + st->name +
                         " needs a .tsl file (" + o.files[0] + " is IR text)");
-    needIr |= !st->fromSource;
+    host |= st->needs == Needs::HostIr ||
+            (st->needs == Needs::TargetIr && o.target != "nvptx");
+    gpu |= st->needs == Needs::GpuIr ||
+           (st->needs == Needs::TargetIr && o.target == "nvptx");
   }
+  if (!o.printAfter.empty() && !host && !gpu)
+    return usageError("--print-after needs an IR stage (--emit=ir)");
   ModuleLoader loader(sm, diags);
-  EmitInput in{o, sm, nullptr, {}};
-  if (!loadInput(o, needIr, sm, diags, loader, in)) {
+  EmitInput in{o, sm, nullptr, {}, {}};
+  if (!loadInput(o, host, gpu, sm, diags, loader, in)) {
     diags.finish();
     return 1;
   }

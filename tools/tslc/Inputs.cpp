@@ -3,6 +3,7 @@
 #include "tools/tslc/Tslc.h"
 
 #include "ir/IrText.h"
+#include "ir/Pipeline.h"
 #include "ir/Verifier.h"
 
 #include <iostream>
@@ -39,10 +40,13 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
       o.stats = true;
     else if (a == "--all-dynamic")
       o.allDynamic = true;
+    else if (a == "--list-passes")
+      o.listPasses = true;
     else if (value("--fn", o.fn) || value("--emit", o.emit) ||
              value("-o", o.output) || value("--backend", o.backend) ||
              value("--calls", o.calls) || value("--target", o.target) ||
-             value("--arch", o.arch)) {
+             value("--arch", o.arch) || value("--pass", o.passes) ||
+             value("--print-after", o.printAfter)) {
       if (!error.empty())
         return false;
     } else if (value("--arg", v)) {
@@ -133,6 +137,11 @@ bool loadIrFile(const std::string &path, SourceManager &sm,
   return true;
 }
 
+bool targetsGpu(const Options &o) {
+  return o.target == "nvptx" || o.backend == "cuda" ||
+         o.backend == "gpu-emulator";
+}
+
 /// compileSelected for a `.tslir` file: the function `--fn` as parsed.
 static bool selectFromIr(const Options &o, bool withData, SourceManager &sm,
                          DiagnosticEngine &diags, std::vector<ArgSpec> &args,
@@ -167,6 +176,11 @@ static bool selectFromIr(const Options &o, bool withData, SourceManager &sm,
       }
     }
     fn = std::move(f);
+    if (targetsGpu(o) && !fn.callees.empty()) {
+      PassContext ctx; // the GPU's host code has no calls
+      std::string error;
+      runPasses(fn, "inline-calls", ctx, error);
+    }
     return true;
   }
   diags.error(SourceRange(),
@@ -184,7 +198,8 @@ bool compileSelected(const Options &o, bool withData, SourceManager &sm,
     return false;
   ModuleLoader loader(sm, diags);
   configure(loader, o);
-  if (compileForArgs(loader, o.files[0], o.fn, args, diags, fn, o.allDynamic))
+  if (compileForArgs(loader, o.files[0], o.fn, args, diags, fn, o.allDynamic,
+                     pipelineOptionsFor(targetsGpu(o) ? "nvptx" : "host")))
     return true;
   diags.finish();
   return false;

@@ -25,6 +25,9 @@ struct Options {
   std::string target; ///< "" (the host) or "nvptx"
   std::string arch = "sm_90";
   std::string calls;
+  std::string passes;      ///< opt --pass: pass names, comma-separated
+  std::string printAfter;  ///< emit --print-after: pass names or "all"
+  bool listPasses = false; ///< opt --list-passes
   bool json = false;
   bool stats = false;
   bool allDynamic = false;
@@ -45,6 +48,10 @@ void configure(ModuleLoader &loader, const Options &o);
 /// one as a usage error and returns false.
 bool parseArgs(const Options &o, bool withData, std::vector<ArgSpec> &out);
 
+/// True when the command compiles for the GPU (`--target nvptx`, or
+/// `--backend cuda` or `gpu-emulator`).
+bool targetsGpu(const Options &o);
+
 /// True when \p path names IR text (ends in `.tslir`).
 bool isIrFile(const std::string &path);
 
@@ -58,12 +65,24 @@ bool loadIrFile(const std::string &path, SourceManager &sm,
 /// The function `--fn` of the single input file, ready to run or compile.
 /// `.tsl`: parses the `--arg` flags (with data when \p withData) and
 /// elaborates for them. `.tslir`: loads the file and takes the function as
-/// it is (its IR is already a variant); `--arg` is parsed when \p withData
-/// (the values to run it on) and refused otherwise, as is --all-dynamic.
+/// it is (its IR is already a variant; for the GPU, its calls inlined by
+/// the `inline-calls` pass); `--arg` is parsed when \p withData (the values
+/// to run it on) and refused otherwise, as is --all-dynamic. The pipeline
+/// runs with the options of the target (targetsGpu).
 /// Reports the failure (usage error or diagnostics) and returns false.
 bool compileSelected(const Options &o, bool withData, SourceManager &sm,
                      DiagnosticEngine &diags, std::vector<ArgSpec> &args,
                      Function &fn);
+
+/// Sets \p options.afterPass to print the IR to stderr after each pass
+/// \p names lists (comma-separated, or `all`), as LLVM's -print-after does:
+/// a `// *** IR Dump After PASS on FN ***` line, then the function. Empty
+/// \p names: nothing. False after a usage error on an unknown name.
+bool printAfterHook(const std::string &names, PipelineOptions &options);
+
+/// `tslc opt`: runs IR passes by name on IR text and prints the IR
+/// (tools/tslc/Opt.cpp).
+int cmdOpt(const Options &o, SourceManager &sm, DiagnosticEngine &diags);
 
 /// `tslc emit`: prints the stages named by `--emit` (tools/tslc/Emit.cpp).
 int cmdEmit(const Options &o, SourceManager &sm, DiagnosticEngine &diags);

@@ -48,7 +48,12 @@ commands:
                                     row groups; --target nvptx: the GPU's), llvm, asm
                                     (the host's), ptx (or --target nvptx --emit=asm: the
                                     GPU kernels for --arch sm_90, the default, or sm_80);
-                                    -o writes a file
+                                    -o writes a file; --print-after=PASS[,PASS...]|all
+                                    prints the IR after those passes of the IR pipeline
+                                    to stderr (of the --target's pipeline)
+  opt FILE.tslir --pass=PASS[,PASS...] [--fn NAME] [--print-after=...] [-o OUT]
+                                    run IR passes in the order given on IR text and print
+                                    the IR; opt --list-passes lists the passes
   build FILE --fn NAME --arg NAME=TYPE... -o OUT.so [--all-dynamic]
                                     compile ahead of time into a shared library the runtime
                                     loads without a compiler (tsl_module_load_aot);
@@ -459,6 +464,8 @@ int main(int argc, char **argv) {
     return cmdRun(o, sm, diags);
   if (o.command == "emit")
     return cmdEmit(o, sm, diags);
+  if (o.command == "opt")
+    return cmdOpt(o, sm, diags);
   if (o.command == "guards")
     return cmdGuards(o, sm, diags);
   if (o.command == "bench")

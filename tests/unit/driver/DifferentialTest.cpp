@@ -56,6 +56,7 @@
 #include "backend/nvptx/GpuKernel.h"
 #include "frontend/Elaborator.h"
 #include "ir/Differentiate.h"
+#include "ir/Pipeline.h"
 #include "ir/Verifier.h"
 #include "runtime/Variant.h"
 
@@ -277,8 +278,14 @@ void runProgram(const Program &p, int64_t index, int64_t shapes,
   rt::VariantCode variant;
   if (cpu)
     oneFunction = CpuKernel::compile(fn, error, SIZE_MAX);
-  if (oneFunction)
-    gpu = GpuKernel::compile(fn, GpuTarget::Emulator, error);
+  if (oneFunction) {
+    // The GPU takes functions without calls (ir/Pipeline.h: its pipeline
+    // keeps them inlined); this one was elaborated for the host.
+    Function flat = fn;
+    PassContext ctx;
+    runPasses(flat, "inline-calls", ctx, error);
+    gpu = GpuKernel::compile(flat, GpuTarget::Emulator, error);
+  }
   if (gpu && !CpuKernel::compileVariant(fn, variant, error))
     gpu.reset();
   if (!gpu) {
