@@ -106,8 +106,7 @@ constexpr OpFamily familyOf(OpCode code, OpCategory category) {
 
 /// The family of every op, indexed by OpCode (built over ir/Ops.def).
 inline constexpr OpFamily kOpFamilies[] = {
-#define TSL_OP(Id, Name, MinOps, MaxOps, Results, Attrs, Category, Operands,   \
-               Same, Result, Effects, Builtin, Doc)                            \
+#define TSL_OP(Id, Name, MinOps, MaxOps, Results, Attrs, Category, ...)        \
   detail::familyOf(OpCode::Id, OpCategory::Category),
 #include "ir/Ops.def"
 };
