@@ -107,7 +107,7 @@ constexpr OpFamily familyOf(OpCode code, OpCategory category) {
 /// The family of every op, indexed by OpCode (built over ir/Ops.def).
 inline constexpr OpFamily kOpFamilies[] = {
 #define TSL_OP(Id, Name, MinOps, MaxOps, Results, Attrs, Category, Operands,   \
-               Same, Result, Effects, Builtin, Doc)                            \
+               Same, Result, Effects, Builtin, Diff, How, Doc)                 \
   detail::familyOf(OpCode::Id, OpCategory::Category),
 #include "ir/Ops.def"
 };
