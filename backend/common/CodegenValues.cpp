@@ -9,6 +9,15 @@
 namespace tsl::backend {
 
 // --- runtime calls ---------------------------------------------------
+// Every runtime function of runtime/KernelEntryPoints.def has an LLVM type:
+// a C type RuntimeCalls.h does not map fails the build here, not at the
+// first call site that uses the function.
+[[maybe_unused]] static constexpr RuntimeFn kRuntimeFns[] = {
+#define TSL_RT_ENTRY(Name, Slot, Ret, Params) TSL_RT_FN(Name),
+#define TSL_RT_DEVICE_ENTRY(Name, Ret, Params) TSL_RT_FN(Name),
+#include "runtime/KernelEntryPoints.def"
+};
+
 llvm::FunctionCallee Emitter::runtime(const RuntimeFn &fn) {
   return runtime(fn.name, fn.type(ctx));
 }
