@@ -7,6 +7,7 @@
 // This file: the driver loop, elementwise loops (recomputing fused trees),
 // reductions and matmul.
 #include "backend/common/Codegen.h"
+#include "backend/common/RuntimeCalls.h"
 #include "runtime/Sha256.h"
 
 #include <llvm/IR/Verifier.h>
@@ -373,8 +374,7 @@ void Codegen::makePlan() {
 }
 
 void Codegen::freeBuffer(Value *p) {
-  b.CreateCall(runtime(target.runtime().free, b.getVoidTy(), {ptr, ptr}),
-               {ctxArg, p});
+  b.CreateCall(runtime(target.runtime().free), {ctxArg, p});
 }
 
 /// Strides of \p t broadcast to \p shape (0 on size-1 axes).
@@ -584,7 +584,7 @@ bool Codegen::reduce(const Operation &op) {
     return reduceLastAxis(op, inShape, dst);
   // Accumulate in the compute type (f32 for f16/bf16, i64 for ints).
   llvm::Type *acc = computeType(t);
-  Value *accBuf = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
+  Value *accBuf = b.CreateCall(runtime(target.runtime().alloc),
                                {ctxArg, b.CreateMul(n, b.getInt64(8))});
   failOpIf(b.CreateIsNull(accBuf));
   Value *init = reductionIdentity(op.code, t);
@@ -681,14 +681,14 @@ bool Codegen::matmul(const Operation &op) {
   ValueId right = op.operands[1];
   bool transB = transposedOperand[right];
   Value *bBuf = transB ? bufs[producer[right]->operands[0]] : bufs[right];
-  const char *gemmName = transB ? "tsl_rt_sgemm_bt" : "tsl_rt_sgemm";
+  RuntimeFn sgemm =
+      transB ? TSL_RT_FN(tsl_rt_sgemm_bt) : TSL_RT_FN(tsl_rt_sgemm);
   Value *ldb = transB ? K : N;
   if (t == DType::F32 && md.rightIs2d) {
     // A 2-D right operand (a linear layer): the left operand's batch rows
     // are one tall matrix, so one GEMM call packs the weights once.
     Value *rows = b.CreateMul(product(batch), M);
-    b.CreateCall(runtime(gemmName, b.getVoidTy(),
-                         {i64, i64, i64, ptr, i64, ptr, i64, ptr, i64}),
+    b.CreateCall(runtime(sgemm),
                  {rows, N, K, bufs[op.operands[0]], K, bBuf, ldb, dst, N});
     return true;
   }
@@ -702,9 +702,7 @@ bool Codegen::matmul(const Operation &op) {
       Value *pb = b.CreateGEP(f32, bBuf, offset(bi, sc));
       Value *pc =
           b.CreateGEP(f32, dst, b.CreateMul(offset(bi, outStrides), mn));
-      b.CreateCall(runtime(gemmName, b.getVoidTy(),
-                           {i64, i64, i64, ptr, i64, ptr, i64, ptr, i64}),
-                   {M, N, K, pa, K, pb, ldb, pc, N});
+      b.CreateCall(runtime(sgemm), {M, N, K, pa, K, pb, ldb, pc, N});
     };
     // One GEMM per thread at a time; a single one splits itself.
     loops(batch, gemm, b.CreateMul(mn, K));
@@ -713,7 +711,7 @@ bool Codegen::matmul(const Operation &op) {
   llvm::Type *acc = computeType(t);
   bool fl = isFloat(t);
   Value *mn = b.CreateMul(M, N);
-  Value *accBuf = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
+  Value *accBuf = b.CreateCall(runtime(target.runtime().alloc),
                                {ctxArg, b.CreateMul(mn, b.getInt64(8))});
   failOpIf(b.CreateIsNull(accBuf));
   std::vector<Value *> outStrides = contiguousStrides(batch);

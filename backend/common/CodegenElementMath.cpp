@@ -65,7 +65,7 @@ Emitter::ElementMath::unaryTable() {
     return e.b.CreateUnaryIntrinsic(llvm::Intrinsic::cos, x);
   };
   t[at(OpCode::Tanh)] = [](Emitter &e, DType d, Value *x) -> Value * {
-    return d == DType::F64 ? e.libm("tanhf", "tanh", d, x) : e.fastTanh(x);
+    return d == DType::F64 ? e.libm(MathFn::Tanh, d, x) : e.fastTanh(x);
   };
   t[at(OpCode::Sigmoid)] = [](Emitter &e, DType d, Value *x) -> Value * {
     llvm::Type *ty = e.computeType(d);
@@ -79,14 +79,14 @@ Emitter::ElementMath::unaryTable() {
   };
   // A few ulp in f32 (and vectorized), libm in f64.
   t[at(OpCode::Erf)] = [](Emitter &e, DType d, Value *x) -> Value * {
-    return d == DType::F64 ? e.libm("erff", "erf", d, x) : e.fastErf(x);
+    return d == DType::F64 ? e.libm(MathFn::Erf, d, x) : e.fastErf(x);
   };
   t[at(OpCode::Gelu)] = [](Emitter &e, DType d, Value *x) -> Value * {
     llvm::Type *ty = e.computeType(d);
     Value *scaled =
         e.b.CreateFMul(x, llvm::ConstantFP::get(ty, 0.70710678118654752440));
     Value *erf =
-        d == DType::F64 ? e.libm("erff", "erf", d, scaled) : e.fastErf(scaled);
+        d == DType::F64 ? e.libm(MathFn::Erf, d, scaled) : e.fastErf(scaled);
     return e.b.CreateFMul(e.b.CreateFMul(llvm::ConstantFP::get(ty, 0.5), x),
                           e.b.CreateFAdd(llvm::ConstantFP::get(ty, 1.0), erf));
   };

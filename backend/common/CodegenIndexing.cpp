@@ -7,6 +7,7 @@
 // destination element has one writer and sees its updates in a fixed order:
 // deterministic, without atomics.
 #include "backend/common/Codegen.h"
+#include "backend/common/RuntimeCalls.h"
 
 namespace tsl::backend {
 
@@ -90,10 +91,9 @@ bool Codegen::indexAddAt(const Operation &op, bool perThread) {
   // index), on the device by a first loop (and again where each is used:
   // threads of other blocks may not have failed yet).
   if (!perThread) {
-    checkStatus(b.CreateCall(
-        runtime("tsl_rt_check_indices", i32, {ptr, i32, ptr, i64, i32, i64}),
-        {ctxArg, dtypeCode(idx), bufs[idx], len,
-         b.getInt32(static_cast<int32_t>(axis)), s.n}));
+    checkStatus(b.CreateCall(runtime(TSL_RT_FN(tsl_rt_check_indices)),
+                             {ctxArg, dtypeCode(idx), bufs[idx], len,
+                              b.getInt32(static_cast<int32_t>(axis)), s.n}));
     // The copy of x: contiguous, in parallel.
     loops({product(dims(fn.type(x)))}, [&](const std::vector<Value *> &i) {
       store(t, dst, i[0], load(t, bufs[x], i[0]));

@@ -1,6 +1,7 @@
 // Lowering of layout ops, library-kernel calls, the argument matcher
 // (tsl_match) and the result-shape function (tsl_result_shapes).
 #include "backend/common/Codegen.h"
+#include "backend/common/RuntimeCalls.h"
 
 namespace tsl::backend {
 
@@ -402,9 +403,7 @@ bool Codegen::attention(const Operation &op) {
   }
   const TensorType &k = fn.type(op.operands[1]), &v = fn.type(op.operands[2]);
   checkStatus(b.CreateCall(
-      runtime("tsl_rt_attention", i32,
-              {ptr, i32, ptr, i32, i64, i64, i64, i64, ptr, ptr, ptr, ptr, ptr,
-               ptr, i32, ptr}),
+      runtime(TSL_RT_FN(tsl_rt_attention)),
       {ctxArg, dtypeCode(op.operands[0]), shapeArray(q),
        b.getInt32(static_cast<int>(rank - 2)), expr(q.dims[rank - 2]),
        expr(k.dims[rank - 2]), expr(q.dims[rank - 1]), expr(v.dims[rank - 1]),
@@ -422,13 +421,12 @@ bool Codegen::conv2dCall(const Operation &op) {
       op.operands.size() > 2
           ? bufs[op.operands[2]]
           : llvm::ConstantPointerNull::get(llvm::PointerType::get(ctx, 0));
-  checkStatus(b.CreateCall(
-      runtime("tsl_rt_conv2d", i32,
-              {ptr, i32, ptr, ptr, ptr, ptr, ptr, i64, i64, i64, i64, ptr}),
-      {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
-       bufs[op.operands[1]], shapeArray(fn.type(op.operands[1])), bias,
-       b.getInt64(st[0]), b.getInt64(st[1]), b.getInt64(pd[0]),
-       b.getInt64(pd[1]), dst}));
+  checkStatus(
+      b.CreateCall(runtime(TSL_RT_FN(tsl_rt_conv2d)),
+                   {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
+                    bufs[op.operands[1]], shapeArray(fn.type(op.operands[1])),
+                    bias, b.getInt64(st[0]), b.getInt64(st[1]),
+                    b.getInt64(pd[0]), b.getInt64(pd[1]), dst}));
   return true;
 }
 
@@ -438,8 +436,7 @@ bool Codegen::maxPool2dCall(const Operation &op) {
   auto k = op.intsAttr("kernel"), st = op.intsAttr("stride"),
        pd = op.intsAttr("padding");
   checkStatus(b.CreateCall(
-      runtime("tsl_rt_max_pool2d", i32,
-              {ptr, i32, ptr, ptr, i64, i64, i64, i64, i64, i64, ptr}),
+      runtime(TSL_RT_FN(tsl_rt_max_pool2d)),
       {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)), b.getInt64(k[0]),
        b.getInt64(k[1]), b.getInt64(st[0]), b.getInt64(st[1]),
        b.getInt64(pd[0]), b.getInt64(pd[1]), dst}));
@@ -452,19 +449,17 @@ bool Codegen::compactionCall(const Operation &op) {
   Value *status;
   if (op.code == OpCode::Nonzero)
     status = b.CreateCall(
-        runtime("tsl_rt_nonzero", i32, {ptr, i32, ptr, ptr, i32, ptr, ptr}),
+        runtime(TSL_RT_FN(tsl_rt_nonzero)),
         {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
          b.getInt32(static_cast<int32_t>(fn.type(x).rank())), outSlot, count});
   else if (op.code == OpCode::MaskedSelect)
-    status = b.CreateCall(runtime("tsl_rt_masked_select", i32,
-                                  {ptr, i32, ptr, ptr, i64, ptr, ptr}),
+    status = b.CreateCall(runtime(TSL_RT_FN(tsl_rt_masked_select)),
                           {ctxArg, dtypeCode(x), bufs[x], bufs[op.operands[1]],
                            product(dims(fn.type(x))), outSlot, count});
   else
-    status = b.CreateCall(
-        runtime("tsl_rt_unique", i32, {ptr, i32, ptr, i64, ptr, ptr}),
-        {ctxArg, dtypeCode(x), bufs[x], product(dims(fn.type(x))), outSlot,
-         count});
+    status = b.CreateCall(runtime(TSL_RT_FN(tsl_rt_unique)),
+                          {ctxArg, dtypeCode(x), bufs[x],
+                           product(dims(fn.type(x))), outSlot, count});
   checkStatus(status);
   ValueId r = op.results[0];
   SymExpr u = fn.type(r).dims[0];
@@ -481,8 +476,7 @@ bool Codegen::indexSelectCall(const Operation &op) {
   Value *dst = allocateResult(op);
   ValueId idx = op.operands[1];
   checkStatus(b.CreateCall(
-      runtime("tsl_rt_index_select", i32,
-              {ptr, i32, ptr, ptr, i32, i32, i32, ptr, i64, ptr}),
+      runtime(TSL_RT_FN(tsl_rt_index_select)),
       {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
        b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
        b.getInt32(static_cast<int32_t>(op.intAttr("axis"))), dtypeCode(idx),
@@ -495,8 +489,7 @@ bool Codegen::gatherCall(const Operation &op) {
   Value *dst = allocateResult(op);
   ValueId idx = op.operands[1];
   checkStatus(
-      b.CreateCall(runtime("tsl_rt_gather", i32,
-                           {ptr, i32, ptr, ptr, i32, i32, i32, ptr, ptr, ptr}),
+      b.CreateCall(runtime(TSL_RT_FN(tsl_rt_gather)),
                    {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
                     b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
                     b.getInt32(static_cast<int32_t>(op.intAttr("axis"))),
@@ -509,9 +502,7 @@ bool Codegen::scatterCall(const Operation &op) {
   Value *dst = allocateResult(op);
   ValueId idx = op.operands[1], src = op.operands[2];
   checkStatus(b.CreateCall(
-      runtime(
-          "tsl_rt_scatter", i32,
-          {ptr, i32, ptr, ptr, i32, i32, i32, ptr, ptr, ptr, ptr, i32, ptr}),
+      runtime(TSL_RT_FN(tsl_rt_scatter)),
       {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
        b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
        b.getInt32(static_cast<int32_t>(op.intAttr("axis"))), dtypeCode(idx),
@@ -524,8 +515,7 @@ bool Codegen::maskedScatterCall(const Operation &op) {
   ValueId x = op.operands[0];
   Value *dst = allocateResult(op);
   ValueId mask = op.operands[1], src = op.operands[2];
-  checkStatus(b.CreateCall(runtime("tsl_rt_masked_scatter", i32,
-                                   {ptr, i32, ptr, ptr, i64, ptr, i64, ptr}),
+  checkStatus(b.CreateCall(runtime(TSL_RT_FN(tsl_rt_masked_scatter)),
                            {ctxArg, dtypeCode(x), bufs[x], bufs[mask],
                             product(dims(fn.type(x))), bufs[src],
                             product(dims(fn.type(src))), dst}));
@@ -537,8 +527,7 @@ bool Codegen::sortCall(const Operation &op) {
   Value *values = allocateResult(op, 0), *indices = allocateResult(op, 1);
   AxisSizes s = axisSizes(fn.type(x), static_cast<size_t>(op.intAttr("axis")));
   checkStatus(b.CreateCall(
-      runtime("tsl_rt_sort", i32,
-              {ptr, i32, ptr, i64, i64, i64, i32, ptr, ptr}),
+      runtime(TSL_RT_FN(tsl_rt_sort)),
       {ctxArg, dtypeCode(x), bufs[x], s.outer, s.n, s.inner,
        b.getInt32(op.boolAttr("descending") ? 1 : 0), values, indices}));
   return true;
@@ -552,10 +541,9 @@ bool Codegen::topkCall(const Operation &op) {
   Value *rows = b.CreateSDiv(
       product(shape),
       b.CreateSelect(b.CreateICmpEQ(n, b.getInt64(0)), b.getInt64(1), n));
-  checkStatus(b.CreateCall(
-      runtime("tsl_rt_topk", i32, {ptr, i32, ptr, i64, i64, i64, ptr, ptr}),
-      {ctxArg, dtypeCode(x), bufs[x], rows, n, expr(op.exprAttr("k")), values,
-       indices}));
+  checkStatus(b.CreateCall(runtime(TSL_RT_FN(tsl_rt_topk)),
+                           {ctxArg, dtypeCode(x), bufs[x], rows, n,
+                            expr(op.exprAttr("k")), values, indices}));
   return true;
 }
 
@@ -564,8 +552,8 @@ bool Codegen::argReduceCall(const Operation &op) {
   Value *dst = allocateResult(op);
   const auto &axes = op.intsAttr("axes");
   checkStatus(b.CreateCall(
-      runtime(op.code == OpCode::Argmax ? "tsl_rt_argmax" : "tsl_rt_argmin",
-              i32, {ptr, i32, ptr, ptr, i32, i32, ptr}),
+      runtime(op.code == OpCode::Argmax ? TSL_RT_FN(tsl_rt_argmax)
+                                        : TSL_RT_FN(tsl_rt_argmin)),
       {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
        b.getInt32(static_cast<int32_t>(fn.type(x).rank())),
        b.getInt32(axes.empty() ? -1 : static_cast<int32_t>(axes[0])), dst}));

@@ -1,6 +1,7 @@
 // Lowering helpers: sizes from symbols, loop nests, element loads, stores,
 // conversions and the arithmetic of elementwise ops.
 #include "backend/common/Codegen.h"
+#include "backend/common/RuntimeCalls.h"
 #include "runtime/KernelAbi.h"
 
 #include <llvm/IR/ValueSymbolTable.h>
@@ -8,8 +9,21 @@
 namespace tsl::backend {
 
 // --- runtime calls ---------------------------------------------------
-llvm::FunctionCallee Emitter::runtime(const char *name, llvm::Type *ret,
-                                      std::vector<llvm::Type *> args) {
+// Every runtime function of runtime/KernelEntryPoints.def has an LLVM type:
+// a C type RuntimeCalls.h does not map fails the build here, not at the
+// first call site that uses the function.
+[[maybe_unused]] static constexpr RuntimeFn kRuntimeFns[] = {
+#define TSL_RT_ENTRY(Name, Slot, Ret, Params) TSL_RT_FN(Name),
+#define TSL_RT_DEVICE_ENTRY(Name, Ret, Params) TSL_RT_FN(Name),
+#include "runtime/KernelEntryPoints.def"
+};
+
+llvm::FunctionCallee Emitter::runtime(const RuntimeFn &fn) {
+  return runtime(fn.name, fn.type(ctx));
+}
+
+llvm::FunctionCallee Emitter::runtime(const char *name,
+                                      llvm::FunctionType *type) {
   int32_t slot = tsl_rt_slot_of(name);
   if (options.aot && slot >= 0) {
     // Through the table the loading runtime fills (no symbol to resolve).
@@ -17,11 +31,9 @@ llvm::FunctionCallee Emitter::runtime(const char *name, llvm::Type *ret,
     auto *table = mod->getOrInsertGlobal("tsl_rt_table", tableType);
     Value *entry =
         b.CreateLoad(ptr, b.CreateConstGEP2_64(tableType, table, 0, slot));
-    return llvm::FunctionCallee(llvm::FunctionType::get(ret, args, false),
-                                entry);
+    return llvm::FunctionCallee(type, entry);
   }
-  llvm::FunctionCallee callee =
-      mod->getOrInsertFunction(name, llvm::FunctionType::get(ret, args, false));
+  llvm::FunctionCallee callee = mod->getOrInsertFunction(name, type);
   if (std::string(name) == "tsl_rt_alloc")
     if (auto *f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
       // Fresh memory aliases nothing: lets LLVM keep accumulators in
@@ -91,18 +103,16 @@ Value *Emitter::messageText(const std::string &message) {
 
 void Emitter::failOpIf(Value *failed) {
   failIf(failed, [&] {
-    b.CreateCall(runtime(target.runtime().fail, b.getVoidTy(), {ptr, i32}),
-                 {ctxArg, opIndexValue()});
+    b.CreateCall(runtime(target.runtime().fail), {ctxArg, opIndexValue()});
   });
 }
 
 void Emitter::failMessageIf(Value *failed, const std::string &message,
                             const std::vector<Value *> &) {
   failIf(failed, [&] {
-    b.CreateCall(runtime(target.runtime().error, b.getVoidTy(), {ptr, ptr}),
+    b.CreateCall(runtime(target.runtime().error),
                  {ctxArg, messageText(message)});
-    b.CreateCall(runtime(target.runtime().fail, b.getVoidTy(), {ptr, i32}),
-                 {ctxArg, opIndexValue()});
+    b.CreateCall(runtime(target.runtime().fail), {ctxArg, opIndexValue()});
   });
 }
 
@@ -338,11 +348,9 @@ Value *Emitter::allocate(ValueId v, Value *count) {
 }
 
 Value *Emitter::allocateBytes(Value *bytes) {
-  Value *p = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
-                          {ctxArg, bytes});
+  Value *p = b.CreateCall(runtime(target.runtime().alloc), {ctxArg, bytes});
   failIf(b.CreateIsNull(p), [&] {
-    b.CreateCall(runtime(target.runtime().fail, b.getVoidTy(), {ptr, i32}),
-                 {ctxArg, opIndexValue()});
+    b.CreateCall(runtime(target.runtime().fail), {ctxArg, opIndexValue()});
   });
   return p;
 }
@@ -540,11 +548,19 @@ Value *Emitter::convert(Value *v, DType from, DType to) {
   return v; // int to int: i64 compute type, wrapped on store
 }
 
-Value *Emitter::libm(const char *f32name, const char *f64name, DType t,
-                     Value *x) {
-  bool dbl = t == DType::F64;
+Value *Emitter::libm(MathFn f, DType t, Value *x) {
+  struct Names {
+    const char *f32, *f64;
+  };
+  static constexpr Names names[] = {
+#define TSL_MATH_LIBM(Id, F32, F64, NvF32, NvF64) {#F32, #F64},
+#include "backend/common/MathFunctions.def"
+  };
+  const Names &n = names[static_cast<size_t>(f)];
   llvm::Type *ty = computeType(t);
-  return b.CreateCall(runtime(dbl ? f64name : f32name, ty, {ty}), {x});
+  return b.CreateCall(runtime(t == DType::F64 ? n.f64 : n.f32,
+                              llvm::FunctionType::get(ty, {ty}, false)),
+                      {x});
 }
 
 Value *Emitter::symSlot(const std::string &name) {

@@ -25,6 +25,12 @@
 
 namespace tsl::backend {
 
+/// The libm functions the lowering calls by name (MathFunctions.def).
+enum class MathFn {
+#define TSL_MATH_LIBM(Id, F32, F64, NvF32, NvF64) Id,
+#include "backend/common/MathFunctions.def"
+};
+
 using llvm::Value;
 
 /// Loop bodies get one index per extent (row-major).
@@ -86,8 +92,12 @@ protected:
   Value *buffer(ValueId v) const { return bufs[v]; }
 
   // --- runtime calls ---------------------------------------------------
-  llvm::FunctionCallee runtime(const char *name, llvm::Type *ret,
-                               std::vector<llvm::Type *> args);
+  /// Runtime function \p fn (TSL_RT_FN, RuntimeCalls.h, or a target's
+  /// RuntimeEntries): in an AOT module the address in `tsl_rt_table` when it
+  /// has a slot (loaded here), else the declared function.
+  llvm::FunctionCallee runtime(const RuntimeFn &fn);
+  /// Function \p name of type \p type, as runtime(RuntimeFn).
+  llvm::FunctionCallee runtime(const char *name, llvm::FunctionType *type);
 
   /// Branches to a failure exit if \p failed: host code runs \p record and
   /// returns 1 (one shared return per function for no \p record). A target
@@ -204,7 +214,9 @@ protected:
   Value *fconst(DType t, double v) {
     return llvm::ConstantFP::get(computeType(t), v);
   }
-  Value *libm(const char *f32name, const char *f64name, DType t, Value *x);
+  /// \p f of \p x, computed as \p t: libm's f64 function for f64, else its
+  /// f32 one (MathFunctions.def).
+  Value *libm(MathFn f, DType t, Value *x);
   /// The element math of elementwise op \p code on computed values of
   /// operand type \p t (CodegenElementMath.cpp's tables); null for ops
   /// without one (cast, where: Codegen::compute).

@@ -12,6 +12,7 @@
 #include <memory>
 
 namespace llvm {
+class FunctionType;
 class LLVMContext;
 } // namespace llvm
 
@@ -21,18 +22,27 @@ namespace backend {
 class Codegen;
 } // namespace backend
 
+/// A runtime function generated code calls: its C name and its LLVM type,
+/// both taken from its declaration in runtime/KernelEntryPoints.def
+/// (TSL_RT_FN, backend/common/RuntimeCalls.h).
+struct RuntimeFn {
+  const char *name;
+  /// Builds the function's LLVM type in a context.
+  llvm::FunctionType *(*type)(llvm::LLVMContext &);
+};
+
 /// The runtime functions (runtime/KernelAbi.h) host code calls.
 struct RuntimeEntries {
   /// `ptr alloc(ctx, i64 bytes)`: null on failure (a negative size, out of
   /// memory; the runtime recorded why).
-  const char *alloc;
+  RuntimeFn alloc;
   /// `void free(ctx, ptr)`: memory from `alloc`.
-  const char *free;
+  RuntimeFn free;
   /// `void fail(ctx, i32 op)`: records that op failed (its message, if any,
   /// recorded before by `error`).
-  const char *fail;
+  RuntimeFn fail;
   /// `void error(ctx, ptr message)`: records a failure message.
-  const char *error;
+  RuntimeFn error;
 };
 
 /// A code generation target. Implementations are stateless: the state of a

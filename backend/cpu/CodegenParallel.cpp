@@ -4,6 +4,7 @@
 // function (buffers, sizes, strides) become that function's arguments, and
 // a trampoline reads them from a closure struct the host fills, so any
 // lowering's loop body can run in parallel without knowing it.
+#include "backend/common/RuntimeCalls.h"
 #include "backend/cpu/CpuCodegen.h"
 #include "runtime/Sha256.h"
 
@@ -196,9 +197,8 @@ void CpuCodegen::hostParallelLoops(const std::vector<Value *> &extents,
   Value *grain = b.CreateUDiv(
       b.getInt64(kParallelChunkWork),
       b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, perIndex, b.getInt64(1)));
-  Value *chunks =
-      b.CreateCall(runtime("tsl_rt_parallel_chunks", i64, {ptr, i64, i64}),
-                   {ctxArg, outer, grain});
+  Value *chunks = b.CreateCall(runtime(TSL_RT_FN(tsl_rt_parallel_chunks)),
+                               {ctxArg, outer, grain});
   if (hooks.before)
     hooks.before(chunks);
   std::vector<Value *> captures;
@@ -243,9 +243,8 @@ void CpuCodegen::hostParallelLoops(const std::vector<Value *> &extents,
   for (size_t k = 0; k < captures.size(); ++k)
     b.CreateStore(captures[k], b.CreateStructGEP(closureType, closure,
                                                  static_cast<unsigned>(k)));
-  b.CreateCall(
-      runtime("tsl_rt_parallel_for", b.getVoidTy(), {ptr, i64, ptr, ptr}),
-      {ctxArg, chunks, trampoline, closure});
+  b.CreateCall(runtime(TSL_RT_FN(tsl_rt_parallel_for)),
+               {ctxArg, chunks, trampoline, closure});
 }
 
 } // namespace tsl::backend

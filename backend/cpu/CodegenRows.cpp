@@ -9,6 +9,7 @@
 // stores (runtime/StreamingStores.cpp), which skip reading each output line
 // before writing it. Whether to stream is decided per call from the output
 // bytes, so one compiled loop serves both.
+#include "backend/common/RuntimeCalls.h"
 #include "backend/cpu/CpuCodegen.h"
 
 namespace tsl::backend {
@@ -41,7 +42,7 @@ void CpuCodegen::planRowStreaming(const RowGroup &g,
   if (s.outputs.empty())
     return;
   s.stream = b.CreateICmpNE(
-      b.CreateCall(runtime("tsl_rt_stream_output", i32, {i64}), {outputBytes}),
+      b.CreateCall(runtime(TSL_RT_FN(tsl_rt_stream_output)), {outputBytes}),
       b.getInt32(0));
   auto before = hooks.before;
   hooks.before = [this, &s, before](Value *chunks) {
@@ -74,9 +75,8 @@ void CpuCodegen::planRowStreaming(const RowGroup &g,
                              b.CreateMul(chunk, chunkRowStride(v)));
   };
   hooks.leave = [this, &s] {
-    ifThen(s.stream, [&] {
-      b.CreateCall(runtime("tsl_rt_stream_fence", b.getVoidTy(), {}));
-    });
+    ifThen(s.stream,
+           [&] { b.CreateCall(runtime(TSL_RT_FN(tsl_rt_stream_fence))); });
   };
 }
 
@@ -84,7 +84,7 @@ void CpuCodegen::streamRows(const RowStreaming &s,
                             const std::map<ValueId, Value *> &outRow) {
   ifThen(s.stream, [&] {
     for (auto &[v, out] : outRow)
-      b.CreateCall(runtime("tsl_rt_stream_row", b.getVoidTy(), {ptr, ptr, i64}),
+      b.CreateCall(runtime(TSL_RT_FN(tsl_rt_stream_row)),
                    {out, s.row.at(v),
                     b.CreateMul(expr(fn.type(v).dims.back()),
                                 b.getInt64(static_cast<int64_t>(

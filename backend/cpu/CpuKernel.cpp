@@ -134,6 +134,11 @@ newHostSession(llvm::orc::JITTargetMachineBuilder jtmb, std::string &error) {
         llvm::orc::ExecutorAddr::fromPtr(address),
         llvm::JITSymbolFlags::Exported};
   };
+  // The libm functions the lowering calls (MathFunctions.def).
+#define TSL_MATH_LIBM(Id, F32, F64, NvF32, NvF64)                              \
+  add(#F32, reinterpret_cast<void *>(static_cast<float (*)(float)>(&::F32)));  \
+  add(#F64, reinterpret_cast<void *>(static_cast<double (*)(double)>(&::F64)));
+#include "backend/common/MathFunctions.def"
   size_t count = 0;
   const tsl_rt_entry_point *entries = tsl_rt_entry_points(&count);
   for (size_t i = 0; i < count; ++i)
@@ -143,12 +148,6 @@ newHostSession(llvm::orc::JITTargetMachineBuilder jtmb, std::string &error) {
   const rt::EmulatedPrimitive *primitives = rt::emulatedPrimitives(&count);
   for (size_t i = 0; i < count; ++i)
     add(primitives[i].name, primitives[i].address);
-  add("tanhf",
-      reinterpret_cast<void *>(static_cast<float (*)(float)>(&::tanhf)));
-  add("tanh",
-      reinterpret_cast<void *>(static_cast<double (*)(double)>(&::tanh)));
-  add("erff", reinterpret_cast<void *>(static_cast<float (*)(float)>(&::erff)));
-  add("erf", reinterpret_cast<void *>(static_cast<double (*)(double)>(&::erf)));
   llvm::orc::JITDylib &lib = (*jit)->getMainJITDylib();
   if (auto err = lib.define(llvm::orc::absoluteSymbols(std::move(symbols)))) {
     error = errorText(std::move(err));

@@ -1,6 +1,7 @@
 // The host CPU target: its capabilities, runtime entries and lowering
 // (CpuCodegen).
 #include "backend/cpu/CpuTarget.h"
+#include "backend/common/RuntimeCalls.h"
 
 #include "backend/cpu/CpuCodegen.h"
 
@@ -9,7 +10,8 @@ namespace tsl {
 TargetCaps CpuTarget::caps() const { return TargetCaps(); }
 
 RuntimeEntries CpuTarget::runtime() const {
-  return {"tsl_rt_alloc", "tsl_rt_free", "tsl_rt_fail", "tsl_rt_error"};
+  return {TSL_RT_FN(tsl_rt_alloc), TSL_RT_FN(tsl_rt_free),
+          TSL_RT_FN(tsl_rt_fail), TSL_RT_FN(tsl_rt_error)};
 }
 
 std::unique_ptr<backend::Codegen>

@@ -5,6 +5,7 @@
 // CPU lowering has loops that depend on each other (accumulate, then
 // finish) get single-loop forms here with one thread per result element
 // (reductions over one run of axes are block-tiled: CodegenDeviceReduce.cpp).
+#include "backend/common/RuntimeCalls.h"
 #include "backend/nvptx/DeviceCodegen.h"
 
 #include <llvm/IR/IntrinsicInst.h>
@@ -208,11 +209,10 @@ void DeviceContext::emitLaunch(int32_t number,
     b.CreateStore(bufs[slots[s]],
                   b.CreateConstGEP1_64(
                       i64, args, kArgsHeader + extras.size() + numSyms + s));
-  Value *status = b.CreateCall(
-      runtime("tsl_rt_dev_launch", i32, {ptr, i32, i64, i32, i32, ptr, i64}),
-      {ctxArg, b.getInt32(number), grid.blocks, grid.threads,
-       b.getInt32(grid.sharedBytes), args,
-       b.getInt64(static_cast<int64_t>(words))});
+  Value *status = b.CreateCall(runtime(TSL_RT_FN(tsl_rt_dev_launch)),
+                               {ctxArg, b.getInt32(number), grid.blocks,
+                                grid.threads, b.getInt32(grid.sharedBytes),
+                                args, b.getInt64(static_cast<int64_t>(words))});
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
   // The kernel's thread bound (PTX .maxntid, GpuKernel.cpp): the most
   // threads any of its launches has per block, so ptxas keeps registers x
@@ -231,15 +231,14 @@ void DeviceContext::emitLaunch(int32_t number,
 void DeviceContext::checkDeviceStatus() {
   if (!deviceMayFail)
     return;
-  Value *status =
-      b.CreateCall(runtime("tsl_rt_dev_check", i32, {ptr}), {ctxArg});
+  Value *status = b.CreateCall(runtime(TSL_RT_FN(tsl_rt_dev_check)), {ctxArg});
   // 1 + k: the kernel stored message k (1-based) with its op.
   for (size_t k = 0; k < deviceMessages.size(); ++k)
-    failIf(
-        b.CreateICmpEQ(status, b.getInt32(static_cast<int32_t>(k + 2))), [&] {
-          b.CreateCall(runtime("tsl_rt_dev_error", b.getVoidTy(), {ptr, ptr}),
-                       {ctxArg, messageText(deviceMessages[k])});
-        });
+    failIf(b.CreateICmpEQ(status, b.getInt32(static_cast<int32_t>(k + 2))),
+           [&] {
+             b.CreateCall(runtime(TSL_RT_FN(tsl_rt_dev_error)),
+                          {ctxArg, messageText(deviceMessages[k])});
+           });
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
 }
 
@@ -303,7 +302,7 @@ Value *DeviceContext::readToHost(ValueId v) {
   llvm::Type *st = storageType(fn.type(v).dtype);
   Value *slot = entryAlloca(st);
   Value *status = b.CreateCall(
-      runtime("tsl_rt_dev_read", i32, {ptr, ptr, ptr, i64}),
+      runtime(TSL_RT_FN(tsl_rt_dev_read)),
       {ctxArg, slot, bufs[v],
        b.getInt64(static_cast<int64_t>(dtypeSize(fn.type(v).dtype)))});
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
@@ -314,16 +313,14 @@ Value *DeviceContext::readToHost(ValueId v) {
 Value *DeviceContext::deviceWord() { return deviceScratch(b.getInt64(8)); }
 
 Value *DeviceContext::deviceScratch(Value *bytes) {
-  Value *p = b.CreateCall(runtime(target.runtime().alloc, ptr, {ptr, i64}),
-                          {ctxArg, bytes});
+  Value *p = b.CreateCall(runtime(target.runtime().alloc), {ctxArg, bytes});
   failOpIf(b.CreateIsNull(p));
   return p;
 }
 
 void DeviceContext::readSymbol(const std::string &name, Value *word) {
-  Value *status =
-      b.CreateCall(runtime("tsl_rt_dev_read", i32, {ptr, ptr, ptr, i64}),
-                   {ctxArg, symSlot(name), word, b.getInt64(8)});
+  Value *status = b.CreateCall(runtime(TSL_RT_FN(tsl_rt_dev_read)),
+                               {ctxArg, symSlot(name), word, b.getInt64(8)});
   failIf(b.CreateICmpNE(status, b.getInt32(0)), [] {});
   checkDeviceStatus();
 }

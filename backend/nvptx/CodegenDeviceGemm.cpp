@@ -5,6 +5,7 @@
 // broadcasting that one stride per operand cannot express
 // (launchGemmKernel: CodegenDeviceMatmul.cpp). The decision is made per
 // call, at run time, so one variant serves every machine.
+#include "backend/common/RuntimeCalls.h"
 #include "backend/nvptx/DeviceCodegen.h"
 
 namespace tsl::backend {
@@ -72,7 +73,7 @@ Value *DeviceCodegen::callLibraryGemm(const GemmOperands &g) {
   for (unsigned i = 0; i < std::size(fields); ++i)
     b.CreateStore(fields[i], b.CreateStructGEP(gemmType, desc, i));
   Value *status =
-      b.CreateCall(runtime("tsl_rt_dev_gemm", i32, {ptr, ptr}), {ctxArg, desc});
+      b.CreateCall(runtime(TSL_RT_FN(tsl_rt_dev_gemm)), {ctxArg, desc});
   failIf(b.CreateICmpEQ(status, b.getInt32(1)), [] {});
   return status;
 }

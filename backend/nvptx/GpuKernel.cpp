@@ -44,17 +44,19 @@ std::string errorText(llvm::Error err) {
 /// NVPTX target cannot select) with libdevice's `__nv_*` functions.
 /// Returns the functions it needs.
 size_t useLibdevice(llvm::Module &m) {
-  static const std::map<llvm::Intrinsic::ID, const char *> intrinsics = {
-      {llvm::Intrinsic::exp, "exp"},
-      {llvm::Intrinsic::log, "log"},
-      {llvm::Intrinsic::sin, "sin"},
-      {llvm::Intrinsic::cos, "cos"},
-      {llvm::Intrinsic::pow, "pow"}};
+  // libdevice's f32 and f64 names (MathFunctions.def).
+  static const std::map<llvm::Intrinsic::ID,
+                        std::pair<const char *, const char *>>
+      intrinsics = {
+#define TSL_MATH_INTRINSIC(Intr, NvF32, NvF64)                                 \
+  {llvm::Intrinsic::Intr, {#NvF32, #NvF64}},
+#include "backend/common/MathFunctions.def"
+      };
   static const std::map<std::string, std::string> names = {
-      {"tanh", "__nv_tanh"},
-      {"tanhf", "__nv_tanhf"},
-      {"erf", "__nv_erf"},
-      {"erff", "__nv_erff"}};
+#define TSL_MATH_LIBM(Id, F32, F64, NvF32, NvF64)                              \
+  {#F32, #NvF32}, {#F64, #NvF64},
+#include "backend/common/MathFunctions.def"
+  };
   std::vector<llvm::CallInst *> calls;
   for (llvm::Function &f : m)
     for (llvm::BasicBlock &bb : f)
@@ -70,8 +72,8 @@ size_t useLibdevice(llvm::Module &m) {
     std::string name;
     auto it = intrinsics.find(callee->getIntrinsicID());
     if (it != intrinsics.end())
-      name = std::string("__nv_") + it->second +
-             (call->getType()->isFloatTy() ? "f" : "");
+      name =
+          call->getType()->isFloatTy() ? it->second.first : it->second.second;
     else
       name = names.at(callee->getName().str());
     llvm::FunctionCallee nv =

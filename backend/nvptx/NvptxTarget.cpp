@@ -2,6 +2,7 @@
 // (DeviceCodegen: host code that launches device kernels,
 // backend/nvptx/CodegenDevice*.cpp).
 #include "backend/nvptx/NvptxTarget.h"
+#include "backend/common/RuntimeCalls.h"
 
 #include "backend/nvptx/DeviceCodegen.h"
 
@@ -17,7 +18,8 @@ TargetCaps NvptxTarget::caps() const {
 }
 
 RuntimeEntries NvptxTarget::runtime() const {
-  return {"tsl_rt_dev_alloc", "tsl_rt_dev_free", "tsl_rt_fail", "tsl_rt_error"};
+  return {TSL_RT_FN(tsl_rt_dev_alloc), TSL_RT_FN(tsl_rt_dev_free),
+          TSL_RT_FN(tsl_rt_fail), TSL_RT_FN(tsl_rt_error)};
 }
 
 std::unique_ptr<backend::Codegen>
