@@ -228,6 +228,12 @@ constexpr ScalarMath kMath<OpCode::Sin> = {
 template <>
 constexpr ScalarMath kMath<OpCode::Cos> = {
     .unaryFloat = [](double x) { return std::cos(x); }};
+template <>
+constexpr ScalarMath kMath<OpCode::Floor> = {
+    .unaryFloat = [](double x) { return std::floor(x); }};
+template <>
+constexpr ScalarMath kMath<OpCode::Ceil> = {
+    .unaryFloat = [](double x) { return std::ceil(x); }};
 
 /// The math of every op, indexed by OpCode.
 constexpr ScalarMath kMathTable[] = {

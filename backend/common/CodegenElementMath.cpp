@@ -64,6 +64,13 @@ Emitter::ElementMath::unaryTable() {
   t[at(OpCode::Cos)] = [](Emitter &e, DType, Value *x) -> Value * {
     return e.b.CreateUnaryIntrinsic(llvm::Intrinsic::cos, x);
   };
+  // Exact in any float type (NVPTX: cvt.rmi / cvt.rpi).
+  t[at(OpCode::Floor)] = [](Emitter &e, DType, Value *x) -> Value * {
+    return e.b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
+  };
+  t[at(OpCode::Ceil)] = [](Emitter &e, DType, Value *x) -> Value * {
+    return e.b.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
+  };
   t[at(OpCode::Tanh)] = [](Emitter &e, DType d, Value *x) -> Value * {
     return d == DType::F64 ? e.libm(MathFn::Tanh, d, x) : e.fastTanh(x);
   };
