@@ -39,9 +39,10 @@ TEST(DifferentiateTable, LoopsAreReversedAsAWhole) {
 }
 
 TEST(DifferentiateTable, ColumnIsTheSwitchItReplaced) {
-  // ir/Differentiate.cpp's diffRuleOf switch before the column: the ops
-  // that are not rules, with the reasons their errors end with (lit
-  // grad/errors.tsl quotes the refusals'). Every other op is a rule.
+  // ir/Differentiate.cpp's diffRuleOf switch before the column (and the
+  // ops added since: floor, ceil): the ops that are not rules, with the
+  // reasons their errors end with (lit grad/errors.tsl quotes the
+  // refusals'). Every other op is a rule.
   const std::map<OpCode, std::pair<DiffKind, std::string>> notRules = {
       {OpCode::Lt, {DiffKind::NoGradient, "a comparison: its result is bool"}},
       {OpCode::Le, {DiffKind::NoGradient, "a comparison: its result is bool"}},
@@ -61,6 +62,10 @@ TEST(DifferentiateTable, ColumnIsTheSwitchItReplaced) {
       {OpCode::Argmin, {DiffKind::NoGradient, "an integer result"}},
       {OpCode::Nonzero, {DiffKind::NoGradient, "an integer result"}},
       {OpCode::Assert, {DiffKind::NoGradient, "a check on sizes"}},
+      {OpCode::Floor,
+       {DiffKind::NoGradient, "piecewise constant: its gradient is zero"}},
+      {OpCode::Ceil,
+       {DiffKind::NoGradient, "piecewise constant: its gradient is zero"}},
       {OpCode::Unique,
        {DiffKind::NotDifferentiable,
         "its result's size and order depend on the values"}},

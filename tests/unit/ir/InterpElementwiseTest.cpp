@@ -151,6 +151,8 @@ const std::vector<FloatCase> kFloatCases = {
     {"abs", {-1.5, -0.0, kNaN}, {}, {1.5, 0.0, kNaN}},
     {"sin", {0.0, 1.0}, {}, {0.0, std::sin(1.0)}},
     {"cos", {0.0, 1.0}, {}, {1.0, std::cos(1.0)}},
+    {"floor", {-1.5, -0.0, 2.0, 0.75, kNaN}, {}, {-2.0, -0.0, 2.0, 0.0, kNaN}},
+    {"ceil", {-1.5, -0.25, 2.0, 0.75, kNaN}, {}, {-1.0, -0.0, 2.0, 1.0, kNaN}},
 };
 
 TEST(InterpElementwise, IntegerMath) {
