@@ -17,8 +17,8 @@ struct Codegen::Lowerings {
 
   /// The target's lowering of each family (virtual hooks dispatch to the
   /// target's override).
-  static constexpr std::array<Lowering, kNumOpFamilies> hooks() {
-    std::array<Lowering, kNumOpFamilies> t{};
+  static constexpr std::array<OpEntry<Lowering>, kNumOpFamilies> hooks() {
+    std::array<OpEntry<Lowering>, kNumOpFamilies> t{};
     t[at(OpFamily::Elementwise)] = &Codegen::lowerElementwise;
     t[at(OpFamily::Value)] = &Codegen::lowerValue;
     t[at(OpFamily::Reduction)] = &Codegen::lowerReduction;
@@ -37,7 +37,7 @@ struct Codegen::Lowerings {
   /// The common lowering of each op: its family's, or for families whose
   /// ops lower differently, the op's own.
   static constexpr PerOp<Lowering> common() {
-    std::array<Lowering, kNumOpFamilies> family{};
+    std::array<OpEntry<Lowering>, kNumOpFamilies> family{};
     family[at(OpFamily::Elementwise)] = &Codegen::elementwise;
     family[at(OpFamily::Reduction)] = &Codegen::reduce;
     family[at(OpFamily::ArgReduction)] = &Codegen::argReduceCall;
@@ -82,8 +82,8 @@ struct Codegen::Lowerings {
   }
 
   template <typename Table> static constexpr bool complete(const Table &t) {
-    for (Lowering l : t)
-      if (!l)
+    for (const OpEntry<Lowering> &l : t)
+      if (!l.set)
         return false;
     return true;
   }
@@ -93,14 +93,14 @@ bool Codegen::lowerHostOp(const Operation &op) {
   static constexpr auto kFamilyHooks = Lowerings::hooks();
   static_assert(Lowerings::complete(kFamilyHooks),
                 "an op family without a hook in Codegen (hooks())");
-  return (this->*kFamilyHooks[static_cast<size_t>(opFamily(op.code))])(op);
+  return (this->*kFamilyHooks[static_cast<size_t>(opFamily(op.code))].fn)(op);
 }
 
 bool Codegen::lowerOp(const Operation &op) {
   static constexpr auto kCommonLowering = Lowerings::common();
   static_assert(Lowerings::complete(kCommonLowering),
                 "an op without a common lowering (add it to common())");
-  return (this->*kCommonLowering[static_cast<size_t>(op.code)])(op);
+  return (this->*kCommonLowering[static_cast<size_t>(op.code)].fn)(op);
 }
 
 } // namespace tsl::backend

@@ -180,7 +180,7 @@ constexpr bool coversCategory(const PerOp<T> &table, OpCategory category,
                               OpCode except) {
   for (size_t i = 0; i < kNumOps; ++i)
     if (kOpTable[i].category == category && kOpTable[i].code != except &&
-        !table[i])
+        !table[i].set)
       return false;
   return true;
 }

@@ -128,16 +128,31 @@ constexpr OpFamily opFamily(OpCode code) {
   return kOpFamilies[static_cast<size_t>(code)];
 }
 
+/// One entry of a per-op table: the function \p T and whether one was set.
+/// A flag, not a null test: under -fsanitize GCC does not fold a
+/// function's address compared with null, so a static_assert over the
+/// table would not be a constant expression.
+template <typename T> struct OpEntry {
+  T fn{};
+  bool set = false;
+  constexpr OpEntry &operator=(T f) {
+    fn = f;
+    set = true;
+    return *this;
+  }
+  constexpr operator T() const { return fn; }
+};
+
 /// A table of one \p T per op, indexed by OpCode (a target's per-op
 /// lowerings of a family).
-template <typename T> using PerOp = std::array<T, kNumOps>;
+template <typename T> using PerOp = std::array<OpEntry<T>, kNumOps>;
 
 /// Whether \p table has an entry for every op of family \p f (the per-op
 /// tables static_assert it).
 template <typename T>
 constexpr bool coversFamily(const PerOp<T> &table, OpFamily f) {
   for (size_t i = 0; i < kNumOps; ++i)
-    if (kOpFamilies[i] == f && !table[i])
+    if (kOpFamilies[i] == f && !table[i].set)
       return false;
   return true;
 }
