@@ -105,7 +105,7 @@ public:
   using const_iterator = std::vector<value_type>::const_iterator;
 
   AttrMap() = default;
-  /// From a std::map (sorted already; kept for tests and callers that build one).
+  /// From a std::map (kept for tests and callers that build one).
   AttrMap(std::map<std::string, Attr> m);
   AttrMap(std::initializer_list<value_type> items);
 

@@ -99,9 +99,9 @@ bool expand(ShapeContext &ctx, std::vector<TensorType> &results) {
       // A symbolic axis that is 1 in this call broadcasts, as in an
       // elementwise broadcast (ShapeContext::broadcastDim): a guard, not a
       // refusal of the size every other call would accept.
-      ctx.choose(SymCond::eq(d, 1),
-                 "size-1 broadcast in '" +
-                     std::string(opInfo(ctx.op.code).name) + "'");
+      ctx.choose(SymCond::eq(d, 1), "size-1 broadcast in '" +
+                                        std::string(opInfo(ctx.op.code).name) +
+                                        "'");
       out.dims.push_back(t);
     } else {
       if (!ctx.require(SymCond::eq(d, t), "expand of a non-1 axis",
