@@ -302,14 +302,14 @@ void FunctionTable::refreshDispatcher() {
   for (size_t i = 0; i < count; ++i)
     variants.push_back(published_[i].load(std::memory_order_relaxed));
   Dispatcher d;
-  std::string error;
   LogFlags log = LogFlags::fromEnvironment();
   auto start = std::chrono::steady_clock::now();
-  if (!hook_->compileDispatcher(variants, d, error)) {
+  if (Expected<void> compiled = hook_->compileDispatcher(variants, d);
+      !compiled) {
     // Still correct: select() tries the matchers one by one.
     if (log.perf)
       std::fprintf(stderr, "[tsl] perf: %s: no native dispatcher: %s\n",
-                   name_.c_str(), error.c_str());
+                   name_.c_str(), compiled.error().message.c_str());
     return;
   }
   if (log.perf)

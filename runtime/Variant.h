@@ -167,11 +167,11 @@ public:
     return std::nullopt;
   }
   /// Compiles one native function choosing among \p variants in order.
-  /// False (with \p error) when it cannot; the table then tries each
-  /// variant's matcher in turn, which chooses the same variant.
-  virtual bool
+  /// An error when it cannot; the table then tries each variant's matcher
+  /// in turn, which chooses the same variant.
+  virtual Expected<void>
   compileDispatcher(const std::vector<const VariantCode *> &variants,
-                    Dispatcher &out, std::string &error) = 0;
+                    Dispatcher &out) = 0;
 };
 
 } // namespace tsl::rt

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <variant>
 
 namespace tsl {
 
@@ -64,6 +66,46 @@ struct Error {
   /// act on it; empty when unknown.
   std::string location;
 };
+
+/// A value or the Error that prevented it, as llvm::Expected but without
+/// LLVM (every library may use it) and without the must-check abort: a
+/// result that is never looked at is a compiler warning ([[nodiscard]]),
+/// not a crash. Test it with `if (!r)`, then use `*r` / `r->` or
+/// `r.error()`. Expected<void> carries only success or the error.
+template <typename T> class [[nodiscard]] Expected {
+public:
+  Expected(T value) : v_(std::in_place_index<0>, std::move(value)) {}
+  Expected(Error error) : v_(std::in_place_index<1>, std::move(error)) {}
+  explicit operator bool() const { return v_.index() == 0; }
+  T &operator*() { return std::get<0>(v_); }
+  const T &operator*() const { return std::get<0>(v_); }
+  T *operator->() { return &std::get<0>(v_); }
+  const T *operator->() const { return &std::get<0>(v_); }
+  /// The error; only on failure.
+  const Error &error() const { return std::get<1>(v_); }
+  Error &error() { return std::get<1>(v_); }
+
+private:
+  std::variant<T, Error> v_;
+};
+
+template <> class [[nodiscard]] Expected<void> {
+public:
+  /// Success.
+  Expected() = default;
+  Expected(Error error) : error_(std::move(error)) {}
+  explicit operator bool() const { return !error_; }
+  const Error &error() const { return *error_; }
+  Error &error() { return *error_; }
+
+private:
+  std::optional<Error> error_;
+};
+
+/// An error of \p kind with \p message and no location.
+inline Error makeError(ErrorKind kind, std::string message) {
+  return Error{kind, std::move(message), {}};
+}
 
 /// Records an internal error for the calling thread where it cannot be
 /// returned (an accessor that must produce a value). Only the first one is

@@ -19,7 +19,7 @@
 namespace tsl {
 namespace backend {
 
-std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
+Expected<std::unique_ptr<llvm::Module>> Codegen::run() {
   for (size_t i = 0; i < fn.symbols.size(); ++i)
     symIndex[fn.symbols[i].name] = static_cast<int>(i);
   i8 = b.getInt8Ty();
@@ -51,10 +51,8 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
     placeInSegment(i);
     reloadBuffers(i, std::max(i + 1, rowGroups[i].end));
     if (isLoopMarker(op.code)) {
-      if (!(op.code == OpCode::Loop ? beginLoop(i) : endLoop(i))) {
-        err = error.empty() ? "not supported" : error;
-        return nullptr;
-      }
+      if (!(op.code == OpCode::Loop ? beginLoop(i) : endLoop(i)))
+        return loweringError();
       continue;
     }
     if (rowGroups[i].end > i) {
@@ -69,10 +67,8 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
         opIndex = static_cast<int32_t>(i);
         ok = lowerRowGroup(rowGroups[i]);
       }
-      if (!ok) {
-        err = error.empty() ? "not supported" : error;
-        return nullptr;
-      }
+      if (!ok)
+        return loweringError();
       i = end - 1;
       continue;
     }
@@ -95,10 +91,8 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
       ok = lowerKernel(i, i + 1, false);
     else
       ok = lowerHostOp(op);
-    if (!ok) {
-      err = error.empty() ? "not supported" : error;
-      return nullptr;
-    }
+    if (!ok)
+      return loweringError();
     // Buffer reuse: intermediates whose last use this was are freed, so
     // later allocations of the call can take their memory.
     for (ValueId r : freeAfter[i])
@@ -113,10 +107,9 @@ std::unique_ptr<llvm::Module> Codegen::run(std::string &err) {
   emitShapes();
   std::string verify;
   llvm::raw_string_ostream os(verify);
-  if (llvm::verifyModule(*mod, &os)) {
-    err = "internal error: invalid LLVM IR: " + os.str();
-    return nullptr;
-  }
+  if (llvm::verifyModule(*mod, &os))
+    return makeError(ErrorKind::Internal,
+                     "internal error: invalid LLVM IR: " + os.str());
   return std::move(mod);
 }
 
@@ -294,9 +287,17 @@ Value *Codegen::scratchArea() {
 }
 
 bool Emitter::unsupported(const std::string &what) {
-  error = std::string("not supported on the ") + target.name() +
-          " backend: " + what;
+  error = makeError(ErrorKind::Unsupported, std::string("not supported on the ") +
+                                                target.name() + " backend: " + what);
   return false;
+}
+
+Error Emitter::loweringError() const {
+  // A lowering that fails without saying why is treated as unsupported:
+  // the message stays the one users have always seen.
+  if (error.message.empty())
+    return makeError(ErrorKind::Unsupported, "not supported");
+  return error;
 }
 
 bool Codegen::checkSizes(const Operation &op) {
@@ -755,29 +756,29 @@ namespace {
 /// Lowers callee \p k of \p fn into \p m as the internal function its
 /// call ops call (a module of its own, linked in: its kernels of equal text
 /// merge with the caller's).
-bool linkCallee(const Function &fn, size_t k, llvm::LLVMContext &ctx,
-                const Target &target, const LoweringOptions &options,
-                llvm::Module &m, std::string &error) {
+Expected<void> linkCallee(const Function &fn, size_t k,
+                          llvm::LLVMContext &ctx, const Target &target,
+                          const LoweringOptions &options, llvm::Module &m) {
   LoweringOptions o = options;
   o.prefix = options.calleePrefix(k);
   o.opIndexBase =
       options.opIndexBase + static_cast<int32_t>(calleeFailureBase(fn, k));
   std::unique_ptr<backend::Codegen> cg =
       target.makeCodegen(fn.callees[k], ctx, o);
-  std::unique_ptr<llvm::Module> callee = cg->run(error);
-  if (!callee)
-    return false;
+  Expected<std::unique_ptr<llvm::Module>> lowered = cg->run();
+  if (!lowered)
+    return lowered.error();
+  std::unique_ptr<llvm::Module> callee = std::move(*lowered);
   // Only the body is called: its matcher and shape function go.
   for (const std::string &name : {o.matchName(), o.shapesName()})
     if (llvm::Function *f = callee->getFunction(name))
       f->eraseFromParent();
-  if (llvm::Linker::linkModules(m, std::move(callee))) {
-    error = "internal error: cannot link callee '" + fn.callees[k].name + "'";
-    return false;
-  }
+  if (llvm::Linker::linkModules(m, std::move(callee)))
+    return makeError(ErrorKind::Internal, "internal error: cannot link callee '" +
+                                              fn.callees[k].name + "'");
   if (llvm::Function *f = m.getFunction(o.kernelName()))
     f->setLinkage(llvm::GlobalValue::InternalLinkage);
-  return true;
+  return {};
 }
 } // namespace
 
@@ -788,26 +789,29 @@ size_t bufferArrayLength(const Function &fn) {
   return fn.values.size() + scratch;
 }
 
-std::unique_ptr<llvm::Module>
+Expected<std::unique_ptr<llvm::Module>>
 lowerForTarget(const Function &fn, llvm::LLVMContext &ctx, const Target &target,
-               std::vector<std::string> &checks, std::string &error,
-               const LoweringOptions &options, DeviceKernels *kernels) {
+               std::vector<std::string> &checks, const LoweringOptions &options,
+               DeviceKernels *kernels) {
   std::unique_ptr<backend::Codegen> cg = target.makeCodegen(fn, ctx, options);
-  std::unique_ptr<llvm::Module> m = cg->run(error);
+  Expected<std::unique_ptr<llvm::Module>> lowered = cg->run();
   checks = cg->checks;
   if (kernels)
     cg->takeKernels(*kernels);
-  for (size_t k = 0; m && k < fn.callees.size(); ++k)
-    if (!linkCallee(fn, k, ctx, target, options, *m, error))
-      return nullptr;
+  if (!lowered)
+    return lowered.error();
+  std::unique_ptr<llvm::Module> m = std::move(*lowered);
+  for (size_t k = 0; k < fn.callees.size(); ++k)
+    if (Expected<void> linked = linkCallee(fn, k, ctx, target, options, *m);
+        !linked)
+      return linked.error();
   // Every frame of host code touches each page it allocates in order, so
   // that an overflow hits the guard page instead of memory below the
   // stack (frames are bounded, see bufferArrayLength, but a caller's stack
   // may be small).
-  if (m)
-    for (llvm::Function &f : *m)
-      if (!f.isDeclaration())
-        f.addFnAttr("probe-stack", "inline-asm");
+  for (llvm::Function &f : *m)
+    if (!f.isDeclaration())
+      f.addFnAttr("probe-stack", "inline-asm");
   return m;
 }
 

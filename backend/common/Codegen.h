@@ -37,10 +37,10 @@ public:
   std::vector<std::string> checks;
 
   /// Lowers the function into a module with the three entry points
-  /// (LoweringOptions' names). Null with \p err when an op is not
-  /// supported on the target, or (internal error) the IR does not verify.
+  /// (LoweringOptions' names). An Unsupported error when an op is not
+  /// supported on the target, an Internal one when the IR does not verify.
   /// Call once.
-  std::unique_ptr<llvm::Module> run(std::string &err);
+  Expected<std::unique_ptr<llvm::Module>> run();
   /// After run(), on targets that launch kernels
   /// (TargetCaps::launchesKernels): the device kernels the host code
   /// launches. Nothing by default.

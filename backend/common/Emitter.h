@@ -81,12 +81,15 @@ protected:
   std::vector<Value *> bufs;
   /// The op being lowered (failures report it).
   int32_t opIndex = 0;
-  /// Why lowering failed (unsupported()).
-  std::string error;
+  /// Why lowering failed (unsupported(); empty message: not yet).
+  Error error;
 
   /// Sets the error to "not supported on the <target> backend: \p what";
   /// false.
   bool unsupported(const std::string &what);
+  /// The error a failed lowering returns: error, or "not supported" when
+  /// the lowering did not say why.
+  Error loweringError() const;
   /// The buffer of \p v in the function being emitted (null before it is
   /// allocated).
   Value *buffer(ValueId v) const { return bufs[v]; }

@@ -6,6 +6,7 @@
 
 #include "backend/common/KernelPlan.h"
 #include "ir/Function.h"
+#include "support/Error.h"
 
 #include <memory>
 #include <string>
@@ -104,11 +105,12 @@ struct DeviceKernels {
 /// Lowers \p fn for \p target into a module with the entry points named by
 /// \p options; \p checks receives one description per check of tsl_match,
 /// in code order, and \p kernels (when given) the device kernels the host
-/// code launches. Null with \p error when an op is not supported on the
-/// target ("not supported on the <name> backend: ...").
-std::unique_ptr<llvm::Module>
+/// code launches. An Unsupported error when an op is not supported on the
+/// target ("not supported on the <name> backend: ..."), Internal when the
+/// lowered code does not verify or link.
+Expected<std::unique_ptr<llvm::Module>>
 lowerForTarget(const Function &fn, llvm::LLVMContext &ctx, const Target &target,
-               std::vector<std::string> &checks, std::string &error,
+               std::vector<std::string> &checks,
                const LoweringOptions &options = {},
                DeviceKernels *kernels = nullptr);
 

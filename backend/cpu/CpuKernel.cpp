@@ -51,16 +51,17 @@ using KernelFn = int32_t (*)(void **, int64_t *, tsl_rt_context *);
 
 } // namespace
 
-bool lowerToLLVMText(const Function &fn, std::string &text,
-                     std::string &error) {
+Expected<std::string> lowerToLLVMText(const Function &fn) {
   llvm::LLVMContext ctx;
   std::vector<std::string> checks;
-  std::unique_ptr<llvm::Module> m = lowerFunction(fn, ctx, checks, error);
+  Expected<std::unique_ptr<llvm::Module>> m = lowerFunction(fn, ctx, checks);
   if (!m)
-    return false;
+    return m.error();
+  std::string text;
   llvm::raw_string_ostream os(text);
-  m->print(os, nullptr);
-  return true;
+  (*m)->print(os, nullptr);
+  os.flush();
+  return text;
 }
 
 std::string hostTargetId() {
@@ -76,30 +77,26 @@ std::string hostTargetId() {
   return id + " llvm " LLVM_VERSION_STRING;
 }
 
-bool lowerToAssembly(const Function &fn, std::string &text,
-                     std::string &error) {
+Expected<std::string> lowerToAssembly(const Function &fn) {
   initializeLLVM();
   llvm::LLVMContext ctx;
   std::vector<std::string> checks;
-  std::unique_ptr<llvm::Module> m = lowerFunction(fn, ctx, checks, error);
+  Expected<std::unique_ptr<llvm::Module>> m = lowerFunction(fn, ctx, checks);
   if (!m)
-    return false;
-  std::unique_ptr<llvm::TargetMachine> machine = targetMachine(false, error);
+    return m.error();
+  Expected<std::unique_ptr<llvm::TargetMachine>> machine = targetMachine(false);
   if (!machine)
-    return false;
-  auto *tm = &machine;
-  prepareAndOptimize(*m, *machine);
+    return machine.error();
+  prepareAndOptimize(**m, **machine);
   llvm::SmallString<0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;
-  if ((*tm)->addPassesToEmitFile(pm, os, nullptr,
-                                 llvm::CodeGenFileType::AssemblyFile)) {
-    error = "the host target cannot emit assembly";
-    return false;
-  }
-  pm.run(*m);
-  text = std::string(buffer.str());
-  return true;
+  if ((*machine)->addPassesToEmitFile(pm, os, nullptr,
+                                      llvm::CodeGenFileType::AssemblyFile))
+    return makeError(ErrorKind::Unsupported,
+                     "the host target cannot emit assembly");
+  pm.run(**m);
+  return std::string(buffer.str());
 }
 
 struct CpuKernel::Impl {
@@ -118,15 +115,14 @@ namespace {
 
 /// A new ORC session for the host whose runtime symbols (KernelAbi.h,
 /// libm) resolve to this process's definitions.
-std::unique_ptr<llvm::orc::LLJIT>
-newHostSession(llvm::orc::JITTargetMachineBuilder jtmb, std::string &error) {
+/// A session that cannot be made is out of (executable) memory: Resource.
+Expected<std::unique_ptr<llvm::orc::LLJIT>>
+newHostSession(llvm::orc::JITTargetMachineBuilder jtmb) {
   auto jit = llvm::orc::LLJITBuilder()
                  .setJITTargetMachineBuilder(std::move(jtmb))
                  .create();
-  if (!jit) {
-    error = errorText(jit.takeError());
-    return nullptr;
-  }
+  if (!jit)
+    return llvmError(ErrorKind::Resource, jit.takeError());
   // The runtime's C ABI and libm, resolved to this process's definitions.
   llvm::orc::SymbolMap symbols;
   auto add = [&](const char *name, void *address) {
@@ -149,102 +145,93 @@ newHostSession(llvm::orc::JITTargetMachineBuilder jtmb, std::string &error) {
   for (size_t i = 0; i < count; ++i)
     add(primitives[i].name, primitives[i].address);
   llvm::orc::JITDylib &lib = (*jit)->getMainJITDylib();
-  if (auto err = lib.define(llvm::orc::absoluteSymbols(std::move(symbols)))) {
-    error = errorText(std::move(err));
-    return nullptr;
-  }
+  if (auto err = lib.define(llvm::orc::absoluteSymbols(std::move(symbols))))
+    return llvmError(ErrorKind::Internal, std::move(err));
   auto generator =
       llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
           (*jit)->getDataLayout().getGlobalPrefix());
-  if (!generator) {
-    error = errorText(generator.takeError());
-    return nullptr;
-  }
+  if (!generator)
+    return llvmError(ErrorKind::Internal, generator.takeError());
   lib.addGenerator(std::move(*generator));
   return std::move(*jit);
 }
 
 } // namespace
 
-std::unique_ptr<llvm::orc::LLJIT>
+Expected<std::unique_ptr<llvm::orc::LLJIT>>
 createHostJit(std::unique_ptr<llvm::Module> m,
-              std::unique_ptr<llvm::LLVMContext> ctx, std::string &error) {
+              std::unique_ptr<llvm::LLVMContext> ctx) {
   initializeLLVM();
   auto jtmb = targetMachineBuilder();
-  if (!jtmb) {
-    error = "cannot target the host CPU: " + errorText(jtmb.takeError());
-    return nullptr;
-  }
+  if (!jtmb)
+    return llvmError(ErrorKind::Unsupported, jtmb.takeError(),
+                     "cannot target the host CPU: ");
   jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
   auto tm = jtmb->createTargetMachine();
-  if (!tm) {
-    error = errorText(tm.takeError());
-    return nullptr;
-  }
+  if (!tm)
+    return llvmError(ErrorKind::Unsupported, tm.takeError(),
+                     "cannot target the host CPU: ");
   // The emulator's memory counters: device kernels count their accesses.
   if (rt::gpuCountersEnabled() && hasDeviceKernels(*m))
     countDeviceAccesses(*m, **tm);
   prepareAndOptimize(*m, **tm);
-  std::unique_ptr<llvm::orc::LLJIT> jit =
-      newHostSession(std::move(*jtmb), error);
+  Expected<std::unique_ptr<llvm::orc::LLJIT>> jit =
+      newHostSession(std::move(*jtmb));
   if (!jit)
-    return nullptr;
-  if (auto err = jit->addIRModule(
-          llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx)))) {
-    error = errorText(std::move(err));
-    return nullptr;
-  }
+    return jit.error();
+  if (auto err = (*jit)->addIRModule(
+          llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
+    return llvmError(ErrorKind::Internal, std::move(err));
   return jit;
 }
 
 /// Loads \p objects into a new host session.
-std::unique_ptr<llvm::orc::LLJIT>
-loadHostObjects(const std::vector<std::string> &objects, std::string &error) {
+Expected<std::unique_ptr<llvm::orc::LLJIT>>
+loadHostObjects(const std::vector<std::string> &objects) {
   auto jtmb = targetMachineBuilder();
-  if (!jtmb) {
-    error = "cannot target the host CPU: " + errorText(jtmb.takeError());
-    return nullptr;
-  }
-  std::unique_ptr<llvm::orc::LLJIT> jit =
-      newHostSession(std::move(*jtmb), error);
+  if (!jtmb)
+    return llvmError(ErrorKind::Unsupported, jtmb.takeError(),
+                     "cannot target the host CPU: ");
+  Expected<std::unique_ptr<llvm::orc::LLJIT>> jit =
+      newHostSession(std::move(*jtmb));
   if (!jit)
-    return nullptr;
+    return jit.error();
   for (const std::string &object : objects)
-    if (auto err = jit->addObjectFile(
-            llvm::MemoryBuffer::getMemBufferCopy(object, "tsl-kernel"))) {
-      error = errorText(std::move(err));
-      return nullptr;
-    }
+    if (auto err = (*jit)->addObjectFile(
+            llvm::MemoryBuffer::getMemBufferCopy(object, "tsl-kernel")))
+      return llvmError(ErrorKind::Internal, std::move(err));
   return jit;
 }
 
-std::unique_ptr<CpuKernel> CpuKernel::compile(const Function &fn,
-                                              std::string &error,
-                                              size_t outlineOpsAbove,
-                                              KernelObjectCache *cache) {
+Expected<std::unique_ptr<CpuKernel>>
+CpuKernel::compile(const Function &fn, size_t outlineOpsAbove,
+                   KernelObjectCache *cache) {
   initializeLLVM();
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::vector<std::string> checks;
   LoweringOptions options;
   options.outlineOpsAbove = outlineOpsAbove;
-  std::unique_ptr<llvm::Module> m =
-      lowerFunction(fn, *ctx, checks, error, options);
+  Expected<std::unique_ptr<llvm::Module>> m =
+      lowerFunction(fn, *ctx, checks, options);
   if (!m)
-    return nullptr;
+    return m.error();
   std::vector<std::string> objects;
   // Cached kernel objects are position independent, as the runtime's JIT
   // compiles them (compileObject), so that both can share them.
-  if (!compileToObjects(std::move(m), cache != nullptr, cache, objects, error))
-    return nullptr;
-  std::unique_ptr<llvm::orc::LLJIT> session = loadHostObjects(objects, error);
-  if (!session)
-    return nullptr;
+  if (Expected<void> compiled =
+          compileToObjects(std::move(*m), cache != nullptr, cache, objects);
+      !compiled)
+    return compiled.error();
+  Expected<std::unique_ptr<llvm::orc::LLJIT>> loaded = loadHostObjects(objects);
+  if (!loaded)
+    return loaded.error();
+  std::unique_ptr<llvm::orc::LLJIT> session = std::move(*loaded);
   rt::VariantCode entry;
   if (!lookupEntryPoints(*session, kKernelName, kMatchName, kShapesName,
-                         entry)) {
-    error = "internal error: the kernel, matcher or shape function is missing";
-    return nullptr;
-  }
+                         entry))
+    return makeError(
+        ErrorKind::Internal,
+        "internal error: the kernel, matcher or shape function is missing");
   std::unique_ptr<CpuKernel> kernel(new CpuKernel());
   kernel->impl_->match = entry.match;
   kernel->impl_->shapes = entry.shapes;
@@ -319,11 +306,12 @@ bool lookupEntryPoints(llvm::orc::LLJIT &jit, const std::string &kernel,
   return ok;
 }
 
-bool CpuKernel::compileVariant(const Function &fn, rt::VariantCode &out,
-                               std::string &error) {
-  std::shared_ptr<CpuKernel> kernel(compile(fn, error).release());
-  if (!kernel)
-    return false;
+Expected<void> CpuKernel::compileVariant(const Function &fn,
+                                        rt::VariantCode &out) {
+  Expected<std::unique_ptr<CpuKernel>> compiled = compile(fn);
+  if (!compiled)
+    return compiled.error();
+  std::shared_ptr<CpuKernel> kernel(std::move(*compiled));
   const Impl &k = *kernel->impl_;
   out = rt::VariantCode();
   out.kernel = k.entry;
@@ -331,12 +319,13 @@ bool CpuKernel::compileVariant(const Function &fn, rt::VariantCode &out,
   out.shapes = k.shapes;
   fillVariantMetadata(fn, k.checks, out);
   out.keepAlive = kernel;
-  return true;
+  return {};
 }
 
-bool compileObject(const std::vector<Function> &fns,
-                   std::vector<std::string> &objects, std::string &manifestText,
-                   std::string &error, KernelObjectCache *cache) {
+Expected<void> compileObject(const std::vector<Function> &fns,
+                             std::vector<std::string> &objects,
+                             std::string &manifestText,
+                             KernelObjectCache *cache) {
   initializeLLVM();
   llvm::LLVMContext ctx;
   auto combined = std::make_unique<llvm::Module>("tsl_aot", ctx);
@@ -348,14 +337,14 @@ bool compileObject(const std::vector<Function> &fns,
     options.prefix =
         "tsl_" + fn.name + "_v" + std::to_string(counts[fn.name]++);
     std::vector<std::string> checks;
-    std::unique_ptr<llvm::Module> m =
-        lowerFunction(fn, ctx, checks, error, options);
+    Expected<std::unique_ptr<llvm::Module>> m =
+        lowerFunction(fn, ctx, checks, options);
     if (!m)
-      return false;
-    if (llvm::Linker::linkModules(*combined, std::move(m))) {
-      error = "internal error: cannot link the module of '" + fn.name + "'";
-      return false;
-    }
+      return m.error();
+    if (llvm::Linker::linkModules(*combined, std::move(*m)))
+      return makeError(ErrorKind::Internal,
+                       "internal error: cannot link the module of '" +
+                           fn.name + "'");
     rt::ManifestVariant mv;
     mv.function = fn.name;
     mv.kernelSymbol = options.kernelName();
@@ -384,15 +373,16 @@ bool compileObject(const std::vector<Function> &fns,
   new llvm::GlobalVariable(*combined, data->getType(), true,
                            llvm::GlobalValue::ExternalLinkage, data,
                            "tsl_manifest");
-  return compileToObjects(std::move(combined), true, cache, objects, error);
+  return compileToObjects(std::move(combined), true, cache, objects);
 }
 
-bool buildSharedLibrary(const std::vector<Function> &fns,
-                        const std::string &outPath, std::string &error) {
+Expected<void> buildSharedLibrary(const std::vector<Function> &fns,
+                                  const std::string &outPath) {
   std::vector<std::string> objects;
   std::string manifest;
-  if (!compileObject(fns, objects, manifest, error))
-    return false;
+  if (Expected<void> compiled = compileObject(fns, objects, manifest);
+      !compiled)
+    return compiled.error();
   // A stale digest must not outlive the module it was for.
   std::remove(rt::moduleDigestPath(outPath).c_str());
   std::vector<std::string> objectPaths;
@@ -408,9 +398,8 @@ bool buildSharedLibrary(const std::vector<Function> &fns,
     if (f)
       written &= std::fclose(f) == 0;
     if (!written) {
-      error = "cannot write '" + objectPaths.back() + "'";
       removeObjects();
-      return false;
+      return makeError(ErrorKind::Io, "cannot write '" + objectPaths.back() + "'");
     }
   }
   // Link a shared library with the system C compiler driver.
@@ -433,10 +422,11 @@ bool buildSharedLibrary(const std::vector<Function> &fns,
   bool linked = pid > 0 && waitpid(pid, &status, 0) >= 0 && WIFEXITED(status) &&
                 WEXITSTATUS(status) == 0;
   removeObjects();
-  if (!linked) {
-    error = "linking '" + outPath + "' with '" + argv[0] + "' failed";
-    return false;
-  }
+  // No linker is this machine's to fix: Unsupported, as a missing ptxas.
+  if (!linked)
+    return makeError(ErrorKind::Unsupported, "linking '" + outPath +
+                                                 "' with '" + argv[0] +
+                                                 "' failed");
   // The digest the loader checks the module against before dlopen
   // (rt::moduleDigestPath: a module cannot hold its own digest).
   std::string digestPath = rt::moduleDigestPath(outPath);
@@ -445,15 +435,14 @@ bool buildSharedLibrary(const std::vector<Function> &fns,
   contents << in.rdbuf();
   std::ofstream digest(digestPath, std::ios::binary | std::ios::trunc);
   if (!in || !(digest << rt::writeModuleDigest(contents.str())) ||
-      !digest.flush()) {
-    error = "cannot write '" + digestPath + "'";
-    return false;
-  }
-  return true;
+      !digest.flush())
+    return makeError(ErrorKind::Io, "cannot write '" + digestPath + "'");
+  return {};
 }
 
-bool compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
-                       rt::Dispatcher &out, std::string &error) {
+Expected<void>
+compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
+                  rt::Dispatcher &out) {
   initializeLLVM();
   auto ctx = std::make_unique<llvm::LLVMContext>();
   auto m = std::make_unique<llvm::Module>("tsl_dispatch", *ctx);
@@ -467,80 +456,66 @@ bool compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
              llvm::PointerType::get(*ctx, 0))});
   emitDispatcher(*m, "tsl_dispatch", entries);
   auto jtmb = targetMachineBuilder();
-  if (!jtmb) {
-    error = "cannot target the host CPU: " + errorText(jtmb.takeError());
-    return false;
-  }
+  if (!jtmb)
+    return llvmError(ErrorKind::Unsupported, jtmb.takeError(),
+                     "cannot target the host CPU: ");
   auto jit = llvm::orc::LLJITBuilder()
                  .setJITTargetMachineBuilder(std::move(*jtmb))
                  .create();
-  if (!jit) {
-    error = errorText(jit.takeError());
-    return false;
-  }
+  if (!jit)
+    return llvmError(ErrorKind::Resource, jit.takeError());
   m->setDataLayout((*jit)->getDataLayout());
   if (auto err = (*jit)->addIRModule(
-          llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx)))) {
-    error = errorText(std::move(err));
-    return false;
-  }
+          llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
+    return llvmError(ErrorKind::Internal, std::move(err));
   auto sym = (*jit)->lookup("tsl_dispatch");
-  if (!sym) {
-    error = errorText(sym.takeError());
-    return false;
-  }
+  if (!sym)
+    return llvmError(ErrorKind::Internal, sym.takeError());
   out.fn = sym->toPtr<rt::DispatchFn>();
   out.count = variants.size();
   out.keepAlive = std::shared_ptr<llvm::orc::LLJIT>(std::move(*jit));
-  return true;
+  return {};
 }
 
-bool loadObjectVariants(
+Expected<void> loadObjectVariants(
     const std::vector<std::string> &objects, const std::string &manifestText,
-    std::vector<std::pair<std::string, rt::VariantCode>> &out,
-    std::string &error) {
+    std::vector<std::pair<std::string, rt::VariantCode>> &out) {
   initializeLLVM();
   std::vector<rt::ManifestVariant> manifest;
-  if (!rt::readManifest(manifestText, manifest, error))
-    return false;
+  // Objects and manifests come from the compile cache (or a module file):
+  // a bad one is invalid input, which the cache's caller recompiles.
+  if (std::string error; !rt::readManifest(manifestText, manifest, error))
+    return makeError(ErrorKind::InvalidArgument, std::move(error));
   auto jit = llvm::orc::LLJITBuilder().create();
-  if (!jit) {
-    error = errorText(jit.takeError());
-    return false;
-  }
+  if (!jit)
+    return llvmError(ErrorKind::Resource, jit.takeError());
   llvm::orc::JITDylib &lib = (*jit)->getMainJITDylib();
   auto generator =
       llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
           (*jit)->getDataLayout().getGlobalPrefix());
-  if (!generator) {
-    error = errorText(generator.takeError());
-    return false;
-  }
+  if (!generator)
+    return llvmError(ErrorKind::Internal, generator.takeError());
   lib.addGenerator(std::move(*generator));
   for (const std::string &object : objects)
     if (auto err = (*jit)->addObjectFile(
-            llvm::MemoryBuffer::getMemBufferCopy(object, "tsl-object"))) {
-      error = errorText(std::move(err));
-      return false;
-    }
+            llvm::MemoryBuffer::getMemBufferCopy(object, "tsl-object")))
+      return llvmError(ErrorKind::InvalidArgument, std::move(err));
   auto table = (*jit)->lookup("tsl_rt_table");
-  if (!table) {
-    error = errorText(table.takeError());
-    return false;
-  }
+  if (!table)
+    return llvmError(ErrorKind::InvalidArgument, table.takeError());
   tsl_rt_fill_table(table->toPtr<void **>());
   std::shared_ptr<llvm::orc::LLJIT> session(std::move(*jit));
   for (rt::ManifestVariant &mv : manifest) {
     rt::VariantCode code = std::move(mv.code);
     if (!lookupEntryPoints(*session, mv.kernelSymbol, mv.matchSymbol,
-                           mv.shapesSymbol, code)) {
-      error = "the object has no entry points for '" + mv.function + "'";
-      return false;
-    }
+                           mv.shapesSymbol, code))
+      return makeError(ErrorKind::InvalidArgument,
+                       "the object has no entry points for '" + mv.function +
+                           "'");
     code.keepAlive = session;
     out.push_back({mv.function, std::move(code)});
   }
-  return true;
+  return {};
 }
 
 void describeKernelFailure(const Function &fn, tsl_rt_context *ctx,

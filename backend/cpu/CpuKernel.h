@@ -6,6 +6,7 @@
 #include "backend/common/KernelPlan.h"
 #include "ir/Interpreter.h"
 #include "runtime/KernelAbi.h"
+#include "support/Error.h"
 
 #include <functional>
 #include <memory>
@@ -41,19 +42,20 @@ std::string packObjects(const std::vector<std::string> &objects);
 bool unpackObjects(const std::string &packed,
                    std::vector<std::string> &objects);
 
-/// Lowers \p fn to LLVM IR text (for `tslc emit --emit=llvm`). Returns
-/// false with \p error when an op is not supported by the backend.
-bool lowerToLLVMText(const Function &fn, std::string &text, std::string &error);
+/// Lowers \p fn to LLVM IR text (for `tslc emit --emit=llvm`). An
+/// Unsupported error when an op is not supported by the backend.
+Expected<std::string> lowerToLLVMText(const Function &fn);
 
 /// Lowers, optimizes for the host CPU and prints native assembly (`tslc
-/// emit --emit=asm`).
-bool lowerToAssembly(const Function &fn, std::string &text, std::string &error);
+/// emit --emit=asm`). Errors as lowerToLLVMText.
+Expected<std::string> lowerToAssembly(const Function &fn);
 
 /// Compiles \p fns (variants, possibly of several functions) ahead of time
 /// into a shared library the runtime loads without a compiler
-/// (tsl_module_load_aot). Links with $CC (default `cc`).
-bool buildSharedLibrary(const std::vector<Function> &fns,
-                        const std::string &outPath, std::string &error);
+/// (tsl_module_load_aot). Links with $CC (default `cc`). Errors: Io (a
+/// file cannot be written), Unsupported (an op, or the link failed).
+Expected<void> buildSharedLibrary(const std::vector<Function> &fns,
+                                  const std::string &outPath);
 
 /// Identifies what compiled code depends on besides the source: LLVM's
 /// target triple, the host CPU and its features (cache keys).
@@ -63,15 +65,16 @@ std::string hostTargetId();
 /// per distinct kernel and one for the rest) and the manifest describing
 /// their variants (the on-disk compile cache). Kernels found in \p cache
 /// (may be null) are not compiled again; new ones are stored there.
-bool compileObject(const std::vector<Function> &fns,
-                   std::vector<std::string> &objects, std::string &manifest,
-                   std::string &error, KernelObjectCache *cache = nullptr);
-/// Loads objects made by compileObject into a JIT session and returns their
-/// variants by function name. Fails (never crashes) on a bad manifest.
-bool loadObjectVariants(
+Expected<void> compileObject(const std::vector<Function> &fns,
+                             std::vector<std::string> &objects,
+                             std::string &manifest,
+                             KernelObjectCache *cache = nullptr);
+/// Loads objects made by compileObject into a JIT session and appends their
+/// variants by function name to \p out. An InvalidArgument error (never a
+/// crash) on a bad manifest or object.
+Expected<void> loadObjectVariants(
     const std::vector<std::string> &objects, const std::string &manifest,
-    std::vector<std::pair<std::string, rt::VariantCode>> &out,
-    std::string &error);
+    std::vector<std::pair<std::string, rt::VariantCode>> &out);
 
 /// Fills a variant's metadata from \p fn (everything but entry points):
 /// parameters, results, the matcher's check descriptions, op locations.
@@ -101,29 +104,30 @@ bool readResults(
     std::vector<Tensor> &outputs, RunError &error);
 
 /// Compiles one native function that chooses among \p variants (loaded in
-/// this process) in order: rt::DispatchFn. False with \p error on failure.
-bool compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
-                       rt::Dispatcher &out, std::string &error);
+/// this process) in order: rt::DispatchFn.
+Expected<void>
+compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
+                  rt::Dispatcher &out);
 
 /// A compiled, loaded kernel. Thread-compatible: run() may be called from
 /// several threads at once (each call has its own context).
 class CpuKernel {
 public:
   ~CpuKernel();
-  /// Compiles \p fn. Returns null with \p error on failure. Functions
+  /// Compiles \p fn: an Unsupported error for an op the CPU backend
+  /// lacks, Internal for a bug, Resource when JIT memory runs out. Functions
   /// with more than \p outlineOpsAbove ops are lowered one kernel per LLVM
   /// function (0: every function; SIZE_MAX: the whole function as one).
   /// Kernels found in \p cache (may be null: the on-disk compile cache's
   /// kernel objects, as JitCompiler::openKernelCache gives it) are not
   /// compiled again; new ones are stored there.
-  static std::unique_ptr<CpuKernel>
-  compile(const Function &fn, std::string &error,
-          size_t outlineOpsAbove = kOutlineOpsAbove,
+  static Expected<std::unique_ptr<CpuKernel>>
+  compile(const Function &fn, size_t outlineOpsAbove = kOutlineOpsAbove,
           KernelObjectCache *cache = nullptr);
   /// Compiles \p fn into a runtime variant (entry points, metadata, and
-  /// the JIT session kept alive by the variant).
-  static bool compileVariant(const Function &fn, rt::VariantCode &out,
-                             std::string &error);
+  /// the JIT session kept alive by the variant). Errors as compile().
+  static Expected<void> compileVariant(const Function &fn,
+                                       rt::VariantCode &out);
   /// Binds the arguments (as the interpreter does), runs the kernel and
   /// copies the results into fresh tensors.
   bool run(const std::vector<ArgValue> &args, std::vector<Tensor> &outputs,

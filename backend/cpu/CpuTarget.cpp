@@ -26,12 +26,11 @@ const Target &cpuTarget() {
   return target;
 }
 
-std::unique_ptr<llvm::Module> lowerFunction(const Function &fn,
-                                            llvm::LLVMContext &ctx,
-                                            std::vector<std::string> &checks,
-                                            std::string &error,
-                                            const LoweringOptions &options) {
-  return lowerForTarget(fn, ctx, cpuTarget(), checks, error, options);
+Expected<std::unique_ptr<llvm::Module>>
+lowerFunction(const Function &fn, llvm::LLVMContext &ctx,
+              std::vector<std::string> &checks,
+              const LoweringOptions &options) {
+  return lowerForTarget(fn, ctx, cpuTarget(), checks, options);
 }
 
 } // namespace tsl

@@ -35,10 +35,10 @@ const Target &cpuTarget();
 
 /// Lowers \p fn for the host CPU (lowerForTarget with cpuTarget()); \p
 /// checks receives one description per check of tsl_match, in code order.
-/// Null with \p error when an op is not supported.
-std::unique_ptr<llvm::Module>
+/// An Unsupported error when an op is not supported (lowerForTarget).
+Expected<std::unique_ptr<llvm::Module>>
 lowerFunction(const Function &fn, llvm::LLVMContext &ctx,
-              std::vector<std::string> &checks, std::string &error,
+              std::vector<std::string> &checks,
               const LoweringOptions &options = {});
 
 } // namespace tsl

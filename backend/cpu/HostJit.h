@@ -16,10 +16,11 @@ namespace tsl {
 
 /// Optimizes \p m for the host (or $TSL_TARGET_CPU) and loads it into a
 /// new ORC session whose runtime symbols (KernelAbi.h, libm) resolve to
-/// this process. Null with \p error on failure.
-std::unique_ptr<llvm::orc::LLJIT>
+/// this process. Errors: Unsupported (LLVM cannot target the CPU),
+/// Resource (no memory for a session), Internal.
+Expected<std::unique_ptr<llvm::orc::LLJIT>>
 createHostJit(std::unique_ptr<llvm::Module> m,
-              std::unique_ptr<llvm::LLVMContext> ctx, std::string &error);
+              std::unique_ptr<llvm::LLVMContext> ctx);
 
 /// The entry points of one variant in \p jit (kernel, matcher, result
 /// shapes), by symbol name. False when one is missing.

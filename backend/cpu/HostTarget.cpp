@@ -89,13 +89,16 @@ llvm::Expected<llvm::orc::JITTargetMachineBuilder> targetMachineBuilder() {
   return jtmb;
 }
 
-std::unique_ptr<llvm::TargetMachine> targetMachine(bool pic, std::string &error,
-                                                   OptEffort effort) {
+Error llvmError(ErrorKind kind, llvm::Error err, const std::string &prefix) {
+  return makeError(kind, prefix + errorText(std::move(err)));
+}
+
+Expected<std::unique_ptr<llvm::TargetMachine>> targetMachine(bool pic,
+                                                             OptEffort effort) {
   auto jtmb = targetMachineBuilder();
-  if (!jtmb) {
-    error = errorText(jtmb.takeError());
-    return nullptr;
-  }
+  if (!jtmb)
+    return llvmError(ErrorKind::Unsupported, jtmb.takeError(),
+                     "cannot target the host CPU: ");
   jtmb->setCodeGenOptLevel(
       effort == OptEffort::Full    ? llvm::CodeGenOptLevel::Aggressive
       : effort == OptEffort::Light ? llvm::CodeGenOptLevel::Less
@@ -110,10 +113,9 @@ std::unique_ptr<llvm::TargetMachine> targetMachine(bool pic, std::string &error,
     jtmb->setCodeModel(llvm::CodeModel::Small);
   }
   auto tm = jtmb->createTargetMachine();
-  if (!tm) {
-    error = errorText(tm.takeError());
-    return nullptr;
-  }
+  if (!tm)
+    return llvmError(ErrorKind::Unsupported, tm.takeError(),
+                     "cannot target the host CPU: ");
   return std::move(*tm);
 }
 

@@ -2,6 +2,8 @@
 /// \file Private to backend/cpu (it includes LLVM): the host target machine
 /// and the optimization pipeline every CPU compile path shares.
 
+#include "support/Error.h"
+
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/Error.h>
@@ -19,6 +21,9 @@ void initializeLLVM();
 /// The text of \p err (consumed).
 std::string errorText(llvm::Error err);
 
+/// \p err (consumed) as an Error of \p kind: \p prefix, then its text.
+Error llvmError(ErrorKind kind, llvm::Error err, const std::string &prefix = "");
+
 /// How hard a module is optimized: O3 with vectorization (kernels,
 /// matchers), O1 for code that only sequences calls to kernels, or nothing
 /// (O0 and fast instruction selection) for such code when it is large.
@@ -34,10 +39,10 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm,
 llvm::Expected<llvm::orc::JITTargetMachineBuilder> targetMachineBuilder();
 
 /// A target machine for the selected CPU (position-independent when \p pic,
-/// for shared libraries). Null with \p error when LLVM cannot target it.
+/// for shared libraries). An Unsupported error when LLVM cannot target it.
 /// A target machine is not shared between threads.
-std::unique_ptr<llvm::TargetMachine>
-targetMachine(bool pic, std::string &error, OptEffort effort = OptEffort::Full);
+Expected<std::unique_ptr<llvm::TargetMachine>>
+targetMachine(bool pic, OptEffort effort = OptEffort::Full);
 
 /// Sets the module's target, tags its functions with the CPU and features,
 /// and optimizes it.

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <sched.h>
 #include <set>
 #include <thread>
@@ -34,7 +35,7 @@ struct Unit {
   std::string bitcode;
   std::string key;
   std::string object;
-  std::string error;
+  std::optional<Error> error;
   bool cached = false;
   OptEffort effort = OptEffort::Full;
 };
@@ -209,13 +210,16 @@ bool compileUnit(Unit &u, bool pic) {
   auto m =
       llvm::parseBitcodeFile(llvm::MemoryBufferRef(u.bitcode, "tsl-unit"), ctx);
   if (!m) {
-    u.error = "internal error: " + errorText(m.takeError());
+    u.error = llvmError(ErrorKind::Internal, m.takeError(), "internal error: ");
     return false;
   }
-  std::unique_ptr<llvm::TargetMachine> tm =
-      targetMachine(pic, u.error, u.effort);
-  if (!tm)
+  Expected<std::unique_ptr<llvm::TargetMachine>> machine =
+      targetMachine(pic, u.effort);
+  if (!machine) {
+    u.error = machine.error();
     return false;
+  }
+  std::unique_ptr<llvm::TargetMachine> tm = std::move(*machine);
   prepareAndOptimize(**m, *tm, u.effort);
   llvm::SmallString<0> buffer;
   {
@@ -223,7 +227,8 @@ bool compileUnit(Unit &u, bool pic) {
     llvm::legacy::PassManager pm;
     if (tm->addPassesToEmitFile(pm, os, nullptr,
                                 llvm::CodeGenFileType::ObjectFile)) {
-      u.error = "the host target cannot emit object files";
+      u.error = makeError(ErrorKind::Unsupported,
+                          "the host target cannot emit object files");
       return false;
     }
     pm.run(**m);
@@ -282,10 +287,10 @@ unsigned compileThreads() {
   return cpus;
 }
 
-bool compileToObjects(std::unique_ptr<llvm::Module> m, bool pic,
-                      KernelObjectCache *cache,
-                      std::vector<std::string> &objects, std::string &error,
-                      ObjectCompileStats *stats) {
+Expected<void> compileToObjects(std::unique_ptr<llvm::Module> m, bool pic,
+                                KernelObjectCache *cache,
+                                std::vector<std::string> &objects,
+                                ObjectCompileStats *stats) {
   auto start = std::chrono::steady_clock::now();
   initializeLLVM();
   std::vector<llvm::Function *> kernels;
@@ -356,10 +361,8 @@ bool compileToObjects(std::unique_ptr<llvm::Module> m, bool pic,
   s.threads = compileAll(units, pic, compileThreads());
   objects.clear();
   for (Unit &u : units) {
-    if (!u.error.empty()) {
-      error = u.error;
-      return false;
-    }
+    if (u.error)
+      return *u.error;
     if (cache && !u.cached)
       cache->store(u.key, u.object);
     objects.push_back(std::move(u.object));
@@ -378,7 +381,7 @@ bool compileToObjects(std::unique_ptr<llvm::Module> m, bool pic,
                  "ms\n",
                  s.kernelCalls, s.kernels, s.fromCache, s.units, s.threads,
                  s.milliseconds);
-  return true;
+  return {};
 }
 
 std::string packObjects(const std::vector<std::string> &objects) {

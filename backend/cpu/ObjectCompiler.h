@@ -32,11 +32,12 @@ struct ObjectCompileStats {
 /// in its own LLVM context; a unit whose object \p cache (may be null) holds
 /// is not compiled again. \p objects is in a fixed order (the rest, then
 /// the kernels in module order). \p pic: position-independent code (shared
-/// libraries, cached objects). False with \p error when LLVM fails.
-bool compileToObjects(std::unique_ptr<llvm::Module> m, bool pic,
-                      KernelObjectCache *cache,
-                      std::vector<std::string> &objects, std::string &error,
-                      ObjectCompileStats *stats = nullptr);
+/// libraries, cached objects). An error when LLVM cannot target the host
+/// (Unsupported) or fails (Internal).
+Expected<void> compileToObjects(std::unique_ptr<llvm::Module> m, bool pic,
+                                KernelObjectCache *cache,
+                                std::vector<std::string> &objects,
+                                ObjectCompileStats *stats = nullptr);
 
 /// Threads compileToObjects uses: $TSL_COMPILE_THREADS when it is a
 /// positive number, else the CPUs this process may run on.

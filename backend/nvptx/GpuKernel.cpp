@@ -252,8 +252,8 @@ void addKernelEntries(llvm::Module &m, int32_t numKernels) {
   definePrimitives(m);
 }
 
-bool compileToPtx(llvm::Module &m, int32_t numKernels, const std::string &arch,
-                  std::string &ptx, std::string &error) {
+Expected<std::string> compileToPtx(llvm::Module &m, int32_t numKernels,
+                                   const std::string &arch) {
   static std::once_flag once;
   std::call_once(once, [] {
     LLVMInitializeNVPTXTargetInfo();
@@ -261,18 +261,17 @@ bool compileToPtx(llvm::Module &m, int32_t numKernels, const std::string &arch,
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
   });
-  if (arch != "sm_80" && arch != "sm_90") {
-    error = "unknown GPU architecture '" + arch + "' (sm_80 or sm_90)";
-    return false;
-  }
+  if (arch != "sm_80" && arch != "sm_90")
+    return makeError(ErrorKind::InvalidArgument,
+                     "unknown GPU architecture '" + arch +
+                         "' (sm_80 or sm_90)");
   const std::string triple = "nvptx64-nvidia-cuda";
   std::string lookupError;
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, lookupError);
-  if (!target) {
-    error = "this LLVM has no NVPTX target: " + lookupError;
-    return false;
-  }
+  if (!target)
+    return makeError(ErrorKind::Unsupported,
+                     "this LLVM has no NVPTX target: " + lookupError);
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       triple, arch, "", llvm::TargetOptions(), std::nullopt, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));
@@ -283,26 +282,22 @@ bool compileToPtx(llvm::Module &m, int32_t numKernels, const std::string &arch,
   if (useLibdevice(m) > 0) {
     LibdeviceSearch found = findLibdevice();
     const std::string &path = found.path;
-    if (path.empty()) {
-      error = "not supported on the cuda backend without libdevice: exp, "
-              "log, sin, cos, pow, tanh and erf (" +
-              found.message() + ")";
-      return false;
-    }
+    if (path.empty())
+      return makeError(ErrorKind::Unsupported,
+                       "not supported on the cuda backend without libdevice: "
+                       "exp, log, sin, cos, pow, tanh and erf (" +
+                           found.message() + ")");
     llvm::SMDiagnostic diag;
     std::unique_ptr<llvm::Module> lib =
         llvm::parseIRFile(path, diag, m.getContext());
-    if (!lib) {
-      error = "cannot read libdevice '" + path + "'";
-      return false;
-    }
+    if (!lib)
+      return makeError(ErrorKind::Io, "cannot read libdevice '" + path + "'");
     lib->setTargetTriple(triple);
     lib->setDataLayout(m.getDataLayout());
     if (llvm::Linker::linkModules(m, std::move(lib),
-                                  llvm::Linker::LinkOnlyNeeded)) {
-      error = "cannot link libdevice";
-      return false;
-    }
+                                  llvm::Linker::LinkOnlyNeeded))
+      return makeError(ErrorKind::Internal,
+                       "internal error: cannot link libdevice");
   }
   // Everything but the kernel entries is internal, so O3 inlines the
   // device functions and drops the libdevice functions nobody calls.
@@ -324,21 +319,17 @@ bool compileToPtx(llvm::Module &m, int32_t numKernels, const std::string &arch,
   }
   // Device code calls nothing of the host runtime.
   for (llvm::Function &f : m)
-    if (f.isDeclaration() && !f.isIntrinsic() && !f.use_empty()) {
-      error = "internal error: device code calls '" + f.getName().str() + "'";
-      return false;
-    }
+    if (f.isDeclaration() && !f.isIntrinsic() && !f.use_empty())
+      return makeError(ErrorKind::Internal, "internal error: device code calls '" +
+                                                f.getName().str() + "'");
   llvm::SmallString<0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;
   if (tm->addPassesToEmitFile(pm, os, nullptr,
-                              llvm::CodeGenFileType::AssemblyFile)) {
-    error = "the NVPTX target cannot emit PTX";
-    return false;
-  }
+                              llvm::CodeGenFileType::AssemblyFile))
+    return makeError(ErrorKind::Unsupported, "the NVPTX target cannot emit PTX");
   pm.run(m);
-  ptx.assign(buffer.begin(), buffer.end());
-  return true;
+  return std::string(buffer.begin(), buffer.end());
 }
 
 /// Host and device modules of \p fn.
@@ -353,28 +344,29 @@ struct Lowered {
   std::vector<std::string> checks; ///< of the host matcher
 };
 
-bool lowerBoth(const Function &fn, Lowered &out, std::string &error) {
-  if (!fn.callees.empty()) {
-    error = "internal error: '" + fn.name +
-            "' has calls; the GPU lowers functions elaborated with "
-            "pipelineOptionsFor(\"nvptx\") (calls inlined)";
-    return false;
-  }
+Expected<void> lowerBoth(const Function &fn, Lowered &out) {
+  if (!fn.callees.empty())
+    return makeError(ErrorKind::Internal,
+                     "internal error: '" + fn.name +
+                         "' has calls; the GPU lowers functions elaborated "
+                         "with pipelineOptionsFor(\"nvptx\") (calls inlined)");
   out.fn = fn;
   out.ctx = std::make_unique<llvm::LLVMContext>();
-  out.host = lowerFunctionWithDevice(out.fn, *out.ctx, out.checks, error,
-                                     out.device, out.numKernels);
-  return out.host != nullptr;
+  Expected<std::unique_ptr<llvm::Module>> host = lowerFunctionWithDevice(
+      out.fn, *out.ctx, out.checks, out.device, out.numKernels);
+  if (!host)
+    return host.error();
+  out.host = std::move(*host);
+  return {};
 }
 
 } // namespace
 
-bool lowerToPtx(const Function &fn, const std::string &arch, std::string &ptx,
-                std::string &error) {
+Expected<std::string> lowerToPtx(const Function &fn, const std::string &arch) {
   Lowered l;
-  if (!lowerBoth(fn, l, error))
-    return false;
-  return compileToPtx(*l.device, l.numKernels, arch, ptx, error);
+  if (Expected<void> lowered = lowerBoth(fn, l); !lowered)
+    return lowered.error();
+  return compileToPtx(*l.device, l.numKernels, arch);
 }
 
 namespace {
@@ -382,27 +374,29 @@ namespace {
 /// The device code of lowered \p l on \p device: PTX loaded into the CUDA
 /// device, or the device functions compiled for the host (emulator).
 /// Consumes l.device.
-bool buildDeviceCode(Lowered &l, rt::GpuDevice &device, rt::DeviceCode &code,
-                     std::string &error) {
+/// The driver's failures (a context, a module the PTX JIT refuses) are
+/// device failures: Resource.
+Expected<void> buildDeviceCode(Lowered &l, rt::GpuDevice &device,
+                               rt::DeviceCode &code) {
   if (rt::CudaDevice *cuda = device.cuda()) {
     std::string arch = cuda->capability() >= 90 ? "sm_90" : "sm_80";
-    std::string ptx;
-    if (!compileToPtx(*l.device, l.numKernels, arch, ptx, error))
-      return false;
+    Expected<std::string> ptx = compileToPtx(*l.device, l.numKernels, arch);
+    if (!ptx)
+      return ptx.error();
+    std::string error;
     if (!cuda->makeCurrent(error))
-      return false;
+      return makeError(ErrorKind::Resource, std::move(error));
     rt::CUmodule module = nullptr;
-    if (!cuda->loadModule(ptx, module, error))
-      return false;
+    if (!cuda->loadModule(*ptx, module, error))
+      return makeError(ErrorKind::Resource, std::move(error));
     for (int32_t i = 0; i < l.numKernels; ++i) {
       rt::CUfunction f = nullptr;
       std::string name = "tsl_k" + std::to_string(i);
       if (rt::CUresult r = cuda->driver().api().cuModuleGetFunction(
               &f, module, name.c_str());
-          r != 0) {
-        error = cuda->driver().describe(name.c_str(), r);
-        return false;
-      }
+          r != 0)
+        return makeError(ErrorKind::Resource,
+                         cuda->driver().describe(name.c_str(), r));
       code.cuda.push_back(f);
     }
   } else {
@@ -416,27 +410,25 @@ bool buildDeviceCode(Lowered &l, rt::GpuDevice &device, rt::DeviceCode &code,
     llvm::SMDiagnostic diag;
     std::unique_ptr<llvm::Module> copy = llvm::parseIR(
         llvm::MemoryBufferRef(text, "tsl_device"), diag, *deviceCtx);
-    if (!copy) {
-      error = "internal error: cannot copy the device module";
-      return false;
-    }
-    std::shared_ptr<llvm::orc::LLJIT> jit =
-        createHostJit(std::move(copy), std::move(deviceCtx), error);
-    if (!jit)
-      return false;
+    if (!copy)
+      return makeError(ErrorKind::Internal,
+                       "internal error: cannot copy the device module");
+    Expected<std::unique_ptr<llvm::orc::LLJIT>> session =
+        createHostJit(std::move(copy), std::move(deviceCtx));
+    if (!session)
+      return session.error();
+    std::shared_ptr<llvm::orc::LLJIT> jit = std::move(*session);
     for (int32_t i = 0; i < l.numKernels; ++i) {
       auto sym = jit->lookup("tsl_dev_" + std::to_string(i));
-      if (!sym) {
-        error = errorText(sym.takeError());
-        return false;
-      }
+      if (!sym)
+        return makeError(ErrorKind::Internal, errorText(sym.takeError()));
       code.emulated.push_back(sym->toPtr<rt::EmulatedKernel>());
     }
     code.keepAlive = jit;
   }
   // The device module lives in the context the host JIT takes over.
   l.device.reset();
-  return true;
+  return {};
 }
 
 /// Host code of \p l in a JIT session, with its entry points.
@@ -447,35 +439,52 @@ struct HostCode {
   rt::ShapesFn shapes = nullptr;
 };
 
-bool buildHostCode(Lowered &l, HostCode &out, std::string &error) {
-  out.jit = createHostJit(std::move(l.host), std::move(l.ctx), error);
-  if (!out.jit)
-    return false;
+Expected<void> buildHostCode(Lowered &l, HostCode &out) {
+  Expected<std::unique_ptr<llvm::orc::LLJIT>> session =
+      createHostJit(std::move(l.host), std::move(l.ctx));
+  if (!session)
+    return session.error();
+  out.jit = std::move(*session);
   rt::VariantCode entry;
   if (!lookupEntryPoints(*out.jit, kKernelName, kMatchName, kShapesName,
-                         entry)) {
-    error = "internal error: the GPU variant's host code has no entry points";
-    return false;
-  }
+                         entry))
+    return makeError(
+        ErrorKind::Internal,
+        "internal error: the GPU variant's host code has no entry points");
   out.kernel = entry.kernel;
   out.match = entry.match;
   out.shapes = entry.shapes;
-  return true;
+  return {};
+}
+
+/// Lowers \p fn and builds its device and host code into \p code and
+/// \p host; \p lowered keeps the function failures name.
+Expected<void> buildBoth(const Function &fn, rt::GpuDevice &device,
+                         Function &lowered, rt::DeviceCode &code,
+                         HostCode &host) {
+  Lowered l;
+  if (Expected<void> ok = lowerBoth(fn, l); !ok)
+    return ok.error();
+  lowered = l.fn;
+  if (Expected<void> ok = buildDeviceCode(l, device, code); !ok)
+    return ok.error();
+  return buildHostCode(l, host);
 }
 
 } // namespace
 
-bool compileGpuVariant(const Function &fn,
-                       const std::shared_ptr<rt::GpuDevice> &device,
-                       rt::VariantCode &out, std::string &error) {
+Expected<void> compileGpuVariant(const Function &fn,
+                                 const std::shared_ptr<rt::GpuDevice> &device,
+                                 rt::VariantCode &out) {
   Lowered l;
-  if (!lowerBoth(fn, l, error))
-    return false;
+  if (Expected<void> ok = lowerBoth(fn, l); !ok)
+    return ok.error();
   auto code = std::make_shared<rt::DeviceCode>();
   HostCode host;
-  if (!buildDeviceCode(l, *device, *code, error) ||
-      !buildHostCode(l, host, error))
-    return false;
+  if (Expected<void> ok = buildDeviceCode(l, *device, *code); !ok)
+    return ok.error();
+  if (Expected<void> ok = buildHostCode(l, host); !ok)
+    return ok.error();
   out = rt::VariantCode();
   out.kernel = host.kernel;
   out.match = host.match;
@@ -483,7 +492,7 @@ bool compileGpuVariant(const Function &fn,
   fillVariantMetadata(l.fn, l.checks, out);
   out.device = code;
   out.keepAlive = host.jit;
-  return true;
+  return {};
 }
 
 struct GpuKernel::Impl {
@@ -496,22 +505,20 @@ struct GpuKernel::Impl {
 GpuKernel::GpuKernel() : impl_(std::make_unique<Impl>()) {}
 GpuKernel::~GpuKernel() = default;
 
-std::unique_ptr<GpuKernel>
-GpuKernel::compile(const Function &fn, GpuTarget target, std::string &error) {
+Expected<std::unique_ptr<GpuKernel>> GpuKernel::compile(const Function &fn,
+                                                        GpuTarget target) {
   std::unique_ptr<GpuKernel> k(new GpuKernel());
   Impl &impl = *k->impl_;
   // The device first: without a driver there is nothing to compile for.
+  std::string error;
   impl.device = target == GpuTarget::Cuda ? rt::GpuDevice::openCuda(0, error)
                                           : rt::GpuDevice::emulator();
   if (!impl.device)
-    return nullptr;
-  Lowered l;
-  if (!lowerBoth(fn, l, error))
-    return nullptr;
-  impl.fn = l.fn; // what failures name
-  if (!buildDeviceCode(l, *impl.device, impl.code, error) ||
-      !buildHostCode(l, impl.host, error))
-    return nullptr;
+    return makeError(ErrorKind::Unsupported, std::move(error));
+  if (Expected<void> ok = buildBoth(fn, *impl.device, impl.fn, impl.code,
+                                    impl.host);
+      !ok)
+    return ok.error();
   return k;
 }
 

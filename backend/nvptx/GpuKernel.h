@@ -15,6 +15,7 @@
 /// run the `inline-calls` pass on IR that has them.
 
 #include "ir/Interpreter.h"
+#include "support/Error.h"
 
 #include <memory>
 #include <string>
@@ -29,15 +30,17 @@ struct VariantCode;
 
 /// Compiles \p fn into a runtime variant for \p device: host entry points
 /// (kernel, matcher, shapes) plus the device kernels (VariantCode::device).
-bool compileGpuVariant(const Function &fn,
-                       const std::shared_ptr<rt::GpuDevice> &device,
-                       rt::VariantCode &out, std::string &error);
+/// Errors: Unsupported (an op without a device lowering, no libdevice),
+/// Resource (the driver refuses the module), Internal.
+Expected<void> compileGpuVariant(const Function &fn,
+                                 const std::shared_ptr<rt::GpuDevice> &device,
+                                 rt::VariantCode &out);
 
-/// Lowers \p fn's device kernels to PTX for \p arch ("sm_80", "sm_90").
-/// Transcendental functions come from libdevice (CUDA toolkit; found at
-/// $CUDA_HOME or /usr/local/cuda); without it they are "not supported".
-bool lowerToPtx(const Function &fn, const std::string &arch, std::string &ptx,
-                std::string &error);
+/// Lowers \p fn's device kernels to PTX for \p arch ("sm_80", "sm_90";
+/// another is InvalidArgument). Transcendental functions come from
+/// libdevice (CUDA toolkit; found at $CUDA_HOME or /usr/local/cuda);
+/// without it they are Unsupported.
+Expected<std::string> lowerToPtx(const Function &fn, const std::string &arch);
 
 /// Where a GpuKernel runs.
 enum class GpuTarget {
@@ -48,10 +51,11 @@ enum class GpuTarget {
 class GpuKernel {
 public:
   ~GpuKernel();
-  /// Compiles \p fn for \p target. Null with \p error: an op without a
-  /// device lowering, no CUDA driver or device, or a PTX the driver rejects.
-  static std::unique_ptr<GpuKernel>
-  compile(const Function &fn, GpuTarget target, std::string &error);
+  /// Compiles \p fn for \p target. Unsupported: an op without a device
+  /// lowering, or no CUDA driver or device; Resource: a PTX the driver
+  /// rejects.
+  static Expected<std::unique_ptr<GpuKernel>> compile(const Function &fn,
+                                                      GpuTarget target);
   /// Copies the arguments to the device, runs the host code (which
   /// launches the kernels) and copies the results back. Errors name the
   /// failed op's source line, as on the CPU.

@@ -34,14 +34,14 @@ const Target &nvptxTarget() {
   return target;
 }
 
-std::unique_ptr<llvm::Module>
+Expected<std::unique_ptr<llvm::Module>>
 lowerFunctionWithDevice(const Function &fn, llvm::LLVMContext &ctx,
-                        std::vector<std::string> &checks, std::string &error,
+                        std::vector<std::string> &checks,
                         std::unique_ptr<llvm::Module> &deviceModule,
                         int32_t &numKernels) {
   DeviceKernels kernels;
-  std::unique_ptr<llvm::Module> m = lowerForTarget(
-      fn, ctx, nvptxTarget(), checks, error, LoweringOptions(), &kernels);
+  Expected<std::unique_ptr<llvm::Module>> m = lowerForTarget(
+      fn, ctx, nvptxTarget(), checks, LoweringOptions(), &kernels);
   deviceModule = std::move(kernels.module);
   numKernels = kernels.count;
   return m;

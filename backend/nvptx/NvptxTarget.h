@@ -43,10 +43,11 @@ const Target &nvptxTarget();
 /// as device kernel `tsl_dev_<k>(ptr args)` of \p deviceModule (k = 0 ..
 /// \p numKernels - 1; args as DeviceKernels (Lowering.h) says; grid-stride
 /// loops, so any number of threads computes the whole op). Ops the device
-/// path lacks fail with "not supported on the cuda backend: ...".
-std::unique_ptr<llvm::Module>
+/// path lacks are Unsupported errors ("not supported on the cuda backend:
+/// ...").
+Expected<std::unique_ptr<llvm::Module>>
 lowerFunctionWithDevice(const Function &fn, llvm::LLVMContext &ctx,
-                        std::vector<std::string> &checks, std::string &error,
+                        std::vector<std::string> &checks,
                         std::unique_ptr<llvm::Module> &deviceModule,
                         int32_t &numKernels);
 

@@ -101,10 +101,10 @@ std::vector<std::string> JitCompiler::functionNames() {
   return names;
 }
 
-bool JitCompiler::compileDispatcher(
-    const std::vector<const rt::VariantCode *> &variants, rt::Dispatcher &out,
-    std::string &error) {
-  return tsl::compileDispatcher(variants, out, error);
+Expected<void> JitCompiler::compileDispatcher(
+    const std::vector<const rt::VariantCode *> &variants,
+    rt::Dispatcher &out) {
+  return tsl::compileDispatcher(variants, out);
 }
 
 std::optional<size_t> JitCompiler::arity(const std::string &function,
@@ -174,11 +174,14 @@ bool JitCompiler::compile(const std::string &function,
     error = {ErrorKind::Internal, "internal error: " + text, {}};
     return false;
   }
-  // The backend reports failures as text: an op or type the target cannot
-  // compile (or an attribute it misread, noted as an internal error).
-  if (!compileVariant(fn, dynamicDims, allDynamic, function, args, out, text)) {
+  // The backend's error has its kind (an op the target cannot compile:
+  // Unsupported); an attribute it misread was noted as an internal error,
+  // the root cause of whatever failed after it.
+  if (Expected<void> compiled =
+          compileVariant(fn, dynamicDims, allDynamic, function, args, out);
+      !compiled) {
     std::optional<Error> internal = takeInternalError();
-    error = internal ? *internal : Error{ErrorKind::Unsupported, text, {}};
+    error = internal ? *internal : compiled.error();
     return false;
   }
   if (std::optional<Error> internal = takeInternalError()) {
@@ -200,43 +203,45 @@ bool JitCompiler::compile(const std::string &function,
   return false;
 }
 
-bool JitCompiler::compileVariant(const Function &fn,
-                                 const std::set<std::string> &dynamicDims,
-                                 bool allDynamic, const std::string &function,
-                                 const std::vector<rt::CallArg> &args,
-                                 rt::VariantCode &out, std::string &error) {
+Expected<void> JitCompiler::compileVariant(
+    const Function &fn, const std::set<std::string> &dynamicDims,
+    bool allDynamic, const std::string &function,
+    const std::vector<rt::CallArg> &args, rt::VariantCode &out) {
   if (device_)
-    return compileGpuVariant(fn, device_, out, error);
+    return compileGpuVariant(fn, device_, out);
   std::string dirPath;
   int dir = openCacheDirectory(dirPath);
   if (dir < 0)
-    return CpuKernel::compileVariant(fn, out, error);
+    return CpuKernel::compileVariant(fn, out);
   // The on-disk cache: a hit loads the object compiled by an earlier
   // process; a missing, corrupt or mismatched entry is (re)built.
   std::string request = cacheRequest(function, args, dynamicDims, allDynamic);
   std::string key = rt::sha256Hex(request).substr(0, 32);
   if (loadCached(dir, key, request, function, args, out)) {
     ::close(dir);
-    return true;
+    return {};
   }
   // A miss still takes every kernel compiled before (by any function or
   // an earlier version of this source) from the per-kernel cache.
   std::vector<std::string> objects;
   std::string manifest;
-  bool compiled = compileObject({fn}, objects, manifest, error,
-                                directoryKernelCache(dir, dirPath).get());
+  Expected<void> compiled = compileObject(
+      {fn}, objects, manifest, directoryKernelCache(dir, dirPath).get());
   if (!compiled) {
     ::close(dir);
-    return false;
+    return compiled;
   }
   storeCached(dir, dirPath, key, request, packObjects(objects), manifest);
   ::close(dir);
   std::vector<std::pair<std::string, rt::VariantCode>> variants;
-  if (!loadObjectVariants(objects, manifest, variants, error) ||
-      variants.empty())
-    return false;
+  if (Expected<void> loaded = loadObjectVariants(objects, manifest, variants);
+      !loaded)
+    return loaded;
+  if (variants.empty())
+    return makeError(ErrorKind::Internal,
+                     "internal error: the compiled object has no variant");
   out = std::move(variants[0].second);
-  return true;
+  return {};
 }
 
 namespace {
@@ -776,10 +781,11 @@ bool JitCompiler::loadCached(int dir, const std::string &key,
   if (!unpackObjects(object, objects))
     return ignore("is corrupt");
   std::vector<std::pair<std::string, rt::VariantCode>> variants;
-  std::string error;
-  if (!loadObjectVariants(objects, manifest, variants, error) ||
-      variants.empty() || variants[0].first != function)
-    return ignore("does not load (" + error + ")");
+  if (Expected<void> loaded = loadObjectVariants(objects, manifest, variants);
+      !loaded)
+    return ignore("does not load (" + loaded.error().message + ")");
+  if (variants.empty() || variants[0].first != function)
+    return ignore("does not load (it has no variant of '" + function + "')");
   out = std::move(variants[0].second);
   out.fromCache = true;
   return true;

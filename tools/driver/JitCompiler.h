@@ -40,8 +40,9 @@ public:
                const std::vector<rt::CallArg> &args,
                const std::set<std::string> &dynamicDims, bool allDynamic,
                rt::VariantCode &out, std::string &error);
-  bool compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
-                         rt::Dispatcher &out, std::string &error) override;
+  Expected<void>
+  compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
+                    rt::Dispatcher &out) override;
   /// The parameter count of \p function; nullopt with compile()'s error
   /// when the module does not load or has no such function.
   std::optional<size_t> arity(const std::string &function,
@@ -84,12 +85,12 @@ private:
   /// \p trim.
   Error diagnosticsError(bool trim) const;
   /// Compiles the elaborated \p fn with the backend for the device (CPU
-  /// variants through the on-disk cache); false with the backend's message.
-  bool compileVariant(const Function &fn,
-                      const std::set<std::string> &dynamicDims, bool allDynamic,
-                      const std::string &function,
-                      const std::vector<rt::CallArg> &args,
-                      rt::VariantCode &out, std::string &error);
+  /// variants through the on-disk cache); the backend's error on failure.
+  Expected<void> compileVariant(const Function &fn,
+                                const std::set<std::string> &dynamicDims,
+                                bool allDynamic, const std::string &function,
+                                const std::vector<rt::CallArg> &args,
+                                rt::VariantCode &out);
   /// Opens $TSL_CACHE_DIR (or ~/.cache/tsl), creating it 0700; -1 when the
   /// cache is off or the directory is refused or cannot be created (one
   /// warning per directory and process). \p path gets the directory's name.

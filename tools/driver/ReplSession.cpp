@@ -787,15 +787,15 @@ bool ReplSession::run(const std::string &argsText) {
   }
   // The CPU backend runs the call (the interpreter stays the oracle).
   std::unique_ptr<KernelObjectCache> cache = JitCompiler::openKernelCache();
-  std::unique_ptr<CpuKernel> kernel =
-      CpuKernel::compile(fn, error, kOutlineOpsAbove, cache.get());
+  Expected<std::unique_ptr<CpuKernel>> kernel =
+      CpuKernel::compile(fn, kOutlineOpsAbove, cache.get());
   if (!kernel) {
-    err_ << "<input>: error: " << error << "\n";
+    err_ << "<input>: error: " << kernel.error().message << "\n";
     return false;
   }
   std::vector<Tensor> outputs;
   RunError runError;
-  if (!kernel->run(values, outputs, runError)) {
+  if (!(*kernel)->run(values, outputs, runError)) {
     reportRunError(runError, sm, diags);
     return false;
   }

@@ -65,10 +65,12 @@ template <typename Lower>
 bool eachFunction(const Module &m, std::string &out, std::string &error,
                   Lower lower) {
   for (const Function &f : m.functions) {
-    std::string text;
-    if (!lower(f, text, error))
+    Expected<std::string> text = lower(f);
+    if (!text) {
+      error = text.error().message;
       return false;
-    out += text;
+    }
+    out += *text;
   }
   return true;
 }
@@ -95,9 +97,7 @@ bool emitAsm(const EmitInput &in, std::string &out, std::string &error) {
 bool emitPtx(const EmitInput &in, std::string &out, std::string &error) {
   return eachFunction(
       in.device, out, error,
-      [&](const Function &f, std::string &text, std::string &err) {
-        return lowerToPtx(f, in.options.arch, text, err);
-      });
+      [&](const Function &f) { return lowerToPtx(f, in.options.arch); });
 }
 
 /// The stages in pipeline order (the order they print in).

@@ -325,16 +325,15 @@ int cmdBuild(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   Function fn;
   if (!compileSelected(o, false, sm, diags, args, fn))
     return 1;
-  std::string error;
   if (o.target == "nvptx") {
     // The device kernels as PTX (the host part is compiled when loaded).
-    std::string ptx;
-    if (!lowerToPtx(fn, o.arch, ptx, error)) {
-      std::cerr << "tslc: error: " << error << "\n";
+    Expected<std::string> ptx = lowerToPtx(fn, o.arch);
+    if (!ptx) {
+      std::cerr << "tslc: error: " << ptx.error().message << "\n";
       return 1;
     }
     std::ofstream out(o.output, std::ios::binary);
-    if (!(out << ptx)) {
+    if (!(out << *ptx)) {
       std::cerr << "tslc: error: cannot write '" << o.output << "'\n";
       return 1;
     }
@@ -343,8 +342,8 @@ int cmdBuild(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (!o.target.empty() && o.target != "host")
     return usageError("not supported: --target " + o.target +
                       " (available: host, nvptx)");
-  if (!buildSharedLibrary({fn}, o.output, error)) {
-    std::cerr << "tslc: error: " << error << "\n";
+  if (Expected<void> built = buildSharedLibrary({fn}, o.output); !built) {
+    std::cerr << "tslc: error: " << built.error().message << "\n";
     return 1;
   }
   return 0;
@@ -380,22 +379,22 @@ int cmdRun(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   bool ran;
   if (o.backend == "cpu") {
     std::unique_ptr<KernelObjectCache> cache = JitCompiler::openKernelCache();
-    std::unique_ptr<CpuKernel> kernel =
-        CpuKernel::compile(fn, error, kOutlineOpsAbove, cache.get());
+    Expected<std::unique_ptr<CpuKernel>> kernel =
+        CpuKernel::compile(fn, kOutlineOpsAbove, cache.get());
     if (!kernel) {
-      std::cerr << "tslc: error: " << error << "\n";
+      std::cerr << "tslc: error: " << kernel.error().message << "\n";
       return 1;
     }
-    ran = kernel->run(values, outputs, runError);
+    ran = (*kernel)->run(values, outputs, runError);
   } else if (o.backend == "cuda" || o.backend == "gpu-emulator") {
-    std::unique_ptr<GpuKernel> kernel = GpuKernel::compile(
-        fn, o.backend == "cuda" ? GpuTarget::Cuda : GpuTarget::Emulator, error);
+    Expected<std::unique_ptr<GpuKernel>> kernel = GpuKernel::compile(
+        fn, o.backend == "cuda" ? GpuTarget::Cuda : GpuTarget::Emulator);
     if (!kernel) {
-      std::cerr << "tslc: error: " << error << "\n";
+      std::cerr << "tslc: error: " << kernel.error().message << "\n";
       return 1;
     }
     rt::beginGpuCounters();
-    ran = kernel->run(values, outputs, runError);
+    ran = (*kernel)->run(values, outputs, runError);
     rt::logGpuCounters(o.fn);
   } else {
     ran = interpret(fn, values, outputs, runError);

@@ -118,14 +118,15 @@ protected:
   int agree(const std::string &name,
             const std::vector<std::vector<ArgValue>> &calls) {
     const Function &f = fn(name);
-    std::string error;
-    std::unique_ptr<CpuKernel> cpu = CpuKernel::compile(f, error);
-    EXPECT_TRUE(cpu) << name << ": " << error;
-    std::unique_ptr<GpuKernel> gpu =
-        GpuKernel::compile(f, GpuTarget::Emulator, error);
-    EXPECT_TRUE(gpu) << name << ": " << error;
-    if (!cpu || !gpu)
+    Expected<std::unique_ptr<CpuKernel>> cpuCompiled = CpuKernel::compile(f);
+    EXPECT_TRUE(cpuCompiled) << name << ": " << cpuCompiled.error().message;
+    Expected<std::unique_ptr<GpuKernel>> gpuCompiled =
+        GpuKernel::compile(f, GpuTarget::Emulator);
+    EXPECT_TRUE(gpuCompiled) << name << ": " << gpuCompiled.error().message;
+    if (!cpuCompiled || !gpuCompiled)
       return -1;
+    std::unique_ptr<CpuKernel> cpu = std::move(*cpuCompiled);
+    std::unique_ptr<GpuKernel> gpu = std::move(*gpuCompiled);
     int rejected = 0;
     for (size_t c = 0; c < calls.size(); ++c) {
       std::vector<Tensor> want, onCpu, onGpu;

@@ -95,12 +95,12 @@ protected:
     EXPECT_TRUE(fn) << name;
     if (!fn)
       return {};
-    std::string error;
-    std::unique_ptr<GpuKernel> kernel =
-        GpuKernel::compile(*fn, GpuTarget::Emulator, error);
-    EXPECT_TRUE(kernel) << error;
-    if (!kernel)
+    Expected<std::unique_ptr<GpuKernel>> compiled =
+        GpuKernel::compile(*fn, GpuTarget::Emulator);
+    EXPECT_TRUE(compiled) << compiled.error().message;
+    if (!compiled)
       return {};
+    std::unique_ptr<GpuKernel> kernel = std::move(*compiled);
     std::vector<Tensor> out;
     RunError e;
     rt::beginGpuCounters();

@@ -270,24 +270,37 @@ void runProgram(const Program &p, int64_t index, int64_t shapes,
     return;
   }
   std::string error;
-  std::unique_ptr<CpuKernel> cpu = CpuKernel::compile(fn, error);
+  // Each backend's result, or its message in error.
+  auto take = [&](auto compiled) {
+    using Kernel = std::remove_reference_t<decltype(*compiled)>;
+    if (compiled)
+      return std::move(*compiled);
+    error = compiled.error().message;
+    return Kernel();
+  };
+  std::unique_ptr<CpuKernel> cpu = take(CpuKernel::compile(fn));
   // The default lowers each kernel into its own LLVM function; the other
   // CPU variant lowers the whole function as one (as GPU host code does).
   std::unique_ptr<CpuKernel> oneFunction;
   std::unique_ptr<GpuKernel> gpu;
   rt::VariantCode variant;
   if (cpu)
-    oneFunction = CpuKernel::compile(fn, error, SIZE_MAX);
+    oneFunction = take(CpuKernel::compile(fn, SIZE_MAX));
   if (oneFunction) {
     // The GPU takes functions without calls (ir/Pipeline.h: its pipeline
     // keeps them inlined); this one was elaborated for the host.
     Function flat = fn;
     PassContext ctx;
     runPasses(flat, "inline-calls", ctx, error);
-    gpu = GpuKernel::compile(flat, GpuTarget::Emulator, error);
+    gpu = take(GpuKernel::compile(flat, GpuTarget::Emulator));
   }
-  if (gpu && !CpuKernel::compileVariant(fn, variant, error))
-    gpu.reset();
+  if (gpu) {
+    if (Expected<void> compiled = CpuKernel::compileVariant(fn, variant);
+        !compiled) {
+      error = compiled.error().message;
+      gpu.reset();
+    }
+  }
   if (!gpu) {
     report.mismatch(p, index, p.exampleDims, p.exampleInt, false,
                     "a backend cannot compile it: " + error);
@@ -539,10 +552,11 @@ TEST(Differential, GeneratorDifferentiatesEveryRuleOpWithinAPeriod) {
         << p.forward << errors;
   }
   for (const OpInfo &op : allOps())
-    if (diffRuleOf(op.code).kind == DiffKind::Rule)
+    if (diffRuleOf(op.code).kind == DiffKind::Rule) {
       EXPECT_NE(gradProbeFor(op.name), nullptr)
           << "no gradient probe in DifferentialGenerator.h's kGradProbes for "
           << op.name;
+    }
   for (uint32_t seed : {1u, 777u, 20261127u}) {
     std::set<OpCode> used;
     int64_t gradPrograms = 0, vjps = 0;
@@ -604,10 +618,11 @@ TEST(Differential, GeneratorDifferentiatesEveryRuleOpWithinAPeriod) {
     EXPECT_GT(vjps, 0) << "seed " << seed;
     for (const GradProbe *g : activeGradProbes())
       for (const OpInfo &op : allOps())
-        if (op.name == std::string(g->op))
+        if (op.name == std::string(g->op)) {
           EXPECT_TRUE(used.count(op.code))
               << "seed " << seed << ": no gradient program of the first "
               << gradCoveragePeriod() << " used " << g->op;
+        }
   }
 }
 
@@ -646,9 +661,9 @@ TEST(Differential, RowFusedRunsMatchTheInterpreter) {
     Function fn;
     std::string errors;
     ASSERT_TRUE(compile(source, ex, fn, errors)) << source << errors;
-    std::string error;
-    std::unique_ptr<CpuKernel> kernel = CpuKernel::compile(fn, error);
-    ASSERT_NE(kernel, nullptr) << error << "\n" << source;
+    Expected<std::unique_ptr<CpuKernel>> compiled = CpuKernel::compile(fn);
+    ASSERT_TRUE(compiled) << compiled.error().message << "\n" << source;
+    std::unique_ptr<CpuKernel> kernel = std::move(*compiled);
     // Empty batches, single rows and a row of one element included.
     for (std::vector<int64_t> bsn : std::vector<std::vector<int64_t>>{
              {2, 3, 5}, {0, 3, 5}, {1, 1, 1}, {3, 7, 33}, {4, 2, 130}}) {

@@ -374,8 +374,8 @@ void buildModule(const std::string &path) {
   (*options.examples)["x"] = x;
   Function fn;
   ASSERT_TRUE(elaborateFunction(*m, "f", options, diags, fn)) << sink.str();
-  std::string error;
-  ASSERT_TRUE(buildSharedLibrary({fn}, path, error)) << error;
+  Expected<void> built = buildSharedLibrary({fn}, path);
+  ASSERT_TRUE(built) << built.error().message;
 }
 
 struct AotModule : ::testing::Test {

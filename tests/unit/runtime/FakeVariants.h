@@ -147,14 +147,13 @@ public:
     ++compiles;
     return make(args, allDynamic, out, error);
   }
-  bool compileDispatcher(const std::vector<const VariantCode *> &variants,
-                         Dispatcher &out, std::string &error) override {
-    if (!nativeDispatcher || variants.size() != 1) {
-      error = "no native dispatcher in this test";
-      return false;
-    }
+  Expected<void> compileDispatcher(const std::vector<const VariantCode *> &variants,
+                                   Dispatcher &out) override {
+    if (!nativeDispatcher || variants.size() != 1)
+      return makeError(ErrorKind::Unsupported,
+                       "no native dispatcher in this test");
     out.fn = dispatchAny;
-    return true;
+    return {};
   }
 };
 
