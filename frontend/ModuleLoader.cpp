@@ -267,9 +267,12 @@ const LoadedModule *ModuleLoader::resolveImport(const LoadedModule &from,
   if (!file)
     file = sm_.addFile(path, error);
   if (!file) {
-    diags_.error(imp.range, "cannot import '" +
-                                (imp.path.empty() ? imp.name : imp.path) +
-                                "': " + error);
+    std::error_code ec;
+    ErrorKind kind =
+        fs::exists(path, ec) ? ErrorKind::Io : ErrorKind::NotFound;
+    diags_.error(kind, imp.range,
+                 "cannot import '" + (imp.path.empty() ? imp.name : imp.path) +
+                     "': " + error);
     return nullptr;
   }
   return loadFile(file, imp.range);

@@ -54,12 +54,6 @@ void runMinimizeGuards(Function &, PassContext &ctx) {
 
 } // namespace
 
-PipelineOptions pipelineOptionsFor(std::string_view target) {
-  PipelineOptions o;
-  o.outlineCalls = target != "nvptx";
-  return o;
-}
-
 const std::vector<PassInfo> &registeredPasses() {
   static const std::vector<PassInfo> passes = {
       {"outline-calls",

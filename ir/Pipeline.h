@@ -37,10 +37,6 @@ struct PipelineOptions {
   std::function<void(std::string_view pass, const Function &fn)> afterPass;
 };
 
-/// The pipeline options for a target: "nvptx" (the GPU: calls stay
-/// inlined), anything else the host's (calls outlined).
-PipelineOptions pipelineOptionsFor(std::string_view target);
-
 /// What passes read besides the function they transform.
 struct PassContext {
   /// The elaboration's shape environment (its facts prove loops run, and

@@ -225,11 +225,12 @@ tsl_status tsl_module_load_source(tsl_runtime *rt, const char *path,
     return fail(TSL_UNSUPPORTED,
                 "this runtime has no compiler: link tsl_driver and call "
                 "tsl_runtime_enable_jit, or load an AOT module");
-  std::string error;
-  std::unique_ptr<tsl::rt::CompilerHook> compiler =
-      rt->compilerFactory(path, rt->gpu, error);
-  if (!compiler)
-    return fail(TSL_COMPILE_ERROR, error);
+  tsl::Expected<std::unique_ptr<tsl::rt::CompilerHook>> made =
+      rt->compilerFactory(path, rt->gpu);
+  if (!made)
+    return fail(tsl::rt::statusFor(made.error().kind),
+                std::move(made.error().message));
+  std::unique_ptr<tsl::rt::CompilerHook> compiler = std::move(*made);
   auto module = std::make_unique<tsl_module>();
   module->path = path;
   module->compiler = std::move(compiler);

@@ -14,10 +14,11 @@
 namespace tsl::rt {
 
 /// Creates a compiler for a source file (variants for \p device, or the
-/// CPU when null), or fails with a message.
-using CompilerFactory = std::function<std::unique_ptr<CompilerHook>(
-    const std::string &path, const std::shared_ptr<GpuDevice> &device,
-    std::string &error)>;
+/// CPU when null), or fails with the source's error (its kind: Syntax, Type,
+/// Shape for a file that does not check; Io or NotFound for a file or an
+/// import that cannot be read).
+using CompilerFactory = std::function<Expected<std::unique_ptr<CompilerHook>>(
+    const std::string &path, const std::shared_ptr<GpuDevice> &device)>;
 
 /// Installs the compiler used by tsl_module_load_source (the driver does).
 void setCompilerFactory(tsl_runtime *rt, CompilerFactory factory);

@@ -8,6 +8,7 @@
 
 #include "backend/common/KernelPlan.h"
 #include "backend/common/Lowering.h"
+#include "ir/Pipeline.h"
 
 #include <memory>
 
@@ -58,6 +59,16 @@ public:
 
   /// What the kernel plan may do on this target (planKernels).
   virtual TargetCaps caps() const = 0;
+
+  /// The IR pipeline this target's functions are elaborated with
+  /// (ir/Pipeline.h): a target whose host code launches kernels
+  /// (TargetCaps::launchesKernels) lowers no calls, so it keeps them
+  /// inlined instead of outlining them.
+  PipelineOptions pipelineOptions() const {
+    PipelineOptions o;
+    o.outlineCalls = !caps().launchesKernels;
+    return o;
+  }
 
   /// The runtime functions for allocation and failures.
   virtual RuntimeEntries runtime() const = 0;

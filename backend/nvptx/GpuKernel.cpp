@@ -349,7 +349,8 @@ Expected<void> lowerBoth(const Function &fn, Lowered &out) {
     return makeError(ErrorKind::Internal,
                      "internal error: '" + fn.name +
                          "' has calls; the GPU lowers functions elaborated "
-                         "with pipelineOptionsFor(\"nvptx\") (calls inlined)");
+                         "with nvptxTarget().pipelineOptions() (calls "
+                         "inlined)");
   out.fn = fn;
   out.ctx = std::make_unique<llvm::LLVMContext>();
   Expected<std::unique_ptr<llvm::Module>> host = lowerFunctionWithDevice(

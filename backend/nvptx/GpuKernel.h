@@ -11,7 +11,7 @@
 /// fast one.
 ///
 /// Every entry point takes a function without calls: elaborate it with the
-/// GPU's pipeline options (pipelineOptionsFor("nvptx"), ir/Pipeline.h), or
+/// GPU's pipeline options (nvptxTarget().pipelineOptions(), Target.h), or
 /// run the `inline-calls` pass on IR that has them.
 
 #include "ir/Interpreter.h"

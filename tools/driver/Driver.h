@@ -42,7 +42,7 @@ void reportRunError(const RunError &error, SourceManager &sm,
 
 /// Loads \p path, elaborates \p fnName for the given arguments (every
 /// dimension dynamic when \p allDynamic; the IR pipeline as \p pipeline
-/// asks: the host's by default, pipelineOptionsFor("nvptx") for the GPU) and
+/// asks: the host's by default, nvptxTarget().pipelineOptions() for the GPU) and
 /// verifies the IR. Fails with a diagnostic on a load or elaboration error
 /// or an argument given twice.
 bool compileForArgs(ModuleLoader &loader, const std::string &path,

@@ -2,7 +2,9 @@
 #include "support/FileRead.h"
 
 #include "backend/cpu/CpuKernel.h"
+#include "backend/cpu/CpuTarget.h"
 #include "backend/nvptx/GpuKernel.h"
+#include "backend/nvptx/NvptxTarget.h"
 #include "frontend/Elaborator.h"
 #include "ir/Verifier.h"
 
@@ -162,7 +164,8 @@ bool JitCompiler::compile(const std::string &function,
   }
   options.forceDynamic = dynamicDims;
   options.allDynamic = allDynamic;
-  options.pipeline = pipelineOptionsFor(device_ ? "nvptx" : "host");
+  options.pipeline =
+      (device_ ? nvptxTarget() : cpuTarget()).pipelineOptions();
   diagnosticText_.str("");
   diags_.reset(); // the 51st failed compile of a module still has a message
   Function fn;

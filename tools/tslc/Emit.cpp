@@ -224,7 +224,10 @@ bool loadInput(const Options &o, bool host, bool gpu, SourceManager &sm,
   else
     for (const ast::FnDecl &f : in.source->ast->fns)
       names.push_back(f.name);
-  PipelineOptions first = pipelineOptionsFor(host ? "host" : "nvptx");
+  // Host and GPU functions come from elaborations of their own: the host's
+  // pipeline outlines calls, the GPU's keeps them inlined.
+  PipelineOptions first =
+      (host ? cpuTarget() : nvptxTarget()).pipelineOptions();
   if (!printAfterHook(o.printAfter, first) ||
       !elaborateAll(o, names, first, loader, diags, in,
                     host ? in.module : in.device))
@@ -233,8 +236,8 @@ bool loadInput(const Options &o, bool host, bool gpu, SourceManager &sm,
     return true;
   std::ostringstream quietText;
   DiagnosticEngine quiet(sm, quietText);
-  if (elaborateAll(o, names, pipelineOptionsFor("nvptx"), loader, quiet, in,
-                   in.device))
+  if (elaborateAll(o, names, nvptxTarget().pipelineOptions(), loader, quiet,
+                   in, in.device))
     return true;
   std::cerr << quietText.str();
   return false;

@@ -2,6 +2,8 @@
 // `.tslir` files.
 #include "tools/tslc/Tslc.h"
 
+#include "backend/cpu/CpuTarget.h"
+#include "backend/nvptx/NvptxTarget.h"
 #include "ir/IrText.h"
 #include "ir/Pipeline.h"
 #include "ir/Verifier.h"
@@ -199,7 +201,8 @@ bool compileSelected(const Options &o, bool withData, SourceManager &sm,
   ModuleLoader loader(sm, diags);
   configure(loader, o);
   if (compileForArgs(loader, o.files[0], o.fn, args, diags, fn, o.allDynamic,
-                     pipelineOptionsFor(targetsGpu(o) ? "nvptx" : "host")))
+                     (targetsGpu(o) ? nvptxTarget() : cpuTarget())
+                         .pipelineOptions()))
     return true;
   diags.finish();
   return false;

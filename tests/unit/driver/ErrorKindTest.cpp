@@ -149,3 +149,46 @@ TEST_F(CallsThatFail, PastTheCacheLimitIsNoVariant) {
 }
 
 } // namespace
+
+namespace {
+
+/// Loads \p source (written to a temporary file) into a JIT runtime on
+/// \p device; the status of tsl_module_load_source.
+tsl_status loadSource(const std::string &name, const std::string &source,
+                      tsl_device device, tsl_runtime **rt,
+                      tsl_module **module) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << source;
+  tsl_runtime_options options{};
+  options.device = device;
+  EXPECT_EQ(tsl_runtime_create(&options, rt), TSL_OK) << tsl_last_error();
+  EXPECT_EQ(tsl_runtime_enable_jit(*rt), TSL_OK);
+  return tsl_module_load_source(*rt, path.c_str(), module);
+}
+
+TEST(LoadsThatFail, AMissingImportIsNotFound) {
+  tsl_runtime *rt = nullptr;
+  tsl_module *module = nullptr;
+  EXPECT_EQ(loadSource("missing_import.tsl",
+                       "import \"no_such_block.tsl\" as b;\n"
+                       "fn f(x: f32[N]) -> f32[N] { return x; }\n",
+                       {1, 0}, &rt, &module),
+            TSL_NOT_FOUND)
+      << tsl_last_error();
+  EXPECT_NE(std::string(tsl_last_error()).find("no_such_block.tsl"),
+            std::string::npos)
+      << tsl_last_error();
+  tsl_runtime_destroy(rt);
+}
+
+TEST(LoadsThatFail, ASyntaxErrorIsACompileError) {
+  tsl_runtime *rt = nullptr;
+  tsl_module *module = nullptr;
+  EXPECT_EQ(loadSource("syntax_error.tsl", "fn f(x: f32[N]) -> { return x; }\n",
+                       {1, 0}, &rt, &module),
+            TSL_COMPILE_ERROR)
+      << tsl_last_error();
+  tsl_runtime_destroy(rt);
+}
+
+} // namespace
