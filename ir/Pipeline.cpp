@@ -108,39 +108,39 @@ void runPipeline(Function &fn, PassContext &ctx) {
   }
 }
 
-bool parsePassList(std::string_view names, bool allowAll,
-                   std::vector<std::string> &out, std::string &error) {
+Expected<std::vector<std::string>> parsePassList(std::string_view names,
+                                                 bool allowAll) {
   std::stringstream list{std::string(names)};
   std::string name;
-  out.clear();
+  std::vector<std::string> out;
   while (std::getline(list, name, ',')) {
     if ((allowAll && name == "all") || findPass(name)) {
       out.push_back(name);
       continue;
     }
-    error = (name.empty() ? std::string("empty pass name")
-                          : "unknown pass '" + name + "'") +
-            " (passes: " + passNames() + (allowAll ? ", all" : "") + ")";
-    return false;
+    return makeError(ErrorKind::InvalidArgument,
+                     (name.empty() ? std::string("empty pass name")
+                                   : "unknown pass '" + name + "'") +
+                         " (passes: " + passNames() +
+                         (allowAll ? ", all" : "") + ")");
   }
-  if (out.empty()) {
-    error = "no pass named (passes: " + passNames() + ")";
-    return false;
-  }
-  return true;
+  if (out.empty())
+    return makeError(ErrorKind::InvalidArgument,
+                     "no pass named (passes: " + passNames() + ")");
+  return out;
 }
 
-bool runPasses(Function &fn, std::string_view names, PassContext &ctx,
-               std::string &error) {
-  std::vector<std::string> list;
-  if (!parsePassList(names, false, list, error))
-    return false;
-  for (const std::string &name : list) {
+Expected<void> runPasses(Function &fn, std::string_view names,
+                         PassContext &ctx) {
+  Expected<std::vector<std::string>> list = parsePassList(names, false);
+  if (!list)
+    return list.error();
+  for (const std::string &name : *list) {
     findPass(name)->run(fn, ctx);
     if (ctx.options.afterPass)
       ctx.options.afterPass(name, fn);
   }
-  return true;
+  return {};
 }
 
 } // namespace tsl

@@ -16,6 +16,7 @@
 /// `inline-calls` (undo outlining) is registered for `tslc opt` only.
 
 #include "ir/Function.h"
+#include "support/Error.h"
 #include "ir/OutlineCalls.h"
 
 #include <functional>
@@ -74,16 +75,16 @@ std::string passNames();
 void runPipeline(Function &fn, PassContext &ctx);
 
 /// Runs the passes \p names (comma-separated) on \p fn in the order given
-/// (`tslc opt`), calling ctx.options.afterPass after each. False, with a
-/// message listing the known passes in \p error, when a name is unknown
+/// (`tslc opt`), calling ctx.options.afterPass after each. An
+/// InvalidArgument error listing the known passes when a name is unknown
 /// (then nothing ran).
-bool runPasses(Function &fn, std::string_view names, PassContext &ctx,
-               std::string &error);
+Expected<void> runPasses(Function &fn, std::string_view names,
+                         PassContext &ctx);
 
 /// Splits \p names (comma-separated) and checks each is registered ("all"
-/// too when \p allowAll). False with a message listing the passes in
-/// \p error on an unknown or empty name.
-bool parsePassList(std::string_view names, bool allowAll,
-                   std::vector<std::string> &out, std::string &error);
+/// too when \p allowAll). An InvalidArgument error listing the passes on an
+/// unknown or empty name.
+Expected<std::vector<std::string>> parsePassList(std::string_view names,
+                                                 bool allowAll);
 
 } // namespace tsl

@@ -193,7 +193,7 @@ static std::string checkCalleeOnce(const Function &fn, const Operation &call,
   return problem;
 }
 
-bool verifyFunction(const Function &fn, std::string &error) {
+Expected<void> verifyFunction(const Function &fn) {
   ShapeEnv env;
   for (const SymbolInfo &s : fn.symbols)
     env.addSymbol(s);
@@ -201,8 +201,11 @@ bool verifyFunction(const Function &fn, std::string &error) {
     env.addFact(g.cond);
   for (const Function &callee : fn.callees)
     if (std::string problem = checkCalleeShape(callee); !problem.empty())
-      return error = "callee '" + callee.name + "' " + problem, false;
-  return verifyOps(fn, env, error);
+      return makeError(ErrorKind::Internal,
+                       "callee '" + callee.name + "' " + problem);
+  if (std::string error; !verifyOps(fn, env, error))
+    return makeError(ErrorKind::Internal, std::move(error));
+  return {};
 }
 
 static bool verifyOps(const Function &fn, ShapeEnv &env, std::string &error) {

@@ -5,12 +5,15 @@
 
 #include "ir/Function.h"
 
+#include "support/Error.h"
+
 #include <string>
 
 namespace tsl {
 
-/// Verifies \p fn. Returns false with a message naming the op on the first
-/// problem.
-bool verifyFunction(const Function &fn, std::string &error);
+/// Verifies \p fn. An Internal error whose message names the op of the
+/// first problem (IR a pass made is the compiler's bug; a caller reading
+/// IR text reports it as that file's error).
+Expected<void> verifyFunction(const Function &fn);
 
 } // namespace tsl

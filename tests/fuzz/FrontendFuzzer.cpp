@@ -151,10 +151,9 @@ void runFunction(const tsl::LoadedModule &module, const std::string &name,
   tsl::Function fn;
   if (!tsl::elaborateFunction(module, name, options, diags, fn))
     return;
-  std::string error;
-  if (!tsl::verifyFunction(fn, error)) {
+  if (tsl::Expected<void> verified = tsl::verifyFunction(fn); !verified) {
     std::fprintf(stderr, "%s elaborated to IR that does not verify: %s\n",
-                 name.c_str(), error.c_str());
+                 name.c_str(), verified.error().message.c_str());
     __builtin_trap();
   }
   std::vector<tsl::ArgValue> args;

@@ -18,10 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string error;
   if (!tsl::parseModule(text, module, error))
     return 0;
-  for (const tsl::Function &fn : module.functions) {
-    std::string verifyError;
-    (void)tsl::verifyFunction(fn, verifyError);
-  }
+  for (const tsl::Function &fn : module.functions)
+    (void)tsl::verifyFunction(fn);
   std::string printed = tsl::printModule(module);
   tsl::Module again;
   if (!tsl::parseModule(printed, again, error)) {

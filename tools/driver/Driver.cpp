@@ -208,10 +208,10 @@ bool compileForArgs(ModuleLoader &loader, const std::string &path,
   }
   if (!elaborateFunction(*module, fnName, options, diags, out))
     return false;
-  std::string error;
-  if (!verifyFunction(out, error)) {
-    diags.error(SourceRange(), "internal error: the IR of '" + fnName +
-                                   "' does not verify: " + error);
+  if (Expected<void> verified = verifyFunction(out); !verified) {
+    diags.error(ErrorKind::Internal, SourceRange(),
+                "internal error: the IR of '" + fnName +
+                    "' does not verify: " + verified.error().message);
     return false;
   }
   return true;

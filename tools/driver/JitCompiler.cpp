@@ -173,8 +173,10 @@ bool JitCompiler::compile(const std::string &function,
     error = diagnosticsError(/*trim=*/true);
     return false;
   }
-  if (!verifyFunction(fn, text)) {
-    error = {ErrorKind::Internal, "internal error: " + text, {}};
+  if (Expected<void> verified = verifyFunction(fn); !verified) {
+    error = {ErrorKind::Internal,
+             "internal error: " + verified.error().message,
+             {}};
     return false;
   }
   // The backend's error has its kind (an op the target cannot compile:

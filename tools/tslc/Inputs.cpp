@@ -130,9 +130,10 @@ bool loadIrFile(const std::string &path, SourceManager &sm,
     return false;
   }
   for (const Function &fn : out.functions) {
-    if (!verifyFunction(fn, error)) {
+    if (Expected<void> verified = verifyFunction(fn); !verified) {
       diags.error(functionRange(sm, file, fn.name),
-                  "function '" + fn.name + "' does not verify: " + error);
+                  "function '" + fn.name +
+                      "' does not verify: " + verified.error().message);
       return false;
     }
   }
@@ -180,8 +181,7 @@ static bool selectFromIr(const Options &o, bool withData, SourceManager &sm,
     fn = std::move(f);
     if (targetsGpu(o) && !fn.callees.empty()) {
       PassContext ctx; // the GPU's host code has no calls
-      std::string error;
-      runPasses(fn, "inline-calls", ctx, error);
+      (void)runPasses(fn, "inline-calls", ctx); // a registered pass
     }
     return true;
   }

@@ -16,13 +16,13 @@ namespace tsl {
 bool printAfterHook(const std::string &names, PipelineOptions &options) {
   if (names.empty())
     return true;
-  std::vector<std::string> list;
-  std::string error;
-  if (!parsePassList(names, /*allowAll=*/true, list, error)) {
-    usageError("--print-after: " + error);
+  Expected<std::vector<std::string>> parsed =
+      parsePassList(names, /*allowAll=*/true);
+  if (!parsed) {
+    usageError("--print-after: " + parsed.error().message);
     return false;
   }
-  options.afterPass = [list](std::string_view pass, const Function &fn) {
+  options.afterPass = [list = std::move(*parsed)](std::string_view pass, const Function &fn) {
     for (const std::string &n : list)
       if (n == "all" || n == pass) {
         std::cerr << "// *** IR Dump After " << pass << " on " << fn.name
@@ -56,11 +56,11 @@ int cmdOpt(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
                       "it), not '" +
                       o.files[0] + "'");
   PassContext ctx;
-  std::vector<std::string> names;
-  std::string error;
-  if (!parsePassList(o.passes, false, names, error) ||
-      !printAfterHook(o.printAfter, ctx.options))
-    return error.empty() ? 1 : usageError(error);
+  if (Expected<std::vector<std::string>> names = parsePassList(o.passes, false);
+      !names)
+    return usageError(names.error().message);
+  if (!printAfterHook(o.printAfter, ctx.options))
+    return 1;
   Module module;
   if (!loadIrFile(o.files[0], sm, diags, module)) {
     diags.finish();
@@ -71,9 +71,13 @@ int cmdOpt(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
     if (!o.fn.empty() && fn.name != o.fn)
       continue;
     found = true;
-    if (!runPasses(fn, o.passes, ctx, error) || !verifyFunction(fn, error)) {
+    Expected<void> ran = runPasses(fn, o.passes, ctx);
+    if (ran)
+      ran = verifyFunction(fn);
+    if (!ran) {
       std::cerr << "tslc: error: internal error: after --pass=" << o.passes
-                << ", '" << fn.name << "' does not verify: " << error << "\n";
+                << ", '" << fn.name
+                << "' does not verify: " << ran.error().message << "\n";
       return 1;
     }
   }

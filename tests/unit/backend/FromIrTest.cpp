@@ -102,8 +102,10 @@ protected:
   void SetUp() override {
     std::string error;
     ASSERT_TRUE(parseModule(kModule, module, error)) << error;
-    for (const Function &fn : module.functions)
-      ASSERT_TRUE(verifyFunction(fn, error)) << fn.name << ": " << error;
+    for (const Function &fn : module.functions) {
+      Expected<void> verified = verifyFunction(fn);
+      ASSERT_TRUE(verified) << fn.name << ": " << verified.error().message;
+    }
   }
   const Function &fn(const std::string &name) {
     for (const Function &f : module.functions)

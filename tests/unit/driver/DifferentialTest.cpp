@@ -264,7 +264,13 @@ void runProgram(const Program &p, int64_t index, int64_t shapes,
   }
   Function fn;
   std::string errors;
-  if (!compile(p.source, ex, fn, errors) || !verifyFunction(fn, errors)) {
+  if (!compile(p.source, ex, fn, errors)) {
+    report.mismatch(p, index, p.exampleDims, p.exampleInt, false,
+                    "the generated program does not compile:\n" + errors);
+    return;
+  }
+  if (Expected<void> verified = verifyFunction(fn); !verified) {
+    errors = verified.error().message;
     report.mismatch(p, index, p.exampleDims, p.exampleInt, false,
                     "the generated program does not compile:\n" + errors);
     return;
@@ -291,7 +297,9 @@ void runProgram(const Program &p, int64_t index, int64_t shapes,
     // keeps them inlined); this one was elaborated for the host.
     Function flat = fn;
     PassContext ctx;
-    runPasses(flat, "inline-calls", ctx, error);
+    if (Expected<void> inlined = runPasses(flat, "inline-calls", ctx);
+        !inlined)
+      error = inlined.error().message;
     gpu = take(GpuKernel::compile(flat, GpuTarget::Emulator));
   }
   if (gpu) {

@@ -82,9 +82,10 @@ bool compile(const std::string &text, const std::string &fnName,
   options.examples = examples;
   bool ok = m && elaborateFunction(*m, fnName, options, diags, out);
   diagnostics = sink.str();
-  std::string error;
-  if (ok && !verifyFunction(out, error)) {
-    diagnostics += "verifier: " + error;
+  if (!ok)
+    return false;
+  if (Expected<void> verified = verifyFunction(out); !verified) {
+    diagnostics += "verifier: " + verified.error().message;
     return false;
   }
   return ok;

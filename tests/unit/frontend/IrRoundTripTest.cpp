@@ -55,13 +55,15 @@ TEST_P(RoundTrip, PrintParsePrintIsIdentical) {
   Function fn;
   std::string first = irOf(GetParam(), "f", fn);
   ASSERT_FALSE(first.empty());
+  Expected<void> verified = verifyFunction(fn);
+  EXPECT_TRUE(verified) << verified.error().message << "\n" << first;
   std::string error;
-  EXPECT_TRUE(verifyFunction(fn, error)) << error << "\n" << first;
   Module parsed;
   ASSERT_TRUE(parseModule(first, parsed, error)) << error << "\n" << first;
   ASSERT_EQ(parsed.functions.size(), 1u);
   EXPECT_EQ(printFunction(parsed.functions[0]), first);
-  EXPECT_TRUE(verifyFunction(parsed.functions[0], error)) << error;
+  Expected<void> reverified = verifyFunction(parsed.functions[0]);
+  EXPECT_TRUE(reverified) << reverified.error().message;
 }
 
 INSTANTIATE_TEST_SUITE_P(Ir, RoundTrip, ::testing::ValuesIn(kPrograms));

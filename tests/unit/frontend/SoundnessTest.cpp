@@ -67,8 +67,8 @@ Compiled compile(const std::string &source,
   options.examples = examples;
   if (!elaborateFunction(*m, "f", options, diags, c.fn))
     return c;
-  std::string error;
-  EXPECT_TRUE(verifyFunction(c.fn, error)) << error << "\n" << source;
+  Expected<void> verified = verifyFunction(c.fn);
+  EXPECT_TRUE(verified) << verified.error().message << "\n" << source;
   for (const Check &g : c.fn.guards)
     c.guards += g.cond.str() + ";";
   c.ok = true;

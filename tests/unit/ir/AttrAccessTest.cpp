@@ -96,10 +96,11 @@ TEST(AttrAccess, TheInterpreterReportsAMissingAttribute) {
   op.results = {r};
   fn.ops.push_back(op);
   fn.results = {r};
-  std::string verifyError;
-  EXPECT_FALSE(verifyFunction(fn, verifyError));
-  EXPECT_NE(verifyError.find("lacks attribute 'axes'"), std::string::npos)
-      << verifyError;
+  Expected<void> verified = verifyFunction(fn);
+  ASSERT_FALSE(verified);
+  EXPECT_NE(verified.error().message.find("lacks attribute 'axes'"),
+            std::string::npos)
+      << verified.error().message;
   takeInternalError();
 
   ArgValue arg;

@@ -180,8 +180,8 @@ TEST_P(FuseAttentionTest, FusesOnlyTheWholePatternAndKeepsTheValues) {
 
   EXPECT_EQ(fuseAttention(fn), c.fuses ? 1u : 0u);
   eliminateDeadCode(fn);
-  std::string verifyError;
-  ASSERT_TRUE(verifyFunction(fn, verifyError)) << verifyError;
+  Expected<void> verified = verifyFunction(fn);
+  ASSERT_TRUE(verified) << verified.error().message;
   size_t attentions = 0, exps = 0, asserts = 0;
   for (const Operation &op : fn.ops) {
     attentions += op.code == OpCode::Attention;

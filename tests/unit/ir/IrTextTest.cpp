@@ -93,8 +93,11 @@ TEST(Verifier, CatchesWrongResultTypes) {
                           "  %0 = add(%x, %y) : f32[M]\n  return %0\n}",
                           m, error))
       << error;
-  EXPECT_FALSE(verifyFunction(m.functions[0], error));
-  EXPECT_NE(error.find("shape rule gives f32[N]"), std::string::npos) << error;
+  Expected<void> verified = verifyFunction(m.functions[0]);
+  ASSERT_FALSE(verified);
+  EXPECT_NE(verified.error().message.find("shape rule gives f32[N]"),
+            std::string::npos)
+      << verified.error().message;
 }
 
 TEST(OpTable, EveryOpHasNameAndDoc) {

@@ -60,9 +60,9 @@ TEST(OutlineCalls, TheVerifierChecksCalleesAndCalls) {
   };
   for (const Case &c : cases) {
     Function fn = parseOne(module(c.callee, c.calls));
-    std::string error;
-    bool ok = verifyFunction(fn, error);
-    EXPECT_EQ(ok, c.problem.empty()) << c.calls << error;
+    Expected<void> verified = verifyFunction(fn);
+    std::string error = verified ? "" : verified.error().message;
+    EXPECT_EQ(bool(verified), c.problem.empty()) << c.calls << error;
     EXPECT_NE(error.find(c.problem), std::string::npos) << error;
   }
 }
@@ -76,9 +76,12 @@ TEST(OutlineCalls, CalleesNoCallReachesAreVerifiedToo) {
   // Symbol lines after the callee still reach it.
   ASSERT_EQ(fn.callees.size(), 1u);
   EXPECT_EQ(fn.callees[0].symbols.size(), 1u);
-  std::string error;
-  EXPECT_FALSE(verifyFunction(fn, error));
-  EXPECT_NE(error.find("callee 'g' is not valid"), std::string::npos) << error;
+  Expected<void> verified = verifyFunction(fn);
+  ASSERT_FALSE(verified);
+  EXPECT_EQ(verified.error().kind, ErrorKind::Internal);
+  EXPECT_NE(verified.error().message.find("callee 'g' is not valid"),
+            std::string::npos)
+      << verified.error().message;
 }
 
 TEST(OutlineCalls, InliningGivesWhatTheCallsGive) {
@@ -87,8 +90,8 @@ TEST(OutlineCalls, InliningGivesWhatTheCallsGive) {
   inlineCalls(flat);
   EXPECT_TRUE(flat.callees.empty());
   EXPECT_EQ(flat.ops.size(), 8u);
-  std::string error;
-  EXPECT_TRUE(verifyFunction(flat, error)) << error;
+  Expected<void> verified = verifyFunction(flat);
+  EXPECT_TRUE(verified) << verified.error().message;
   Tensor x = Tensor::zeros(DType::F32, {5});
   for (int64_t i = 0; i < 5; ++i)
     x.setF(i, 0.5 * static_cast<double>(i) - 1.0);
@@ -133,8 +136,8 @@ TEST(OutlineCalls, OutlinesEqualRunsAndLeavesTheRest) {
   EXPECT_EQ(fn.ops[1].code, OpCode::Call);
   EXPECT_EQ(fn.ops[1].operands[0], fn.ops[0].results[0]);
   EXPECT_EQ(fn.ops[2].code, OpCode::Tanh);
-  std::string error;
-  EXPECT_TRUE(verifyFunction(fn, error)) << error;
+  Expected<void> verified = verifyFunction(fn);
+  EXPECT_TRUE(verified) << verified.error().message;
   // Its text reads back to the same function.
   Function again = parseOne(printFunction(fn));
   EXPECT_EQ(printFunction(again), printFunction(fn));
@@ -172,8 +175,8 @@ TEST(OutlineCalls, ReplaysTheLayoutOpsWhoseResultsTheCallerReads) {
   EXPECT_EQ(fn.ops[4].code, OpCode::Mul);
   EXPECT_EQ(fn.ops[4].operands[0], fn.ops[3].results[0]);
   EXPECT_EQ(fn.ops[4].operands[1], fn.ops[1].results[0]);
-  std::string error;
-  EXPECT_TRUE(verifyFunction(fn, error)) << error;
+  Expected<void> verified = verifyFunction(fn);
+  EXPECT_TRUE(verified) << verified.error().message;
   // The same values as the inlined function's.
   Tensor x = Tensor::zeros(DType::F32, {2, 3});
   for (int64_t i = 0; i < 6; ++i)
@@ -206,8 +209,8 @@ TEST(OutlineCalls, CallsOfAKindGiveWhatAnyOfThemNeeds) {
   ASSERT_EQ(fn.ops.size(), 3u);
   EXPECT_EQ(fn.ops[1].results.size(), 2u); // its tanh given, unread
   EXPECT_EQ(fn.ops[2].operands[0], fn.ops[0].results[0]);
-  std::string error;
-  EXPECT_TRUE(verifyFunction(fn, error)) << error;
+  Expected<void> verified = verifyFunction(fn);
+  EXPECT_TRUE(verified) << verified.error().message;
   Tensor x = Tensor::zeros(DType::F32, {4});
   for (int64_t i = 0; i < 4; ++i)
     x.setF(i, 0.5 * static_cast<double>(i) - 1.0);

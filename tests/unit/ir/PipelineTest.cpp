@@ -83,13 +83,16 @@ TEST(Pipeline, RunsPassesByNameOrNoneOnAnUnknownName) {
   std::vector<InlinedCall> runs;
   Function fn = twoCalls(runs);
   PassContext ctx;
-  std::string error;
-  EXPECT_FALSE(runPasses(fn, "dce,nope", ctx, error));
-  EXPECT_EQ(error, "unknown pass 'nope' (passes: " + passNames() + ")");
+  Expected<void> unknown = runPasses(fn, "dce,nope", ctx);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().kind, ErrorKind::InvalidArgument);
+  EXPECT_EQ(unknown.error().message,
+            "unknown pass 'nope' (passes: " + passNames() + ")");
   EXPECT_EQ(fn.ops.size(), 33u); // dce did not run either
-  EXPECT_TRUE(runPasses(fn, "dce", ctx, error)) << error;
+  Expected<void> dce = runPasses(fn, "dce", ctx);
+  EXPECT_TRUE(dce) << dce.error().message;
   EXPECT_EQ(fn.ops.size(), 32u);
-  EXPECT_FALSE(runPasses(fn, "", ctx, error));
+  EXPECT_FALSE(runPasses(fn, "", ctx));
 }
 
 } // namespace
