@@ -268,8 +268,7 @@ const LoadedModule *ModuleLoader::resolveImport(const LoadedModule &from,
     file = sm_.addFile(path, error);
   if (!file) {
     std::error_code ec;
-    ErrorKind kind =
-        fs::exists(path, ec) ? ErrorKind::Io : ErrorKind::NotFound;
+    ErrorKind kind = fs::exists(path, ec) ? ErrorKind::Io : ErrorKind::NotFound;
     diags_.error(kind, imp.range,
                  "cannot import '" + (imp.path.empty() ? imp.name : imp.path) +
                      "': " + error);

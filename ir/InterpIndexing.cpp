@@ -10,13 +10,6 @@
 
 namespace tsl {
 
-namespace {
-
-/// The sizes before, along and after \p axis of \p shape.
-struct AxisSplit {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
 AxisSplit splitAt(const std::vector<int64_t> &shape, size_t axis) {
   AxisSplit s;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -29,6 +22,8 @@ AxisSplit splitAt(const std::vector<int64_t> &shape, size_t axis) {
   }
   return s;
 }
+
+namespace {
 
 /// Row-major strides of \p shape.
 std::vector<int64_t> rowMajorStrides(const std::vector<int64_t> &shape) {
@@ -242,11 +237,8 @@ bool indexSelectKernel(KernelContext &ctx) {
   }
   if (!ctx.allocate(0, shape))
     return false;
-  int64_t outer = 1, inner = 1;
-  for (size_t i = 0; i < axis; ++i)
-    outer *= shape[i];
-  for (size_t i = axis + 1; i < shape.size(); ++i)
-    inner *= shape[i];
+  const AxisSplit split = splitAt(shape, axis);
+  const int64_t outer = split.outer, inner = split.inner;
   size_t o = 0;
   for (int64_t b = 0; b < outer; ++b)
     for (size_t j = 0; j < idx.numel(); ++j)

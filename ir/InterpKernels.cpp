@@ -581,11 +581,8 @@ bool concat(KernelContext &ctx) {
     shape[axis] += t->shape()[axis];
   if (!ctx.allocate(0, shape))
     return false;
-  int64_t outer = 1, inner = 1;
-  for (size_t i = 0; i < axis; ++i)
-    outer *= shape[i];
-  for (size_t i = axis + 1; i < shape.size(); ++i)
-    inner *= shape[i];
+  const AxisSplit split = splitAt(shape, axis);
+  const int64_t outer = split.outer, inner = split.inner;
   size_t o = 0;
   for (int64_t b = 0; b < outer; ++b)
     for (const Tensor *t : ctx.in) {

@@ -61,6 +61,15 @@ struct KernelContext {
   }
 };
 
+/// The sizes of a shape before (outer), along (n) and after (inner) one
+/// axis: kernels that work along an axis walk [outer, n, inner].
+struct AxisSplit {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+/// \p shape split at \p axis (< its rank).
+AxisSplit splitAt(const std::vector<int64_t> &shape, size_t axis);
+
 /// Runs one op: its kernel from a table indexed by OpCode, built over the op
 /// table (ir/InterpKernels.cpp); an op without one fails to compile there.
 bool runKernel(KernelContext &ctx);

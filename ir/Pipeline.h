@@ -16,8 +16,8 @@
 /// `inline-calls` (undo outlining) is registered for `tslc opt` only.
 
 #include "ir/Function.h"
-#include "support/Error.h"
 #include "ir/OutlineCalls.h"
+#include "support/Error.h"
 
 #include <functional>
 #include <string>

@@ -292,8 +292,22 @@ bool matmulRule(Rule &k) {
     k.set(0, b.reshape(b.fit(b.op(OpCode::Matmul, {g2, bt}), ad), ta.dims));
   }
   if (k.want[1]) {
-    ValueId at = b.op(OpCode::Permute, {a2}, {{"perm", swapLast(ad.size())}});
-    k.set(1, b.reshape(b.fit(b.op(OpCode::Matmul, {at, g2}), bd), tb.dims));
+    if (bd.size() == 2 && ad.size() > 2) {
+      // A matrix under a batched left operand (a linear layer): the sum of
+      // a^T @ g over the batch is one product over all the batch's rows,
+      // [rows, K]^T @ [rows, N], instead of one small product per batch
+      // entry and a sum of their results.
+      SymExpr rows(1);
+      for (size_t i = 0; i + 1 < ad.size(); ++i)
+        rows = rows * ad[i];
+      ValueId af = b.reshape(a2, {rows, ad.back()});
+      ValueId gf = b.reshape(g2, {rows, gd.back()});
+      ValueId at = b.op(OpCode::Permute, {af}, {{"perm", swapLast(2)}});
+      k.set(1, b.reshape(b.op(OpCode::Matmul, {at, gf}), tb.dims));
+    } else {
+      ValueId at = b.op(OpCode::Permute, {a2}, {{"perm", swapLast(ad.size())}});
+      k.set(1, b.reshape(b.fit(b.op(OpCode::Matmul, {at, g2}), bd), tb.dims));
+    }
   }
   return true;
 }

@@ -48,7 +48,7 @@ constexpr int64_t MR = 4, NR = 8;
 #include "runtime/GemmKernel.inc"
 } // namespace portable
 
-using GemmFn = void (*)(int64_t, int64_t, int64_t, const float *, int64_t,
+using GemmFn = void (*)(int64_t, int64_t, int64_t, const tsl::rt::GemmA &,
                         const tsl::rt::GemmB &, float *, int64_t, const float *,
                         float *, float *);
 
@@ -147,13 +147,13 @@ const Kernel &kernel() {
 /// tsl_rt_sgemm's fallback when no packing scratch can be had: unblocked,
 /// i-k-j order, never fails.
 void naiveGemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-               const float *B, int64_t ldb, bool transB, float *C,
+               bool transA, const float *B, int64_t ldb, bool transB, float *C,
                int64_t ldc) {
   for (int64_t i = 0; i < M; ++i) {
     float *c = C + i * ldc;
     std::fill(c, c + N, 0.f);
     for (int64_t k = 0; k < K; ++k) {
-      float a = A[i * lda + k];
+      float a = transA ? A[k * lda + i] : A[i * lda + k];
       for (int64_t j = 0; j < N; ++j)
         c[j] += a * (transB ? B[j * ldb + k] : B[k * ldb + j]);
     }
@@ -161,20 +161,21 @@ void naiveGemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 }
 
 void matrixGemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                const float *B, int64_t ldb, bool transB, float *C,
+                bool transA, const float *B, int64_t ldb, bool transB, float *C,
                 int64_t ldc) {
   tsl::rt::GemmB b;
   b.data = B;
   b.ld = ldb;
   b.transposed = transB;
-  if (!tsl::rt::sgemm(M, N, K, A, lda, b, C, ldc, nullptr))
-    naiveGemm(M, N, K, A, lda, B, ldb, transB, C, ldc);
+  if (!tsl::rt::sgemm(M, N, K, tsl::rt::GemmA{A, lda, transA}, b, C, ldc,
+                      nullptr))
+    naiveGemm(M, N, K, A, lda, transA, B, ldb, transB, C, ldc);
 }
 
 } // namespace
 
-bool tsl::rt::sgemm(int64_t M, int64_t N, int64_t K, const float *A,
-                    int64_t lda, const GemmB &B, float *C, int64_t ldc,
+bool tsl::rt::sgemm(int64_t M, int64_t N, int64_t K, const GemmA &A,
+                    const GemmB &B, float *C, int64_t ldc,
                     const float *rowBias) {
   const Kernel &k = kernel();
   thread_local Scratch scratch;
@@ -182,7 +183,7 @@ bool tsl::rt::sgemm(int64_t M, int64_t N, int64_t K, const float *A,
     return false;
   // Packed operands are in the default tile's panels (sgemmPackB).
   const Tile &tile = B.packed ? k.tiles[0] : k.choose(M, N);
-  tile.fn(M, N, K, A, lda, B, C, ldc, rowBias, scratch.bp, scratch.ap);
+  tile.fn(M, N, K, A, B, C, ldc, rowBias, scratch.bp, scratch.ap);
   return true;
 }
 
@@ -197,11 +198,17 @@ void tsl::rt::sgemmPackB(int64_t K, int64_t N, const GemmB &B, float *dst) {
 extern "C" void tsl_rt_sgemm(int64_t M, int64_t N, int64_t K, const float *A,
                              int64_t lda, const float *B, int64_t ldb, float *C,
                              int64_t ldc) {
-  matrixGemm(M, N, K, A, lda, B, ldb, false, C, ldc);
+  matrixGemm(M, N, K, A, lda, false, B, ldb, false, C, ldc);
 }
 
 extern "C" void tsl_rt_sgemm_bt(int64_t M, int64_t N, int64_t K, const float *A,
                                 int64_t lda, const float *B, int64_t ldb,
                                 float *C, int64_t ldc) {
-  matrixGemm(M, N, K, A, lda, B, ldb, true, C, ldc);
+  matrixGemm(M, N, K, A, lda, false, B, ldb, true, C, ldc);
+}
+
+extern "C" void tsl_rt_sgemm_at(int64_t M, int64_t N, int64_t K, const float *A,
+                                int64_t lda, const float *B, int64_t ldb,
+                                float *C, int64_t ldc) {
+  matrixGemm(M, N, K, A, lda, true, B, ldb, false, C, ldc);
 }

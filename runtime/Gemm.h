@@ -31,6 +31,15 @@ struct GemmB {
   int64_t packedN = 0;
 };
 
+/// The A operand of sgemm: row-major [M, K] with leading dimension \p ld,
+/// or, \p transposed, stored as [K, M] (a weight gradient's x^T read in
+/// place).
+struct GemmA {
+  const float *data = nullptr;
+  int64_t ld = 0;
+  bool transposed = false;
+};
+
 /// Floats sgemmPackB writes for a K x N operand.
 int64_t sgemmPackedFloats(int64_t K, int64_t N);
 
@@ -46,7 +55,13 @@ void sgemmPackB(int64_t K, int64_t N, const GemmB &B, float *dst);
 /// AVX2 or portable). Its packing scratch (about 2.1 MiB, plus 312 KiB per
 /// pool thread) is allocated once per calling thread and reused; returns
 /// false, with C untouched, when that allocation fails.
-bool sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-           const GemmB &B, float *C, int64_t ldc, const float *rowBias);
+bool sgemm(int64_t M, int64_t N, int64_t K, const GemmA &A, const GemmB &B,
+           float *C, int64_t ldc, const float *rowBias);
+
+/// sgemm with a row-major A[M, K] of leading dimension \p lda.
+inline bool sgemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                  const GemmB &B, float *C, int64_t ldc, const float *rowBias) {
+  return sgemm(M, N, K, GemmA{A, lda, false}, B, C, ldc, rowBias);
+}
 
 } // namespace tsl::rt

@@ -287,8 +287,9 @@ Value *Codegen::scratchArea() {
 }
 
 bool Emitter::unsupported(const std::string &what) {
-  error = makeError(ErrorKind::Unsupported, std::string("not supported on the ") +
-                                                target.name() + " backend: " + what);
+  error = makeError(ErrorKind::Unsupported,
+                    std::string("not supported on the ") + target.name() +
+                        " backend: " + what);
   return false;
 }
 
@@ -679,18 +680,22 @@ bool Codegen::matmul(const Operation &op) {
   Value *M = md.M, *K = md.K, *N = md.N;
   std::vector<Value *> &batch = md.batch, &sa = md.sa, &sc = md.sc;
   Value *dst = allocateResult(op);
-  ValueId right = op.operands[1];
-  bool transB = transposedOperand[right];
+  ValueId left = op.operands[0], right = op.operands[1];
+  // An operand the plan reads transposed in place (at most one of them).
+  bool transA = transposedOperand[left], transB = transposedOperand[right];
+  Value *aBuf = transA ? bufs[producer[left]->operands[0]] : bufs[left];
   Value *bBuf = transB ? bufs[producer[right]->operands[0]] : bufs[right];
-  RuntimeFn sgemm =
-      transB ? TSL_RT_FN(tsl_rt_sgemm_bt) : TSL_RT_FN(tsl_rt_sgemm);
+  RuntimeFn sgemm = transB   ? TSL_RT_FN(tsl_rt_sgemm_bt)
+                    : transA ? TSL_RT_FN(tsl_rt_sgemm_at)
+                             : TSL_RT_FN(tsl_rt_sgemm);
+  Value *lda = transA ? M : K;
   Value *ldb = transB ? K : N;
-  if (t == DType::F32 && md.rightIs2d) {
+  // A transposed A's batch entries are not one tall matrix.
+  if (t == DType::F32 && md.rightIs2d && !transA) {
     // A 2-D right operand (a linear layer): the left operand's batch rows
     // are one tall matrix, so one GEMM call packs the weights once.
     Value *rows = b.CreateMul(product(batch), M);
-    b.CreateCall(runtime(sgemm),
-                 {rows, N, K, bufs[op.operands[0]], K, bBuf, ldb, dst, N});
+    b.CreateCall(runtime(sgemm), {rows, N, K, aBuf, K, bBuf, ldb, dst, N});
     return true;
   }
   if (t == DType::F32) {
@@ -699,11 +704,11 @@ bool Codegen::matmul(const Operation &op) {
     Value *mn = b.CreateMul(M, N);
     llvm::Type *f32 = b.getFloatTy();
     auto gemm = [&](const std::vector<Value *> &bi) {
-      Value *pa = b.CreateGEP(f32, bufs[op.operands[0]], offset(bi, sa));
+      Value *pa = b.CreateGEP(f32, aBuf, offset(bi, sa));
       Value *pb = b.CreateGEP(f32, bBuf, offset(bi, sc));
       Value *pc =
           b.CreateGEP(f32, dst, b.CreateMul(offset(bi, outStrides), mn));
-      b.CreateCall(runtime(sgemm), {M, N, K, pa, K, pb, ldb, pc, N});
+      b.CreateCall(runtime(sgemm), {M, N, K, pa, lda, pb, ldb, pc, N});
     };
     // One GEMM per thread at a time; a single one splits itself.
     loops(batch, gemm, b.CreateMul(mn, K));
@@ -756,9 +761,9 @@ namespace {
 /// Lowers callee \p k of \p fn into \p m as the internal function its
 /// call ops call (a module of its own, linked in: its kernels of equal text
 /// merge with the caller's).
-Expected<void> linkCallee(const Function &fn, size_t k,
-                          llvm::LLVMContext &ctx, const Target &target,
-                          const LoweringOptions &options, llvm::Module &m) {
+Expected<void> linkCallee(const Function &fn, size_t k, llvm::LLVMContext &ctx,
+                          const Target &target, const LoweringOptions &options,
+                          llvm::Module &m) {
   LoweringOptions o = options;
   o.prefix = options.calleePrefix(k);
   o.opIndexBase =
@@ -774,8 +779,9 @@ Expected<void> linkCallee(const Function &fn, size_t k,
     if (llvm::Function *f = callee->getFunction(name))
       f->eraseFromParent();
   if (llvm::Linker::linkModules(m, std::move(callee)))
-    return makeError(ErrorKind::Internal, "internal error: cannot link callee '" +
-                                              fn.callees[k].name + "'");
+    return makeError(ErrorKind::Internal,
+                     "internal error: cannot link callee '" +
+                         fn.callees[k].name + "'");
   if (llvm::Function *f = m.getFunction(o.kernelName()))
     f->setLinkage(llvm::GlobalValue::InternalLinkage);
   return {};

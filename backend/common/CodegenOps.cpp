@@ -207,7 +207,6 @@ Codegen::LayoutShapes Codegen::layoutShapes(const Operation &op) {
 }
 
 bool Codegen::reshape(const Operation &op) {
-  layoutShapes(op); // (their code is emitted, unused, as it always was)
   // Same bytes, new shape: alias the operand's buffer.
   ValueId r = op.results[0];
   b.CreateStore(bufs[op.operands[0]], bufferSlot(r));

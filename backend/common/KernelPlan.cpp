@@ -30,8 +30,26 @@ void KernelPlan::leaves(ValueId v, std::vector<ValueId> &out) const {
 
 namespace {
 
-/// The right operands of f32 matmuls that are a transpose of the last two
-/// axes used only there: the GEMM reads the untransposed buffer as B^T.
+/// Whether \p v is a permute that swaps the last two axes and has no other
+/// use than the matmul reading it.
+bool transposeReadOnce(const Function &fn, const std::vector<int> &uses,
+                       const KernelPlan &plan, ValueId v) {
+  const Operation *p = plan.producer[v];
+  if (!p || p->code != OpCode::Permute || uses[v] != 1 || fn.type(v).rank() < 2)
+    return false;
+  const auto &perm = p->intsAttr("perm");
+  size_t r = perm.size();
+  bool swapLast = perm[r - 1] == static_cast<int64_t>(r - 2) &&
+                  perm[r - 2] == static_cast<int64_t>(r - 1);
+  for (size_t i = 0; i + 2 < r; ++i)
+    swapLast &= perm[i] == static_cast<int64_t>(i);
+  return swapLast;
+}
+
+/// The operands of f32 matmuls that are a transpose of the last two axes
+/// used only there: the GEMM reads the untransposed buffer, as B^T for the
+/// right operand (attention's q @ k^T) or else as A^T for the left one (a
+/// weight gradient's x^T @ g). Not both: the runtime has no A^T B^T GEMM.
 void planTransposedOperands(const Function &fn, const std::vector<int> &uses,
                             KernelPlan &plan) {
   plan.transposedOperand.assign(fn.values.size(), false);
@@ -40,19 +58,11 @@ void planTransposedOperands(const Function &fn, const std::vector<int> &uses,
   for (const Operation &op : fn.ops) {
     if (op.code != OpCode::Matmul || fn.type(op.results[0]).dtype != DType::F32)
       continue;
-    ValueId v = op.operands[1];
-    const Operation *p = plan.producer[v];
-    if (!p || p->code != OpCode::Permute || uses[v] != 1 ||
-        fn.type(v).rank() < 2)
-      continue;
-    const auto &perm = p->intsAttr("perm");
-    size_t r = perm.size();
-    bool swapLast = perm[r - 1] == static_cast<int64_t>(r - 2) &&
-                    perm[r - 2] == static_cast<int64_t>(r - 1);
-    for (size_t i = 0; i + 2 < r; ++i)
-      swapLast &= perm[i] == static_cast<int64_t>(i);
-    if (swapLast)
-      plan.transposedOperand[v] = true;
+    ValueId left = op.operands[0], right = op.operands[1];
+    if (transposeReadOnce(fn, uses, plan, right))
+      plan.transposedOperand[right] = true;
+    else if (left != right && transposeReadOnce(fn, uses, plan, left))
+      plan.transposedOperand[left] = true;
   }
 }
 
@@ -617,9 +627,12 @@ private:
       return out + ": in place in " + names[op.operands[0]] + "'s buffer";
     if (plan.transposedOperand[r]) {
       for (size_t k = i + 1; k < fn.ops.size(); ++k)
-        if (fn.ops[k].code == OpCode::Matmul && fn.ops[k].operands[1] == r)
-          return out + ": read as B^T by op " + std::to_string(k);
-      return out + ": read as B^T";
+        if (fn.ops[k].code == OpCode::Matmul)
+          for (size_t side : {0, 1})
+            if (fn.ops[k].operands[side] == r)
+              return out + ": read as " + (side ? "B" : "A") + "^T by op " +
+                     std::to_string(k);
+      return out + ": read transposed";
     }
     out += ": " + std::string(isElementwiseOrScalar(op.code) ? "loop " : "") +
            expression(op);

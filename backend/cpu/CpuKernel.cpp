@@ -227,8 +227,7 @@ CpuKernel::compile(const Function &fn, size_t outlineOpsAbove,
     return loaded.error();
   std::unique_ptr<llvm::orc::LLJIT> session = std::move(*loaded);
   rt::VariantCode entry;
-  if (!lookupEntryPoints(*session, kKernelName, kMatchName, kShapesName,
-                         entry))
+  if (!lookupEntryPoints(*session, kKernelName, kMatchName, kShapesName, entry))
     return makeError(
         ErrorKind::Internal,
         "internal error: the kernel, matcher or shape function is missing");
@@ -307,7 +306,7 @@ bool lookupEntryPoints(llvm::orc::LLJIT &jit, const std::string &kernel,
 }
 
 Expected<void> CpuKernel::compileVariant(const Function &fn,
-                                        rt::VariantCode &out) {
+                                         rt::VariantCode &out) {
   Expected<std::unique_ptr<CpuKernel>> compiled = compile(fn);
   if (!compiled)
     return compiled.error();
@@ -343,8 +342,8 @@ Expected<void> compileObject(const std::vector<Function> &fns,
       return m.error();
     if (llvm::Linker::linkModules(*combined, std::move(*m)))
       return makeError(ErrorKind::Internal,
-                       "internal error: cannot link the module of '" +
-                           fn.name + "'");
+                       "internal error: cannot link the module of '" + fn.name +
+                           "'");
     rt::ManifestVariant mv;
     mv.function = fn.name;
     mv.kernelSymbol = options.kernelName();
@@ -399,7 +398,8 @@ Expected<void> buildSharedLibrary(const std::vector<Function> &fns,
       written &= std::fclose(f) == 0;
     if (!written) {
       removeObjects();
-      return makeError(ErrorKind::Io, "cannot write '" + objectPaths.back() + "'");
+      return makeError(ErrorKind::Io,
+                       "cannot write '" + objectPaths.back() + "'");
     }
   }
   // Link a shared library with the system C compiler driver.
@@ -424,9 +424,8 @@ Expected<void> buildSharedLibrary(const std::vector<Function> &fns,
   removeObjects();
   // No linker is this machine's to fix: Unsupported, as a missing ptxas.
   if (!linked)
-    return makeError(ErrorKind::Unsupported, "linking '" + outPath +
-                                                 "' with '" + argv[0] +
-                                                 "' failed");
+    return makeError(ErrorKind::Unsupported,
+                     "linking '" + outPath + "' with '" + argv[0] + "' failed");
   // The digest the loader checks the module against before dlopen
   // (rt::moduleDigestPath: a module cannot hold its own digest).
   std::string digestPath = rt::moduleDigestPath(outPath);
@@ -477,9 +476,10 @@ compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
   return {};
 }
 
-Expected<void> loadObjectVariants(
-    const std::vector<std::string> &objects, const std::string &manifestText,
-    std::vector<std::pair<std::string, rt::VariantCode>> &out) {
+Expected<void>
+loadObjectVariants(const std::vector<std::string> &objects,
+                   const std::string &manifestText,
+                   std::vector<std::pair<std::string, rt::VariantCode>> &out) {
   initializeLLVM();
   std::vector<rt::ManifestVariant> manifest;
   // Objects and manifests come from the compile cache (or a module file):

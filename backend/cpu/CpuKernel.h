@@ -72,9 +72,10 @@ Expected<void> compileObject(const std::vector<Function> &fns,
 /// Loads objects made by compileObject into a JIT session and appends their
 /// variants by function name to \p out. An InvalidArgument error (never a
 /// crash) on a bad manifest or object.
-Expected<void> loadObjectVariants(
-    const std::vector<std::string> &objects, const std::string &manifest,
-    std::vector<std::pair<std::string, rt::VariantCode>> &out);
+Expected<void>
+loadObjectVariants(const std::vector<std::string> &objects,
+                   const std::string &manifest,
+                   std::vector<std::pair<std::string, rt::VariantCode>> &out);
 
 /// Fills a variant's metadata from \p fn (everything but entry points):
 /// parameters, results, the matcher's check descriptions, op locations.

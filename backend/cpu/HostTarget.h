@@ -22,7 +22,8 @@ void initializeLLVM();
 std::string errorText(llvm::Error err);
 
 /// \p err (consumed) as an Error of \p kind: \p prefix, then its text.
-Error llvmError(ErrorKind kind, llvm::Error err, const std::string &prefix = "");
+Error llvmError(ErrorKind kind, llvm::Error err,
+                const std::string &prefix = "");
 
 /// How hard a module is optimized: O3 with vectorization (kernels,
 /// matchers), O1 for code that only sequences calls to kernels, or nothing

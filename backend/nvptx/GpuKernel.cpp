@@ -262,9 +262,9 @@ Expected<std::string> compileToPtx(llvm::Module &m, int32_t numKernels,
     LLVMInitializeNVPTXAsmPrinter();
   });
   if (arch != "sm_80" && arch != "sm_90")
-    return makeError(ErrorKind::InvalidArgument,
-                     "unknown GPU architecture '" + arch +
-                         "' (sm_80 or sm_90)");
+    return makeError(ErrorKind::InvalidArgument, "unknown GPU architecture '" +
+                                                     arch +
+                                                     "' (sm_80 or sm_90)");
   const std::string triple = "nvptx64-nvidia-cuda";
   std::string lookupError;
   const llvm::Target *target =
@@ -320,14 +320,16 @@ Expected<std::string> compileToPtx(llvm::Module &m, int32_t numKernels,
   // Device code calls nothing of the host runtime.
   for (llvm::Function &f : m)
     if (f.isDeclaration() && !f.isIntrinsic() && !f.use_empty())
-      return makeError(ErrorKind::Internal, "internal error: device code calls '" +
-                                                f.getName().str() + "'");
+      return makeError(ErrorKind::Internal,
+                       "internal error: device code calls '" +
+                           f.getName().str() + "'");
   llvm::SmallString<0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;
   if (tm->addPassesToEmitFile(pm, os, nullptr,
                               llvm::CodeGenFileType::AssemblyFile))
-    return makeError(ErrorKind::Unsupported, "the NVPTX target cannot emit PTX");
+    return makeError(ErrorKind::Unsupported,
+                     "the NVPTX target cannot emit PTX");
   pm.run(m);
   return std::string(buffer.begin(), buffer.end());
 }
@@ -447,8 +449,7 @@ Expected<void> buildHostCode(Lowered &l, HostCode &out) {
     return session.error();
   out.jit = std::move(*session);
   rt::VariantCode entry;
-  if (!lookupEntryPoints(*out.jit, kKernelName, kMatchName, kShapesName,
-                         entry))
+  if (!lookupEntryPoints(*out.jit, kKernelName, kMatchName, kShapesName, entry))
     return makeError(
         ErrorKind::Internal,
         "internal error: the GPU variant's host code has no entry points");
@@ -516,8 +517,8 @@ Expected<std::unique_ptr<GpuKernel>> GpuKernel::compile(const Function &fn,
                                           : rt::GpuDevice::emulator();
   if (!impl.device)
     return makeError(ErrorKind::Unsupported, std::move(error));
-  if (Expected<void> ok = buildBoth(fn, *impl.device, impl.fn, impl.code,
-                                    impl.host);
+  if (Expected<void> ok =
+          buildBoth(fn, *impl.device, impl.fn, impl.code, impl.host);
       !ok)
     return ok.error();
   return k;

@@ -42,8 +42,8 @@ void reportRunError(const RunError &error, SourceManager &sm,
 
 /// Loads \p path, elaborates \p fnName for the given arguments (every
 /// dimension dynamic when \p allDynamic; the IR pipeline as \p pipeline
-/// asks: the host's by default, nvptxTarget().pipelineOptions() for the GPU) and
-/// verifies the IR. Fails with a diagnostic on a load or elaboration error
+/// asks: the host's by default, nvptxTarget().pipelineOptions() for the GPU)
+/// and verifies the IR. Fails with a diagnostic on a load or elaboration error
 /// or an argument given twice.
 bool compileForArgs(ModuleLoader &loader, const std::string &path,
                     const std::string &fnName, const std::vector<ArgSpec> &args,

@@ -104,8 +104,7 @@ std::vector<std::string> JitCompiler::functionNames() {
 }
 
 Expected<void> JitCompiler::compileDispatcher(
-    const std::vector<const rt::VariantCode *> &variants,
-    rt::Dispatcher &out) {
+    const std::vector<const rt::VariantCode *> &variants, rt::Dispatcher &out) {
   return tsl::compileDispatcher(variants, out);
 }
 
@@ -164,8 +163,7 @@ bool JitCompiler::compile(const std::string &function,
   }
   options.forceDynamic = dynamicDims;
   options.allDynamic = allDynamic;
-  options.pipeline =
-      (device_ ? nvptxTarget() : cpuTarget()).pipelineOptions();
+  options.pipeline = (device_ ? nvptxTarget() : cpuTarget()).pipelineOptions();
   diagnosticText_.str("");
   diags_.reset(); // the 51st failed compile of a module still has a message
   Function fn;
@@ -174,9 +172,8 @@ bool JitCompiler::compile(const std::string &function,
     return false;
   }
   if (Expected<void> verified = verifyFunction(fn); !verified) {
-    error = {ErrorKind::Internal,
-             "internal error: " + verified.error().message,
-             {}};
+    error = {
+        ErrorKind::Internal, "internal error: " + verified.error().message, {}};
     return false;
   }
   // The backend's error has its kind (an op the target cannot compile:

@@ -95,9 +95,9 @@ bool emitAsm(const EmitInput &in, std::string &out, std::string &error) {
 }
 
 bool emitPtx(const EmitInput &in, std::string &out, std::string &error) {
-  return eachFunction(
-      in.device, out, error,
-      [&](const Function &f) { return lowerToPtx(f, in.options.arch); });
+  return eachFunction(in.device, out, error, [&](const Function &f) {
+    return lowerToPtx(f, in.options.arch);
+  });
 }
 
 /// The stages in pipeline order (the order they print in).
@@ -235,8 +235,8 @@ bool loadInput(const Options &o, bool host, bool gpu, SourceManager &sm,
     return true;
   std::ostringstream quietText;
   DiagnosticEngine quiet(sm, quietText);
-  if (elaborateAll(o, names, nvptxTarget().pipelineOptions(), loader, quiet,
-                   in, in.device))
+  if (elaborateAll(o, names, nvptxTarget().pipelineOptions(), loader, quiet, in,
+                   in.device))
     return true;
   std::cerr << quietText.str();
   return false;

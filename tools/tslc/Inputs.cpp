@@ -200,9 +200,9 @@ bool compileSelected(const Options &o, bool withData, SourceManager &sm,
     return false;
   ModuleLoader loader(sm, diags);
   configure(loader, o);
-  if (compileForArgs(loader, o.files[0], o.fn, args, diags, fn, o.allDynamic,
-                     (targetsGpu(o) ? nvptxTarget() : cpuTarget())
-                         .pipelineOptions()))
+  if (compileForArgs(
+          loader, o.files[0], o.fn, args, diags, fn, o.allDynamic,
+          (targetsGpu(o) ? nvptxTarget() : cpuTarget()).pipelineOptions()))
     return true;
   diags.finish();
   return false;

@@ -22,7 +22,8 @@ bool printAfterHook(const std::string &names, PipelineOptions &options) {
     usageError("--print-after: " + parsed.error().message);
     return false;
   }
-  options.afterPass = [list = std::move(*parsed)](std::string_view pass, const Function &fn) {
+  options.afterPass = [list = std::move(*parsed)](std::string_view pass,
+                                                  const Function &fn) {
     for (const std::string &n : list)
       if (n == "all" || n == pass) {
         std::cerr << "// *** IR Dump After " << pass << " on " << fn.name

@@ -297,8 +297,7 @@ void runProgram(const Program &p, int64_t index, int64_t shapes,
     // keeps them inlined); this one was elaborated for the host.
     Function flat = fn;
     PassContext ctx;
-    if (Expected<void> inlined = runPasses(flat, "inline-calls", ctx);
-        !inlined)
+    if (Expected<void> inlined = runPasses(flat, "inline-calls", ctx); !inlined)
       error = inlined.error().message;
     gpu = take(GpuKernel::compile(flat, GpuTarget::Emulator));
   }

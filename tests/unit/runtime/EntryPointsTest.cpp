@@ -50,7 +50,8 @@ std::set<std::string> namesIn(const std::string &text,
 
 TEST(EntryPoints, EveryListedSymbolResolves) {
   std::vector<tsl_rt_entry_point> entries = entryPoints();
-  ASSERT_EQ(entries.size(), 33u); // + index_add's check, masked_scatter
+  // + index_add's check, masked_scatter, sgemm_at
+  ASSERT_EQ(entries.size(), 34u);
   std::set<const void *> addresses;
   for (const tsl_rt_entry_point &e : entries) {
     ASSERT_NE(e.name, nullptr);
@@ -77,9 +78,11 @@ TEST(EntryPoints, SlotsAndTheAotTableFollowTheList) {
   for (size_t i = TSL_RT_NUM_SLOTS; i < entries.size(); ++i)
     EXPECT_EQ(tsl_rt_slot_of(entries[i].name), -1) << entries[i].name;
   // The ABI of AOT modules built before the list: slots keep their numbers
-  // (issue 32 appended tsl_rt_check_indices, 24, and tsl_rt_masked_scatter).
-  EXPECT_EQ(TSL_RT_NUM_SLOTS, 26);
+  // (issue 32 appended tsl_rt_check_indices, 24, and tsl_rt_masked_scatter;
+  // issue 34 tsl_rt_sgemm_at, 26).
+  EXPECT_EQ(TSL_RT_NUM_SLOTS, 27);
   EXPECT_EQ(TSL_RT_CHECK_INDICES, 24);
+  EXPECT_EQ(TSL_RT_SGEMM_AT, 26);
   EXPECT_EQ(tsl_rt_slot_of("tsl_rt_alloc"), TSL_RT_ALLOC);
   EXPECT_EQ(TSL_RT_ALLOC, 0);
   EXPECT_EQ(TSL_RT_TOPK, 9);

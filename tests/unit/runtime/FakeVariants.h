@@ -147,8 +147,9 @@ public:
     ++compiles;
     return make(args, allDynamic, out, error);
   }
-  Expected<void> compileDispatcher(const std::vector<const VariantCode *> &variants,
-                                   Dispatcher &out) override {
+  Expected<void>
+  compileDispatcher(const std::vector<const VariantCode *> &variants,
+                    Dispatcher &out) override {
     if (!nativeDispatcher || variants.size() != 1)
       return makeError(ErrorKind::Unsupported,
                        "no native dispatcher in this test");
