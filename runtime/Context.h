@@ -10,6 +10,12 @@
 
 struct tsl_rt_context {
   std::vector<void *> allocations; ///< host memory, freed at the end
+  /// The rounded size of each of `allocations`, in the same order.
+  std::vector<int64_t> allocationBytes;
+  /// Bytes of `allocations` now, and the most there were at once since the
+  /// context was made or reset (a call's peak host memory beyond its
+  /// arguments: intermediates and results).
+  int64_t liveBytes = 0, peakBytes = 0;
   std::string error;
   int32_t failedOp = -1;
   /// The values a failed device check stored with its message.
@@ -36,5 +42,6 @@ inline void resetContext(tsl_rt_context *ctx) {
   ctx->error.clear();
   ctx->failedOp = -1;
   ctx->device = nullptr;
+  ctx->liveBytes = ctx->peakBytes = 0;
 }
 } // namespace tsl::rt

@@ -341,12 +341,20 @@ int FunctionTable::dispatch(const std::vector<CallArg> &args,
   return chosen;
 }
 
+void FunctionTable::notePeakBytes(int64_t bytes) const {
+  int64_t seen = peakBytes_.load(std::memory_order_relaxed);
+  while (bytes > seen && !peakBytes_.compare_exchange_weak(
+                             seen, bytes, std::memory_order_relaxed))
+    ;
+}
+
 Stats FunctionTable::stats() const {
   Stats s;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     s = stats_;
   }
+  s.peakBytes = peakBytes_.load(std::memory_order_relaxed);
   for (size_t i = 0; i < kMaxVariants; ++i)
     if (size_t n = variantCalls_[i].load(std::memory_order_relaxed)) {
       s.calls += n;
@@ -661,6 +669,7 @@ bool FunctionTable::run(const VariantCode &v, std::span<const ArgRef> args,
     tsl_rt_context *ctx = acquireContext();
     ok = finishRun(v, v.kernel(b, syms.data(), ctx), b, syms, ctx, results,
                    error, stream);
+    notePeakBytes(ctx->peakBytes);
     releaseContext(ctx);
   }
   if (threadOwned)

@@ -191,6 +191,10 @@ struct Stats {
   /// How many calls each variant served, by variant index (every call).
   std::vector<size_t> variantCalls;
   std::vector<std::string> recompileReasons;
+  /// The most host memory one call (of a CPU variant) held at once beyond
+  /// its arguments: its intermediates and results, rounded as allocated.
+  /// 0 before the first call; GPU variants' device memory is not counted.
+  int64_t peakBytes = 0;
 };
 
 /// What one variant of a table is, for embedders that list them (the
@@ -319,6 +323,8 @@ private:
   /// Runs \p v's kernel on the call's buffers and collects its results.
   bool run(const VariantCode &v, std::span<const ArgRef> args, Symbols &syms,
            Results &results, Error &error, void *stream) const;
+  /// Raises Stats::peakBytes to \p bytes (one call's peak) if it is larger.
+  void notePeakBytes(int64_t bytes) const;
   /// run() for a GPU variant: its kernel under a GpuDevice::Call.
   bool runOnDevice(const VariantCode &v, void **buffers, Symbols &syms,
                    Results &results, Error &error, void *stream) const;
@@ -360,6 +366,8 @@ private:
   /// first call that needs one.
   static constexpr size_t kCallLogSize = 100000, kCallLogChunk = 4096;
   alignas(64) std::atomic<size_t> callLogNext_{0};
+  /// Stats::peakBytes: the largest call's peak so far.
+  mutable std::atomic<int64_t> peakBytes_{0};
   std::array<std::atomic<std::atomic<uint8_t> *>,
              (kCallLogSize + kCallLogChunk - 1) / kCallLogChunk>
       callLog_{};

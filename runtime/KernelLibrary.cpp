@@ -166,23 +166,33 @@ void tsl_rt_context_destroy(tsl_rt_context *ctx) {
 void tsl_rt_context_release(tsl_rt_context *ctx, void *const *keep,
                             int32_t nkeep) {
   std::vector<void *> kept;
-  for (void *p : ctx->allocations) {
+  std::vector<int64_t> keptBytes;
+  int64_t live = 0;
+  for (size_t a = 0; a < ctx->allocations.size(); ++a) {
+    void *p = ctx->allocations[a];
     bool k = false;
     for (int32_t i = 0; i < nkeep; ++i)
       k |= keep[i] == p;
-    if (k)
+    if (k) {
       kept.push_back(p);
-    else
+      keptBytes.push_back(ctx->allocationBytes[a]);
+      live += ctx->allocationBytes[a];
+    } else {
       std::free(p);
+    }
   }
-  ctx->allocations = kept;
+  ctx->allocations = std::move(kept);
+  ctx->allocationBytes = std::move(keptBytes);
+  ctx->liveBytes = live;
 }
 
 int32_t tsl_rt_context_take(tsl_rt_context *ctx, void *p) {
   for (size_t i = 0; i < ctx->allocations.size(); ++i)
     if (ctx->allocations[i] == p) {
-      ctx->allocations.erase(ctx->allocations.begin() +
-                             static_cast<std::ptrdiff_t>(i));
+      auto at = static_cast<std::ptrdiff_t>(i);
+      ctx->liveBytes -= ctx->allocationBytes[i];
+      ctx->allocations.erase(ctx->allocations.begin() + at);
+      ctx->allocationBytes.erase(ctx->allocationBytes.begin() + at);
       return 1;
     }
   return 0;
@@ -217,6 +227,9 @@ void *tsl_rt_alloc(tsl_rt_context *ctx, int64_t bytes) {
     return nullptr;
   }
   ctx->allocations.push_back(p);
+  ctx->allocationBytes.push_back(static_cast<int64_t>(rounded));
+  ctx->liveBytes += static_cast<int64_t>(rounded);
+  ctx->peakBytes = std::max(ctx->peakBytes, ctx->liveBytes);
   return p;
 }
 

@@ -134,7 +134,8 @@ nb::object Function::stats() const {
     reasons.append(r);
   return pyClass("Stats")("compiles"_a = st.compiles,
                           "cache_hits"_a = st.cacheHits, "calls"_a = st.calls,
-                          "recompiles"_a = reasons);
+                          "recompiles"_a = reasons,
+                          "peak_bytes"_a = st.peakBytes);
 }
 
 nb::object Function::variants() const {

@@ -81,6 +81,14 @@ def test_variants_and_stats(m):
     assert (v1.index, v1.calls, v1.specialized) == (1, 2, {})
 
 
+def test_stats_peak_bytes():
+    mod = tsl.compile("fn f(x: f32[N]) -> f32[N] { return exp(x) * 2.0 + x; }")
+    assert mod.f.stats.peak_bytes == 0  # no call yet
+    mod.f(np.ones(1000, np.float32))
+    # The result (4000 bytes, rounded to 4032) at least; the argument not.
+    assert 4032 <= mod.f.stats.peak_bytes < 3 * 4032
+
+
 def test_recompile_on_a_new_size(m):
     # A is an auto dim: specialized to the first size, dynamic after a
     # second one (automatic dynamic).

@@ -129,13 +129,17 @@ class _NoSuchKey(Error, KeyError):
 @dataclasses.dataclass(frozen=True)
 class Stats:
     """What a function's variant table did: variants compiled, variants
-    loaded from the on-disk cache instead (cache_hits), calls, and one
-    reason per recompile (a call no variant served)."""
+    loaded from the on-disk cache instead (cache_hits), calls, one reason
+    per recompile (a call no variant served), and peak_bytes: the most host
+    memory one call held at once beyond its arguments (its intermediates
+    and results; 0 before the first call; a GPU variant's device memory is
+    not counted)."""
 
     compiles: int
     cache_hits: int
     calls: int
     recompiles: List[str]
+    peak_bytes: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,8 +2,9 @@
 // relaxed atomics, no lock) add up exactly once the threads are done, per
 // variant and in the call log (the first 100,000 calls), through
 // FunctionTable::call and through the C API; and a call made from inside a
-// kernel gets a context of its own.
+// kernel gets a context of its own; the peak host memory of a call.
 #include "FakeVariants.h"
+#include "runtime/Context.h"
 #include "runtime/Runtime.h"
 
 #include <gtest/gtest.h>
@@ -232,6 +233,47 @@ TEST(CallStats, ACallFromInsideAKernelGetsItsOwnContext) {
     std::free(out[0].data);
   }
   innerTable = nullptr;
+}
+
+TEST(CallStats, PeakBytesIsTheLargestCallsHostMemory) {
+  fake::Compiler compiler;
+  twoVariants(compiler);
+  FunctionTable table("scale", &compiler);
+  EXPECT_EQ(table.stats().peakBytes, 0); // no call yet
+  // N = 4: a 16-byte result (allocations round to 64 bytes); N = 200: 800
+  // bytes, 832 rounded. The peak is the larger call's, not their sum.
+  warmUp(table);
+  EXPECT_EQ(table.stats().peakBytes, 832);
+  std::vector<float> small(4, 1.0f);
+  std::vector<Output> out;
+  int variant;
+  Error error;
+  ASSERT_TRUE(table.call({fake::vectorArg(small)}, out, variant, error));
+  std::free(out[0].data);
+  EXPECT_EQ(table.stats().peakBytes, 832);
+}
+
+/// The context's accounting itself: live bytes go up with each allocation
+/// and down with each free or hand-over, the peak stays the most at once.
+TEST(CallStats, AContextCountsItsLiveAndPeakBytes) {
+  tsl_rt_context *ctx = tsl_rt_context_create();
+  void *a = tsl_rt_alloc(ctx, 1000); // 1024 rounded
+  void *b = tsl_rt_alloc(ctx, 64);
+  EXPECT_EQ(ctx->liveBytes, 1088);
+  tsl_rt_free(ctx, a);
+  EXPECT_EQ(ctx->liveBytes, 64);
+  void *c = tsl_rt_alloc(ctx, 10); // 64
+  EXPECT_EQ(ctx->liveBytes, 128);
+  EXPECT_EQ(ctx->peakBytes, 1088);
+  ASSERT_EQ(tsl_rt_context_take(ctx, b), 1); // a result handed over
+  EXPECT_EQ(ctx->liveBytes, 64);
+  std::free(b);
+  tsl_rt_context_release(ctx, &c, 1); // c kept
+  EXPECT_EQ(ctx->liveBytes, 64);
+  resetContext(ctx); // c freed: the next call starts from nothing
+  EXPECT_EQ(ctx->liveBytes, 0);
+  EXPECT_EQ(ctx->peakBytes, 0);
+  tsl_rt_context_destroy(ctx);
 }
 
 } // namespace
