@@ -38,6 +38,9 @@ struct Unit {
   std::optional<Error> error;
   bool cached = false;
   OptEffort effort = OptEffort::Full;
+  /// What the perf log calls it, and how long it took to compile.
+  std::string name;
+  double milliseconds = 0;
 };
 
 std::string bitcodeOf(const llvm::Module &m) {
@@ -248,8 +251,14 @@ unsigned compileAll(std::vector<Unit> &units, bool pic, unsigned threads) {
       std::max<size_t>(1, std::min<size_t>(threads, todo.size())));
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < todo.size();)
+    for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
+      auto start = std::chrono::steady_clock::now();
       compileUnit(units[todo[i]], pic);
+      units[todo[i]].milliseconds =
+          std::chrono::duration<double, std::milli>(
+              std::chrono::steady_clock::now() - start)
+              .count();
+    }
   };
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t)
@@ -258,6 +267,37 @@ unsigned compileAll(std::vector<Unit> &units, bool pic, unsigned threads) {
   for (std::thread &t : pool)
     t.join();
   return threads;
+}
+
+/// The perf log of one compile: its counts and time, then the three units
+/// that took longest (what to look at when a compile is slow).
+void logSlowestUnits(const ObjectCompileStats &s, std::vector<Unit> &units) {
+  std::fprintf(stderr,
+               "[tsl] perf: %zu kernel calls, %zu distinct kernels; %zu of "
+               "%zu objects from the cache; compiled on %u threads in %.1f "
+               "ms\n",
+               s.kernelCalls, s.kernels, s.fromCache, s.units, s.threads,
+               s.milliseconds);
+  std::vector<const Unit *> order;
+  for (const Unit &u : units)
+    if (!u.cached && !u.bitcode.empty())
+      order.push_back(&u);
+  std::sort(order.begin(), order.end(), [](const Unit *a, const Unit *b) {
+    return a->milliseconds > b->milliseconds;
+  });
+  double total = 0;
+  for (const Unit *u : order)
+    total += u->milliseconds;
+  std::string line;
+  for (size_t i = 0; i < order.size() && i < 3; ++i) {
+    char part[64];
+    std::snprintf(part, sizeof part, "%.1f ms", order[i]->milliseconds);
+    line += (i ? "; " : "") + order[i]->name + " " + part;
+  }
+  if (!order.empty())
+    std::fprintf(stderr,
+                 "[tsl] perf: %.1f ms of compiling in all; slowest: %s\n",
+                 total, line.c_str());
 }
 
 } // namespace
@@ -332,8 +372,14 @@ Expected<void> compileToObjects(std::unique_ptr<llvm::Module> m, bool pic,
   constexpr size_t kLargeHostCode = 128;
   units[1].effort =
       hostCalls > kLargeHostCode ? OptEffort::None : OptEffort::Light;
-  for (size_t k = 0; k < kernels.size(); ++k)
+  units[0].name = "the rest (matchers, shapes, dispatchers)";
+  units[1].name = std::string("host code (") +
+                  (units[1].effort == OptEffort::None ? "O0" : "O1") + ", " +
+                  std::to_string(hostCalls) + " calls)";
+  for (size_t k = 0; k < kernels.size(); ++k) {
     units[k + 2].bitcode = bitcodeOf(*unitOf(*m, {kernels[k]}));
+    units[k + 2].name = kernels[k]->getName().str();
+  }
   if (!entries.empty()) {
     // The rest calls what the other units define; the host code's unit is
     // the module itself (it holds most of a large function).
@@ -375,12 +421,7 @@ Expected<void> compileToObjects(std::unique_ptr<llvm::Module> m, bool pic,
   if (stats)
     *stats = s;
   if (rt::LogFlags::fromEnvironment().perf)
-    std::fprintf(stderr,
-                 "[tsl] perf: %zu kernel calls, %zu distinct kernels; %zu of "
-                 "%zu objects from the cache; compiled on %u threads in %.1f "
-                 "ms\n",
-                 s.kernelCalls, s.kernels, s.fromCache, s.units, s.threads,
-                 s.milliseconds);
+    logSlowestUnits(s, units);
   return {};
 }
 
