@@ -7,6 +7,7 @@
 # TSL_BENCH_ROUNDS (default 1): interleaved rounds (each run a fresh process),
 #   best of each side. TSL_BENCH_OMP_WAIT (default passive): the peers'
 #   OMP_WAIT_POLICY. TSL_BENCH_TIMEOUT (default 900): seconds per run.
+#   TSL_BENCH_OUT=DIR keeps each run's output (and stderr) in DIR.
 #
 # Models (bench/train_models.tsl; bench/train_peers.py the same in PyTorch):
 #   mlp  784-512-10, ReLU, B = 256, cross-entropy
@@ -20,6 +21,9 @@
 # model and thread count: 21 steps, the median of the steps 2..8, the first
 # step (compile + run) cold on both sides, the peak RSS, and the loss after 20
 # updates (the sides must agree within 1e-3 relative; MISMATCH otherwise).
+# TSL runs twice: cold (an empty compile cache) and warm (a second process
+# loading the variant from that cache: its first step without compiling, and
+# its memory without the compiler's).
 #
 # What keeps the peers honest (as bench/cpu.sh): their core-type overrides are
 # unset in their command only (env -u); their OpenMP threads wait passively,
@@ -60,8 +64,13 @@ done
 omp_wait=${TSL_BENCH_OMP_WAIT:-passive}
 peer_env+=("OMP_WAIT_POLICY=$omp_wait")
 echo "peers: OMP_WAIT_POLICY=$omp_wait (TSL's pool waits on a condition variable)"
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+if [ -n "${TSL_BENCH_OUT:-}" ]; then
+  out=$TSL_BENCH_OUT # kept: each run's figures and stderr
+  mkdir -p "$out"
+else
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+fi
 export PYTHONPATH="$root/build/python-build/python${PYTHONPATH:+:$PYTHONPATH}"
 
 # One run: its figures into $out/MODEL.THREADS.SIDE.ROUND, or 'error: ' lines
@@ -86,8 +95,14 @@ for ((r = 1; r <= rounds; ++r)); do
   for m in "${models[@]}"; do
     for t in "${counts[@]}"; do
       echo "--- round $r of $rounds: $m, $t thread(s)"
-      run_side "$out/$m.$t.tsl.$r" env TSL_NUM_THREADS="$t" "$venv/bin/python" \
-        "$root/bench/train_tsl.py" "$m" "$t"
+      # Cold (an empty compile cache), then warm (the objects it stored).
+      cache="$out/cache.$m.$t.$r"
+      rm -rf "$cache"
+      mkdir -p "$cache"
+      for side in tsl tslwarm; do
+        run_side "$out/$m.$t.$side.$r" env TSL_NUM_THREADS="$t" TSL_CACHE_DIR="$cache" \
+          "$venv/bin/python" "$root/bench/train_tsl.py" "$m" "$t"
+      done
       for side in eager compile; do
         run_side "$out/$m.$t.$side.$r" "${peer_env[@]}" "$venv/bin/python" \
           "$root/bench/train_peers.py" "$m" "$t" "$side"

@@ -6,8 +6,9 @@ Python package, in a fresh process.
 
 Loads bench/train_models.tsl and calls its `<model>_step(weights...,
 adam_m..., adam_v..., batch..., step, lr)`: the first call with the NumPy
-initial weights and zero moments compiles the step (TSL_CACHE_DIR=off: a
-cold compile, no cache) and runs it; every later call takes the previous
+initial weights and zero moments compiles the step and runs it (a cold
+compile: TSL_CACHE_DIR=off unless set; bench/train.sh gives the cold run an
+empty cache directory and then runs again from it, the warm first step); every later call takes the previous
 call's results (tsl.Tensor, no copy) as its weights and moments. The first
 step's time includes tsl.load (parsing and checking the module). Prints the
 figures of bench/train_common.run."""
@@ -19,7 +20,7 @@ import train_common as tc  # noqa: E402
 
 model, threads = tc.parse_args(sys.argv)
 os.environ["TSL_NUM_THREADS"] = str(threads)
-os.environ["TSL_CACHE_DIR"] = "off"
+os.environ.setdefault("TSL_CACHE_DIR", "off")
 malloc_tuned = tc.tune_malloc()  # the runtime applies it too, on its first context
 
 import numpy as np  # noqa: E402
@@ -51,7 +52,8 @@ def main():
     fn = fns[0]
     stats = fn.stats
     print(f"info_malloc: {'applied' if malloc_tuned else 'FAILED'}")
-    print(f"info_tsl: {stats.compiles} compile(s), {len(fn.variants)} variant(s), "
+    cached = "from the cache" if fn.variants[0].from_cache else "compiled"
+    print(f"info_tsl: {stats.compiles} compile(s) ({cached}), {len(fn.variants)} variant(s), "
           f"{stats.calls} calls, {len(stats.recompiles)} recompile(s)")
 
 
