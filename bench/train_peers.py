@@ -25,22 +25,23 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_common as tc  # noqa: E402
 
-if len(sys.argv) != 4 or sys.argv[3] not in ("eager", "compile"):
-    sys.exit("usage: train_peers.py mlp|gpt|cnn THREADS eager|compile")
-mode = sys.argv[3]
-model, threads = tc.parse_args(sys.argv[:3])
-for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[var] = str(threads)
-cache = tempfile.TemporaryDirectory(prefix="train-peers-inductor-")
-os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache.name
-os.environ["TRITON_CACHE_DIR"] = os.path.join(cache.name, "triton")
-malloc_tuned = tc.tune_malloc()
+if __name__ == "__main__":
+    # As a script: the side and the thread count, set before torch loads.
+    # Imported (bench/train_breakdown.py): the importer sets them.
+    if len(sys.argv) != 4 or sys.argv[3] not in ("eager", "compile"):
+        sys.exit("usage: train_peers.py mlp|gpt|cnn THREADS eager|compile")
+    mode = sys.argv[3]
+    model, threads = tc.parse_args(sys.argv[:3])
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    cache = tempfile.TemporaryDirectory(prefix="train-peers-inductor-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache.name
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(cache.name, "triton")
+    malloc_tuned = tc.tune_malloc()
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch._dynamo.utils import counters  # noqa: E402
-
-torch.set_num_threads(threads)
 
 
 def mlp_loss(p, x, y):
@@ -85,6 +86,7 @@ LOSS = {"mlp": mlp_loss, "gpt": gpt_loss, "cnn": cnn_loss}
 
 
 def main():
+    torch.set_num_threads(threads)
     params = [torch.tensor(p, requires_grad=True) for p in tc.init_params(model)]
     data = [tuple(torch.from_numpy(a) for a in b) for b in tc.batches(model)]
     opt = torch.optim.Adam(params, lr=tc.LR[model])
