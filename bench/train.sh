@@ -111,7 +111,7 @@ for ((r = 1; r <= rounds; ++r)); do
   done
 done
 first=$(ls "$out"/*.eager.1 | head -1)
-sed -n 's/^info_torch: /peers: /p; s/^info_malloc: /peers: malloc tuning (mallopt, 1 GiB) /p' "$first" | head -2
+sed -n 's/^info_torch: \(.*\), [0-9]* threads, /peers: \1, /p; s/^info_malloc: /peers: malloc tuning (mallopt, 1 GiB) /p' "$first" | head -2
 counts_csv=$(
   IFS=,
   echo "${counts[*]}"
