@@ -25,6 +25,9 @@
 # loading the variant from that cache: its first step without compiling, and
 # its memory without the compiler's).
 #
+# Where a step's time goes (forward, backward, Adam; TSL against eager):
+# bench/train_breakdown.py THREADS, run by hand.
+#
 # What keeps the peers honest (as bench/cpu.sh): their core-type overrides are
 # unset in their command only (env -u); their OpenMP threads wait passively,
 # as TSL's pool does; glibc's malloc gets the TSL runtime's setting in both.
