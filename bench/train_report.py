@@ -53,6 +53,11 @@ def fmt(value, spec):
     return "-" if value is None else format(value, spec)
 
 
+def times(value, spec):
+    """A ratio as '1.23x', '-' without one."""
+    return "-" if value is None else format(value, spec) + "x"
+
+
 def figure(run, key):
     return float(run[key]) if run and "error" not in run else None
 
@@ -89,8 +94,8 @@ def report_model(directory, model, counts):
                 continue
             step, first, loss = figure(run, "step_ms"), figure(run, "first_step_s"), figure(run, "loss")
             peer = s in ("eager", "compile")
-            step_r = fmt(ratio(step, tsl_ms), ".2f") + "x" if peer else ""
-            first_r = fmt(ratio(first, tsl_first), ".1f") + "x" if s == "compile" else ""
+            step_r = times(ratio(step, tsl_ms), ".2f") if peer else ""
+            first_r = times(ratio(first, tsl_first), ".1f") if s == "compile" else ""
             if peer and tsl_loss is not None:
                 rel = abs(tsl_loss - loss) / max(abs(loss), 1e-30)
                 check = f" (TSL's differs by {rel:.1e} rel.: {'ok' if rel <= LOSS_RTOL else 'MISMATCH'})"
