@@ -161,6 +161,21 @@ bool runDifferentiate(Elaborator &el, DiffRequest &req, SourceRange range,
   for (const SymCond &f : facts)
     if (f.kind() == SymCond::Kind::Eq)
       env.addFact(SymCond::eq(f.rhs(), f.lhs()));
+  // The backward of a loop re-runs its body's forward, whose facts ended
+  // with the body: its guards and assertions would be made again. They
+  // hold here (guards for the whole call; the forward's assertions were
+  // checked before its backward runs), except an assertion about one
+  // iteration (it names the loop's variable).
+  for (const ShapeFact &g : env.guards())
+    env.addFact(g.cond);
+  for (const ShapeFact &a : env.assertions()) {
+    bool perIteration = false;
+    for (const std::string &name : a.cond.symbols())
+      if (const SymbolInfo *s = env.lookup(name); s && s->loopVariable)
+        perIteration = true;
+    if (!perIteration)
+      env.addFact(a.cond);
+  }
   bool ok = differentiate(el.fn, env, req, emitFn, res);
   env.forgetFactsSince(mark);
   if (!ok) {
