@@ -66,11 +66,9 @@ Expected<std::string> lowerToLLVMText(const Function &fn) {
 
 std::string hostTargetId() {
   initializeLLVM();
-  auto jtmb = targetMachineBuilder();
-  if (!jtmb) {
-    llvm::consumeError(jtmb.takeError());
+  Expected<llvm::orc::JITTargetMachineBuilder> jtmb = targetMachineBuilder();
+  if (!jtmb)
     return "unknown-host";
-  }
   std::string id = jtmb->getTargetTriple().str() + " " + jtmb->getCPU();
   for (const std::string &f : jtmb->getFeatures().getFeatures())
     id += " " + f;
@@ -162,10 +160,9 @@ Expected<std::unique_ptr<llvm::orc::LLJIT>>
 createHostJit(std::unique_ptr<llvm::Module> m,
               std::unique_ptr<llvm::LLVMContext> ctx) {
   initializeLLVM();
-  auto jtmb = targetMachineBuilder();
+  Expected<llvm::orc::JITTargetMachineBuilder> jtmb = targetMachineBuilder();
   if (!jtmb)
-    return llvmError(ErrorKind::Unsupported, jtmb.takeError(),
-                     "cannot target the host CPU: ");
+    return jtmb.error();
   jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
   auto tm = jtmb->createTargetMachine();
   if (!tm)
@@ -188,10 +185,9 @@ createHostJit(std::unique_ptr<llvm::Module> m,
 /// Loads \p objects into a new host session.
 Expected<std::unique_ptr<llvm::orc::LLJIT>>
 loadHostObjects(const std::vector<std::string> &objects) {
-  auto jtmb = targetMachineBuilder();
+  Expected<llvm::orc::JITTargetMachineBuilder> jtmb = targetMachineBuilder();
   if (!jtmb)
-    return llvmError(ErrorKind::Unsupported, jtmb.takeError(),
-                     "cannot target the host CPU: ");
+    return jtmb.error();
   Expected<std::unique_ptr<llvm::orc::LLJIT>> jit =
       newHostSession(std::move(*jtmb));
   if (!jit)
@@ -454,10 +450,9 @@ compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
              llvm::ConstantInt::get(i64, reinterpret_cast<uintptr_t>(v->match)),
              llvm::PointerType::get(*ctx, 0))});
   emitDispatcher(*m, "tsl_dispatch", entries);
-  auto jtmb = targetMachineBuilder();
+  Expected<llvm::orc::JITTargetMachineBuilder> jtmb = targetMachineBuilder();
   if (!jtmb)
-    return llvmError(ErrorKind::Unsupported, jtmb.takeError(),
-                     "cannot target the host CPU: ");
+    return jtmb.error();
   auto jit = llvm::orc::LLJITBuilder()
                  .setJITTargetMachineBuilder(std::move(*jtmb))
                  .create();

@@ -78,27 +78,27 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm, OptEffort effort) {
   mpm.run(m, mam);
 }
 
-llvm::Expected<llvm::orc::JITTargetMachineBuilder> targetMachineBuilder() {
-  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!jtmb)
-    return jtmb;
-  if (const char *cpu = std::getenv("TSL_TARGET_CPU"); cpu && *cpu) {
-    jtmb->setCPU(cpu);
-    jtmb->getFeatures() = llvm::SubtargetFeatures();
-  }
-  return jtmb;
-}
-
 Error llvmError(ErrorKind kind, llvm::Error err, const std::string &prefix) {
   return makeError(kind, prefix + errorText(std::move(err)));
 }
 
-Expected<std::unique_ptr<llvm::TargetMachine>> targetMachine(bool pic,
-                                                             OptEffort effort) {
-  auto jtmb = targetMachineBuilder();
+Expected<llvm::orc::JITTargetMachineBuilder> targetMachineBuilder() {
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb)
     return llvmError(ErrorKind::Unsupported, jtmb.takeError(),
                      "cannot target the host CPU: ");
+  if (const char *cpu = std::getenv("TSL_TARGET_CPU"); cpu && *cpu) {
+    jtmb->setCPU(cpu);
+    jtmb->getFeatures() = llvm::SubtargetFeatures();
+  }
+  return std::move(*jtmb);
+}
+
+Expected<std::unique_ptr<llvm::TargetMachine>> targetMachine(bool pic,
+                                                             OptEffort effort) {
+  Expected<llvm::orc::JITTargetMachineBuilder> jtmb = targetMachineBuilder();
+  if (!jtmb)
+    return jtmb.error();
   jtmb->setCodeGenOptLevel(
       effort == OptEffort::Full    ? llvm::CodeGenOptLevel::Aggressive
       : effort == OptEffort::Light ? llvm::CodeGenOptLevel::Less

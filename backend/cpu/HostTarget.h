@@ -36,8 +36,9 @@ void optimize(llvm::Module &m, llvm::TargetMachine &tm,
               OptEffort effort = OptEffort::Full);
 
 /// The host, or the CPU named by $TSL_TARGET_CPU (for example x86-64-v3 or
-/// skylake-avx512; its own features, not the host's).
-llvm::Expected<llvm::orc::JITTargetMachineBuilder> targetMachineBuilder();
+/// skylake-avx512; its own features, not the host's). An Unsupported
+/// error ("cannot target the host CPU: ...") when LLVM cannot.
+Expected<llvm::orc::JITTargetMachineBuilder> targetMachineBuilder();
 
 /// A target machine for the selected CPU (position-independent when \p pic,
 /// for shared libraries). An Unsupported error when LLVM cannot target it.

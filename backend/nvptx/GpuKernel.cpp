@@ -460,14 +460,16 @@ Expected<void> buildHostCode(Lowered &l, HostCode &out) {
 }
 
 /// Lowers \p fn and builds its device and host code into \p code and
-/// \p host; \p lowered keeps the function failures name.
+/// \p host; \p lowered keeps the function failures name and \p checks
+/// its matcher's check descriptions.
 Expected<void> buildBoth(const Function &fn, rt::GpuDevice &device,
-                         Function &lowered, rt::DeviceCode &code,
-                         HostCode &host) {
+                         Function &lowered, std::vector<std::string> &checks,
+                         rt::DeviceCode &code, HostCode &host) {
   Lowered l;
   if (Expected<void> ok = lowerBoth(fn, l); !ok)
     return ok.error();
   lowered = l.fn;
+  checks = l.checks;
   if (Expected<void> ok = buildDeviceCode(l, device, code); !ok)
     return ok.error();
   return buildHostCode(l, host);
@@ -478,20 +480,18 @@ Expected<void> buildBoth(const Function &fn, rt::GpuDevice &device,
 Expected<void> compileGpuVariant(const Function &fn,
                                  const std::shared_ptr<rt::GpuDevice> &device,
                                  rt::VariantCode &out) {
-  Lowered l;
-  if (Expected<void> ok = lowerBoth(fn, l); !ok)
-    return ok.error();
+  Function lowered;
+  std::vector<std::string> checks;
   auto code = std::make_shared<rt::DeviceCode>();
   HostCode host;
-  if (Expected<void> ok = buildDeviceCode(l, *device, *code); !ok)
-    return ok.error();
-  if (Expected<void> ok = buildHostCode(l, host); !ok)
+  if (Expected<void> ok = buildBoth(fn, *device, lowered, checks, *code, host);
+      !ok)
     return ok.error();
   out = rt::VariantCode();
   out.kernel = host.kernel;
   out.match = host.match;
   out.shapes = host.shapes;
-  fillVariantMetadata(l.fn, l.checks, out);
+  fillVariantMetadata(lowered, checks, out);
   out.device = code;
   out.keepAlive = host.jit;
   return {};
@@ -517,8 +517,9 @@ Expected<std::unique_ptr<GpuKernel>> GpuKernel::compile(const Function &fn,
                                           : rt::GpuDevice::emulator();
   if (!impl.device)
     return makeError(ErrorKind::Unsupported, std::move(error));
+  std::vector<std::string> checks; // the matcher's; GpuKernel::run binds itself
   if (Expected<void> ok =
-          buildBoth(fn, *impl.device, impl.fn, impl.code, impl.host);
+          buildBoth(fn, *impl.device, impl.fn, checks, impl.code, impl.host);
       !ok)
     return ok.error();
   return k;
