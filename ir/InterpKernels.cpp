@@ -919,6 +919,10 @@ template <> constexpr OwnKernel kKernel<OpCode::UpdateSlice> = updateSlice;
 template <> constexpr OwnKernel kKernel<OpCode::Pad> = pad;
 template <> constexpr OwnKernel kKernel<OpCode::Conv2d> = conv2d;
 template <> constexpr OwnKernel kKernel<OpCode::MaxPool2d> = maxPool;
+template <>
+constexpr OwnKernel kKernel<OpCode::Conv2dWeightGrad> = conv2dWeightGradKernel;
+template <>
+constexpr OwnKernel kKernel<OpCode::MaxPool2dGrad> = maxPool2dGradKernel;
 template <> constexpr OwnKernel kKernel<OpCode::Attention> = attentionKernel;
 template <> constexpr OwnKernel kKernel<OpCode::Nonzero> = nonzero;
 template <> constexpr OwnKernel kKernel<OpCode::MaskedSelect> = maskedSelect;

@@ -80,6 +80,16 @@ bool runKernel(KernelContext &ctx);
 /// once the shape rule held.
 bool attentionKernel(KernelContext &ctx);
 
+/// conv2d_weight_grad (ir/InterpWindowGrad.cpp): each weight's gradient
+/// summed in double over the images and output positions. Never fails once
+/// the shape rule held.
+bool conv2dWeightGradKernel(KernelContext &ctx);
+
+/// max_pool2d_grad (ir/InterpWindowGrad.cpp): each window's g added (in
+/// double) at the element max_pool2d took, the first maximum or the first
+/// NaN of the window. Never fails once the shape rule held.
+bool maxPool2dGradKernel(KernelContext &ctx);
+
 /// cumsum and cumprod (ir/InterpIndexing.cpp): a serial scan along the
 /// axis, floats in double (rounded on store), integers in int64 wrapped on
 /// store (the same as wrapping in the element type). Never fails.

@@ -10,6 +10,29 @@ namespace tsl::shape_rules {
 
 namespace {
 
+/// The NCHW result of sliding a \p kernel window over \p x (ctx.op's
+/// stride and padding, checked by the caller) with \p channels outputs;
+/// false when the window does not fit the padded input.
+bool windowOutput(ShapeContext &ctx, const TensorType &x, SymExpr channels,
+                  const std::vector<SymExpr> &kernel,
+                  std::vector<TensorType> &results) {
+  auto stride = ctx.op.intsAttr("stride");
+  auto padding = ctx.op.intsAttr("padding");
+  TensorType out{resultDType(ctx), {x.dims[0], channels}};
+  for (int i = 0; i < 2; ++i) {
+    SymExpr in = x.dims[2 + i], k = kernel[i];
+    SymExpr padded = in + SymExpr(2 * padding[i]);
+    if (!ctx.require(SymCond::ge(padded, k), "window fits the padded input",
+                     "window of size " + k.str() +
+                         " is larger than the padded input (" + padded.str() +
+                         ")"))
+      return false;
+    out.dims.push_back(SymExpr::floorDiv(padded - k, stride[i]) + 1);
+  }
+  results.push_back(out);
+  return true;
+}
+
 /// conv2d (\p conv) and max_pool2d: NCHW input, output sizes by floor
 /// division.
 bool convLike(ShapeContext &ctx, std::vector<TensorType> &results, bool conv) {
@@ -54,19 +77,7 @@ bool convLike(ShapeContext &ctx, std::vector<TensorType> &results, bool conv) {
     kh = kernel[0];
     kw = kernel[1];
   }
-  TensorType out{resultDType(ctx), {x.dims[0], channels}};
-  for (int i = 0; i < 2; ++i) {
-    SymExpr in = x.dims[2 + i], k = i ? kw : kh;
-    SymExpr padded = in + SymExpr(2 * padding[i]);
-    if (!ctx.require(SymCond::ge(padded, k), "window fits the padded input",
-                     "window of size " + k.str() +
-                         " is larger than the padded input (" + padded.str() +
-                         ")"))
-      return false;
-    out.dims.push_back(SymExpr::floorDiv(padded - k, stride[i]) + 1);
-  }
-  results.push_back(out);
-  return true;
+  return windowOutput(ctx, x, channels, {kh, kw}, results);
 }
 
 bool indexSelect(ShapeContext &ctx, std::vector<TensorType> &results) {
@@ -360,12 +371,69 @@ bool maxPool2d(ShapeContext &ctx, std::vector<TensorType> &results) {
   return convLike(ctx, results, false);
 }
 
+/// conv2d_weight_grad (x [N, C, H, W], g [N, O, OH, OW], kernel [KH, KW]):
+/// [O, C, KH, KW], where g must have the shape the forward gave: N images
+/// and OH = (H + 2 * padding - KH) / stride + 1 (likewise OW).
+bool conv2dWeightGrad(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const TensorType &x = ctx.operands[0], &g = ctx.operands[1];
+  const std::vector<SymExpr> &kernel = ctx.op.exprsAttr("kernel");
+  if (x.rank() != 4 || g.rank() != 4 || kernel.size() != 2)
+    return ctx.fail("conv2d_weight_grad needs NCHW x and g of rank 4 and a "
+                    "two-value kernel, got " +
+                    x.str() + " and " + g.str());
+  if (!sameDtypes(ctx, 0) || !checkDataDType(ctx, x))
+    return false;
+  auto stride = ctx.op.intsAttr("stride");
+  auto padding = ctx.op.intsAttr("padding");
+  if (stride.size() != 2 || padding.size() != 2 || stride[0] < 1 ||
+      stride[1] < 1 || padding[0] < 0 || padding[1] < 0)
+    return ctx.fail("stride must be >= 1 and padding >= 0 (two values each)");
+  std::vector<TensorType> forward;
+  TensorType w{x.dtype, {g.dims[1], x.dims[1], kernel[0], kernel[1]}};
+  if (!windowOutput(ctx, x, g.dims[1], kernel, forward))
+    return false;
+  for (int i = 0; i < 4; ++i)
+    if (i != 1 && !ctx.require(SymCond::eq(g.dims[i], forward[0].dims[i]),
+                               "conv2d gradient shape",
+                               "conv2d_weight_grad's g must be " +
+                                   forward[0].str() + ", got " + g.str()))
+      return false;
+  results.push_back(TensorType{resultDType(ctx), w.dims});
+  return true;
+}
+
+/// max_pool2d_grad (x, g): x's shape, where g must have the shape of
+/// max_pool2d(x) with the same attributes.
+bool maxPool2dGrad(ShapeContext &ctx, std::vector<TensorType> &results) {
+  const TensorType &x = ctx.operands[0], &g = ctx.operands[1];
+  if (!sameDtypes(ctx, 0))
+    return false;
+  std::vector<TensorType> forward;
+  if (!convLike(ctx, forward, false))
+    return false;
+  if (g.rank() != 4)
+    return ctx.fail("max_pool2d_grad needs g of rank 4, got " + g.str());
+  for (int i = 0; i < 4; ++i)
+    if (!ctx.require(SymCond::eq(g.dims[i], forward[0].dims[i]),
+                     "max_pool2d gradient shape",
+                     "max_pool2d_grad's g must be " + forward[0].str() +
+                         ", got " + g.str()))
+      return false;
+  results.push_back(TensorType{resultDType(ctx), x.dims});
+  return true;
+}
+
 /// The rule of each op of categories Library and DataDependent; such an op
 /// without one fails to compile (checkedRule).
 template <OpCode C> constexpr std::optional<Rule> kOwnRule = std::nullopt;
 template <> constexpr std::optional<Rule> kOwnRule<OpCode::Conv2d> = conv2d;
 template <>
 constexpr std::optional<Rule> kOwnRule<OpCode::MaxPool2d> = maxPool2d;
+template <>
+constexpr std::optional<Rule> kOwnRule<OpCode::Conv2dWeightGrad> =
+    conv2dWeightGrad;
+template <>
+constexpr std::optional<Rule> kOwnRule<OpCode::MaxPool2dGrad> = maxPool2dGrad;
 template <>
 constexpr std::optional<Rule> kOwnRule<OpCode::IndexSelect> = indexSelect;
 template <> constexpr std::optional<Rule> kOwnRule<OpCode::Topk> = topk;

@@ -462,11 +462,46 @@ ValueId flippedWeights(Builder &b, ValueId w) {
               {{"perm", std::vector<int64_t>{1, 0, 2, 3}}});
 }
 
-/// conv2d (x [N, C, H, W], w [O, C, KH, KW], padding p < K), stride 1:
-/// x's gradient is the full correlation of g with the flipped weights
-/// (g padded by K - 1 - p, and one more row and column so that H = 0 still
-/// leaves a window; the extra output sliced off), w's the correlation of
-/// x with g over the batch, the bias's g summed over N, H and W.
+/// x's gradient of a stride-1 conv2d with padding \p pad: the full
+/// correlation of g with the flipped weights. When 2p < K on both axes (and
+/// K is a constant) that is conv2d(g, flipped, padding = K - 1 - p), whose
+/// result is x's size; otherwise g is padded by K - 1 - p below and K - p
+/// above (one more row and column, so that H = 0 still leaves a window) and
+/// the extra output sliced off.
+ValueId convInputGrad(Builder &b, ValueId g, ValueId w, const TensorType &x,
+                      const std::vector<int64_t> &pad) {
+  TensorType wt = b.type(w);
+  std::vector<int64_t> same(2);
+  bool direct = true;
+  for (int i = 0; i < 2; ++i) {
+    const SymExpr &k = wt.dims[2 + i];
+    direct = direct && k.isConst() && 2 * pad[i] < k.constValue();
+    same[i] = k.isConst() ? k.constValue() - 1 - pad[i] : 0;
+  }
+  ValueId flipped = flippedWeights(b, w);
+  if (direct)
+    return b.op(OpCode::Conv2d, {g, flipped},
+                {{"stride", std::vector<int64_t>{1, 1}}, {"padding", same}});
+  std::vector<SymExpr> lo(4, SymExpr(0)), hi(4, SymExpr(0));
+  for (int i = 0; i < 2; ++i) {
+    lo[2 + i] = wt.dims[2 + i] - SymExpr(1 + pad[i]);
+    hi[2 + i] = wt.dims[2 + i] - SymExpr(pad[i]);
+  }
+  ValueId gp = b.op(OpCode::Pad, {g},
+                    {{"lo", lo}, {"hi", hi}, {"value", Number::ofFloat(0)}});
+  ValueId full = b.op(OpCode::Conv2d, {gp, flipped},
+                      {{"stride", std::vector<int64_t>{1, 1}},
+                       {"padding", std::vector<int64_t>{0, 0}}});
+  return b.op(
+      OpCode::Slice, {full},
+      {{"starts", std::vector<SymExpr>(4, SymExpr(0))}, {"sizes", x.dims}});
+}
+
+/// conv2d (x [N, C, H, W], w [O, C, KH, KW], padding p < K): x's gradient
+/// by convInputGrad (a stride s first takes g back through the strided
+/// slice that the stride-1 convolution is read at), w's by
+/// conv2d_weight_grad (a GEMM of g with x's windows over the batch, strides
+/// read in place), the bias's g summed over N, H and W.
 bool convRule(Rule &k) {
   Builder &b = k.b;
   const std::vector<int64_t> &stride = k.op.intsAttr("stride");
@@ -478,95 +513,41 @@ bool convRule(Rule &k) {
     if (b.env.prove(SymCond::ge(w.dims[2 + i], SymExpr(pad[i] + 1))) !=
         Truth::True)
       return k.refuse("with padding not below the kernel size");
-  // A stride s is the stride-1 convolution read at every s-th position:
-  // g goes back through that strided slice first.
-  ValueId g = k.g();
-  if (stride[0] != 1 || stride[1] != 1) {
-    TensorType z = b.type(g);
-    for (int i = 0; i < 2; ++i)
-      z.dims[2 + i] = x.dims[2 + i] + SymExpr(2 * pad[i]) - w.dims[2 + i] + 1;
-    g = sliceBack(b, std::vector<SymExpr>(4, SymExpr(0)), b.type(g).dims,
-                  {1, 1, stride[0], stride[1]}, z, g);
-  }
   if (k.want[0]) {
-    std::vector<SymExpr> lo(4, SymExpr(0)), hi(4, SymExpr(0));
-    for (int i = 0; i < 2; ++i) {
-      lo[2 + i] = w.dims[2 + i] - SymExpr(1 + pad[i]);
-      hi[2 + i] = w.dims[2 + i] - SymExpr(pad[i]);
+    ValueId g = k.g();
+    if (stride[0] != 1 || stride[1] != 1) {
+      TensorType z = b.type(g);
+      for (int i = 0; i < 2; ++i)
+        z.dims[2 + i] = x.dims[2 + i] + SymExpr(2 * pad[i]) - w.dims[2 + i] + 1;
+      g = sliceBack(b, std::vector<SymExpr>(4, SymExpr(0)), b.type(g).dims,
+                    {1, 1, stride[0], stride[1]}, z, g);
     }
-    ValueId gp = b.op(OpCode::Pad, {g},
-                      {{"lo", lo}, {"hi", hi}, {"value", Number::ofFloat(0)}});
-    ValueId full = b.op(OpCode::Conv2d, {gp, flippedWeights(b, k.x(1))},
-                        {{"stride", std::vector<int64_t>{1, 1}},
-                         {"padding", std::vector<int64_t>{0, 0}}});
-    k.set(0, b.op(OpCode::Slice, {full},
-                  {{"starts", std::vector<SymExpr>(4, SymExpr(0))},
-                   {"sizes", x.dims}}));
+    k.set(0, convInputGrad(b, g, k.x(1), x, pad));
   }
-  std::vector<int64_t> swap01 = {1, 0, 2, 3};
-  if (k.want[1]) {
-    ValueId xt = b.op(OpCode::Permute, {k.x(0)}, {{"perm", swap01}});
-    ValueId gt = b.op(OpCode::Permute, {g}, {{"perm", swap01}});
-    ValueId dw =
-        b.op(OpCode::Conv2d, {xt, gt},
-             {{"stride", std::vector<int64_t>{1, 1}}, {"padding", pad}});
-    k.set(1, b.op(OpCode::Permute, {dw}, {{"perm", swap01}}));
-  }
+  if (k.want[1])
+    k.set(1, b.op(OpCode::Conv2dWeightGrad, {k.x(0), k.g()},
+                  {{"kernel", std::vector<SymExpr>{w.dims[2], w.dims[3]}},
+                   {"stride", stride},
+                   {"padding", pad}}));
   if (k.op.operands.size() > 2 && k.want[2])
     k.set(2,
-          b.op(OpCode::ReduceSum, {g},
+          b.op(OpCode::ReduceSum, {k.g()},
                {{"axes", std::vector<int64_t>{0, 2, 3}}, {"keepdim", false}}));
   return true;
 }
 
-/// max_pool2d: x padded with -inf, each of the kernel's window offsets a
-/// strided slice of it compared with the result; the first offset (in
-/// row-major kernel order, as the forward scans) equal to the maximum takes
-/// g, scattered back through the slice's gradient; the padding sliced off.
-ValueId maxPoolBack(Rule &k) {
-  Builder &b = k.b;
-  const std::vector<int64_t> &kernel = k.op.intsAttr("kernel");
-  const std::vector<int64_t> &stride = k.op.intsAttr("stride");
-  const std::vector<int64_t> &pad = k.op.intsAttr("padding");
-  TensorType x = b.type(k.x(0));
-  std::vector<SymExpr> lo = {0, 0, pad[0], pad[1]};
-  ValueId xp =
-      b.op(OpCode::Pad, {k.x(0)},
-           {{"lo", lo}, {"hi", lo}, {"value", Number::ofFloat(-INFINITY)}});
-  if (xp == kFailed)
-    return xp;
-  TensorType padded = b.type(xp);
-  std::vector<SymExpr> sizes = b.type(k.r()).dims;
-  std::vector<int64_t> steps = {1, 1, stride[0], stride[1]};
-  ValueId taken = kFailed, acc = kFailed;
-  for (int64_t i = 0; i < kernel[0]; ++i)
-    for (int64_t j = 0; j < kernel[1]; ++j) {
-      std::vector<SymExpr> starts = {0, 0, i, j};
-      ValueId win =
-          b.op(OpCode::Slice, {xp},
-               {{"starts", starts}, {"sizes", sizes}, {"steps", steps}});
-      ValueId hit = b.op(OpCode::Eq, {win, k.r()});
-      ValueId first = hit;
-      if (taken != kFailed) {
-        first = b.op(OpCode::And, {hit, b.op(OpCode::Not, {taken})});
-        taken = b.op(OpCode::Or, {taken, hit});
-      } else {
-        taken = hit;
-      }
-      ValueId back =
-          sliceBack(b, starts, sizes, steps, padded, maskOr0(b, first, k.g()));
-      acc = acc == kFailed ? back : b.add(acc, back);
-      if (b.failed)
-        return kFailed;
-    }
-  return b.op(OpCode::Slice, {acc}, {{"starts", lo}, {"sizes", x.dims}});
+/// max_pool2d: each window's g goes to the element the forward took
+/// (max_pool2d_grad recomputes it from x).
+bool maxPool2dRule(Rule &k) {
+  return k.set(0, k.b.op(OpCode::MaxPool2dGrad, {k.x(0), k.g()},
+                         {{"kernel", k.op.intsAttr("kernel")},
+                          {"stride", k.op.intsAttr("stride")},
+                          {"padding", k.op.intsAttr("padding")}}));
 }
 
 bool maskedSelectRule(Rule &k) {
   return k.set(0, maskedSelectBack(k.b, k.b.type(k.x(0)), k.x(1), k.g()));
 }
-
-bool maxPool2dRule(Rule &k) { return k.set(0, maxPoolBack(k)); }
 
 /// index_select: g's slices added back at the index.
 bool indexSelectRule(Rule &k) {

@@ -1,14 +1,16 @@
-// conv2d's library kernel (tsl_rt_conv2d). f32, f16 and bf16 run as one GEMM
-// per image, out[n][O, pixels] = W[O, C*KH*KW] @ im2col(x[n]) + bias, where
-// the im2col matrix is never stored: the GEMM asks for it a packed panel at a
-// time (at most 256 x 1024 floats, runtime/GemmKernel.inc) and the packer
-// below gathers the panel from the image (copied once per image with its
-// zero padding, when it has some, so the packer checks no bounds). The bias
-// is the GEMM's row bias: it starts the accumulators of the first pass over
-// each output tile, so it costs no pass of its own. A 1x1, stride-1,
-// unpadded f32 conv reads the image itself as B. f16 and bf16 go through
-// f32 copies of the weights, each image and each result; f64 keeps a scalar
-// loop that accumulates in double.
+// conv2d's library kernels: the convolution (tsl_rt_conv2d) and its weight
+// gradient (tsl_rt_conv2d_weight_grad: one GEMM of g with every image's
+// windows, see convWeightGradFloat). The convolution's f32, f16 and bf16 run
+// as one GEMM per image, out[n][O, pixels] = W[O, C*KH*KW] @ im2col(x[n]) +
+// bias, where the im2col matrix is never stored: the GEMM asks for it a
+// packed panel at a time (at most 256 x 1024 floats,
+// runtime/GemmKernel.inc) and the packer below gathers the panel from the
+// image (copied once per image with its zero padding, when it has some, so
+// the packer checks no bounds). The bias is the GEMM's row bias: it starts
+// the accumulators of the first pass over each output tile, so it costs no
+// pass of its own. A 1x1, stride-1, unpadded f32 conv reads the image itself
+// as B. f16 and bf16 go through f32 copies of the weights, each image and
+// each result; f64 keeps a scalar loop that accumulates in double.
 #include "runtime/ConvWinograd.h"
 #include "runtime/FloatElements.h"
 #include "runtime/Gemm.h"
@@ -269,6 +271,118 @@ void convF64(const Geometry &g, const double *x, const double *w,
         }
 }
 
+/// The weight gradient's B operand: every image's im2col matrix,
+/// transposed and stacked, [N * OH * OW, C * KH * KW]: row (n, oh, ow),
+/// column (c, kh, kw) is images[n][c][oh*sh + kh][ow*sw + kw], the images
+/// stored [N, C, Hs, Ws] with their padding.
+struct StackedWindows {
+  const Geometry *g;
+  const float *images;
+  int64_t Hs, Ws;
+};
+
+/// tsl::rt::GemmPanelPacker of StackedWindows: the panel's rows are runs
+/// of pixels along an output row (one image, one oh), read with the stride
+/// from each tap's plane.
+void packStackedWindows(const void *self, int64_t k0, int64_t kc, int64_t j0,
+                        int64_t nr, int64_t width, float *panel) {
+  const StackedWindows &s = *static_cast<const StackedWindows *>(self);
+  const Geometry &g = *s.g;
+  int64_t P = g.pixels(), taps = g.KH * g.KW, plane = s.Hs * s.Ws;
+  for (int64_t k = 0; k < kc;) {
+    int64_t row = k0 + k, n = row / P, oh = row % P / g.OW, ow = row % g.OW;
+    int64_t len = std::min(kc - k, g.OW - ow);
+    const float *base =
+        s.images + n * g.C * plane + oh * g.sh * s.Ws + ow * g.sw;
+    for (int64_t j = 0; j < nr; ++j) {
+      int64_t col = j0 + j, c = col / taps, kh = col % taps / g.KW,
+              kw = col % g.KW;
+      const float *src = base + c * plane + kh * s.Ws + kw;
+      float *dst = panel + k * width + j;
+      for (int64_t t = 0; t < len; ++t)
+        dst[t * width] = src[t * g.sw];
+    }
+    k += len;
+  }
+  for (int64_t k = 0; k < kc && nr < width; ++k)
+    std::fill(panel + k * width + nr, panel + (k + 1) * width, 0.f);
+}
+
+/// f32, f16 or bf16 (\p d): out[O, C*KH*KW] = gT[O, N*P] @ StackedWindows,
+/// one GEMM whose K runs over every image's pixels, so each weight's sum
+/// comes in the same order whatever the thread count. g is copied to
+/// [O, N*P] and the images, padded (and in f32), to [N, C, Hs, Ws]; an
+/// unpadded f32 x is read in place. False after recording an error.
+bool convWeightGradFloat(tsl_rt_context *ctx, const Geometry &g, int32_t d,
+                         const void *x, const void *gy, void *out) {
+  bool half = d != F32, padded = half || g.ph || g.pw;
+  int64_t Hs = g.H + 2 * g.ph, Ws = g.W + 2 * g.pw, P = g.pixels();
+  int64_t gn = g.O * g.N * P, xn = padded ? g.N * g.C * Hs * Ws : 0,
+          on = half ? g.O * g.depth() : 0;
+  float *scratch = static_cast<float *>(
+      std::malloc(static_cast<size_t>(gn + xn + on) * sizeof(float)));
+  if (!scratch) {
+    tsl_rt_error(ctx, "out of memory (conv2d weight gradient scratch)");
+    return false;
+  }
+  float *gT = scratch, *images = gT + gn, *of = images + xn;
+  tsl::rt::ThreadPool &pool = tsl::rt::ThreadPool::instance();
+  pool.parallelFor(g.N, [&](int64_t n) {
+    for (int64_t o = 0; o < g.O; ++o) {
+      int64_t src = (n * g.O + o) * P;
+      float *dst = gT + o * g.N * P + n * P;
+      if (half)
+        for (int64_t p = 0; p < P; ++p)
+          dst[p] = loadFloat(d, gy, src + p);
+      else
+        std::memcpy(dst, static_cast<const float *>(gy) + src,
+                    static_cast<size_t>(P) * sizeof(float));
+    }
+    if (padded)
+      padImage(g, d, x, n, Hs, Ws, images + n * g.C * Hs * Ws);
+  });
+  StackedWindows source{&g, padded ? images : static_cast<const float *>(x), Hs,
+                        Ws};
+  tsl::rt::GemmB b;
+  b.pack = packStackedWindows;
+  b.self = &source;
+  float *result = half ? of : static_cast<float *>(out);
+  bool ok = tsl::rt::sgemm(g.O, g.depth(), g.N * P, gT, g.N * P, b, result,
+                           g.depth(), nullptr);
+  for (int64_t i = 0; ok && half && i < on; ++i)
+    storeFloat(d, out, i, of[i]);
+  std::free(scratch);
+  if (!ok)
+    tsl_rt_error(ctx, "out of memory (conv2d weight gradient scratch)");
+  return ok;
+}
+
+/// f64: the direct sums, in double. Never fails.
+void convWeightGradF64(const Geometry &g, const double *x, const double *gy,
+                       double *out) {
+  int64_t o = 0;
+  for (int64_t oc = 0; oc < g.O; ++oc)
+    for (int64_t c = 0; c < g.C; ++c)
+      for (int64_t kh = 0; kh < g.KH; ++kh)
+        for (int64_t kw = 0; kw < g.KW; ++kw, ++o) {
+          double acc = 0;
+          for (int64_t n = 0; n < g.N; ++n)
+            for (int64_t oh = 0; oh < g.OH; ++oh) {
+              int64_t ih = oh * g.sh - g.ph + kh;
+              if (ih < 0 || ih >= g.H)
+                continue;
+              const double *xr = x + ((n * g.C + c) * g.H + ih) * g.W;
+              const double *gr = gy + ((n * g.O + oc) * g.OH + oh) * g.OW;
+              for (int64_t ow = 0; ow < g.OW; ++ow) {
+                int64_t iw = ow * g.sw - g.pw + kw;
+                if (iw >= 0 && iw < g.W)
+                  acc += gr[ow] * xr[iw];
+              }
+            }
+          out[o] = acc;
+        }
+}
+
 } // namespace
 
 extern "C" int32_t tsl_rt_conv2d(tsl_rt_context *ctx, int32_t d, const void *x,
@@ -292,4 +406,33 @@ extern "C" int32_t tsl_rt_conv2d(tsl_rt_context *ctx, int32_t d, const void *x,
     return 1;
   }
   return convFloat(ctx, g, d, x, w, bias, out) ? 0 : 1;
+}
+
+extern "C" int32_t tsl_rt_conv2d_weight_grad(tsl_rt_context *ctx, int32_t d,
+                                             const void *x, const int64_t *xs,
+                                             const void *gy, const int64_t *gs,
+                                             int64_t kh, int64_t kw, int64_t sh,
+                                             int64_t sw, int64_t ph, int64_t pw,
+                                             void *out) {
+  Geometry g{xs[0], xs[1], xs[2], xs[3], gs[1], kh,   kw,
+             sh,    sw,    ph,    pw,    gs[2], gs[3]};
+  int64_t weights = g.O * g.depth();
+  if (weights <= 0)
+    return 0;
+  if (g.N <= 0 || g.pixels() <= 0) { // no term: every sum is zero
+    size_t bytes = d == F64 ? 8 : d == F32 ? 4 : 2;
+    std::memset(out, 0, static_cast<size_t>(weights) * bytes);
+    return 0;
+  }
+  if (d == F64) {
+    convWeightGradF64(g, static_cast<const double *>(x),
+                      static_cast<const double *>(gy),
+                      static_cast<double *>(out));
+    return 0;
+  }
+  if (d != F32 && d != F16 && d != BF16) {
+    tsl_rt_error(ctx, "conv2d takes f16, bf16, f32 or f64");
+    return 1;
+  }
+  return convWeightGradFloat(ctx, g, d, x, gy, out) ? 0 : 1;
 }

@@ -251,33 +251,6 @@ void tsl_rt_error(tsl_rt_context *ctx, const char *message) {
     ctx->error = message;
 }
 
-int32_t tsl_rt_max_pool2d(tsl_rt_context *, int32_t d, const void *x,
-                          const int64_t *xs, int64_t kh, int64_t kw, int64_t sh,
-                          int64_t sw, int64_t ph, int64_t pw, void *out) {
-  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
-  int64_t OH = (H + 2 * ph - kh) / sh + 1, OW = (W + 2 * pw - kw) / sw + 1;
-  int64_t o = 0;
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow, ++o) {
-          double best = -INFINITY;
-          bool any = false;
-          for (int64_t i = 0; i < kh; ++i)
-            for (int64_t j = 0; j < kw; ++j) {
-              int64_t ih = oh * sh - ph + i, iw = ow * sw - pw + j;
-              if (ih < 0 || ih >= H || iw < 0 || iw >= W)
-                continue;
-              double v = loadF(d, x, ((n * C + c) * H + ih) * W + iw);
-              if (!any || v > best || std::isnan(v))
-                best = v;
-              any = true;
-            }
-          storeF(d, out, o, best);
-        }
-  return 0;
-}
-
 int32_t tsl_rt_nonzero(tsl_rt_context *ctx, int32_t d, const void *x,
                        const int64_t *shape, int32_t rank, void **out,
                        int64_t *count) {

@@ -259,6 +259,8 @@ protected:
   // Library kernels of the runtime (CodegenOps.cpp), called on host memory.
   bool conv2dCall(const Operation &op);
   bool maxPool2dCall(const Operation &op);
+  bool conv2dWeightGradCall(const Operation &op);
+  bool maxPool2dGradCall(const Operation &op);
   /// nonzero, masked_select, unique: the runtime allocates the result and
   /// reports its length, which binds the result's first dim.
   bool compactionCall(const Operation &op);

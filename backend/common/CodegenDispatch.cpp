@@ -65,6 +65,8 @@ struct Codegen::Lowerings {
     // Library
     t[at(OpCode::Conv2d)] = &Codegen::conv2dCall;
     t[at(OpCode::MaxPool2d)] = &Codegen::maxPool2dCall;
+    t[at(OpCode::Conv2dWeightGrad)] = &Codegen::conv2dWeightGradCall;
+    t[at(OpCode::MaxPool2dGrad)] = &Codegen::maxPool2dGradCall;
     t[at(OpCode::Attention)] = &Codegen::attention;
     t[at(OpCode::IndexSelect)] = &Codegen::indexSelectCall;
     t[at(OpCode::Gather)] = &Codegen::gatherCall;

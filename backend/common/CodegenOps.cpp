@@ -442,6 +442,33 @@ bool Codegen::maxPool2dCall(const Operation &op) {
   return true;
 }
 
+bool Codegen::conv2dWeightGradCall(const Operation &op) {
+  ValueId x = op.operands[0], g = op.operands[1];
+  Value *dst = allocateResult(op);
+  std::vector<Value *> ws = dims(fn.type(op.results[0]));
+  auto st = op.intsAttr("stride"), pd = op.intsAttr("padding");
+  checkStatus(b.CreateCall(
+      runtime(TSL_RT_FN(tsl_rt_conv2d_weight_grad)),
+      {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)), bufs[g],
+       shapeArray(fn.type(g)), ws[2], ws[3], b.getInt64(st[0]),
+       b.getInt64(st[1]), b.getInt64(pd[0]), b.getInt64(pd[1]), dst}));
+  return true;
+}
+
+bool Codegen::maxPool2dGradCall(const Operation &op) {
+  ValueId x = op.operands[0];
+  Value *dst = allocateResult(op);
+  auto k = op.intsAttr("kernel"), st = op.intsAttr("stride"),
+       pd = op.intsAttr("padding");
+  checkStatus(
+      b.CreateCall(runtime(TSL_RT_FN(tsl_rt_max_pool2d_grad)),
+                   {ctxArg, dtypeCode(x), bufs[x], shapeArray(fn.type(x)),
+                    bufs[op.operands[1]], b.getInt64(k[0]), b.getInt64(k[1]),
+                    b.getInt64(st[0]), b.getInt64(st[1]), b.getInt64(pd[0]),
+                    b.getInt64(pd[1]), dst}));
+  return true;
+}
+
 bool Codegen::compactionCall(const Operation &op) {
   ValueId x = op.operands[0];
   Value *outSlot = entryAlloca(ptr), *count = entryAlloca(i64);

@@ -20,6 +20,8 @@ struct DeviceCodegen::Lowerings {
     // Library
     t[at(OpCode::Conv2d)] = &DeviceCodegen::deviceConv;
     t[at(OpCode::MaxPool2d)] = &DeviceCodegen::launchPerElementOp;
+    t[at(OpCode::Conv2dWeightGrad)] = &DeviceCodegen::launchPerElementOp;
+    t[at(OpCode::MaxPool2dGrad)] = &DeviceCodegen::launchPerElementOp;
     t[at(OpCode::Attention)] = &DeviceCodegen::deviceAttention;
     t[at(OpCode::IndexSelect)] = &DeviceCodegen::launchPerIndex;
     t[at(OpCode::Gather)] = &DeviceCodegen::launchPerElementOp;
@@ -52,6 +54,8 @@ struct DeviceCodegen::Lowerings {
     t[at(OpCode::MaskedScatter)] = &DeviceCodegen::maskedScatterSerial;
     t[at(OpCode::Conv2d)] = &DeviceCodegen::deviceWindow;
     t[at(OpCode::MaxPool2d)] = &DeviceCodegen::deviceWindow;
+    t[at(OpCode::Conv2dWeightGrad)] = &DeviceCodegen::deviceConvWeightGrad;
+    t[at(OpCode::MaxPool2dGrad)] = &DeviceCodegen::deviceMaxPoolGrad;
     t[at(OpCode::IndexSelect)] = &DeviceCodegen::deviceIndexSelect;
     t[at(OpCode::Gather)] = &DeviceCodegen::deviceGather;
     t[at(OpCode::IndexAdd)] = &DeviceCodegen::deviceIndexAdd;

@@ -349,6 +349,139 @@ bool DeviceCodegen::deviceWindow(const Operation &op) {
   return true;
 }
 
+bool DeviceCodegen::deviceConvWeightGrad(const Operation &op) {
+  ValueId x = op.operands[0], g = op.operands[1];
+  DType t = fn.type(x).dtype;
+  Value *dst = allocateResult(op);
+  std::vector<Value *> xs = dims(fn.type(x)), gs = dims(fn.type(g)),
+                       os = dims(fn.type(op.results[0]));
+  auto st = op.intsAttr("stride"), pd = op.intsAttr("padding");
+  Value *C = xs[1], *H = xs[2], *W = xs[3], *O = os[0], *OH = gs[2],
+        *OW = gs[3];
+  Value *slot = entryAlloca(b.getDoubleTy());
+  loops(os, [&](const std::vector<Value *> &o) {
+    Value *oc = o[0], *c = o[1], *kh = o[2], *kw = o[3];
+    b.CreateStore(llvm::ConstantFP::get(b.getDoubleTy(), 0.0), slot);
+    loops({xs[0], OH, OW}, [&](const std::vector<Value *> &p) {
+      Value *n = p[0], *oh = p[1], *ow = p[2];
+      Value *ih = b.CreateAdd(
+          b.CreateSub(b.CreateMul(oh, b.getInt64(st[0])), b.getInt64(pd[0])),
+          kh);
+      Value *iw = b.CreateAdd(
+          b.CreateSub(b.CreateMul(ow, b.getInt64(st[1])), b.getInt64(pd[1])),
+          kw);
+      Value *inside =
+          b.CreateAnd(b.CreateAnd(b.CreateICmpSGE(ih, b.getInt64(0)),
+                                  b.CreateICmpSLT(ih, H)),
+                      b.CreateAnd(b.CreateICmpSGE(iw, b.getInt64(0)),
+                                  b.CreateICmpSLT(iw, W)));
+      ifThen(inside, [&] {
+        Value *gi = b.CreateAdd(
+            b.CreateMul(
+                b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(n, O), oc), OH),
+                            oh),
+                OW),
+            ow);
+        Value *xi = b.CreateAdd(
+            b.CreateMul(
+                b.CreateAdd(b.CreateMul(b.CreateAdd(b.CreateMul(n, C), c), H),
+                            ih),
+                W),
+            iw);
+        Value *term =
+            b.CreateFMul(convert(load(t, bufs[g], gi), t, DType::F64),
+                         convert(load(t, bufs[x], xi), t, DType::F64));
+        b.CreateStore(b.CreateFAdd(b.CreateLoad(b.getDoubleTy(), slot), term),
+                      slot);
+      });
+    });
+    store(t, dst, offset(o, contiguousStrides(os)),
+          convert(b.CreateLoad(b.getDoubleTy(), slot), DType::F64, t));
+  });
+  return true;
+}
+
+bool DeviceCodegen::deviceMaxPoolGrad(const Operation &op) {
+  ValueId x = op.operands[0], g = op.operands[1];
+  DType t = fn.type(x).dtype;
+  llvm::Type *acc = computeType(t);
+  Value *dst = allocateResult(op);
+  std::vector<Value *> xs = dims(fn.type(x)), gs = dims(fn.type(g));
+  auto k = op.intsAttr("kernel"), st = op.intsAttr("stride"),
+       pd = op.intsAttr("padding");
+  Value *C = xs[1], *H = xs[2], *W = xs[3], *OH = gs[2], *OW = gs[3];
+  Value *KH = b.getInt64(k[0]), *KW = b.getInt64(k[1]);
+  Value *sum = entryAlloca(acc), *best = entryAlloca(acc),
+        *taken = entryAlloca(i64);
+  Value *zero = b.getInt64(0);
+  loops(xs, [&](const std::vector<Value *> &e) {
+    Value *n = e[0], *c = e[1], *ih = e[2], *iw = e[3];
+    Value *plane = b.CreateMul(b.CreateAdd(b.CreateMul(n, C), c), H);
+    b.CreateStore(llvm::ConstantFP::get(acc, 0.0), sum);
+    // The windows holding (ih, iw), by its offset (i, j) in them.
+    loops({KH, KW}, [&](const std::vector<Value *> &off) {
+      Value *hs = b.CreateSub(b.CreateAdd(ih, b.getInt64(pd[0])), off[0]);
+      Value *ws = b.CreateSub(b.CreateAdd(iw, b.getInt64(pd[1])), off[1]);
+      Value *oh = b.CreateSDiv(hs, b.getInt64(st[0]));
+      Value *ow = b.CreateSDiv(ws, b.getInt64(st[1]));
+      Value *valid = b.CreateAnd(
+          b.CreateAnd(
+              b.CreateAnd(
+                  b.CreateICmpSGE(hs, zero),
+                  b.CreateICmpEQ(b.CreateSRem(hs, b.getInt64(st[0])), zero)),
+              b.CreateICmpSLT(oh, OH)),
+          b.CreateAnd(
+              b.CreateAnd(
+                  b.CreateICmpSGE(ws, zero),
+                  b.CreateICmpEQ(b.CreateSRem(ws, b.getInt64(st[1])), zero)),
+              b.CreateICmpSLT(ow, OW)));
+      ifThen(valid, [&] {
+        // The window's argmax by max_pool2d's rule: the first maximum in
+        // row-major order, or the first NaN.
+        b.CreateStore(b.getInt64(-1), taken);
+        loops({KH, KW}, [&](const std::vector<Value *> &tap) {
+          Value *h = b.CreateAdd(b.CreateSub(b.CreateMul(oh, b.getInt64(st[0])),
+                                             b.getInt64(pd[0])),
+                                 tap[0]);
+          Value *w = b.CreateAdd(b.CreateSub(b.CreateMul(ow, b.getInt64(st[1])),
+                                             b.getInt64(pd[1])),
+                                 tap[1]);
+          Value *inside = b.CreateAnd(
+              b.CreateAnd(b.CreateICmpSGE(h, zero), b.CreateICmpSLT(h, H)),
+              b.CreateAnd(b.CreateICmpSGE(w, zero), b.CreateICmpSLT(w, W)));
+          ifThen(inside, [&] {
+            Value *at = b.CreateAdd(b.CreateMul(h, W), w);
+            Value *v = load(t, bufs[x], b.CreateAdd(b.CreateMul(plane, W), at));
+            Value *cur = b.CreateLoad(acc, best);
+            Value *first = b.CreateICmpSLT(b.CreateLoad(i64, taken), zero);
+            // Larger, or the first NaN: !(v <= cur) && cur is no NaN.
+            Value *take = b.CreateOr(
+                first, b.CreateAnd(b.CreateNot(b.CreateFCmpOLE(v, cur)),
+                                   b.CreateFCmpORD(cur, cur)));
+            b.CreateStore(b.CreateSelect(take, v, cur), best);
+            b.CreateStore(b.CreateSelect(take, at, b.CreateLoad(i64, taken)),
+                          taken);
+          });
+        });
+        Value *mine = b.CreateICmpEQ(b.CreateLoad(i64, taken),
+                                     b.CreateAdd(b.CreateMul(ih, W), iw));
+        ifThen(mine, [&] {
+          Value *gi = b.CreateAdd(
+              b.CreateMul(
+                  b.CreateAdd(
+                      b.CreateMul(b.CreateAdd(b.CreateMul(n, C), c), OH), oh),
+                  OW),
+              ow);
+          b.CreateStore(
+              b.CreateFAdd(b.CreateLoad(acc, sum), load(t, bufs[g], gi)), sum);
+        });
+      });
+    });
+    store(t, dst, offset(e, contiguousStrides(xs)), b.CreateLoad(acc, sum));
+  });
+  return true;
+}
+
 bool DeviceCodegen::maskedScatterSerial(const Operation &op) {
   ValueId x = op.operands[0], mask = op.operands[1], src = op.operands[2];
   DType t = fn.type(x).dtype;

@@ -247,6 +247,13 @@ private:
   /// conv2d (f64 accumulation, like the library) and max_pool2d: one thread
   /// per result element over its window.
   bool deviceWindow(const Operation &op);
+  /// conv2d_weight_grad: one thread per weight, summing (in f64, like
+  /// conv2d) over the images and output positions.
+  bool deviceConvWeightGrad(const Operation &op);
+  /// max_pool2d_grad: one thread per input element, gathering g from each
+  /// window that holds it and took it (the window's argmax recomputed with
+  /// max_pool2d's rule): no atomics, no races.
+  bool deviceMaxPoolGrad(const Operation &op);
   /// u < v in the library's total order (NaN above everything).
   Value *orderLess(DType t, Value *u, Value *v);
   void copyElementRaw(DType t, Value *dst, Value *to, Value *src, Value *from);

@@ -74,6 +74,12 @@ TEST(DifferentiateTable, ColumnIsTheSwitchItReplaced) {
       {OpCode::Cumprod, {DiffKind::NotSupported, "no rule yet"}},
       {OpCode::Attention, {DiffKind::NotSupported, "no rule yet"}},
       {OpCode::Call, {DiffKind::NotSupported, "no rule yet"}},
+      // The window ops' gradients (made by their rules): a second
+      // derivative.
+      {OpCode::Conv2dWeightGrad,
+       {DiffKind::NotSupported, "a second derivative through conv2d"}},
+      {OpCode::MaxPool2dGrad,
+       {DiffKind::NotSupported, "a second derivative through max_pool2d"}},
   };
   for (const OpTraits &op : kOpTable) {
     DiffRule r = diffRuleOf(op.code);

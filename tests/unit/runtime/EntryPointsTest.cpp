@@ -50,8 +50,9 @@ std::set<std::string> namesIn(const std::string &text,
 
 TEST(EntryPoints, EveryListedSymbolResolves) {
   std::vector<tsl_rt_entry_point> entries = entryPoints();
-  // + index_add's check, masked_scatter, sgemm_at
-  ASSERT_EQ(entries.size(), 34u);
+  // + index_add's check, masked_scatter, sgemm_at, the conv2d weight and
+  // max_pool2d gradients
+  ASSERT_EQ(entries.size(), 36u);
   std::set<const void *> addresses;
   for (const tsl_rt_entry_point &e : entries) {
     ASSERT_NE(e.name, nullptr);
@@ -79,8 +80,11 @@ TEST(EntryPoints, SlotsAndTheAotTableFollowTheList) {
     EXPECT_EQ(tsl_rt_slot_of(entries[i].name), -1) << entries[i].name;
   // The ABI of AOT modules built before the list: slots keep their numbers
   // (issue 32 appended tsl_rt_check_indices, 24, and tsl_rt_masked_scatter;
-  // issue 34 tsl_rt_sgemm_at, 26).
-  EXPECT_EQ(TSL_RT_NUM_SLOTS, 27);
+  // issue 34 tsl_rt_sgemm_at, 26, then the conv2d weight and max_pool2d
+  // gradients, 27 and 28).
+  EXPECT_EQ(TSL_RT_NUM_SLOTS, 29);
+  EXPECT_EQ(TSL_RT_CONV2D_WEIGHT_GRAD, 27);
+  EXPECT_EQ(TSL_RT_MAX_POOL2D_GRAD, 28);
   EXPECT_EQ(TSL_RT_CHECK_INDICES, 24);
   EXPECT_EQ(TSL_RT_SGEMM_AT, 26);
   EXPECT_EQ(tsl_rt_slot_of("tsl_rt_alloc"), TSL_RT_ALLOC);
