@@ -4,6 +4,12 @@
 
 namespace tsl {
 
+bool hasEffect(const Function &fn, const Operation &op) {
+  // Only an integer division can fail (by zero); a float one gives inf.
+  return hasEffect(op.code) &&
+         !(op.code == OpCode::Div && isFloat(fn.type(op.results[0]).dtype));
+}
+
 size_t eliminateDeadCode(Function &fn) {
   std::vector<bool> used(fn.values.size(), false);
   for (ValueId r : fn.results)
@@ -11,9 +17,7 @@ size_t eliminateDeadCode(Function &fn) {
   std::vector<bool> keep(fn.ops.size(), false);
   for (size_t i = fn.ops.size(); i-- > 0;) {
     const Operation &op = fn.ops[i];
-    // Only an integer division can fail (by zero); a float one gives inf.
-    bool live = hasEffect(op.code) && !(op.code == OpCode::Div &&
-                                        isFloat(fn.type(op.results[0]).dtype));
+    bool live = hasEffect(fn, op);
     for (ValueId r : op.results)
       live |= used[r];
     if (!live)

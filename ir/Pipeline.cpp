@@ -3,6 +3,7 @@
 #include "ir/FuseAttention.h"
 #include "ir/HoistAssertions.h"
 #include "ir/HoistInvariantOps.h"
+#include "ir/MergeReplayLoops.h"
 #include "ir/Passes.h"
 #include "shapes/ShapeEnv.h"
 
@@ -25,6 +26,9 @@ void runOutline(Function &fn, PassContext &ctx) {
 }
 
 void runInline(Function &fn, PassContext &) { inlineCalls(fn); }
+
+// Callees hold no loops: the caller only.
+void runMergeReplayLoops(Function &fn, PassContext &) { mergeReplayLoops(fn); }
 
 void runDce(Function &fn, PassContext &) {
   eachBody(fn, [](Function &f) { eliminateDeadCode(f); });
@@ -59,6 +63,10 @@ const std::vector<PassInfo> &registeredPasses() {
       {"outline-calls",
        "repeated inlined calls become one callee and call ops (not on the GPU)",
        true, runOutline},
+      {"merge-replay-loops",
+       "a forward loop a gradient's replay recomputes goes; its results are "
+       "the replay's",
+       true, runMergeReplayLoops},
       {"dce",
        "removes ops whose results are never read and that have no effect", true,
        runDce},
