@@ -130,8 +130,11 @@ Z3Solver::~Z3Solver() = default;
 Z3Solver::Answer Z3Solver::decide(const std::vector<SymbolInfo> &symbols,
                                   const std::vector<SymCond> &facts,
                                   const SymCond &cond) {
-  std::string key = cond.str() + "|" + std::to_string(facts.size()) + "|" +
-                    std::to_string(symbols.size());
+  // The facts themselves, not their count: facts forgotten at the end of
+  // a scope and as many others added gave the first facts' answer.
+  std::string key = cond.str() + "|" + std::to_string(symbols.size());
+  for (const SymCond &f : facts)
+    key += "|" + f.str();
   auto cached = cache_.find(key);
   if (cached != cache_.end())
     return cached->second;

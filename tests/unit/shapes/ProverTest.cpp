@@ -232,3 +232,26 @@ INSTANTIATE_TEST_SUITE_P(
         CancelCase{"A:1..; B:1..", "A * B < 4 * A", "A * B < 4 * A"}));
 
 } // namespace
+
+namespace {
+
+/// Facts forgotten at the end of a scope (a loop body) and others added in
+/// their place, as many: a question Z3 answered under the first facts is
+/// asked again under the others and must be decided under those.
+TEST(Prover, AnswersUnderTheFactsOfTheMoment) {
+  ShapeEnv env;
+  setup(env, "N", "");
+  SymCond cond, first, second;
+  std::string err;
+  ASSERT_TRUE(parseSymCond("N * N <= 16", cond, err)) << err;
+  ASSERT_TRUE(parseSymCond("N <= 4", first, err)) << err;
+  ASSERT_TRUE(parseSymCond("N <= 5", second, err)) << err;
+  ShapeEnv::FactMark mark = env.markFacts();
+  env.addFact(first);
+  EXPECT_EQ(env.prove(cond), Truth::True);
+  env.forgetFactsSince(mark);
+  env.addFact(second);
+  EXPECT_EQ(env.prove(cond), Truth::Unknown);
+}
+
+} // namespace
