@@ -357,10 +357,13 @@ ShapeEnv::multiplesOf(const SymCond &cond) const {
   for (const std::string &name : cond.symbols()) {
     const SymbolInfo *s = lookup(name);
     int64_t k = s ? std::max<int64_t>(s->multipleOf, 1) : 1;
-    for (const SymCond &f : facts_)
+    for (const SymCond &f : facts_) {
+      int64_t lcm; // a divisor whose lcm with k leaves int64 is left out
       if (std::optional<int64_t> m = divisorFact(f, name))
-        k = std::lcm(k, *m);
-    if (k <= 1 || k > (int64_t(1) << 40))
+        if (!__builtin_mul_overflow(k / std::gcd(k, *m), *m, &lcm))
+          k = lcm;
+    }
+    if (k <= 1)
       continue;
     std::string quotient = name + "/" + std::to_string(k);
     if (lookup(quotient))

@@ -169,6 +169,9 @@ INSTANTIATE_TEST_SUITE_P(
         ProveCase{"D", "D % 4 == 0", "4 * (D / 4) != D", F},
         ProveCase{"D", "D % 4 == 0", "4 * (D / 4) >= D", T},
         ProveCase{"N:-100..10", "N % 4 == 0", "4 * (N / 4) == N", T},
+        // Divisors whose lcm leaves int64: the first one is used.
+        ProveCase{"D", "D % 4294967311 == 0; D % 4294967291 == 0",
+                  "4294967311 * (D / 4294967311) == D", T},
         // Not known to divide: undecided (Z3 may still decide it).
         ProveCase{"B; D", "", "B * D == 4 * B * (D / 4)", U},
         ProveCase{"B; D", "D % 2 == 0", "B * D == 4 * B * (D / 4)", U},
