@@ -153,14 +153,11 @@ bool runDifferentiate(Elaborator &el, DiffRequest &req, SourceRange range,
                           AttrMap attrs, std::vector<ValueId> &results) {
     return el.emit(code, std::move(operands), std::move(attrs), range, results);
   };
-  // The backward asks the forward's equations the other way round (a
-  // reshape back: numel(out) == numel(in)); the prover matches facts as
-  // written, so each equation is also stated reversed while it runs.
+  // The backward asks the forward's equations the other way round too (a
+  // reshape back: numel(out) == numel(in)); the prover matches a fact
+  // either way round, so they need not be restated (restated, `D % 4 == 0`
+  // was a second division for Z3, which then proved less).
   ShapeEnv::FactMark mark = env.markFacts();
-  std::vector<SymCond> facts = env.facts();
-  for (const SymCond &f : facts)
-    if (f.kind() == SymCond::Kind::Eq)
-      env.addFact(SymCond::eq(f.rhs(), f.lhs()));
   // The backward of a loop re-runs its body's forward, whose facts ended
   // with the body: its guards and assertions would be made again. They
   // hold here (guards for the whole call; the forward's assertions were

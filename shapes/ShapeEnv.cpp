@@ -240,6 +240,56 @@ Truth notT(Truth t) {
                           : (t == Truth::False ? Truth::True : Truth::Unknown);
 }
 
+/// The same condition up to the sides of an equation or inequation:
+/// `a == b` and `b == a`, `a - b == 0` (SymExpr is canonical, so the
+/// differences of the sides compare).
+bool sameCondition(const SymCond &a, const SymCond &b) {
+  if (a == b)
+    return true;
+  if (a.kind() != b.kind() ||
+      (a.kind() != SymCond::Kind::Eq && a.kind() != SymCond::Kind::Ne))
+    return false;
+  SymExpr da = a.lhs() - a.rhs(), db = b.lhs() - b.rhs();
+  return da == db || da == -db;
+}
+
+/// k when \p f says that symbol \p name is a multiple of k > 1
+/// (`name % k == 0`, either way round).
+std::optional<int64_t> divisorFact(const SymCond &f, const std::string &name) {
+  if (f.kind() != SymCond::Kind::Eq)
+    return std::nullopt;
+  for (auto [m, zero] : {std::pair{f.lhs(), f.rhs()}, {f.rhs(), f.lhs()}}) {
+    if (!zero.isConst(0) || m.kind() != SymExpr::Kind::Mod)
+      continue;
+    SymExpr x = m.operands()[0], k = m.operands()[1];
+    if (x.isSymbol() && x.symbolName() == name && k.isConst() &&
+        k.constValue() > 1)
+      return k.constValue();
+  }
+  return std::nullopt;
+}
+
+/// A comparison of kind \p kind whose lhs - rhs is the constant \p d.
+Truth decideConstant(SymCond::Kind kind, int64_t d) {
+  auto of = [](bool b) { return b ? Truth::True : Truth::False; };
+  switch (kind) {
+  case SymCond::Kind::Eq:
+    return of(d == 0);
+  case SymCond::Kind::Ne:
+    return of(d != 0);
+  case SymCond::Kind::Ge:
+    return of(d >= 0);
+  case SymCond::Kind::Gt:
+    return of(d > 0);
+  case SymCond::Kind::Le:
+    return of(d <= 0);
+  case SymCond::Kind::Lt:
+    return of(d < 0);
+  default:
+    return Truth::Unknown;
+  }
+}
+
 } // namespace
 
 Truth ShapeEnv::proveCheap(const SymCond &condIn) const {
@@ -281,12 +331,49 @@ Truth ShapeEnv::proveCheap(const SymCond &condIn) const {
     break;
   }
   for (const SymCond &f : facts_) {
-    if (f == cond || f == condIn)
+    if (sameCondition(f, cond) || sameCondition(f, condIn))
       return Truth::True;
     SymCond neg = SymCond::negate(f);
-    if (neg == cond || neg == condIn)
+    if (sameCondition(neg, cond) || sameCondition(neg, condIn))
       return Truth::False;
   }
+  Truth t = proveComparison(cond);
+  if (t != Truth::Unknown)
+    return t;
+  // `B * D == 4 * B * (D / 4)` with `D % 4 == 0`: D is 4 * D', so D / 4
+  // is D' and the two sides are one polynomial.
+  std::map<std::string, SymExpr> multiples = multiplesOf(cond);
+  if (multiples.empty())
+    return Truth::Unknown;
+  SymExpr diff = (cond.lhs() - cond.rhs()).substitute(multiples);
+  if (!diff.isConst())
+    return Truth::Unknown;
+  return decideConstant(cond.kind(), diff.constValue());
+}
+
+std::map<std::string, SymExpr>
+ShapeEnv::multiplesOf(const SymCond &cond) const {
+  std::map<std::string, SymExpr> repl;
+  for (const std::string &name : cond.symbols()) {
+    const SymbolInfo *s = lookup(name);
+    int64_t k = s ? std::max<int64_t>(s->multipleOf, 1) : 1;
+    for (const SymCond &f : facts_) {
+      int64_t lcm; // a divisor whose lcm with k leaves int64 is left out
+      if (std::optional<int64_t> m = divisorFact(f, name))
+        if (!__builtin_mul_overflow(k / std::gcd(k, *m), *m, &lcm))
+          k = lcm;
+    }
+    if (k <= 1)
+      continue;
+    std::string quotient = name + "/" + std::to_string(k);
+    if (lookup(quotient))
+      continue;
+    repl.emplace(name, SymExpr::symbol(quotient) * SymExpr(k));
+  }
+  return repl;
+}
+
+Truth ShapeEnv::proveComparison(const SymCond &cond) const {
   IntervalEval iv(*this);
   SymExpr diff = refine(cond.lhs() - cond.rhs(), iv);
   Interval d = iv.of(diff);

@@ -134,6 +134,14 @@ public:
   const std::vector<ShapeFact> &assertions() const { return assertions_; }
 
 private:
+  /// proveCheap's rules for one comparison: its sides' difference bounded
+  /// by the symbols' ranges, or an equation whose coefficients' gcd does
+  /// not divide its constant.
+  Truth proveComparison(const SymCond &cond) const;
+  /// Each symbol of \p cond known to be a multiple of k > 1 (its
+  /// multiple_of, facts `s % k == 0`) mapped to k times a fresh quotient
+  /// symbol named `s/k`: `s / k` then simplifies to that symbol.
+  std::map<std::string, SymExpr> multiplesOf(const SymCond &cond) const;
   /// The index of \p name in symbols_, or symbols_.size().
   size_t indexOf(const std::string &name) const;
 

@@ -14,6 +14,17 @@ struct Z3Solver::Impl {
   std::map<std::string, z3::expr> symbols;
   /// Side conditions defining fresh quotient/remainder variables.
   std::vector<z3::expr> side;
+  /// The quotient and remainder of each division lowered in this query,
+  /// by the dividend's and divisor's ids: `D % 4` in a fact and `D / 4` in
+  /// the goal share one quotient, so `D % 4 == 0` makes D equal to 4 times
+  /// the very quotient the goal names (with one pair per occurrence the
+  /// nonlinear search had to find that and ran out of its budget).
+  /// The entry holds the dividend and divisor too: an id names one term
+  /// only while that term lives.
+  struct Division {
+    z3::expr a, b, q, r;
+  };
+  std::map<std::pair<unsigned, unsigned>, Division> divisions;
   unsigned fresh = 0;
 
   z3::expr symbol(const std::string &name) {
@@ -28,6 +39,9 @@ struct Z3Solver::Impl {
   /// Floor division and modulo: a = b*q + r with r between 0 and b
   /// (exclusive), on b's side of zero.
   std::pair<z3::expr, z3::expr> divMod(const z3::expr &a, const z3::expr &b) {
+    auto key = std::make_pair(a.id(), b.id());
+    if (auto it = divisions.find(key); it != divisions.end())
+      return {it->second.q, it->second.r};
     std::string id = std::to_string(fresh++);
     z3::expr q = ctx.int_const(("__q" + id).c_str());
     z3::expr r = ctx.int_const(("__r" + id).c_str());
@@ -35,6 +49,7 @@ struct Z3Solver::Impl {
     side.push_back(z3::implies(b != zero, a == b * q + r));
     side.push_back(z3::implies(b > zero, r >= zero && r < b));
     side.push_back(z3::implies(b < zero, r <= zero && r > b));
+    divisions.emplace(key, Division{a, b, q, r});
     return {q, r};
   }
 
@@ -115,8 +130,11 @@ Z3Solver::~Z3Solver() = default;
 Z3Solver::Answer Z3Solver::decide(const std::vector<SymbolInfo> &symbols,
                                   const std::vector<SymCond> &facts,
                                   const SymCond &cond) {
-  std::string key = cond.str() + "|" + std::to_string(facts.size()) + "|" +
-                    std::to_string(symbols.size());
+  // The facts themselves, not their count: facts forgotten at the end of
+  // a scope and as many others added gave the first facts' answer.
+  std::string key = cond.str() + "|" + std::to_string(symbols.size());
+  for (const SymCond &f : facts)
+    key += "|" + f.str();
   auto cached = cache_.find(key);
   if (cached != cache_.end())
     return cached->second;
@@ -127,6 +145,7 @@ Z3Solver::Answer Z3Solver::decide(const std::vector<SymbolInfo> &symbols,
   try {
     Impl &z = *impl_;
     z.side.clear();
+    z.divisions.clear();
     z3::solver solver(z.ctx);
     z3::params p(z.ctx);
     // rlimit bounds the work deterministically; Z3 4.8's preprocessing

@@ -315,6 +315,16 @@ std::vector<Case> layoutCases() {
        "let y = sum(reshape(a, [M, N]) * c);",
        {"a"},
        {{{"a", {2, 3}}, {"c", {3, 2}}}, {{"a", {0, 3}}, {"c", {3, 0}}}}},
+      // The backward asks B * N == 4 * B * (N / 4) again: the check proves it.
+      {"reshape_divided_dim",
+       {{"a", "f64[B, N]"}, {"w", "f64[N]"}},
+       "check(N % 4 == 0); "
+       "let r = reshape(reshape(a * w, [B, 4, N / 4]), [B, N]); "
+       "let y = sum(r * r);",
+       {"a", "w"},
+       {{{"a", {3, 8}}, {"w", {8}}},
+        {{"a", {1, 4}}, {"w", {4}}},
+        {{"a", {2, 0}}, {"w", {0}}}}},
       {"transpose",
        {{"a", "f64[N, M]"}, {"c", "f64[M, N]"}},
        "let y = sum(transpose(a, 0, 1) * c);",

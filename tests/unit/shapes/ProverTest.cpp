@@ -141,6 +141,56 @@ INSTANTIATE_TEST_SUITE_P(
                       ProveCase{"N:1..", "", "N * N >= N", T},
                       ProveCase{"N", "", "N * N >= 0", T}));
 
+class CheapProver : public ::testing::TestWithParam<ProveCase> {};
+
+TEST_P(CheapProver, DecidesWithoutZ3) {
+  const ProveCase &c = GetParam();
+  ShapeEnv env;
+  setup(env, c.symbols, c.facts);
+  SymCond cond;
+  std::string err;
+  ASSERT_TRUE(parseSymCond(c.cond, cond, err)) << err;
+  EXPECT_EQ(env.proveCheap(cond), c.expected);
+}
+
+// Without Z3: a symbol known to be a multiple of k (multiple_of, a fact
+// `s % k == 0`) is k times its quotient, so `s / k` is that quotient (the
+// gradient of reshape(x, [B, 4, D / 4]) asks the first one); a fact matches
+// its equation written the other way round.
+INSTANTIATE_TEST_SUITE_P(
+    Divisibility, CheapProver,
+    ::testing::Values(
+        ProveCase{"B; D", "D % 4 == 0", "B * D == 4 * B * (D / 4)", T},
+        ProveCase{"B; D", "0 == D % 4", "4 * B * (D / 4) == B * D", T},
+        ProveCase{"B; D%4", "", "B * D == 4 * B * (D / 4)", T},
+        ProveCase{"B; D%8", "", "B * D == 4 * B * (D / 4)", T},
+        ProveCase{"D", "D % 2 == 0; D % 3 == 0", "6 * (D / 6) == D", T},
+        ProveCase{"D", "D % 4 == 0", "4 * (D / 4) == D + 1", F},
+        ProveCase{"D", "D % 4 == 0", "4 * (D / 4) != D", F},
+        ProveCase{"D", "D % 4 == 0", "4 * (D / 4) >= D", T},
+        ProveCase{"N:-100..10", "N % 4 == 0", "4 * (N / 4) == N", T},
+        // Divisors whose lcm leaves int64: the first one is used.
+        ProveCase{"D", "D % 4294967311 == 0; D % 4294967291 == 0",
+                  "4294967311 * (D / 4294967311) == D", T},
+        // Not known to divide: undecided (Z3 may still decide it).
+        ProveCase{"B; D", "", "B * D == 4 * B * (D / 4)", U},
+        ProveCase{"B; D", "D % 2 == 0", "B * D == 4 * B * (D / 4)", U},
+        ProveCase{"A; B; C", "A * B == 4 * C", "4 * C == A * B", T},
+        ProveCase{"A; B; C", "A * B == 4 * C", "4 * C != A * B", F},
+        ProveCase{"A; B; C", "A * B != 4 * C", "4 * C == A * B", F}));
+
+// Z3, with facts that state one division twice (a fact and its reverse,
+// as the gradient states them): each `x % 4` and `x / 4` is one quotient,
+// not one per occurrence (one each put these past Z3's resource limit).
+INSTANTIATE_TEST_SUITE_P(
+    Z3SharedQuotients, Prover,
+    ::testing::Values(ProveCase{"B; D", "(B * D) % 4 == 0; 0 == (B * D) % 4",
+                                "4 * ((B * D) / 4) == B * D", T},
+                      ProveCase{"B; C; D", "(C * D) % 4 == 0; 0 == (C * D) % 4",
+                                "B * C * D == 4 * B * ((C * D) / 4)", T},
+                      ProveCase{"B; C; D", "(C * D) % 4 == 0; 0 == (C * D) % 4",
+                                "B * C * D == 4 * B * ((C * D) / 4) + 1", F}));
+
 } // namespace
 
 namespace {
@@ -183,5 +233,28 @@ INSTANTIATE_TEST_SUITE_P(
         CancelCase{"A:1..; B:1..", "A * (B / 2) == 4 * A",
                    "A * (B / 2) == 4 * A"},
         CancelCase{"A:1..; B:1..", "A * B < 4 * A", "A * B < 4 * A"}));
+
+} // namespace
+
+namespace {
+
+/// Facts forgotten at the end of a scope (a loop body) and others added in
+/// their place, as many: a question Z3 answered under the first facts is
+/// asked again under the others and must be decided under those.
+TEST(Prover, AnswersUnderTheFactsOfTheMoment) {
+  ShapeEnv env;
+  setup(env, "N", "");
+  SymCond cond, first, second;
+  std::string err;
+  ASSERT_TRUE(parseSymCond("N * N <= 16", cond, err)) << err;
+  ASSERT_TRUE(parseSymCond("N <= 4", first, err)) << err;
+  ASSERT_TRUE(parseSymCond("N <= 5", second, err)) << err;
+  ShapeEnv::FactMark mark = env.markFacts();
+  env.addFact(first);
+  EXPECT_EQ(env.prove(cond), Truth::True);
+  env.forgetFactsSince(mark);
+  env.addFact(second);
+  EXPECT_EQ(env.prove(cond), Truth::Unknown);
+}
 
 } // namespace
