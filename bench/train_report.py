@@ -74,7 +74,7 @@ def report_model(directory, model, counts):
     print(f"=== {tc.DESCRIPTION[model]}; Adam lr {tc.LR[model]}")
     if model == "gpt":
         print("note: TSL's dims: B and S dynamic, S declared 'in 1..1024', D declared = 256 "
-              "(workarounds for two grad-in-'for' bugs: bench/train_models.tsl's header)")
+              "(bench/train_models.tsl's header)")
     runs = {(t, s): collect(directory, model, t, s) for t in counts for s in SIDES}
     for (t, s), run in runs.items():
         if "error" in run:

@@ -163,16 +163,21 @@ bool runDifferentiate(Elaborator &el, DiffRequest &req, SourceRange range,
   // hold here (guards for the whole call; the forward's assertions were
   // checked before its backward runs), except an assertion about one
   // iteration (it names the loop's variable).
+  // So do the conditions of `check(...)` statements in a loop body (an
+  // assert op, a fact only until the body's end).
   for (const ShapeFact &g : env.guards())
     env.addFact(g.cond);
-  for (const ShapeFact &a : env.assertions()) {
-    bool perIteration = false;
-    for (const std::string &name : a.cond.symbols())
+  auto addUnlessPerIteration = [&](const SymCond &cond) {
+    for (const std::string &name : cond.symbols())
       if (const SymbolInfo *s = env.lookup(name); s && s->loopVariable)
-        perIteration = true;
-    if (!perIteration)
-      env.addFact(a.cond);
-  }
+        return;
+    env.addFact(cond);
+  };
+  for (const ShapeFact &a : env.assertions())
+    addUnlessPerIteration(a.cond);
+  for (const Operation &op : el.fn.ops)
+    if (op.code == OpCode::Assert)
+      addUnlessPerIteration(op.condAttr("cond"));
   bool ok = differentiate(el.fn, env, req, emitFn, res);
   env.forgetFactsSince(mark);
   if (!ok) {
