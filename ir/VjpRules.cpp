@@ -245,8 +245,10 @@ bool reduceMeanRule(Rule &k) {
   for (size_t i = 0; i < d.in.rank(); ++i)
     if (!(d.kept[i] == d.in.dims[i]) || d.in.dims[i].isConst(1))
       count = count * d.in.dims[i];
-  ValueId e = b.op(OpCode::Expand, {d.gk}, {{"shape", d.in.dims}});
-  return k.set(0, b.div(e, b.size(count, d.in.dtype)));
+  // Divided before it is broadcast: the quotient is one value per kept
+  // element, not a tensor of the input's size for the plan to store.
+  ValueId q = b.div(d.gk, b.size(count, d.in.dtype));
+  return k.set(0, b.op(OpCode::Expand, {q}, {{"shape", d.in.dims}}));
 }
 
 /// reduce_max, reduce_min: the positions equal to the result share g

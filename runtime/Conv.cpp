@@ -308,27 +308,53 @@ void packStackedWindows(const void *self, int64_t k0, int64_t kc, int64_t j0,
     std::fill(panel + k * width + nr, panel + (k + 1) * width, 0.f);
 }
 
+/// How many images each GEMM of the weight gradient sums (weightGradChunks):
+/// about kChunkPixels of K each, the partials within kPartialFloats.
+constexpr int64_t kChunkPixels = 1024, kPartialFloats = int64_t(16) << 20;
+
+/// Images per chunk for \p g: K = N * OH * OW is often long and the result
+/// small (a first layer's [64, 3 * 3 * 3]), too few output tiles for the
+/// threads; chunks of images are GEMMs of their own, one per thread, summed
+/// in chunk order after. By shape only, so the same bits on any thread count.
+int64_t imagesPerChunk(const Geometry &g) {
+  int64_t per =
+      std::max<int64_t>(1, kChunkPixels / std::max<int64_t>(1, g.pixels()));
+  int64_t result = std::max<int64_t>(1, g.O * g.depth());
+  int64_t most = std::max<int64_t>(1, kPartialFloats / result); // partials
+  int64_t chunks = (g.N + per - 1) / per;
+  if (chunks > most)
+    per = (g.N + most - 1) / most;
+  return per;
+}
+
 /// f32, f16 or bf16 (\p d): out[O, C*KH*KW] = gT[O, N*P] @ StackedWindows,
-/// one GEMM whose K runs over every image's pixels, so each weight's sum
-/// comes in the same order whatever the thread count. g is copied to
-/// [O, N*P] and the images, padded (and in f32), to [N, C, Hs, Ws]; an
-/// unpadded f32 x is read in place. False after recording an error.
+/// GEMMs whose K runs over a chunk of images' pixels (imagesPerChunk), the
+/// chunks' partials summed in order. g is copied to [O, N*P] (unless a
+/// chunk is one f32 image: g[n] is its A) and the images, padded (and in
+/// f32), to [N, C, Hs, Ws]; an unpadded f32 x is read in place. False after
+/// recording an error.
 bool convWeightGradFloat(tsl_rt_context *ctx, const Geometry &g, int32_t d,
                          const void *x, const void *gy, void *out) {
   bool half = d != F32, padded = half || g.ph || g.pw;
   int64_t Hs = g.H + 2 * g.ph, Ws = g.W + 2 * g.pw, P = g.pixels();
-  int64_t gn = g.O * g.N * P, xn = padded ? g.N * g.C * Hs * Ws : 0,
-          on = half ? g.O * g.depth() : 0;
+  int64_t per = imagesPerChunk(g), chunks = (g.N + per - 1) / per;
+  int64_t result = g.O * g.depth();
+  // One image per chunk: its g[n] is A as it is, [O, P] (no copy).
+  bool inPlace = !half && per == 1;
+  int64_t gn = inPlace ? 0 : g.O * g.N * P,
+          xn = padded ? g.N * g.C * Hs * Ws : 0, on = half ? result : 0,
+          pn = chunks > 1 ? chunks * result : 0;
   float *scratch = static_cast<float *>(
-      std::malloc(static_cast<size_t>(gn + xn + on) * sizeof(float)));
+      std::malloc(static_cast<size_t>(gn + xn + on + pn) * sizeof(float)));
   if (!scratch) {
     tsl_rt_error(ctx, "out of memory (conv2d weight gradient scratch)");
     return false;
   }
-  float *gT = scratch, *images = gT + gn, *of = images + xn;
+  float *gT = scratch, *images = gT + gn, *of = images + xn,
+        *partials = of + on;
   tsl::rt::ThreadPool &pool = tsl::rt::ThreadPool::instance();
   pool.parallelFor(g.N, [&](int64_t n) {
-    for (int64_t o = 0; o < g.O; ++o) {
+    for (int64_t o = 0; o < g.O && !inPlace; ++o) {
       int64_t src = (n * g.O + o) * P;
       float *dst = gT + o * g.N * P + n * P;
       if (half)
@@ -341,15 +367,34 @@ bool convWeightGradFloat(tsl_rt_context *ctx, const Geometry &g, int32_t d,
     if (padded)
       padImage(g, d, x, n, Hs, Ws, images + n * g.C * Hs * Ws);
   });
-  StackedWindows source{&g, padded ? images : static_cast<const float *>(x), Hs,
-                        Ws};
-  tsl::rt::GemmB b;
-  b.pack = packStackedWindows;
-  b.self = &source;
-  float *result = half ? of : static_cast<float *>(out);
-  bool ok = tsl::rt::sgemm(g.O, g.depth(), g.N * P, gT, g.N * P, b, result,
-                           g.depth(), nullptr);
-  for (int64_t i = 0; ok && half && i < on; ++i)
+  const float *all = padded ? images : static_cast<const float *>(x);
+  float *sum = half ? of : static_cast<float *>(out);
+  std::atomic<bool> gemmsOk{true};
+  auto chunkGemm = [&](int64_t c) {
+    int64_t n0 = c * per, n = std::min(g.N - n0, per);
+    StackedWindows source{&g, all + n0 * g.C * Hs * Ws, Hs, Ws};
+    tsl::rt::GemmB b;
+    b.pack = packStackedWindows;
+    b.self = &source;
+    float *dst = chunks > 1 ? partials + c * result : sum;
+    const float *a =
+        inPlace ? static_cast<const float *>(gy) + n0 * g.O * P : gT + n0 * P;
+    if (!tsl::rt::sgemm(g.O, g.depth(), n * P, a, inPlace ? P : g.N * P, b, dst,
+                        g.depth(), nullptr))
+      gemmsOk = false;
+  };
+  if (chunks > 1)
+    pool.parallelFor(chunks, chunkGemm);
+  else
+    chunkGemm(0);
+  bool ok = gemmsOk;
+  for (int64_t i = 0; ok && chunks > 1 && i < result; ++i) {
+    float total = partials[i];
+    for (int64_t c = 1; c < chunks; ++c)
+      total += partials[c * result + i];
+    sum[i] = total;
+  }
+  for (int64_t i = 0; ok && half && i < result; ++i)
     storeFloat(d, out, i, of[i]);
   std::free(scratch);
   if (!ok)

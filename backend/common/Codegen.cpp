@@ -559,6 +559,58 @@ bool Codegen::reduceLastAxis(const Operation &op,
   return true;
 }
 
+bool Codegen::reduceKeptInParallel(const Operation &op,
+                                   const std::vector<Value *> &inShape,
+                                   Value *dst) {
+  // Each result element is one iteration of the parallel loop, summing its
+  // reduced positions in row-major order in a register (the same order for
+  // any thread count); the reduced axes include the last, so the innermost
+  // loop reads contiguous elements (a batch norm's statistics over
+  // [N, H, W], where the shared-accumulator loop ran on one thread).
+  DType t = fn.type(op.operands[0]).dtype;
+  llvm::Type *acc = computeType(t);
+  std::vector<bool> red = reducedAxes(op);
+  std::vector<Value *> kept, reducedShape;
+  Value *count = b.getInt64(1);
+  for (size_t i = 0; i < inShape.size(); ++i) {
+    (red[i] ? reducedShape : kept).push_back(inShape[i]);
+    if (red[i])
+      count = b.CreateMul(count, inShape[i]);
+  }
+  std::map<ValueId, std::vector<Value *>> strides;
+  leafStrides(op.operands[0], inShape, fn.type(op.operands[0]).dims, strides);
+  std::vector<Value *> outStrides = contiguousStrides(kept);
+  Value *init = reductionIdentity(op.code, t);
+  loops(
+      kept,
+      [&](const std::vector<Value *> &k) {
+        Value *slot = entryAlloca(acc);
+        b.CreateStore(init, slot);
+        serialLoops(reducedShape, [&](const std::vector<Value *> &r) {
+          std::vector<Value *> full;
+          for (size_t i = 0, ki = 0, ri = 0; i < red.size(); ++i)
+            full.push_back(red[i] ? r[ri++] : k[ki++]);
+          Value *x = valueAt(op.operands[0], full, strides);
+          Value *next = reductionStep(op.code, b.CreateLoad(acc, slot), x);
+          if (auto *inst = llvm::dyn_cast<llvm::Instruction>(next);
+              inst && llvm::isa<llvm::FPMathOperator>(inst) &&
+              op.code != OpCode::ReduceMax && op.code != OpCode::ReduceMin) {
+            llvm::FastMathFlags fmf; // lanes, like NumPy's pairwise sums
+            fmf.setAllowReassoc();
+            fmf.setNoSignedZeros();
+            inst->setFastMathFlags(fmf);
+          }
+          b.CreateStore(next, slot);
+        });
+        Value *v = b.CreateLoad(acc, slot);
+        if (op.code == OpCode::ReduceMean)
+          v = b.CreateFDiv(v, b.CreateSIToFP(count, acc));
+        store(storedType(op.results[0]), dst, offset(k, outStrides), v);
+      },
+      count);
+  return true;
+}
+
 std::vector<bool> Codegen::reducedAxes(const Operation &op) const {
   const auto &axes = op.intsAttr("axes");
   std::vector<bool> red(fn.type(op.operands[0]).rank(), axes.empty());
@@ -584,6 +636,9 @@ bool Codegen::reduce(const Operation &op) {
   if (in.rank() >= 1 && red.back() &&
       std::count(red.begin(), red.end(), true) == 1 && isFloat(t))
     return reduceLastAxis(op, inShape, dst);
+  if (in.rank() >= 2 && red.back() && t != DType::Bool &&
+      std::find(red.begin(), red.end(), false) != red.end())
+    return reduceKeptInParallel(op, inShape, dst);
   // Accumulate in the compute type (f32 for f16/bf16, i64 for ints).
   llvm::Type *acc = computeType(t);
   Value *accBuf = b.CreateCall(runtime(target.runtime().alloc),

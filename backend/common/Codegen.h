@@ -194,6 +194,10 @@ protected:
   /// Reduction over the last axis only, accumulating in a register.
   bool reduceLastAxis(const Operation &op, const std::vector<Value *> &inShape,
                       Value *dst);
+  /// A reduction over axes that include the last and keep some: the kept
+  /// elements in parallel, each summing its positions in a register.
+  bool reduceKeptInParallel(const Operation &op,
+                            const std::vector<Value *> &inShape, Value *dst);
   void freeBuffer(Value *p);
 
   /// Strides of \p t broadcast to \p shape (0 on size-1 axes).

@@ -134,6 +134,7 @@ const Geometry kConvCases[] = {
     {1, 30, 12, 11, 13, 3, 3, 1, 1, 1, 1}, // 270 columns > one panel
     {5, 2, 20, 21, 64, 3, 3, 1, 1, 1, 1},  // K = 2100 pixels > one block
     {2, 8, 9, 8, 1, 3, 3, 1, 1, 2, 0},     // one output channel
+    {3, 2, 33, 34, 8, 3, 3, 1, 1, 1, 1},   // an image per GEMM: g[n] read as A
 };
 
 TEST(Conv2dWeightGrad, MatchesDirectSumsAcrossTypes) {
@@ -156,7 +157,9 @@ TEST(Conv2dWeightGrad, MatchesDirectSumsAcrossTypes) {
 
 TEST(Conv2dWeightGrad, SameBitsOnOneThreadAndOnThree) {
   std::mt19937 rng(8);
-  Geometry g{6, 16, 14, 13, 24, 3, 3, 1, 1, 1, 1};
+  // 10 images of 16 x 16 pixels: chunks of 4 images, three GEMMs whose
+  // partials are summed in order.
+  Geometry g{10, 3, 16, 16, 16, 3, 3, 1, 1, 1, 1};
   Data x = random(F32, g.N * g.C * g.H * g.W, rng),
        gy = random(F32, g.N * g.O * g.OH() * g.OW(), rng);
   tsl::rt::ThreadPool::instance().resize(1);
