@@ -6,6 +6,7 @@
 
 #include "ir/OpInfo.h"
 #include "ir/Passes.h"
+#include "ir/SubstituteAttr.h"
 
 #include <map>
 #include <unordered_map>
@@ -29,20 +30,6 @@ topLevelLoops(const std::vector<Operation> &ops) {
       out.push_back({begin, i});
   }
   return out;
-}
-
-Attr substituted(const Attr &a, const Subst &subst) {
-  if (const SymExpr *e = std::get_if<SymExpr>(&a))
-    return e->substitute(subst);
-  if (const auto *es = std::get_if<std::vector<SymExpr>>(&a)) {
-    std::vector<SymExpr> out;
-    for (const SymExpr &e : *es)
-      out.push_back(e.substitute(subst));
-    return out;
-  }
-  if (const SymCond *c = std::get_if<SymCond>(&a))
-    return c->substitute(subst);
-  return a;
 }
 
 /// Where each value an op strictly inside [begin, end] defines comes from:

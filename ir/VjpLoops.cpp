@@ -14,6 +14,7 @@
 // Nested loops are reversed by the same code when the body's sweep meets
 // them. Memory: O(trip x stacked state); compute: the loop's forward once
 // more (the replay) plus what the reverse body recomputes.
+#include "ir/SubstituteAttr.h"
 #include "ir/VjpBuilder.h"
 
 #include <algorithm>
@@ -65,20 +66,6 @@ struct LoopCopy {
     return body[unitEnd(i)].results;
   }
 };
-
-Attr substituted(const Attr &a, const Subst &subst) {
-  if (const SymExpr *e = std::get_if<SymExpr>(&a))
-    return e->substitute(subst);
-  if (const auto *es = std::get_if<std::vector<SymExpr>>(&a)) {
-    std::vector<SymExpr> out;
-    for (const SymExpr &e : *es)
-      out.push_back(e.substitute(subst));
-    return out;
-  }
-  if (const SymCond *c = std::get_if<SymCond>(&a))
-    return c->substitute(subst);
-  return a;
-}
 
 /// \p op with operands renamed by \p map and symbols by \p subst.
 Operation renamed(const Operation &op, const ValueMap &map,
