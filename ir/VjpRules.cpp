@@ -499,9 +499,9 @@ ValueId convInputGrad(Builder &b, ValueId g, ValueId w, const TensorType &x,
       {{"starts", std::vector<SymExpr>(4, SymExpr(0))}, {"sizes", x.dims}});
 }
 
-/// conv2d (x [N, C, H, W], w [O, C, KH, KW], padding p < K): x's gradient
-/// by convInputGrad (a stride s first takes g back through the strided
-/// slice that the stride-1 convolution is read at), w's by
+/// conv2d (x [N, C, H, W], w [O, C, KH, KW]; padding p < K for x's
+/// gradient): x's gradient by convInputGrad (a stride s first takes g back
+/// through the strided slice that the stride-1 convolution is read at), w's by
 /// conv2d_weight_grad (a GEMM of g with x's windows over the batch, strides
 /// read in place), the bias's g summed over N, H and W.
 bool convRule(Rule &k) {
@@ -511,10 +511,12 @@ bool convRule(Rule &k) {
   if (stride.size() != 2 || pad.size() != 2)
     return k.refuse("(malformed attributes)");
   TensorType x = b.type(k.x(0)), w = b.type(k.x(1));
-  for (int i = 0; i < 2; ++i)
+  // x's gradient as a convolution needs p < K; w's takes any padding.
+  for (int i = 0; i < 2 && k.want[0]; ++i)
     if (b.env.prove(SymCond::ge(w.dims[2 + i], SymExpr(pad[i] + 1))) !=
         Truth::True)
-      return k.refuse("with padding not below the kernel size");
+      return k.refuse("with padding not below the kernel size (for the "
+                      "input's gradient)");
   if (k.want[0]) {
     ValueId g = k.g();
     if (stride[0] != 1 || stride[1] != 1) {

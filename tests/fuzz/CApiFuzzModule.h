@@ -69,11 +69,14 @@ inline const char *const kModuleSource =
     "  return (transpose(x, 0, 1) @ x, x @ y, concat([x, x * 2.0], axis=0)"
     "[1:, :], reshape(x, [-1]), permute(reshape(x, [N, M, 1]), [2, 0, 1]), "
     "expand(reshape(y, [1, M]), [2, 3, -1]), pad(x, [1, 2]));\n}\n"
-    // 9: convolution and pooling (padding 1: any H, W >= 1 fits).
+    // 9: convolution and pooling (padding 1: any H, W >= 1 fits), and
+    // their gradients (conv2d_weight_grad, max_pool2d_grad).
     "fn conv(x: f32[B, C, H, W], w: f32[O, C, 3, 3], bias: f32[O]) -> "
-    "(f32[?, ?, ?, ?], f32[?, ?, ?, ?]) {\n"
-    "  return (conv2d(x, w, bias=bias, stride=1, padding=1), max_pool2d(x, 2, "
-    "stride=1, padding=1));\n}\n"
+    "(f32[?, ?, ?, ?], f32[?, ?, ?, ?], f32[?, ?, ?, ?], f32[?, ?, ?, ?]) "
+    "{\n"
+    "  let y = conv2d(x, w, bias=bias, stride=1, padding=1);\n"
+    "  let p = max_pool2d(x, 2, stride=1, padding=1);\n"
+    "  return (y, p, grad(sum(y * y), wrt=w), grad(sum(p * p), wrt=x));\n}\n"
     // 10: the attention pattern, fused into one attention op.
     "fn attend(q: f32[N, K], kk: f32[M, K], v: f32[M, K]) -> f32[N, K] {\n"
     "  let s = q @ transpose(kk, 0, 1) * 0.5;\n"

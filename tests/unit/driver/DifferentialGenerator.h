@@ -142,6 +142,9 @@ inline const Probe kProbes[] = {
     {"pad", Family::Float, "", "pad(e, [1, 2])", "f32[?, ?]"},
     {"conv2d", Family::Conv, "", "e", "f32[?, ?, ?, ?]"},
     {"max_pool2d", Family::Conv, "", "max_pool2d(x, 2)", "f32[?, ?, ?, ?]"},
+    // The window ops' gradients are made by grad (not builtins).
+    {"conv2d_weight_grad", Family::Conv, "", "grad(sum(e * e), wrt=w)", "f32[?, ?, ?, ?]"},
+    {"max_pool2d_grad", Family::Conv, "", "grad(sum(max_pool2d(x, 2) * 1.5), wrt=x)", "f32[?, ?, ?, ?]"},
     {"attention", Family::Float,
      "let $s = e @ transpose(b, 0, 1) * 0.5;\n  let $e = exp($s - max($s, axis=-1, keepdim=true));\n  ",
      "$e / sum($e, axis=-1, keepdim=true) @ e", "f32[?, ?]"},
