@@ -268,9 +268,8 @@ extern "C" int32_t tsl_rt_max_pool2d_grad(tsl_rt_context *, int32_t d,
   int64_t planes = xs[0] * xs[1];
   if (planes <= 0 || s.H * s.W <= 0)
     return 0;
-  if (s.OH <= 0 || s.OW <= 0) { // no window: nothing took any element
+  if (s.OH <= 0 || s.OW <= 0) // no window: nothing took any element
     s.OH = s.OW = 0;
-  }
   if (d == F32)
     poolGradPlanes(s, planes, static_cast<const float *>(x),
                    static_cast<const float *>(g), static_cast<float *>(out));

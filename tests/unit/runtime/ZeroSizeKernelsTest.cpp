@@ -463,4 +463,47 @@ TEST(ZeroSizeKernels, MaxPool2d) {
   }
 }
 
+// The window ops' gradients: an empty x writes nothing; an x no window
+// fits (1 row under a 2x2 window) gets zeros.
+TEST(ZeroSizeKernels, WindowGradients) {
+  struct Dims {
+    const char *zero;
+    int64_t N, C, H, W;
+  } cases[] = {{"N", 0, 2, 4, 4},
+               {"C", 2, 0, 4, 4},
+               {"H", 2, 2, 0, 4},
+               {"W", 2, 2, 4, 0}};
+  for (const Dims &d : cases) {
+    SCOPED_TRACE(std::string(d.zero) + " = 0");
+    int64_t xs[4] = {d.N, d.C, d.H, d.W};
+    int64_t gs[4] = {d.N, 3, std::max<int64_t>(d.H - 1, 0),
+                     std::max<int64_t>(d.W - 1, 0)};
+    std::vector<float> x = ramp<float>(d.N * d.C * d.H * d.W + 1);
+    std::vector<float> g = ramp<float>(gs[0] * gs[1] * gs[2] * gs[3] + 1);
+    std::vector<float> dx(d.N * d.C * d.H * d.W + 1, kSentinel);
+    std::vector<float> dw(3 * d.C * 2 * 2 + 1, kSentinel);
+    Context c;
+    EXPECT_EQ(tsl_rt_max_pool2d_grad(c.ctx, F32, x.data(), xs, g.data(), 2, 2,
+                                     1, 1, 0, 0, dx.data()),
+              0);
+    EXPECT_EQ(dx.back(), kSentinel);
+    EXPECT_EQ(tsl_rt_conv2d_weight_grad(c.ctx, F32, x.data(), xs, g.data(), gs,
+                                        2, 2, 1, 1, 0, 0, dw.data()),
+              0)
+        << c.error();
+    EXPECT_EQ(dw.back(), kSentinel);
+    for (size_t i = 0; i + 1 < dw.size(); ++i) // no term: zero
+      EXPECT_EQ(dw[i], 0.f) << i;
+  }
+  int64_t xs[4] = {1, 2, 1, 3};
+  std::vector<float> x = ramp<float>(6), g(1), dx(7, kSentinel);
+  Context c;
+  EXPECT_EQ(tsl_rt_max_pool2d_grad(c.ctx, F32, x.data(), xs, g.data(), 2, 2, 1,
+                                   1, 0, 0, dx.data()),
+            0);
+  for (size_t i = 0; i < 6; ++i)
+    EXPECT_EQ(dx[i], 0.f) << i;
+  EXPECT_EQ(dx.back(), kSentinel);
+}
+
 } // namespace
