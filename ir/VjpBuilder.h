@@ -66,12 +66,15 @@ bool applyRule(Builder &b, const Operation &op, const std::vector<ValueId> &cts,
 /// Cotangents by value: the sum of the gradients reaching each value.
 using CtMap = std::unordered_map<ValueId, ValueId>;
 
-/// Whether op \p op's VJP rule reads the run-time value of its operands or
-/// results (not only their types): an add's, a slice's or an
+/// Whether op \p op's VJP rule reads the run-time values of its operands
+/// (a mul's, a matmul's), not only their types: an add's, a slice's or an
 /// update_slice's does not; false for an op without a rule. A loop's
 /// backward saves or recomputes only what some rule reads
 /// (ir/VjpLoops.cpp). Each rule says which (ir/VjpRules.cpp).
-bool ruleReadsPrimals(const Operation &op);
+bool ruleReadsOperands(const Operation &op);
+/// Whether op \p op's VJP rule reads the run-time values of its results
+/// (an exp's, a tanh's), as ruleReadsOperands.
+bool ruleReadsResults(const Operation &op);
 
 /// The reverse sweep over a list of ops (the forward's, or a loop body
 /// recomputed inside a reverse loop), with loops reversed by recursion.

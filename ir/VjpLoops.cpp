@@ -3,17 +3,21 @@
 //  1. a replay loop over the same range that re-runs the part of the body
 //     computing the carried values some rule reads, stacking them into
 //     [trip + 1, ...] buffers (row 0 the initial value, row t - lo + 1 the
-//     value after iteration t: update_slice), and
+//     value after iteration t: update_slice), and the results of the body's
+//     GEMMs (matmul, conv2d) the reverse body reads into [trip, ...] ones
+//     (saved, not recomputed: a GEMM costs what its backward's do), and
 //  2. a reverse loop: its iteration r runs the forward iteration
 //     t = lo + hi - 1 - r, reads the stacked carried values at t and t + 1
 //     (a next state a rule reads, such as a tanh's result, is not
-//     recomputed), recomputes the other body values its rules read, and
+//     recomputed) and the saved GEMM results of t, recomputes the other
+//     body values its rules read (elementwise chains, row ops), and
 //     sweeps the body backwards with the carried cotangents as seeds. It
 //     carries those cotangents and one accumulator per value from before
 //     the loop the body reads (weights).
 // Nested loops are reversed by the same code when the body's sweep meets
-// them. Memory: O(trip x stacked state); compute: the loop's forward once
-// more (the replay) plus what the reverse body recomputes.
+// them. Memory: O(trip x (stacked state + saved GEMM results)); compute: the
+// loop's forward once more (the replay; the merge-replay-loops pass drops
+// the forward's own loop) plus the cheap ops the reverse body recomputes.
 #include "ir/SubstituteAttr.h"
 #include "ir/VjpBuilder.h"
 
@@ -198,14 +202,30 @@ bool openLoop(Sweep &s, const LoopCopy &L, std::vector<ValueId> operands,
 /// \p fromStack are read from the stacks, not recomputed.
 struct Needs {
   std::unordered_set<ValueId> need, fromStack;
+  /// Body values the replay saves (stacked per iteration) so that the
+  /// reverse body reads them instead of computing them again, in body order.
+  std::vector<ValueId> saved;
+  bool isSaved(ValueId v) const {
+    return std::find(saved.begin(), saved.end(), v) != saved.end();
+  }
   /// Whether the reverse body emits unit \p i of the body again.
   bool recomputes(const LoopCopy &L, size_t i) const {
     for (ValueId r : L.results(i))
-      if (need.count(r) && !fromStack.count(r))
+      if (need.count(r) && !fromStack.count(r) && !isSaved(r))
         return true;
     return false;
   }
 };
+
+/// Whether the backward saves body unit \p i's results rather than
+/// recomputing them: the policy keeps what costs a GEMM (matmul, conv2d)
+/// and recomputes the rest (elementwise chains, row ops), whose kernels the
+/// plan fuses next to their backward use.
+bool savesResults(const LoopCopy &L, size_t i) {
+  OpCode code = L.body[i].code;
+  return L.unitEnd(i) == i &&
+         (code == OpCode::Matmul || code == OpCode::Conv2d);
+}
 
 /// The carried values (by index) to stack: those whose values some rule of
 /// the reverse body reads, at an iteration's start (the loop's result) or
@@ -227,9 +247,11 @@ std::vector<size_t> stackedCarried(const Sweep &s, const LoopCopy &L,
       continue;
     if (op.code == OpCode::Loop) {
       need.insert(reads.begin(), reads.end()); // its replay reads them
-    } else if (ruleReadsPrimals(op)) {
-      need.insert(op.operands.begin(), op.operands.end());
-      need.insert(op.results.begin(), op.results.end());
+    } else {
+      if (ruleReadsOperands(op))
+        need.insert(op.operands.begin(), op.operands.end());
+      if (ruleReadsResults(op))
+        need.insert(op.results.begin(), op.results.end());
     }
   }
   std::unordered_set<ValueId> defined;
@@ -238,10 +260,22 @@ std::vector<size_t> stackedCarried(const Sweep &s, const LoopCopy &L,
   for (ValueId v : L.end.operands)
     if (need.count(v) && defined.count(v))
       needs.fromStack.insert(v);
-  for (size_t u = units.size(); u-- > 0;)
-    if (needs.recomputes(L, units[u]))
-      for (ValueId v : L.reads(units[u]))
-        need.insert(v);
+  // Consumers come after producers: walking the units backwards, a unit's
+  // results are needed by the time it is visited.
+  std::vector<ValueId> savedBackwards;
+  for (size_t u = units.size(); u-- > 0;) {
+    if (!needs.recomputes(L, units[u]))
+      continue;
+    if (savesResults(L, units[u])) {
+      for (ValueId r : L.results(units[u]))
+        if (need.count(r) && !needs.fromStack.count(r))
+          savedBackwards.push_back(r);
+      continue;
+    }
+    for (ValueId v : L.reads(units[u]))
+      need.insert(v);
+  }
+  needs.saved.assign(savedBackwards.rbegin(), savedBackwards.rend());
   std::vector<size_t> stacked;
   for (size_t k = 0; k < L.head.results.size(); ++k)
     if (need.count(L.head.results[k]) ||
@@ -285,11 +319,13 @@ ValueId zerosLike(Sweep &s, ValueId v) {
 }
 
 /// Stage 1: the replay loop; \p stacks receives the stack of each stacked
-/// carried value (in the order of \p stacked).
+/// carried value (in the order of \p stacked), then of each saved body
+/// value ([trip, ...]: row t - lo the value of iteration t).
 bool emitReplay(Sweep &s, const LoopCopy &L, const std::vector<size_t> &stacked,
-                SymExpr trip, std::vector<ValueId> &stacks) {
+                const std::vector<ValueId> &saved, SymExpr trip,
+                std::vector<ValueId> &stacks) {
   std::vector<size_t> replayed = stacked;
-  std::unordered_set<ValueId> need;
+  std::unordered_set<ValueId> need(saved.begin(), saved.end());
   replayClosure(L, replayed, need);
   std::vector<ValueId> operands;
   for (size_t k : replayed)
@@ -304,6 +340,12 @@ bool emitReplay(Sweep &s, const LoopCopy &L, const std::vector<size_t> &stacked,
         OpCode::UpdateSlice,
         {s.b.full(dims, 0, t.dtype), s.b.reshape(L.head.operands[k], row)},
         {{"starts", zeros}}));
+  }
+  for (ValueId v : saved) {
+    TensorType t = s.b.type(v);
+    std::vector<SymExpr> dims = {trip};
+    dims.insert(dims.end(), t.dims.begin(), t.dims.end());
+    operands.push_back(s.b.full(dims, 0, t.dtype));
   }
   OpenedLoop opened;
   if (!openLoop(s, L, std::move(operands), opened))
@@ -328,16 +370,20 @@ bool emitReplay(Sweep &s, const LoopCopy &L, const std::vector<size_t> &stacked,
   std::vector<ValueId> next;
   for (size_t k : replayed)
     next.push_back(renamedValue(L.end.operands[k]));
-  for (size_t i = 0; i < stacked.size(); ++i) { // row t - lo + 1: the next
-    ValueId v = renamedValue(L.end.operands[stacked[i]]);
+  auto pushRow = [&](ValueId stack, ValueId v, SymExpr at) {
     std::vector<SymExpr> row = s.b.type(v).dims,
                          starts(row.size() + 1, SymExpr(0));
     row.insert(row.begin(), SymExpr(1));
-    starts[0] = sym - L.lo + 1;
-    next.push_back(s.b.op(OpCode::UpdateSlice,
-                          {inside[replayed.size() + i], s.b.reshape(v, row)},
+    starts[0] = at;
+    next.push_back(s.b.op(OpCode::UpdateSlice, {stack, s.b.reshape(v, row)},
                           {{"starts", starts}}));
-  }
+  };
+  for (size_t i = 0; i < stacked.size(); ++i) // row t - lo + 1: the next
+    pushRow(inside[replayed.size() + i],
+            renamedValue(L.end.operands[stacked[i]]), sym - L.lo + 1);
+  for (size_t i = 0; i < saved.size(); ++i)
+    pushRow(inside[replayed.size() + stacked.size() + i],
+            renamedValue(saved[i]), sym - L.lo);
   std::vector<ValueId> after;
   bool ok = emitMarker(s, OpCode::EndLoop, next, {}, after);
   s.env.forgetFactsSince(opened.mark);
@@ -427,24 +473,26 @@ bool emitReverse(Sweep &s, const LoopCopy &L,
   const std::vector<ValueId> &inside = opened.inside;
   ValueMap map;
   // Iteration t's state is row t - lo of its stack, the next row t - lo + 1.
-  auto readRow = [&](size_t i, ValueId v, SymExpr at) {
+  auto readRow = [&](ValueId stack, ValueId v, SymExpr at) {
     std::vector<SymExpr> dims = s.b.type(v).dims, sizes = dims,
                          starts(dims.size() + 1, SymExpr(0));
     sizes.insert(sizes.begin(), SymExpr(1));
     starts[0] = at;
-    ValueId row = s.b.reshape(s.b.op(OpCode::Slice, {stacks[i]},
-                                     {{"starts", starts}, {"sizes", sizes}}),
-                              dims);
+    ValueId row = s.b.reshape(
+        s.b.op(OpCode::Slice, {stack}, {{"starts", starts}, {"sizes", sizes}}),
+        dims);
     map[v] = row;
     s.origin[row] = s.fwd(v);
   };
   for (size_t i = 0; i < stacked.size(); ++i) {
     ValueId in = L.head.results[stacked[i]], out = L.end.operands[stacked[i]];
     if (needs.need.count(in))
-      readRow(i, in, L.hi - 1 - r);
+      readRow(stacks[i], in, L.hi - 1 - r);
     if (needs.fromStack.count(out) && !map.count(out))
-      readRow(i, out, L.hi - r);
+      readRow(stacks[i], out, L.hi - r);
   }
+  for (size_t i = 0; i < needs.saved.size(); ++i)
+    readRow(stacks[stacked.size() + i], needs.saved[i], L.hi - 1 - r);
   std::vector<Operation> rops;
   std::vector<size_t> rfwd;
   Subst subst{{L.sym, L.lo + L.hi - 1 - r}};
@@ -525,7 +573,8 @@ bool Sweep::loop(const std::vector<Operation> &ops,
   if (env.prove(SymCond::ge(L.hi, L.lo)) != Truth::True)
     trip = SymExpr::max(trip, SymExpr(0));
   std::vector<ValueId> stacks;
-  if (!stacked.empty() && !emitReplay(*this, L, stacked, trip, stacks))
+  if ((!stacked.empty() || !needs.saved.empty()) &&
+      !emitReplay(*this, L, stacked, needs.saved, trip, stacks))
     return false;
   return emitReverse(*this, L, carried, outer, stacked, needs, stacks, ct);
 }

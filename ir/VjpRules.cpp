@@ -48,9 +48,11 @@ struct Rule {
 };
 
 /// What a rule reads of the forward besides the cotangent.
-enum Reads : bool {
-  TypesOnly = false, ///< only the types of the op's operands and results
-  Values = true,     ///< their run-time values
+enum Reads : uint8_t {
+  TypesOnly = 0, ///< only the types of the op's operands and results
+  Operands = 1,  ///< the run-time values of its operands
+  Results = 2,   ///< the run-time values of its results
+  Values = 3,    ///< both
 };
 
 /// The VJP rule of an op (or of an op family): what ir/Ops.def's Diff
@@ -59,9 +61,9 @@ struct VjpRule {
   /// Sets the wanted operands' gradients (Rule::grads); false with
   /// Rule::message set when this use of the op is refused.
   bool (*apply)(Rule &k);
-  /// Whether apply reads the run-time values of the op's operands or
-  /// results, not only their types (ruleReadsPrimals: a loop's backward
-  /// saves or recomputes only what some rule reads).
+  /// Which run-time values of the op apply reads besides their types
+  /// (ruleReadsOperands, ruleReadsResults: a loop's backward saves or
+  /// recomputes only what some rule reads).
   Reads reads;
 };
 
@@ -627,30 +629,30 @@ bool loopMarkerRule(Rule &k) {
 
 constexpr VjpRule vjpAdd{addRule, TypesOnly};
 constexpr VjpRule vjpSub{subRule, TypesOnly};
-constexpr VjpRule vjpMul{mulRule, Values};
+constexpr VjpRule vjpMul{mulRule, Operands};
 constexpr VjpRule vjpDiv{divRule, Values};
 constexpr VjpRule vjpPow{powRule, Values};
-constexpr VjpRule vjpMaximum{maximumRule, Values};
-constexpr VjpRule vjpMinimum{minimumRule, Values};
+constexpr VjpRule vjpMaximum{maximumRule, Operands};
+constexpr VjpRule vjpMinimum{minimumRule, Operands};
 constexpr VjpRule vjpNeg{negRule, TypesOnly};
-constexpr VjpRule vjpExp{expRule, Values};
-constexpr VjpRule vjpLog{logRule, Values};
-constexpr VjpRule vjpSqrt{sqrtRule, Values};
-constexpr VjpRule vjpRsqrt{rsqrtRule, Values};
-constexpr VjpRule vjpTanh{tanhRule, Values};
-constexpr VjpRule vjpSigmoid{sigmoidRule, Values};
-constexpr VjpRule vjpRelu{reluRule, Values};
-constexpr VjpRule vjpAbs{absRule, Values};
-constexpr VjpRule vjpErf{erfRule, Values};
-constexpr VjpRule vjpGelu{geluRule, Values};
-constexpr VjpRule vjpSin{sinRule, Values};
-constexpr VjpRule vjpCos{cosRule, Values};
+constexpr VjpRule vjpExp{expRule, Results};
+constexpr VjpRule vjpLog{logRule, Operands};
+constexpr VjpRule vjpSqrt{sqrtRule, Results};
+constexpr VjpRule vjpRsqrt{rsqrtRule, Results};
+constexpr VjpRule vjpTanh{tanhRule, Results};
+constexpr VjpRule vjpSigmoid{sigmoidRule, Results};
+constexpr VjpRule vjpRelu{reluRule, Operands};
+constexpr VjpRule vjpAbs{absRule, Operands};
+constexpr VjpRule vjpErf{erfRule, Operands};
+constexpr VjpRule vjpGelu{geluRule, Operands};
+constexpr VjpRule vjpSin{sinRule, Operands};
+constexpr VjpRule vjpCos{cosRule, Operands};
 constexpr VjpRule vjpCast{castRule, TypesOnly};
-constexpr VjpRule vjpWhere{whereRule, Values};
+constexpr VjpRule vjpWhere{whereRule, Operands};
 constexpr VjpRule vjpReduceSum{reduceSumRule, TypesOnly};
 constexpr VjpRule vjpReduceMean{reduceMeanRule, Values};
 constexpr VjpRule vjpReduceExtremum{reduceExtremumRule, Values};
-constexpr VjpRule vjpMatmul{matmulRule, Values};
+constexpr VjpRule vjpMatmul{matmulRule, Operands};
 constexpr VjpRule vjpReshape{reshapeRule, TypesOnly};
 constexpr VjpRule vjpExpand{expandRule, TypesOnly};
 constexpr VjpRule vjpPermute{permuteRule, TypesOnly};
@@ -660,8 +662,8 @@ constexpr VjpRule vjpPad{padRule, TypesOnly};
 constexpr VjpRule vjpUpdateSlice{updateSliceRule, TypesOnly};
 constexpr VjpRule vjpMaskedSelect{maskedSelectRule, Values};
 constexpr VjpRule vjpMaskedScatter{maskedScatterRule, Values};
-constexpr VjpRule vjpConv2d{convRule, Values};
-constexpr VjpRule vjpMaxPool2d{maxPool2dRule, Values};
+constexpr VjpRule vjpConv2d{convRule, Operands};
+constexpr VjpRule vjpMaxPool2d{maxPool2dRule, Operands};
 constexpr VjpRule vjpIndexSelect{indexSelectRule, Values};
 constexpr VjpRule vjpIndexAdd{indexAddRule, Values};
 constexpr VjpRule vjpGather{gatherRule, Values};
@@ -707,9 +709,14 @@ bool applyRule(Builder &b, const Operation &op, const std::vector<ValueId> &cts,
   return rule ? rule->apply(k) : k.refuse("(no rule)");
 }
 
-bool ruleReadsPrimals(const Operation &op) {
+bool ruleReadsOperands(const Operation &op) {
   const VjpRule *rule = kVjpRules[static_cast<size_t>(op.code)];
-  return rule && rule->reads == Values;
+  return rule && (rule->reads & Operands);
+}
+
+bool ruleReadsResults(const Operation &op) {
+  const VjpRule *rule = kVjpRules[static_cast<size_t>(op.code)];
+  return rule && (rule->reads & Results);
 }
 
 } // namespace tsl::vjp
