@@ -1,5 +1,6 @@
 #include "ir/Pipeline.h"
 
+#include "ir/FactorReductions.h"
 #include "ir/FuseAttention.h"
 #include "ir/HoistAssertions.h"
 #include "ir/HoistInvariantOps.h"
@@ -29,6 +30,10 @@ void runInline(Function &fn, PassContext &) { inlineCalls(fn); }
 
 // Callees hold no loops: the caller only.
 void runMergeReplayLoops(Function &fn, PassContext &) { mergeReplayLoops(fn); }
+
+void runFactorReductions(Function &fn, PassContext &) {
+  eachBody(fn, [](Function &f) { factorReductions(f); });
+}
 
 void runDce(Function &fn, PassContext &) {
   eachBody(fn, [](Function &f) { eliminateDeadCode(f); });
@@ -67,6 +72,10 @@ const std::vector<PassInfo> &registeredPasses() {
        "a forward loop a gradient's replay recomputes goes; its results are "
        "the replay's",
        true, runMergeReplayLoops},
+      {"factor-reductions",
+       "a sum or mean of a product takes out the factors constant along its "
+       "axes; equal reductions are shared",
+       true, runFactorReductions},
       {"dce",
        "removes ops whose results are never read and that have no effect", true,
        runDce},

@@ -567,18 +567,54 @@ bool Codegen::reduceKeptInParallel(const Operation &op,
   // any thread count); the reduced axes include the last, so the innermost
   // loop reads contiguous elements (a batch norm's statistics over
   // [N, H, W], where the shared-accumulator loop ran on one thread).
-  DType t = fn.type(op.operands[0]).dtype;
+  const TensorType &in = fn.type(op.operands[0]);
+  DType t = in.dtype;
   llvm::Type *acc = computeType(t);
   std::vector<bool> red = reducedAxes(op);
-  std::vector<Value *> kept, reducedShape;
-  Value *count = b.getInt64(1);
-  for (size_t i = 0; i < inShape.size(); ++i) {
-    (red[i] ? reducedShape : kept).push_back(inShape[i]);
-    if (red[i])
-      count = b.CreateMul(count, inShape[i]);
-  }
   std::map<ValueId, std::vector<Value *>> strides;
-  leafStrides(op.operands[0], inShape, fn.type(op.operands[0]).dims, strides);
+  leafStrides(op.operands[0], inShape, in.dims, strides);
+  // Adjacent reduced axes every stored leaf reads contiguously (or not at
+  // all) are one loop: [N, H, W] over H * W, so that the vectorizer's lanes
+  // run the whole plane before they are added up (per W-row, the horizontal
+  // adds cost more than the loads).
+  std::vector<bool> joinsNext(in.rank(), false);
+  for (size_t i = 0; i + 1 < in.rank(); ++i) {
+    if (!red[i] || !red[i + 1])
+      continue;
+    bool ok = true;
+    for (const auto &[leaf, unused] : strides) {
+      const std::vector<SymExpr> &d = fn.type(leaf).dims;
+      size_t off = in.rank() - d.size();
+      bool absent = i < off, half = i + 1 >= off && i < off;
+      if (half) { // the leaf starts at axis i + 1: it broadcasts over i
+        ok = false;
+        break;
+      }
+      if (absent)
+        continue;
+      bool full = d[i - off] == in.dims[i] && d[i + 1 - off] == in.dims[i + 1];
+      bool ones = d[i - off].isConst(1) && d[i + 1 - off].isConst(1);
+      ok = ok && (full || ones);
+    }
+    joinsNext[i] = ok;
+  }
+  std::vector<Value *> kept, reducedShape;
+  // Where each reduced loop's index goes: the last axis of its group.
+  std::vector<size_t> reducedAxisOf;
+  Value *count = b.getInt64(1), *run = nullptr;
+  for (size_t i = 0; i < inShape.size(); ++i) {
+    if (!red[i]) {
+      kept.push_back(inShape[i]);
+      continue;
+    }
+    count = b.CreateMul(count, inShape[i]);
+    run = run ? b.CreateMul(run, inShape[i]) : inShape[i];
+    if (!joinsNext[i]) {
+      reducedShape.push_back(run);
+      reducedAxisOf.push_back(i);
+      run = nullptr;
+    }
+  }
   std::vector<Value *> outStrides = contiguousStrides(kept);
   Value *init = reductionIdentity(op.code, t);
   loops(
@@ -587,9 +623,12 @@ bool Codegen::reduceKeptInParallel(const Operation &op,
         Value *slot = entryAlloca(acc);
         b.CreateStore(init, slot);
         serialLoops(reducedShape, [&](const std::vector<Value *> &r) {
-          std::vector<Value *> full;
-          for (size_t i = 0, ki = 0, ri = 0; i < red.size(); ++i)
-            full.push_back(red[i] ? r[ri++] : k[ki++]);
+          std::vector<Value *> full(red.size(), b.getInt64(0));
+          for (size_t i = 0, ki = 0; i < red.size(); ++i)
+            if (!red[i])
+              full[i] = k[ki++];
+          for (size_t ri = 0; ri < r.size(); ++ri)
+            full[reducedAxisOf[ri]] = r[ri];
           Value *x = valueAt(op.operands[0], full, strides);
           Value *next = reductionStep(op.code, b.CreateLoad(acc, slot), x);
           if (auto *inst = llvm::dyn_cast<llvm::Instruction>(next);

@@ -1,0 +1,408 @@
+// The factor-reductions pass (ir/FactorReductions.h). Types are computed
+// here by structural broadcasting (a dim equal to the other, or 1): the pass
+// runs on IR text too, with no shape environment, and anything that needs a
+// size question answered is left as it is.
+#include "ir/FactorReductions.h"
+
+#include <algorithm>
+#include <optional>
+#include <unordered_map>
+
+namespace tsl {
+
+namespace {
+
+/// The NumPy broadcast of \p a and \p b when it needs no size question.
+std::optional<std::vector<SymExpr>> broadcast(const std::vector<SymExpr> &a,
+                                              const std::vector<SymExpr> &b) {
+  std::vector<SymExpr> out(std::max(a.size(), b.size()), SymExpr(1));
+  for (size_t i = 0; i < out.size(); ++i) {
+    bool inA = i < a.size(), inB = i < b.size();
+    SymExpr x = inA ? a[a.size() - 1 - i] : SymExpr(1);
+    SymExpr y = inB ? b[b.size() - 1 - i] : SymExpr(1);
+    if (x == y || y.isConst(1))
+      out[out.size() - 1 - i] = x;
+    else if (x.isConst(1))
+      out[out.size() - 1 - i] = y;
+    else
+      return std::nullopt;
+  }
+  return out;
+}
+
+/// One reduction's rewrite in progress.
+class Factoring {
+public:
+  Factoring(const Function &fn, const std::vector<int64_t> &producer)
+      : fn_(fn), producer_(producer) {}
+
+  /// Splits \p v's product tree into leaves; false when it is too deep.
+  bool flatten(ValueId v, int depth) {
+    if (depth > kMaxDepth || leaves_.size() > kMaxLeaves)
+      return false;
+    int64_t p = v < producer_.size() ? producer_[v] : -1;
+    const Operation *op = p >= 0 ? &fn_.ops[p] : nullptr;
+    if (op && op->code == OpCode::Mul &&
+        fn_.type(op->operands[0]).dtype == fn_.type(v).dtype &&
+        fn_.type(op->operands[1]).dtype == fn_.type(v).dtype)
+      return flatten(op->operands[0], depth + 1) &&
+             flatten(op->operands[1], depth + 1);
+    if (op && op->code == OpCode::Neg) {
+      negated_ = !negated_;
+      return flatten(op->operands[0], depth + 1);
+    }
+    leaves_.push_back(v);
+    return true;
+  }
+
+  /// Whether \p v is constant along the reduced \p axes of a value of rank
+  /// \p rank; \p v becomes the value to multiply by (an expand's source).
+  bool constantAlong(ValueId &v, const std::vector<bool> &reduced) const {
+    for (int hop = 0; hop < 2; ++hop) {
+      const std::vector<SymExpr> &dims = fn_.type(v).dims;
+      if (dims.size() > reduced.size())
+        return false;
+      bool ones = true;
+      size_t shift = reduced.size() - dims.size();
+      for (size_t i = 0; i < dims.size(); ++i)
+        ones = ones && (!reduced[shift + i] || dims[i].isConst(1));
+      if (ones)
+        return true;
+      int64_t p = v < producer_.size() ? producer_[v] : -1;
+      if (p < 0 || fn_.ops[p].code != OpCode::Expand)
+        return false;
+      v = fn_.ops[p].operands[0];
+    }
+    return false;
+  }
+
+  std::vector<ValueId> leaves_;
+  bool negated_ = false;
+
+private:
+  static constexpr int kMaxDepth = 8;
+  static constexpr size_t kMaxLeaves = 12;
+  const Function &fn_;
+  const std::vector<int64_t> &producer_;
+};
+
+/// Ops the pass creates or may reuse, per open loop scope (an outer scope's
+/// ops dominate the inner ones').
+class Emitter {
+public:
+  Emitter(Function &fn, std::vector<Operation> &out) : fn_(fn), out_(out) {}
+
+  void enterScope() { scopes_.emplace_back(); }
+  void leaveScope() { scopes_.pop_back(); }
+  /// Makes out_[i] (a pure op with one result) reusable.
+  void remember(size_t i) { scopes_.back().push_back(i); }
+
+  /// The result of op \p code on \p operands with \p attrs, of type
+  /// \p type: an equal op in scope, or a new one appended.
+  ValueId op(OpCode code, std::vector<ValueId> operands, AttrMap attrs,
+             TensorType type, const Location &loc) {
+    for (const std::vector<size_t> &scope : scopes_)
+      for (size_t i : scope) {
+        const Operation &o = out_[i];
+        if (o.code == code && o.operands == operands &&
+            sameAttrs(o.attrs, attrs) && fn_.type(o.results[0]) == type)
+          return o.results[0];
+      }
+    ValueId r = fn_.addValue(std::move(type));
+    out_.push_back(
+        Operation{code, std::move(operands), {r}, std::move(attrs), loc});
+    remember(out_.size() - 1);
+    return r;
+  }
+
+private:
+  static bool sameAttrs(const AttrMap &a, const AttrMap &b) {
+    if (a.size() != b.size())
+      return false;
+    for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j)
+      if (i->first != j->first || !(i->second == j->second))
+        return false;
+    return true;
+  }
+
+  Function &fn_;
+  std::vector<Operation> &out_;
+  std::vector<std::vector<size_t>> scopes_;
+};
+
+bool reusable(OpCode code) {
+  return code == OpCode::Mul || code == OpCode::Neg ||
+         code == OpCode::ReduceSum || code == OpCode::ReduceMean ||
+         code == OpCode::Reshape;
+}
+
+/// One product of a reduction's operand: the factors that vary along the
+/// reduced axes (sorted), the ones that do not, and its sign.
+struct Term {
+  std::vector<ValueId> rest, constant;
+  bool negated = false;
+};
+
+/// \p v as a Term over the \p reduced axes of \p in, or nullopt when the
+/// product is too deep or its types need a size question.
+std::optional<Term> termOf(const Function &fn, ValueId v, const TensorType &in,
+                           const std::vector<bool> &reduced,
+                           const std::vector<int64_t> &producer) {
+  Factoring f(fn, producer);
+  if (!f.flatten(v, 0))
+    return std::nullopt;
+  Term t;
+  t.negated = f.negated_;
+  for (ValueId leaf : f.leaves_) {
+    ValueId c = leaf;
+    (f.constantAlong(c, reduced) ? t.constant : t.rest).push_back(c);
+  }
+  if (t.rest.empty())
+    return std::nullopt;
+  std::sort(t.rest.begin(), t.rest.end());
+  std::sort(t.constant.begin(), t.constant.end());
+  std::vector<SymExpr> restDims = fn.type(t.rest[0]).dims;
+  for (size_t i = 1; i < t.rest.size(); ++i) {
+    auto d = broadcast(restDims, fn.type(t.rest[i]).dims);
+    if (!d)
+      return std::nullopt;
+    restDims = *d;
+  }
+  if (restDims != in.dims)
+    return std::nullopt;
+  std::vector<SymExpr> kept = in.dims;
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (reduced[i])
+      kept[i] = SymExpr(1);
+  for (ValueId c : t.constant) {
+    auto d = broadcast(kept, fn.type(c).dims);
+    if (!d || *d != kept)
+      return std::nullopt;
+  }
+  return t;
+}
+
+/// Splits \p v into the terms of a tree of add, sub and neg ops of \p v's
+/// type (signs folded into each term's `negated`); false past kMaxTerms.
+bool sumTerms(const Function &fn, ValueId v, bool negated,
+              const std::vector<int64_t> &producer,
+              std::vector<std::pair<ValueId, bool>> &terms) {
+  constexpr size_t kMaxTerms = 8;
+  if (terms.size() >= kMaxTerms)
+    return false;
+  int64_t p = v < producer.size() ? producer[v] : -1;
+  const Operation *op = p >= 0 ? &fn.ops[p] : nullptr;
+  auto sameType = [&](ValueId o) { return fn.type(o) == fn.type(v); };
+  if (op && (op->code == OpCode::Add || op->code == OpCode::Sub) &&
+      sameType(op->operands[0]) && sameType(op->operands[1]))
+    return sumTerms(fn, op->operands[0], negated, producer, terms) &&
+           sumTerms(fn, op->operands[1],
+                    op->code == OpCode::Sub ? !negated : negated, producer,
+                    terms);
+  if (op && op->code == OpCode::Neg)
+    return sumTerms(fn, op->operands[0], !negated, producer, terms);
+  terms.push_back({v, negated});
+  return true;
+}
+
+/// The replacement of reduction \p red, or nullopt when it has no factor to
+/// take out (or the types need a size question). A sum of products is
+/// distributed when every product reduces one varying factor: the
+/// reductions are then of stored values (often shared), and the sum's own
+/// buffer is no longer read by a reduction (a batch norm's backward).
+std::optional<ValueId> factor(Function &fn, const Operation &red,
+                              const std::vector<int64_t> &producer,
+                              Emitter &emit) {
+  ValueId x = red.operands[0];
+  const TensorType in = fn.type(x);
+  if (!isFloat(in.dtype))
+    return std::nullopt;
+  std::vector<bool> reduced(in.rank(), red.intsAttr("axes").empty());
+  for (int64_t a : red.intsAttr("axes")) {
+    int64_t axis = a < 0 ? a + static_cast<int64_t>(in.rank()) : a;
+    if (axis < 0 || axis >= static_cast<int64_t>(in.rank()))
+      return std::nullopt;
+    reduced[axis] = true;
+  }
+  std::vector<std::pair<ValueId, bool>> summands;
+  if (!sumTerms(fn, x, false, producer, summands))
+    return std::nullopt;
+  std::vector<Term> terms;
+  for (auto [v, negated] : summands) {
+    std::optional<Term> t = termOf(fn, v, in, reduced, producer);
+    if (!t)
+      return std::nullopt;
+    t->negated = t->negated != negated;
+    terms.push_back(std::move(*t));
+  }
+  if (terms.size() == 1 && terms[0].constant.empty())
+    return std::nullopt; // nothing to take out
+  if (terms.size() > 1)
+    for (const Term &t : terms)
+      if (t.rest.size() != 1)
+        return std::nullopt;
+  std::vector<SymExpr> keptDims = in.dims;
+  for (size_t i = 0; i < keptDims.size(); ++i)
+    if (reduced[i])
+      keptDims[i] = SymExpr(1);
+  const TensorType kept{in.dtype, keptDims};
+  const Location &loc = red.loc;
+  AttrMap attrs = red.attrs;
+  attrs["keepdim"] = true;
+  std::optional<ValueId> out;
+  for (const Term &t : terms) {
+    ValueId product = t.rest[0];
+    for (size_t i = 1; i < t.rest.size(); ++i)
+      product = emit.op(OpCode::Mul, {product, t.rest[i]}, {}, in, loc);
+    ValueId r = emit.op(red.code, {product}, attrs, kept, loc);
+    for (ValueId c : t.constant)
+      r = emit.op(OpCode::Mul, {r, c}, {}, kept, loc);
+    if (!out)
+      out = t.negated ? emit.op(OpCode::Neg, {r}, {}, kept, loc) : r;
+    else
+      out = emit.op(t.negated ? OpCode::Sub : OpCode::Add, {*out, r}, {}, kept,
+                    loc);
+  }
+  const TensorType want = fn.type(red.results[0]);
+  if (want.dims != keptDims)
+    out = emit.op(OpCode::Reshape, {*out}, {{"shape", want.dims}}, want, loc);
+  return out;
+}
+
+/// Reduction \p red with the reductions of the same kind it reads through
+/// (each read by nothing else, \p uses) folded in: reduce_sum(reduce_sum(x,
+/// A), B) is reduce_sum(x, A + B) (a mean of means over disjoint axes is the
+/// mean over both), with keepdim so that the caller reshapes to \p red's
+/// type. Sets \p merged when any was folded.
+Operation folded(const Function &fn, const Operation &red,
+                 const std::vector<int64_t> &producer,
+                 const std::vector<uint32_t> &uses, bool &merged) {
+  Operation out = red;
+  merged = false;
+  for (;;) {
+    ValueId x = out.operands[0];
+    int64_t p = x < producer.size() ? producer[x] : -1;
+    if (p < 0 || fn.ops[p].code != red.code || uses[x] != 1)
+      return out;
+    const Operation &inner = fn.ops[p];
+    size_t rank = fn.type(inner.operands[0]).rank();
+    std::vector<bool> reduced(rank, inner.intsAttr("axes").empty());
+    for (int64_t a : inner.intsAttr("axes"))
+      reduced[a < 0 ? a + static_cast<int64_t>(rank) : a] = true;
+    // The inner result's axis j is x's axis kept[j] (all of them with
+    // keepdim).
+    std::vector<size_t> kept;
+    for (size_t i = 0; i < rank; ++i)
+      if (inner.boolAttr("keepdim") || !reduced[i])
+        kept.push_back(i);
+    size_t outerRank = fn.type(x).rank();
+    std::vector<int64_t> outerAxes = out.intsAttr("axes");
+    if (outerAxes.empty())
+      for (size_t j = 0; j < outerRank; ++j)
+        outerAxes.push_back(static_cast<int64_t>(j));
+    for (int64_t a : outerAxes) {
+      int64_t j = a < 0 ? a + static_cast<int64_t>(outerRank) : a;
+      if (j < 0 || static_cast<size_t>(j) >= kept.size())
+        return out;
+      reduced[kept[j]] = true;
+    }
+    std::vector<int64_t> axes;
+    for (size_t i = 0; i < rank; ++i)
+      if (reduced[i])
+        axes.push_back(static_cast<int64_t>(i));
+    out.operands = {inner.operands[0]};
+    out.attrs["axes"] = axes;
+    out.attrs["keepdim"] = true;
+    merged = true;
+  }
+}
+
+/// The kept dims of reduction \p red (keepdim), or nullopt for an axis out
+/// of range.
+std::optional<std::vector<SymExpr>> keptDims(const Function &fn,
+                                             const Operation &red) {
+  std::vector<SymExpr> dims = fn.type(red.operands[0]).dims;
+  int64_t rank = static_cast<int64_t>(dims.size());
+  if (red.intsAttr("axes").empty())
+    std::fill(dims.begin(), dims.end(), SymExpr(1));
+  for (int64_t a : red.intsAttr("axes")) {
+    int64_t axis = a < 0 ? a + rank : a;
+    if (axis < 0 || axis >= rank)
+      return std::nullopt;
+    dims[axis] = SymExpr(1);
+  }
+  return dims;
+}
+
+void rename(std::vector<ValueId> &values,
+            const std::unordered_map<ValueId, ValueId> &map) {
+  for (ValueId &v : values)
+    if (auto it = map.find(v); it != map.end())
+      v = it->second;
+}
+
+} // namespace
+
+size_t factorReductions(Function &fn) {
+  std::vector<int64_t> producer(fn.values.size(), -1);
+  std::vector<uint32_t> uses(fn.values.size(), 0);
+  for (size_t i = 0; i < fn.ops.size(); ++i) {
+    for (ValueId r : fn.ops[i].results)
+      producer[r] = static_cast<int64_t>(i);
+    for (ValueId v : fn.ops[i].operands)
+      ++uses[v];
+  }
+  for (ValueId v : fn.results)
+    ++uses[v];
+  // A reduction whose one reader is a reduction of its kind is folded into
+  // that one (first, so that its factors are taken out of the whole).
+  std::vector<bool> foldedAway(fn.values.size(), false);
+  for (const Operation &op : fn.ops)
+    if ((op.code == OpCode::ReduceSum || op.code == OpCode::ReduceMean) &&
+        uses[op.operands[0]] == 1 && producer[op.operands[0]] >= 0 &&
+        fn.ops[producer[op.operands[0]]].code == op.code)
+      foldedAway[op.operands[0]] = true;
+  // Ops are appended to `out`; `producer` keeps indexing fn.ops (the
+  // original list), whose ops the product trees are read from.
+  std::vector<Operation> out;
+  out.reserve(fn.ops.size());
+  Emitter emit(fn, out);
+  emit.enterScope();
+  std::unordered_map<ValueId, ValueId> replaced;
+  size_t count = 0;
+  for (Operation &op : fn.ops) {
+    rename(op.operands, replaced);
+    if ((op.code == OpCode::ReduceSum || op.code == OpCode::ReduceMean) &&
+        !foldedAway[op.results[0]]) {
+      bool merged = false;
+      Operation red = folded(fn, op, producer, uses, merged);
+      std::optional<ValueId> r = factor(fn, red, producer, emit);
+      auto kept = keptDims(fn, red);
+      if (!r && merged && kept) {
+        const TensorType in = fn.type(red.operands[0]),
+                         want = fn.type(op.results[0]);
+        r = emit.op(op.code, red.operands, red.attrs, {in.dtype, *kept},
+                    op.loc);
+        if (want.dims != *kept)
+          r = emit.op(OpCode::Reshape, {*r}, {{"shape", want.dims}}, want,
+                      op.loc);
+      }
+      if (r) {
+        replaced[op.results[0]] = *r;
+        ++count;
+      }
+    }
+    if (op.code == OpCode::EndLoop)
+      emit.leaveScope();
+    out.push_back(op);
+    if (op.code == OpCode::Loop)
+      emit.enterScope();
+    else if (op.results.size() == 1 && reusable(op.code))
+      emit.remember(out.size() - 1);
+  }
+  rename(fn.results, replaced);
+  fn.ops = std::move(out);
+  return count;
+}
+
+} // namespace tsl
