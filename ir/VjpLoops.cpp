@@ -18,6 +18,7 @@
 // them. Memory: O(trip x (stacked state + saved GEMM results)); compute: the
 // loop's forward once more (the replay; the merge-replay-loops pass drops
 // the forward's own loop) plus the cheap ops the reverse body recomputes.
+#include "ir/OpInfo.h"
 #include "ir/SubstituteAttr.h"
 #include "ir/VjpBuilder.h"
 
@@ -235,6 +236,18 @@ std::vector<size_t> stackedCarried(const Sweep &s, const LoopCopy &L,
                                    Needs &needs) {
   std::unordered_set<ValueId> &need = needs.need;
   std::vector<size_t> units = L.units();
+  // Values whose size an op of the body binds (masked_select's) or that are
+  // computed from one: recomputed, such a value has a fresh size, so every
+  // op of the reverse body between it and a rule must be recomputed too (a
+  // cotangent of the forward's size would not fit the recomputed value).
+  std::unordered_set<ValueId> sized;
+  for (const Operation &op : L.body) {
+    bool from = bindsSizes(op.code);
+    for (ValueId v : op.operands)
+      from = from || sized.count(v);
+    if (from)
+      sized.insert(op.results.begin(), op.results.end());
+  }
   for (size_t i : units) {
     const Operation &op = L.body[i];
     bool resultWanted = false, operandWanted = false;
@@ -245,8 +258,14 @@ std::vector<size_t> stackedCarried(const Sweep &s, const LoopCopy &L,
       operandWanted = operandWanted || s.wanted(v);
     if (!resultWanted || !operandWanted)
       continue;
+    bool sizedResult = false;
+    for (ValueId r : L.results(i))
+      sizedResult = sizedResult || sized.count(r);
     if (op.code == OpCode::Loop) {
       need.insert(reads.begin(), reads.end()); // its replay reads them
+    } else if (sizedResult) {
+      need.insert(op.operands.begin(), op.operands.end());
+      need.insert(op.results.begin(), op.results.end());
     } else {
       if (ruleReadsOperands(op))
         need.insert(op.operands.begin(), op.operands.end());

@@ -694,6 +694,16 @@ std::vector<Case> loopCases() {
        "let y = sum(h * h);",
        {"a", "xs"},
        {{{"a", {3}}, {"xs", {4, 3}}}}},
+      // A chain of ops whose rules read no values (neg, add) between the
+      // recomputed masked_select and the sum: recomputed too, so the
+      // cotangent has the recomputed size.
+      {"loop_masked_chain",
+       {{"a", "f64[N]"}, {"xs", "f64[L, N]"}},
+       "var h = a; for t in 0..L { let x = xs[t]; "
+       "h = h * 0.5 + sum(-(masked_select(h * x, x > 0.0) + 1.0)); } "
+       "let y = sum(h * h);",
+       {"a", "xs"},
+       {{{"a", {3}}, {"xs", {4, 3}}}}},
       {"loop_unbacked",
        {{"a", "f64[N]"}, {"w", "f64[N]"}, {"m", "i64[K]"}},
        "let n = item(sum(m)); var h = a; "
