@@ -13,6 +13,11 @@ A run prints 'key: value' lines that bench/train_report.py reads:
   mem_first_mb   peak RSS during the first step minus RSS before it
   mem_steps_mb   peak RSS during the later steps (the peak reset after the
                  first) minus RSS before the first step
+  mem_step_mb    peak RSS during the later steps minus RSS after the first
+                 step: what a step takes beyond what the process holds
+                 between steps (weights, optimizer state, results, and on
+                 TSL's side the compiler's heap, which the first figure
+                 counts)
   info_*         what ran (graphs compiled, variants, ...)
 
 Memory: the kernel's peak RSS of this process (VmHWM), reset with
@@ -131,12 +136,14 @@ def run(step, steps=STEPS):
     first = time.perf_counter() - start
     mem_first = _status_kb("VmHWM") - rss0
     _reset_peak()
+    rss1 = _status_kb("VmRSS")
     times, losses = [], [loss]
     for i in range(2, steps + 2):
         start = time.perf_counter()
         losses.append(step(i))
         times.append(time.perf_counter() - start)
-    mem_steps = _status_kb("VmHWM") - rss0
+    hwm = _status_kb("VmHWM")
+    mem_steps, mem_step = hwm - rss0, hwm - rss1
     timed = sorted(times[:TIMED])
     print(f"first_step_s: {first:.4f}")
     print(f"step_ms: {timed[len(timed) // 2] * 1e3:.4f}")
@@ -145,6 +152,7 @@ def run(step, steps=STEPS):
     print("losses: " + " ".join(f"{v:.6g}" for v in losses))
     print(f"mem_first_mb: {mem_first / 1024:.1f}")
     print(f"mem_steps_mb: {mem_steps / 1024:.1f}")
+    print(f"mem_step_mb: {mem_step / 1024:.1f}")
 
 
 def parse_args(argv):

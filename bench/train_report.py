@@ -43,8 +43,10 @@ def collect(directory, model, threads, side):
         if best is None:
             best = run
             continue
-        for key in ("step_ms", "first_step_s", "mem_first_mb", "mem_steps_mb"):
-            best[key] = str(min(float(best[key]), float(run[key])))
+        for key in ("step_ms", "first_step_s", "mem_first_mb", "mem_steps_mb",
+                    "mem_step_mb"):
+            if key in best and key in run:
+                best[key] = str(min(float(best[key]), float(run[key])))
         best["loss"] = run["loss"]
     return best or {"error": ["not run"]}
 
@@ -82,7 +84,7 @@ def report_model(directory, model, counts):
             for line in run["error"][1:4]:
                 print(f"    {line}")
     print(f"{'thr':>3}  {'side':<17}{'step ms':>9}{'ratio':>8}{'first s':>9}{'ratio':>8}"
-          f"{'MB 1st':>8}{'MB steps':>9}  loss after {tc.STEPS} steps")
+          f"{'MB 1st':>8}{'MB steps':>9}{'MB/step':>8}  loss after {tc.STEPS} steps")
     for t in counts:
         tsl_ms = figure(runs[t, "tsl"], "step_ms")
         tsl_first = figure(runs[t, "tsl"], "first_step_s")
@@ -102,7 +104,8 @@ def report_model(directory, model, counts):
             else:
                 check = ""
             print(f"{t:>3}  {LABEL[s]:<17}{step:>9.2f}{step_r:>8}{first:>9.2f}{first_r:>8}"
-                  f"{figure(run, 'mem_first_mb'):>8.1f}{figure(run, 'mem_steps_mb'):>9.1f}  "
+                  f"{figure(run, 'mem_first_mb'):>8.1f}{figure(run, 'mem_steps_mb'):>9.1f}"
+                  f"{fmt(figure(run, 'mem_step_mb'), '.1f'):>8}  "
                   f"{loss:.6f}{check}")
     for t in counts:
         for s, key in (("compile", "info_compile"), ("tsl", "info_tsl"), ("tslwarm", "info_tsl")):
@@ -115,6 +118,7 @@ def report_model(directory, model, counts):
     first_r = ratio(figure(comp, "first_step_s"), figure(tsl, "first_step_s"))
     mem_t, mem_w = figure(tsl, "mem_steps_mb"), figure(runs[n, "tslwarm"], "mem_steps_mb")
     mem_e = figure(eager, "mem_steps_mb")
+    step_t, step_e = figure(tsl, "mem_step_mb"), figure(eager, "mem_step_mb")
 
     def verdict(ok):
         return "-" if ok is None else ("met" if ok else "MISSED")
@@ -126,7 +130,8 @@ def report_model(directory, model, counts):
           f"{verdict(None if step_r is None else step_r >= 1.2)}; first step >= 20x faster than "
           f"torch.compile's: {verdict(None if first_r is None else first_r >= 20)}; peak memory "
           f"(steps) <= eager's: {verdict(at_most(mem_t, mem_e))} cold, "
-          f"{verdict(at_most(mem_w, mem_e))} warm")
+          f"{verdict(at_most(mem_w, mem_e))} warm; a step's own peak (MB/step) <= eager's: "
+          f"{verdict(at_most(step_t, step_e))}")
     print()
 
 
@@ -139,7 +144,9 @@ def main():
     print("--- memory: each side in its own fresh process; peak RSS (VmHWM, reset through "
           "/proc/self/clear_refs) minus the RSS before the first step: during the first step, "
           f"and during the steps 2..{tc.STEPS + 1} (the peak reset after the first step); "
-          "MB 1st and MB steps below")
+          "MB 1st and MB steps below; MB/step: the peak during the steps 2.. minus the RSS "
+          "after the first step (what a step takes beyond what the process holds between "
+          "steps)")
     print("--- TSL (warm cache): a second process whose first call loads the variant the cold "
           "run stored (TSL_CACHE_DIR), so neither its first step nor its memory has the "
           "compiler's part")

@@ -4,6 +4,8 @@
 // size question answered is left as it is.
 #include "ir/FactorReductions.h"
 
+#include "ir/Passes.h"
+
 #include <algorithm>
 #include <optional>
 #include <unordered_map>
@@ -11,24 +13,6 @@
 namespace tsl {
 
 namespace {
-
-/// The NumPy broadcast of \p a and \p b when it needs no size question.
-std::optional<std::vector<SymExpr>> broadcast(const std::vector<SymExpr> &a,
-                                              const std::vector<SymExpr> &b) {
-  std::vector<SymExpr> out(std::max(a.size(), b.size()), SymExpr(1));
-  for (size_t i = 0; i < out.size(); ++i) {
-    bool inA = i < a.size(), inB = i < b.size();
-    SymExpr x = inA ? a[a.size() - 1 - i] : SymExpr(1);
-    SymExpr y = inB ? b[b.size() - 1 - i] : SymExpr(1);
-    if (x == y || y.isConst(1))
-      out[out.size() - 1 - i] = x;
-    else if (x.isConst(1))
-      out[out.size() - 1 - i] = y;
-    else
-      return std::nullopt;
-  }
-  return out;
-}
 
 /// One reduction's rewrite in progress.
 class Factoring {
@@ -163,7 +147,7 @@ std::optional<Term> termOf(const Function &fn, ValueId v, const TensorType &in,
   std::sort(t.constant.begin(), t.constant.end());
   std::vector<SymExpr> restDims = fn.type(t.rest[0]).dims;
   for (size_t i = 1; i < t.rest.size(); ++i) {
-    auto d = broadcast(restDims, fn.type(t.rest[i]).dims);
+    auto d = broadcastDims(restDims, fn.type(t.rest[i]).dims);
     if (!d)
       return std::nullopt;
     restDims = *d;
@@ -175,7 +159,7 @@ std::optional<Term> termOf(const Function &fn, ValueId v, const TensorType &in,
     if (reduced[i])
       kept[i] = SymExpr(1);
   for (ValueId c : t.constant) {
-    auto d = broadcast(kept, fn.type(c).dims);
+    auto d = broadcastDims(kept, fn.type(c).dims);
     if (!d || *d != kept)
       return std::nullopt;
   }
@@ -352,8 +336,13 @@ size_t factorReductions(Function &fn) {
     for (ValueId v : fn.ops[i].operands)
       ++uses[v];
   }
-  for (ValueId v : fn.results)
+  // A function result stays the op that makes it: a callee must not return
+  // a layout op's value or one value twice (ir/Verifier.h).
+  std::vector<bool> isResult(fn.values.size(), false);
+  for (ValueId v : fn.results) {
     ++uses[v];
+    isResult[v] = true;
+  }
   // A reduction whose one reader is a reduction of its kind is folded into
   // that one (first, so that its factors are taken out of the whole).
   std::vector<bool> foldedAway(fn.values.size(), false);
@@ -373,7 +362,7 @@ size_t factorReductions(Function &fn) {
   for (Operation &op : fn.ops) {
     rename(op.operands, replaced);
     if ((op.code == OpCode::ReduceSum || op.code == OpCode::ReduceMean) &&
-        !foldedAway[op.results[0]]) {
+        !foldedAway[op.results[0]] && !isResult[op.results[0]]) {
       bool merged = false;
       Operation red = folded(fn, op, producer, uses, merged);
       std::optional<ValueId> r = factor(fn, red, producer, emit);
@@ -400,7 +389,6 @@ size_t factorReductions(Function &fn) {
     else if (op.results.size() == 1 && reusable(op.code))
       emit.remember(out.size() - 1);
   }
-  rename(fn.results, replaced);
   fn.ops = std::move(out);
   return count;
 }

@@ -30,8 +30,9 @@ namespace tsl {
 /// become one. The factored form rounds differently in the last bits (the
 /// factor multiplies the sum, not each term). A product whose other factors
 /// do not have the reduced operand's shape is left alone; so are integer
-/// reductions. Returns the number of reductions rewritten; the ops they
-/// replace are left dead for eliminateDeadCode.
+/// reductions and reductions whose value the function returns. Returns the
+/// number of reductions rewritten; the ops they replace are left dead for
+/// eliminateDeadCode.
 size_t factorReductions(Function &fn);
 
 } // namespace tsl

@@ -4,6 +4,22 @@
 
 namespace tsl {
 
+std::optional<std::vector<SymExpr>>
+broadcastDims(const std::vector<SymExpr> &a, const std::vector<SymExpr> &b) {
+  std::vector<SymExpr> out(std::max(a.size(), b.size()), SymExpr(1));
+  for (size_t i = 0; i < out.size(); ++i) {
+    SymExpr x = i < a.size() ? a[a.size() - 1 - i] : SymExpr(1);
+    SymExpr y = i < b.size() ? b[b.size() - 1 - i] : SymExpr(1);
+    if (x == y || y.isConst(1))
+      out[out.size() - 1 - i] = x;
+    else if (x.isConst(1))
+      out[out.size() - 1 - i] = y;
+    else
+      return std::nullopt;
+  }
+  return out;
+}
+
 bool hasEffect(const Function &fn, const Operation &op) {
   // Only an integer division can fail (by zero); a float one gives inf.
   return hasEffect(op.code) &&

@@ -1,6 +1,7 @@
 #include "ir/Pipeline.h"
 
 #include "ir/FactorReductions.h"
+#include "ir/FoldBroadcasts.h"
 #include "ir/FuseAttention.h"
 #include "ir/HoistAssertions.h"
 #include "ir/HoistInvariantOps.h"
@@ -30,6 +31,10 @@ void runInline(Function &fn, PassContext &) { inlineCalls(fn); }
 
 // Callees hold no loops: the caller only.
 void runMergeReplayLoops(Function &fn, PassContext &) { mergeReplayLoops(fn); }
+
+void runFoldBroadcasts(Function &fn, PassContext &) {
+  eachBody(fn, [](Function &f) { foldBroadcasts(f); });
+}
 
 void runFactorReductions(Function &fn, PassContext &) {
   eachBody(fn, [](Function &f) { factorReductions(f); });
@@ -72,6 +77,10 @@ const std::vector<PassInfo> &registeredPasses() {
        "a forward loop a gradient's replay recomputes goes; its results are "
        "the replay's",
        true, runMergeReplayLoops},
+      {"fold-broadcasts",
+       "an elementwise op reads an expand's operand when its other operands "
+       "give the result's shape",
+       true, runFoldBroadcasts},
       {"factor-reductions",
        "a sum or mean of a product takes out the factors constant along its "
        "axes; equal reductions are shared",

@@ -51,11 +51,11 @@ TEST(Pipeline, PassesAreRegisteredInPipelineOrder) {
     EXPECT_NE(std::string(p.description), "") << p.name;
     EXPECT_EQ(p.inPipeline, names.back() != "inline-calls") << p.name;
   }
-  EXPECT_EQ(names,
-            (std::vector<std::string>{
-                "outline-calls", "merge-replay-loops", "factor-reductions",
-                "dce", "fuse-attention", "hoist-assertions", "hoist-ops",
-                "minimize-guards", "inline-calls"}));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "outline-calls", "merge-replay-loops", "fold-broadcasts",
+                       "factor-reductions", "dce", "fuse-attention",
+                       "hoist-assertions", "hoist-ops", "minimize-guards",
+                       "inline-calls"}));
   EXPECT_NE(findPass("dce"), nullptr);
   EXPECT_EQ(findPass("nope"), nullptr);
 }
@@ -67,17 +67,17 @@ TEST(Pipeline, TheHostOutlinesAndTheGpuKeepsCallsInlined) {
   PipelineOptions outline, keepInlined;
   keepInlined.outlineCalls = false; // the GPU's (Target::pipelineOptions)
   EXPECT_EQ(run(host, runs, outline),
-            (std::vector<std::string>{"outline-calls", "merge-replay-loops",
+            (std::vector<std::string>{
+                "outline-calls", "merge-replay-loops", "fold-broadcasts",
+                "factor-reductions", "dce", "fuse-attention",
+                "hoist-assertions", "hoist-ops", "minimize-guards"}));
+  ASSERT_EQ(host.callees.size(), 1u);
+  EXPECT_EQ(host.ops.size(), 2u); // two calls; the dead exp is gone
+  EXPECT_EQ(run(gpu, runs, keepInlined),
+            (std::vector<std::string>{"merge-replay-loops", "fold-broadcasts",
                                       "factor-reductions", "dce",
                                       "fuse-attention", "hoist-assertions",
                                       "hoist-ops", "minimize-guards"}));
-  ASSERT_EQ(host.callees.size(), 1u);
-  EXPECT_EQ(host.ops.size(), 2u); // two calls; the dead exp is gone
-  EXPECT_EQ(
-      run(gpu, runs, keepInlined),
-      (std::vector<std::string>{"merge-replay-loops", "factor-reductions",
-                                "dce", "fuse-attention", "hoist-assertions",
-                                "hoist-ops", "minimize-guards"}));
   EXPECT_TRUE(gpu.callees.empty());
   EXPECT_EQ(gpu.ops.size(), 32u);
 }
