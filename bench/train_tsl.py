@@ -54,7 +54,8 @@ def main():
     print(f"info_malloc: {'applied' if malloc_tuned else 'FAILED'}")
     cached = "from the cache" if fn.variants[0].from_cache else "compiled"
     print(f"info_tsl: {stats.compiles} compile(s) ({cached}), {len(fn.variants)} variant(s), "
-          f"{stats.calls} calls, {len(stats.recompiles)} recompile(s)")
+          f"{stats.calls} calls, {len(stats.recompiles)} recompile(s), peak_bytes "
+          f"{stats.peak_bytes / 2**20:.1f} MiB (the most one call held beyond its arguments)")
 
 
 if __name__ == "__main__":
