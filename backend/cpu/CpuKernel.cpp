@@ -9,6 +9,7 @@
 #include "backend/cpu/HostJit.h"
 #include "backend/cpu/HostTarget.h"
 #include "backend/cpu/ObjectCompiler.h"
+#include "backend/cpu/PerfMap.h"
 #include "runtime/GpuCounters.h"
 #include "runtime/GpuEmulator.h"
 #include "runtime/KernelAbi.h"
@@ -111,14 +112,22 @@ CpuKernel::~CpuKernel() = default;
 
 namespace {
 
+/// The builder of every host JIT session (with TSL_PERF_MAP, one whose
+/// linker writes the perf map: backend/cpu/PerfMap.h).
+llvm::orc::LLJITBuilder hostJitBuilder() {
+  llvm::orc::LLJITBuilder builder;
+  if (perfMapEnabled())
+    writePerfMap(builder);
+  return builder;
+}
+
 /// A new ORC session for the host whose runtime symbols (KernelAbi.h,
 /// libm) resolve to this process's definitions.
 /// A session that cannot be made is out of (executable) memory: Resource.
 Expected<std::unique_ptr<llvm::orc::LLJIT>>
 newHostSession(llvm::orc::JITTargetMachineBuilder jtmb) {
-  auto jit = llvm::orc::LLJITBuilder()
-                 .setJITTargetMachineBuilder(std::move(jtmb))
-                 .create();
+  auto jit =
+      hostJitBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create();
   if (!jit)
     return llvmError(ErrorKind::Resource, jit.takeError());
   // The runtime's C ABI and libm, resolved to this process's definitions.
@@ -453,9 +462,8 @@ compileDispatcher(const std::vector<const rt::VariantCode *> &variants,
   Expected<llvm::orc::JITTargetMachineBuilder> jtmb = targetMachineBuilder();
   if (!jtmb)
     return jtmb.error();
-  auto jit = llvm::orc::LLJITBuilder()
-                 .setJITTargetMachineBuilder(std::move(*jtmb))
-                 .create();
+  auto jit =
+      hostJitBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
   if (!jit)
     return llvmError(ErrorKind::Resource, jit.takeError());
   m->setDataLayout((*jit)->getDataLayout());
@@ -481,7 +489,7 @@ loadObjectVariants(const std::vector<std::string> &objects,
   // a bad one is invalid input, which the cache's caller recompiles.
   if (std::string error; !rt::readManifest(manifestText, manifest, error))
     return makeError(ErrorKind::InvalidArgument, std::move(error));
-  auto jit = llvm::orc::LLJITBuilder().create();
+  auto jit = hostJitBuilder().create();
   if (!jit)
     return llvmError(ErrorKind::Resource, jit.takeError());
   llvm::orc::JITDylib &lib = (*jit)->getMainJITDylib();

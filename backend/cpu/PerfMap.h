@@ -1,0 +1,29 @@
+#pragma once
+/// \file Names for JIT-compiled code in `perf report`: with TSL_PERF_MAP set
+/// (to anything but "" or "0"), every function a host JIT session links is
+/// appended to /tmp/perf-PID.map ("START SIZE NAME" in hex, perf's format
+/// for JIT code), so samples in kernels show as `tsl_k_<hash>`,
+/// `tsl_kernel` (a variant's host code) or `tsl_match` instead of `[JIT] tid
+/// N`; a local function without a symbol of its own (a parallel loop's chunk
+/// body) counts to the function before it in its section. Kernel names are
+/// hashes of their code: `tslc emit --emit=llvm` of the same variant (the
+/// same static sizes) prints them with their code, to tell which op a kernel
+/// computes. Developer tooling: off by default; the sessions link with
+/// JITLink instead of RuntimeDyld, the generated code is the same.
+
+namespace llvm::orc {
+class LLJITBuilder;
+}
+
+namespace tsl {
+
+/// Whether TSL_PERF_MAP asks for a perf map (read once per process).
+bool perfMapEnabled();
+
+/// Makes \p builder's sessions link with JITLink (the map needs each
+/// symbol's address and size from the link graph; the default layer on this
+/// platform is RuntimeDyld's) and append the functions they link to the
+/// perf map. The generated code is the same; only the linker differs.
+void writePerfMap(llvm::orc::LLJITBuilder &builder);
+
+} // namespace tsl
