@@ -7,6 +7,7 @@
 // This file: the driver loop, elementwise loops (recomputing fused trees),
 // reductions and matmul.
 #include "backend/common/Codegen.h"
+#include "backend/common/KernelOrigins.h"
 #include "backend/common/RuntimeCalls.h"
 #include "runtime/Sha256.h"
 
@@ -198,6 +199,12 @@ llvm::Function *Codegen::shareKernel(llvm::Function *f) {
   // Named by its code: the same kernel has the same name in every function
   // and variant, so a cached object of it serves them all.
   f->setName(kKernelFunctionPrefix + rt::sha256Hex(it->first).substr(0, 32));
+  if (perfMapEnabled()) {
+    const Operation &op = fn.ops[static_cast<size_t>(opIndex)];
+    recordKernelOrigin(f->getName().str(),
+                       std::string(opName(op.code)) + ", op " +
+                           std::to_string(opIndex) + " of " + fn.name);
+  }
   f->setLinkage(llvm::GlobalValue::LinkOnceODRLinkage);
   f->setVisibility(llvm::GlobalValue::HiddenVisibility);
   return f;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "backend/common/KernelOrigins.h"
 #include "backend/cpu/CountAccesses.h"
 #include "backend/cpu/CpuTarget.h"
 #include "backend/cpu/HostJit.h"

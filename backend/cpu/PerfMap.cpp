@@ -1,6 +1,7 @@
 // The perf map writer (backend/cpu/PerfMap.h): a JITLink plugin whose
 // post-fixup pass sees each linked function's final address and size.
 #include "backend/cpu/PerfMap.h"
+#include "backend/common/KernelOrigins.h"
 
 #include <llvm/ExecutionEngine/JITLink/JITLink.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
@@ -69,9 +70,11 @@ public:
             for (size_t i = 0; i < syms.size(); ++i) {
               uint64_t end = i + 1 < syms.size() ? syms[i + 1]->getOffset()
                                                  : block->getSize();
+              std::string name = syms[i]->getName().str();
+              if (std::string origin = kernelOrigin(name); !origin.empty())
+                name += " [" + origin + "]";
               PerfMapFile::get().write(syms[i]->getAddress().getValue(),
-                                       end - syms[i]->getOffset(),
-                                       syms[i]->getName());
+                                       end - syms[i]->getOffset(), name);
             }
           }
           return llvm::Error::success();
@@ -91,14 +94,6 @@ public:
 };
 
 } // namespace
-
-bool perfMapEnabled() {
-  static const bool enabled = [] {
-    const char *v = std::getenv("TSL_PERF_MAP");
-    return v && *v && std::strcmp(v, "0") != 0;
-  }();
-  return enabled;
-}
 
 void writePerfMap(llvm::orc::LLJITBuilder &builder) {
   builder.setObjectLinkingLayerCreator(

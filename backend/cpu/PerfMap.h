@@ -3,6 +3,8 @@
 /// (to anything but "" or "0"), every function a host JIT session links is
 /// appended to /tmp/perf-PID.map ("START SIZE NAME" in hex, perf's format
 /// for JIT code), so samples in kernels show as `tsl_k_<hash>`,
+/// with the op it was first generated for when this process generated it
+/// (`tsl_k_<hash> [reduce_sum, op 25 of cnn_grads]`: KernelOrigins.h),
 /// `tsl_kernel` (a variant's host code) or `tsl_match` instead of `[JIT] tid
 /// N`; a local function without a symbol of its own (a parallel loop's chunk
 /// body) counts to the function before it in its section. Kernel names are
@@ -16,9 +18,6 @@ class LLJITBuilder;
 }
 
 namespace tsl {
-
-/// Whether TSL_PERF_MAP asks for a perf map (read once per process).
-bool perfMapEnabled();
 
 /// Makes \p builder's sessions link with JITLink (the map needs each
 /// symbol's address and size from the link graph; the default layer on this
