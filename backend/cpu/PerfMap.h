@@ -4,6 +4,7 @@
 /// appended to /tmp/perf-PID.map ("START SIZE NAME" in hex, perf's format
 /// for JIT code), so samples in kernels show as `tsl_k_<hash>`,
 /// with the op it was first generated for when this process generated it
+/// (kernels are shared by code: one kernel's samples are all its ops')
 /// (`tsl_k_<hash> [reduce_sum, op 25 of cnn_grads]`: KernelOrigins.h),
 /// `tsl_kernel` (a variant's host code) or `tsl_match` instead of `[JIT] tid
 /// N`; a local function without a symbol of its own (a parallel loop's chunk
