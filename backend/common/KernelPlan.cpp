@@ -223,6 +223,39 @@ void planFusion(const Function &fn, KernelPlan &plan) {
     stored[r] = true;
   }
   planTransposedOperands(fn, uses, plan);
+  // Values every reader of which could recompute them: elementwise ops and
+  // reductions over their shape, in their loop body.
+  std::vector<bool> allReadersFuse(fn.values.size(), true);
+  for (const Operation &op : fn.ops) {
+    bool fuses = (isElementwiseOrScalar(op.code) || isReductionOp(op.code)) &&
+                 op.code != OpCode::Constant && op.code != OpCode::SymScalar;
+    for (ValueId v : op.operands) {
+      const TensorType &loop = isElementwiseOrScalar(op.code)
+                                   ? fn.type(op.results[0])
+                                   : fn.type(op.operands[0]);
+      if (!fuses || fn.type(v).dims != loop.dims ||
+          plan.loopOfValue[v] != plan.loopOfValue[op.results[0]])
+        allReadersFuse[v] = false;
+    }
+  }
+  // A value read several times is recomputed by each reader (not stored)
+  // when that costs one add, sub or mul of stored values or constants: a
+  // store and a load per element cost more (the GELU and layer norm
+  // recomputed in a loop's backward are such chains).
+  auto cheapToRepeat = [&](ValueId v) {
+    const Operation *p = plan.producer[v];
+    if (!p || uses[v] > kMaxRecomputedReaders || !allReadersFuse[v] ||
+        stored[v] ||
+        !(p->code == OpCode::Add || p->code == OpCode::Sub ||
+          p->code == OpCode::Mul))
+      return false;
+    for (ValueId o : p->operands)
+      if (plan.inlined[o] && plan.producer[o] &&
+          plan.producer[o]->code != OpCode::Constant &&
+          plan.producer[o]->code != OpCode::SymScalar)
+        return false;
+    return true;
+  };
   for (const Operation &op : fn.ops) {
     bool consumerOk = isElementwiseOrScalar(op.code) || isReductionOp(op.code);
     if (!consumerOk || op.code == OpCode::Constant ||
@@ -243,8 +276,9 @@ void planFusion(const Function &fn, KernelPlan &plan) {
       // a chain of loops instead of one expression that deep.
       // (Not into a loop body from outside it: once, not every iteration.)
       bool sameBody = plan.loopOfValue[v] == plan.loopOfValue[op.results[0]];
-      if (scalar || (uses[v] == 1 && fn.type(v).dims == loop.dims &&
-                     plan.fusedDepth[v] < kMaxFusedDepth && sameBody)) {
+      if (scalar ||
+          ((uses[v] == 1 || cheapToRepeat(v)) && fn.type(v).dims == loop.dims &&
+           plan.fusedDepth[v] < kMaxFusedDepth && sameBody)) {
         plan.inlined[v] = true;
         depth = std::max(depth, plan.fusedDepth[v]);
       }

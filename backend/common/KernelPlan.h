@@ -25,6 +25,9 @@ inline constexpr size_t kOutlineOpsAbove = 0;
 /// Fused expression trees are at most this deep: a 50,000-term sum becomes
 /// a chain of loops instead of one expression that deep.
 inline constexpr unsigned kMaxFusedDepth = 32;
+/// The most readers a value one add/sub/mul away from stored values may
+/// have and still be recomputed by each instead of stored.
+inline constexpr int kMaxRecomputedReaders = 4;
 /// Row groups have at most this many lowered ops (bounds a loop body).
 inline constexpr size_t kMaxRowGroupOps = 64;
 /// With rowGroupsRecompute, no recomputed expression of a row group has
