@@ -14,67 +14,89 @@ namespace tsl {
 
 namespace {
 
-/// One reduction's rewrite in progress.
-class Factoring {
-public:
-  Factoring(const Function &fn, const std::vector<int64_t> &producer)
-      : fn_(fn), producer_(producer) {}
+/// The producer of \p v in fn.ops (the list as the pass found it), or null.
+const Operation *producerOf(const Function &fn,
+                            const std::vector<int64_t> &producer, ValueId v) {
+  int64_t p = v < producer.size() ? producer[v] : -1;
+  return p >= 0 ? &fn.ops[p] : nullptr;
+}
 
-  /// Splits \p v's product tree into leaves; false when it is too deep.
-  bool flatten(ValueId v, int depth) {
-    if (depth > kMaxDepth || leaves_.size() > kMaxLeaves)
-      return false;
-    int64_t p = v < producer_.size() ? producer_[v] : -1;
-    const Operation *op = p >= 0 ? &fn_.ops[p] : nullptr;
-    if (op && op->code == OpCode::Mul &&
-        fn_.type(op->operands[0]).dtype == fn_.type(v).dtype &&
-        fn_.type(op->operands[1]).dtype == fn_.type(v).dtype)
-      return flatten(op->operands[0], depth + 1) &&
-             flatten(op->operands[1], depth + 1);
-    if (op && op->code == OpCode::Neg) {
-      negated_ = !negated_;
-      return flatten(op->operands[0], depth + 1);
-    }
-    leaves_.push_back(v);
-    return true;
+/// Which axes of a rank-\p rank operand \p axes reduce (all when empty);
+/// nullopt for an axis out of range.
+std::optional<std::vector<bool>> reducedMask(size_t rank,
+                                             const std::vector<int64_t> &axes) {
+  std::vector<bool> reduced(rank, axes.empty());
+  for (int64_t a : axes) {
+    int64_t axis = a < 0 ? a + static_cast<int64_t>(rank) : a;
+    if (axis < 0 || axis >= static_cast<int64_t>(rank))
+      return std::nullopt;
+    reduced[axis] = true;
   }
+  return reduced;
+}
 
-  /// Whether \p v is constant along the reduced \p axes of a value of rank
-  /// \p rank; \p v becomes the value to multiply by (an expand's source).
-  bool constantAlong(ValueId &v, const std::vector<bool> &reduced) const {
-    for (int hop = 0; hop < 2; ++hop) {
-      const std::vector<SymExpr> &dims = fn_.type(v).dims;
-      if (dims.size() > reduced.size())
-        return false;
-      bool ones = true;
-      size_t shift = reduced.size() - dims.size();
-      for (size_t i = 0; i < dims.size(); ++i)
-        ones = ones && (!reduced[shift + i] || dims[i].isConst(1));
-      if (ones)
-        return true;
-      int64_t p = v < producer_.size() ? producer_[v] : -1;
-      if (p < 0 || fn_.ops[p].code != OpCode::Expand)
-        return false;
-      v = fn_.ops[p].operands[0];
-    }
+/// \p dims with the \p reduced axes 1 (a keepdim reduction's result).
+std::vector<SymExpr> keptOf(std::vector<SymExpr> dims,
+                            const std::vector<bool> &reduced) {
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (reduced[i])
+      dims[i] = SymExpr(1);
+  return dims;
+}
+
+/// Splits \p v's tree of mul and neg ops into \p leaves (flipping
+/// \p negated per neg); false when it is too deep or has too many leaves.
+bool flattenProduct(const Function &fn, const std::vector<int64_t> &producer,
+                    ValueId v, int depth, std::vector<ValueId> &leaves,
+                    bool &negated) {
+  constexpr int kMaxDepth = 8;
+  constexpr size_t kMaxLeaves = 12;
+  if (depth > kMaxDepth || leaves.size() > kMaxLeaves)
     return false;
+  const Operation *op = producerOf(fn, producer, v);
+  DType t = fn.type(v).dtype;
+  if (op && op->code == OpCode::Mul && fn.type(op->operands[0]).dtype == t &&
+      fn.type(op->operands[1]).dtype == t)
+    return flattenProduct(fn, producer, op->operands[0], depth + 1, leaves,
+                          negated) &&
+           flattenProduct(fn, producer, op->operands[1], depth + 1, leaves,
+                          negated);
+  if (op && op->code == OpCode::Neg) {
+    negated = !negated;
+    return flattenProduct(fn, producer, op->operands[0], depth + 1, leaves,
+                          negated);
   }
+  leaves.push_back(v);
+  return true;
+}
 
-  std::vector<ValueId> leaves_;
-  bool negated_ = false;
-
-private:
-  static constexpr int kMaxDepth = 8;
-  static constexpr size_t kMaxLeaves = 12;
-  const Function &fn_;
-  const std::vector<int64_t> &producer_;
-};
+/// Whether \p v is constant along the \p reduced axes (aligned to the
+/// right); \p v becomes the value to multiply by (an expand's source).
+bool constantAlong(const Function &fn, const std::vector<int64_t> &producer,
+                   ValueId &v, const std::vector<bool> &reduced) {
+  for (int hop = 0; hop < 2; ++hop) {
+    const std::vector<SymExpr> &dims = fn.type(v).dims;
+    if (dims.size() > reduced.size())
+      return false;
+    bool ones = true;
+    size_t shift = reduced.size() - dims.size();
+    for (size_t i = 0; i < dims.size(); ++i)
+      ones = ones && (!reduced[shift + i] || dims[i].isConst(1));
+    if (ones)
+      return true;
+    const Operation *p = producerOf(fn, producer, v);
+    if (!p || p->code != OpCode::Expand)
+      return false;
+    v = p->operands[0];
+  }
+  return false;
+}
 
 /// Ops the pass creates or may reuse, per open loop scope (an outer scope's
 /// ops dominate the inner ones').
-class Emitter {
+class OpAppender {
 public:
-  Emitter(Function &fn, std::vector<Operation> &out) : fn_(fn), out_(out) {}
+  OpAppender(Function &fn, std::vector<Operation> &out) : fn_(fn), out_(out) {}
 
   void enterScope() { scopes_.emplace_back(); }
   void leaveScope() { scopes_.pop_back(); }
@@ -132,14 +154,14 @@ struct Term {
 std::optional<Term> termOf(const Function &fn, ValueId v, const TensorType &in,
                            const std::vector<bool> &reduced,
                            const std::vector<int64_t> &producer) {
-  Factoring f(fn, producer);
-  if (!f.flatten(v, 0))
-    return std::nullopt;
   Term t;
-  t.negated = f.negated_;
-  for (ValueId leaf : f.leaves_) {
+  std::vector<ValueId> leaves;
+  if (!flattenProduct(fn, producer, v, 0, leaves, t.negated))
+    return std::nullopt;
+  for (ValueId leaf : leaves) {
     ValueId c = leaf;
-    (f.constantAlong(c, reduced) ? t.constant : t.rest).push_back(c);
+    (constantAlong(fn, producer, c, reduced) ? t.constant : t.rest)
+        .push_back(c);
   }
   if (t.rest.empty())
     return std::nullopt;
@@ -154,10 +176,7 @@ std::optional<Term> termOf(const Function &fn, ValueId v, const TensorType &in,
   }
   if (restDims != in.dims)
     return std::nullopt;
-  std::vector<SymExpr> kept = in.dims;
-  for (size_t i = 0; i < kept.size(); ++i)
-    if (reduced[i])
-      kept[i] = SymExpr(1);
+  std::vector<SymExpr> kept = keptOf(in.dims, reduced);
   for (ValueId c : t.constant) {
     auto d = broadcastDims(kept, fn.type(c).dims);
     if (!d || *d != kept)
@@ -174,8 +193,7 @@ bool sumTerms(const Function &fn, ValueId v, bool negated,
   constexpr size_t kMaxTerms = 8;
   if (terms.size() >= kMaxTerms)
     return false;
-  int64_t p = v < producer.size() ? producer[v] : -1;
-  const Operation *op = p >= 0 ? &fn.ops[p] : nullptr;
+  const Operation *op = producerOf(fn, producer, v);
   auto sameType = [&](ValueId o) { return fn.type(o) == fn.type(v); };
   if (op && (op->code == OpCode::Add || op->code == OpCode::Sub) &&
       sameType(op->operands[0]) && sameType(op->operands[1]))
@@ -189,47 +207,46 @@ bool sumTerms(const Function &fn, ValueId v, bool negated,
   return true;
 }
 
-/// The replacement of reduction \p red, or nullopt when it has no factor to
-/// take out (or the types need a size question). A sum of products is
-/// distributed when every product reduces one varying factor: the
-/// reductions are then of stored values (often shared), and the sum's own
-/// buffer is no longer read by a reduction (a batch norm's backward).
-std::optional<ValueId> factor(Function &fn, const Operation &red,
-                              const std::vector<int64_t> &producer,
-                              Emitter &emit) {
+/// The replacement of reduction \p red (\p merged: reductions were folded
+/// into it, so it must be emitted even with nothing to take out), or
+/// nullopt to leave it (nothing to take out, or the types need a size
+/// question). A sum of products is distributed when every product reduces
+/// one varying factor: the reductions are then of stored values (often
+/// shared), and the sum's own buffer is no longer read by a reduction (a
+/// batch norm's backward).
+std::optional<ValueId> rewrite(Function &fn, const Operation &red, bool merged,
+                               const std::vector<int64_t> &producer,
+                               OpAppender &emit) {
   ValueId x = red.operands[0];
   const TensorType in = fn.type(x);
-  if (!isFloat(in.dtype))
-    return std::nullopt;
-  std::vector<bool> reduced(in.rank(), red.intsAttr("axes").empty());
-  for (int64_t a : red.intsAttr("axes")) {
-    int64_t axis = a < 0 ? a + static_cast<int64_t>(in.rank()) : a;
-    if (axis < 0 || axis >= static_cast<int64_t>(in.rank()))
-      return std::nullopt;
-    reduced[axis] = true;
-  }
-  std::vector<std::pair<ValueId, bool>> summands;
-  if (!sumTerms(fn, x, false, producer, summands))
+  std::optional<std::vector<bool>> reduced =
+      reducedMask(in.rank(), red.intsAttr("axes"));
+  if (!reduced)
     return std::nullopt;
   std::vector<Term> terms;
-  for (auto [v, negated] : summands) {
-    std::optional<Term> t = termOf(fn, v, in, reduced, producer);
-    if (!t)
+  std::vector<std::pair<ValueId, bool>> summands;
+  if (isFloat(in.dtype) && sumTerms(fn, x, false, producer, summands))
+    for (auto [v, negated] : summands) {
+      std::optional<Term> t = termOf(fn, v, in, *reduced, producer);
+      if (!t) {
+        terms.clear();
+        break;
+      }
+      t->negated = t->negated != negated;
+      terms.push_back(std::move(*t));
+    }
+  bool worth =
+      terms.size() == 1
+          ? !terms[0].constant.empty()
+          : std::all_of(terms.begin(), terms.end(),
+                        [](const Term &t) { return t.rest.size() == 1; }) &&
+                !terms.empty();
+  if (!worth) {
+    if (!merged)
       return std::nullopt;
-    t->negated = t->negated != negated;
-    terms.push_back(std::move(*t));
+    terms = {Term{{x}, {}, false}}; // the folded reduction, as it is
   }
-  if (terms.size() == 1 && terms[0].constant.empty())
-    return std::nullopt; // nothing to take out
-  if (terms.size() > 1)
-    for (const Term &t : terms)
-      if (t.rest.size() != 1)
-        return std::nullopt;
-  std::vector<SymExpr> keptDims = in.dims;
-  for (size_t i = 0; i < keptDims.size(); ++i)
-    if (reduced[i])
-      keptDims[i] = SymExpr(1);
-  const TensorType kept{in.dtype, keptDims};
+  const TensorType kept{in.dtype, keptOf(in.dims, *reduced)};
   const Location &loc = red.loc;
   AttrMap attrs = red.attrs;
   attrs["keepdim"] = true;
@@ -248,7 +265,7 @@ std::optional<ValueId> factor(Function &fn, const Operation &red,
                     loc);
   }
   const TensorType want = fn.type(red.results[0]);
-  if (want.dims != keptDims)
+  if (want.dims != kept.dims)
     out = emit.op(OpCode::Reshape, {*out}, {{"shape", want.dims}}, want, loc);
   return out;
 }
@@ -270,9 +287,11 @@ Operation folded(const Function &fn, const Operation &red,
       return out;
     const Operation &inner = fn.ops[p];
     size_t rank = fn.type(inner.operands[0]).rank();
-    std::vector<bool> reduced(rank, inner.intsAttr("axes").empty());
-    for (int64_t a : inner.intsAttr("axes"))
-      reduced[a < 0 ? a + static_cast<int64_t>(rank) : a] = true;
+    std::optional<std::vector<bool>> innerMask =
+        reducedMask(rank, inner.intsAttr("axes"));
+    if (!innerMask)
+      return out;
+    std::vector<bool> &reduced = *innerMask;
     // The inner result's axis j is x's axis kept[j] (all of them with
     // keepdim).
     std::vector<size_t> kept;
@@ -299,23 +318,6 @@ Operation folded(const Function &fn, const Operation &red,
     out.attrs["keepdim"] = true;
     merged = true;
   }
-}
-
-/// The kept dims of reduction \p red (keepdim), or nullopt for an axis out
-/// of range.
-std::optional<std::vector<SymExpr>> keptDims(const Function &fn,
-                                             const Operation &red) {
-  std::vector<SymExpr> dims = fn.type(red.operands[0]).dims;
-  int64_t rank = static_cast<int64_t>(dims.size());
-  if (red.intsAttr("axes").empty())
-    std::fill(dims.begin(), dims.end(), SymExpr(1));
-  for (int64_t a : red.intsAttr("axes")) {
-    int64_t axis = a < 0 ? a + rank : a;
-    if (axis < 0 || axis >= rank)
-      return std::nullopt;
-    dims[axis] = SymExpr(1);
-  }
-  return dims;
 }
 
 void rename(std::vector<ValueId> &values,
@@ -355,7 +357,7 @@ size_t factorReductions(Function &fn) {
   // original list), whose ops the product trees are read from.
   std::vector<Operation> out;
   out.reserve(fn.ops.size());
-  Emitter emit(fn, out);
+  OpAppender emit(fn, out);
   emit.enterScope();
   std::unordered_map<ValueId, ValueId> replaced;
   size_t count = 0;
@@ -365,18 +367,7 @@ size_t factorReductions(Function &fn) {
         !foldedAway[op.results[0]] && !isResult[op.results[0]]) {
       bool merged = false;
       Operation red = folded(fn, op, producer, uses, merged);
-      std::optional<ValueId> r = factor(fn, red, producer, emit);
-      auto kept = keptDims(fn, red);
-      if (!r && merged && kept) {
-        const TensorType in = fn.type(red.operands[0]),
-                         want = fn.type(op.results[0]);
-        r = emit.op(op.code, red.operands, red.attrs, {in.dtype, *kept},
-                    op.loc);
-        if (want.dims != *kept)
-          r = emit.op(OpCode::Reshape, {*r}, {{"shape", want.dims}}, want,
-                      op.loc);
-      }
-      if (r) {
+      if (std::optional<ValueId> r = rewrite(fn, red, merged, producer, emit)) {
         replaced[op.results[0]] = *r;
         ++count;
       }

@@ -591,16 +591,14 @@ bool Codegen::reduceKeptInParallel(const Operation &op,
     bool ok = true;
     for (const auto &[leaf, unused] : strides) {
       const std::vector<SymExpr> &d = fn.type(leaf).dims;
-      size_t off = in.rank() - d.size();
-      bool absent = i < off, half = i + 1 >= off && i < off;
-      if (half) { // the leaf starts at axis i + 1: it broadcasts over i
-        ok = false;
-        break;
-      }
-      if (absent)
-        continue;
-      bool full = d[i - off] == in.dims[i] && d[i + 1 - off] == in.dims[i + 1];
-      bool ones = d[i - off].isConst(1) && d[i + 1 - off].isConst(1);
+      size_t off = in.rank() - d.size(); // the leaf's axes start here
+      if (i + 1 < off)
+        continue; // has neither axis: broadcast over both
+      // Starting at axis i + 1, it broadcasts over i only.
+      bool full = i >= off && d[i - off] == in.dims[i] &&
+                  d[i + 1 - off] == in.dims[i + 1];
+      bool ones =
+          i >= off && d[i - off].isConst(1) && d[i + 1 - off].isConst(1);
       ok = ok && (full || ones);
     }
     joinsNext[i] = ok;

@@ -223,17 +223,23 @@ void planFusion(const Function &fn, KernelPlan &plan) {
     stored[r] = true;
   }
   planTransposedOperands(fn, uses, plan);
+  // The ops a fused operand's recomputation can go into, and the shape
+  // their loop iterates.
+  auto fusingReader = [](const Operation &op) {
+    return (isElementwiseOrScalar(op.code) || isReductionOp(op.code)) &&
+           op.code != OpCode::Constant && op.code != OpCode::SymScalar;
+  };
+  auto loopOf = [&](const Operation &op) -> const TensorType & {
+    return isElementwiseOrScalar(op.code) ? fn.type(op.results[0])
+                                          : fn.type(op.operands[0]);
+  };
   // Values every reader of which could recompute them: elementwise ops and
   // reductions over their shape, in their loop body.
   std::vector<bool> allReadersFuse(fn.values.size(), true);
   for (const Operation &op : fn.ops) {
-    bool fuses = (isElementwiseOrScalar(op.code) || isReductionOp(op.code)) &&
-                 op.code != OpCode::Constant && op.code != OpCode::SymScalar;
+    bool fuses = fusingReader(op);
     for (ValueId v : op.operands) {
-      const TensorType &loop = isElementwiseOrScalar(op.code)
-                                   ? fn.type(op.results[0])
-                                   : fn.type(op.operands[0]);
-      if (!fuses || fn.type(v).dims != loop.dims ||
+      if (!fuses || fn.type(v).dims != loopOf(op).dims ||
           plan.loopOfValue[v] != plan.loopOfValue[op.results[0]])
         allReadersFuse[v] = false;
     }
@@ -257,13 +263,9 @@ void planFusion(const Function &fn, KernelPlan &plan) {
     return true;
   };
   for (const Operation &op : fn.ops) {
-    bool consumerOk = isElementwiseOrScalar(op.code) || isReductionOp(op.code);
-    if (!consumerOk || op.code == OpCode::Constant ||
-        op.code == OpCode::SymScalar)
+    if (!fusingReader(op))
       continue;
-    const TensorType &loop = isElementwiseOrScalar(op.code)
-                                 ? fn.type(op.results[0])
-                                 : fn.type(op.operands[0]);
+    const TensorType &loop = loopOf(op);
     unsigned depth = 0;
     for (ValueId v : op.operands) {
       const Operation *p = plan.producer[v];

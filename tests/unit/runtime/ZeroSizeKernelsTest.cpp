@@ -439,15 +439,17 @@ TEST(ZeroSizeKernels, GatherAndIndexSelect) {
   }
 }
 
+/// NCHW shapes with one dim 0 (the window ops' tests: 2x2 windows fit the
+/// others).
+struct NchwWithAZero {
+  const char *zero;
+  int64_t N, C, H, W;
+};
+constexpr NchwWithAZero kNchwWithAZero[] = {
+    {"N", 0, 2, 4, 4}, {"C", 2, 0, 4, 4}, {"H", 2, 2, 0, 4}, {"W", 2, 2, 4, 0}};
+
 TEST(ZeroSizeKernels, MaxPool2d) {
-  struct Dims {
-    const char *zero;
-    int64_t N, C, H, W;
-  } cases[] = {{"N", 0, 2, 4, 4},
-               {"C", 2, 0, 4, 4},
-               {"H", 2, 2, 0, 4},
-               {"W", 2, 2, 4, 0}};
-  for (const Dims &d : cases) {
+  for (const NchwWithAZero &d : kNchwWithAZero) {
     SCOPED_TRACE(std::string(d.zero) + " = 0");
     int64_t xs[4] = {d.N, d.C, d.H, d.W};
     std::vector<float> x = ramp<float>(d.N * d.C * d.H * d.W + 1);
@@ -466,14 +468,7 @@ TEST(ZeroSizeKernels, MaxPool2d) {
 // The window ops' gradients: an empty x writes nothing; an x no window
 // fits (1 row under a 2x2 window) gets zeros.
 TEST(ZeroSizeKernels, WindowGradients) {
-  struct Dims {
-    const char *zero;
-    int64_t N, C, H, W;
-  } cases[] = {{"N", 0, 2, 4, 4},
-               {"C", 2, 0, 4, 4},
-               {"H", 2, 2, 0, 4},
-               {"W", 2, 2, 4, 0}};
-  for (const Dims &d : cases) {
+  for (const NchwWithAZero &d : kNchwWithAZero) {
     SCOPED_TRACE(std::string(d.zero) + " = 0");
     int64_t xs[4] = {d.N, d.C, d.H, d.W};
     int64_t gs[4] = {d.N, 3, std::max<int64_t>(d.H - 1, 0),
