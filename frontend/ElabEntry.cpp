@@ -240,6 +240,7 @@ bool EntryBinder::bindTensorParam(const ast::Param &p, const ExampleArg *ex) {
   Param param;
   param.name = p.name;
   param.value = id;
+  param.donated = el.donated.count(p.name) > 0;
   el.fn.params.push_back(param);
   frame.scopes.back()[p.name] = SemValue::ofTensor(id, p.nameRange);
   return true;
@@ -624,6 +625,29 @@ ProbeResult Elaborator::describe(const SemValue &v) {
   return r;
 }
 
+/// Each name of \p donated is a tensor parameter of \p decl; otherwise an
+/// error at the function's name.
+static bool checkDonated(const ast::FnDecl &decl,
+                         const std::set<std::string> &donated,
+                         DiagnosticEngine &diags) {
+  for (const std::string &name : donated) {
+    auto p = std::find_if(decl.params.begin(), decl.params.end(),
+                          [&](const ast::Param &q) { return q.name == name; });
+    if (p != decl.params.end() && p->type.base != "int")
+      continue;
+    Diagnostic d;
+    d.range = p != decl.params.end() ? p->nameRange : decl.nameRange;
+    d.message =
+        p != decl.params.end()
+            ? "parameter '" + name + "' of '" + decl.name +
+                  "' is an int: only tensor buffers can be donated"
+            : "'" + decl.name + "' has no parameter '" + name + "' to donate";
+    diags.report(std::move(d));
+    return false;
+  }
+  return true;
+}
+
 bool elaborateFunction(const LoadedModule &module, const std::string &fnName,
                        const ElaborateOptions &options, DiagnosticEngine &diags,
                        Function &out) {
@@ -639,12 +663,15 @@ bool elaborateFunction(const LoadedModule &module, const std::string &fnName,
     diags.report(std::move(d));
     return false;
   }
+  if (!checkDonated(*it->second, options.donated, diags))
+    return false;
   bool ok = false;
   runOnDeepStack([&] {
     Elaborator el(diags, !options.examples.has_value());
     el.probe = options.probe;
     el.forceDynamic = options.forceDynamic;
     el.allDynamic = options.allDynamic;
+    el.donated = options.donated;
     el.pipeline = options.pipeline;
     ok =
         el.elaborateEntry(module, *it->second,

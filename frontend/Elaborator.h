@@ -55,6 +55,9 @@ struct ElaborateOptions {
   /// Every dim and int parameter that is not declared static becomes
   /// dynamic (the runtime's fallback past its cache limit).
   bool allDynamic = false;
+  /// Tensor parameters whose buffers the caller donates (Param::donated);
+  /// a name that is no tensor parameter is an error.
+  std::set<std::string> donated;
   /// The IR pipeline's options (ir/Pipeline.h) for the target the function
   /// is compiled for: the GPU's keeps calls inlined. Default: the host's.
   PipelineOptions pipeline;

@@ -166,6 +166,8 @@ public:
   /// ElaborateOptions::forceDynamic and allDynamic.
   std::set<std::string> forceDynamic;
   bool allDynamic = false;
+  /// ElaborateOptions::donated.
+  std::set<std::string> donated;
   /// ElaborateOptions::pipeline.
   PipelineOptions pipeline;
   /// Runs the IR pipeline on fn (finishEntry); a print-after hook sees the

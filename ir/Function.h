@@ -165,6 +165,11 @@ struct Param {
   bool isInt = false;
   ValueId value = 0; ///< tensor parameters
   SymExpr intExpr;   ///< int parameters: a symbol or a constant
+  /// The caller donates the argument's buffer (JAX's donate_argnums): the
+  /// call may write into it once nothing reads its old contents, and a
+  /// result may be returned in it (KernelPlan::writesInto, in-place
+  /// update_slice). Set on the function being compiled, never on callees.
+  bool donated = false;
 };
 
 /// A compiled variant of a TSL function.

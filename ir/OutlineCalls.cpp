@@ -279,9 +279,21 @@ size_t outlineRepeatedCalls(Function &fn, const std::vector<InlinedCall> &calls,
   std::vector<size_t> runsOf;      // by kind
   std::vector<size_t> firstOfKind; // a candidate of each kind
   std::unordered_map<size_t, std::vector<size_t>> kindsOfHash;
+  std::vector<bool> donated(fn.values.size(), false);
+  for (const Param &p : fn.params)
+    if (!p.isInt && p.donated)
+      donated[p.value] = true;
+  auto readsDonated = [&](const InlinedCall &call) {
+    for (size_t i = call.begin; i < call.end; ++i)
+      for (ValueId v : fn.ops[i].operands)
+        if (donated[v])
+          return true;
+    return false;
+  };
   for (const InlinedCall &call : calls) {
     if (call.begin >= call.end || call.end > fn.ops.size() ||
-        call.end - call.begin < minOps || depth[call.begin] != 0)
+        call.end - call.begin < minOps || depth[call.begin] != 0 ||
+        readsDonated(call))
       continue;
     Candidate c;
     if (!makeCandidate(fn, call, lastUse, c))

@@ -31,8 +31,10 @@ inline constexpr size_t kOutlineMinCalls = 2;
 /// renumbered, types, attributes and source locations included) by `call`
 /// ops of one callee each, where at least \p minCalls runs of at least
 /// \p minOps ops match. Longer runs go first; a run is skipped when it
-/// overlaps one already outlined, sits inside a loop body or holds one, or
-/// binds an unbacked size (its text names a size of its own anyway). A
+/// overlaps one already outlined, sits inside a loop body or holds one,
+/// binds an unbacked size (its text names a size of its own anyway), or
+/// reads a donated parameter (Param::donated: the plan may write a result
+/// into its buffer, which a callee's parameter never is). A
 /// value of the run that later ops read after any run of its kind is a
 /// result of each call of that kind (unread after some), except one a
 /// layout op made (a view, maybe of a buffer the callee frees): the caller

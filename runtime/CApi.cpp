@@ -360,6 +360,54 @@ tsl_status tsl_module_get_function(tsl_module *module, const char *name,
   return TSL_OK;
 }
 
+tsl_status tsl_module_get_function_donating(tsl_module *module,
+                                            const char *name,
+                                            const int32_t *donated,
+                                            int32_t ndonated,
+                                            tsl_function **out) {
+  if (!module || !name || !out || ndonated < 0 || (ndonated > 0 && !donated))
+    return fail(TSL_INVALID_ARGUMENT,
+                "tsl_module_get_function_donating: null argument");
+  if (module->gpu)
+    return fail(TSL_UNSUPPORTED,
+                "not supported: donated arguments on a GPU runtime");
+  if (!module->compiler)
+    return fail(TSL_UNSUPPORTED,
+                "not supported: donated arguments of an AOT module (its "
+                "variants were compiled without donation); load the source");
+  tsl::Error error;
+  std::optional<size_t> arity = module->compiler->arity(name, error);
+  if (!arity && !error.message.empty())
+    return fail(tsl::rt::statusFor(error.kind), std::move(error.message));
+  std::vector<bool> mask;
+  std::string key = name + std::string("\x1f donating");
+  for (int32_t k = 0; k < ndonated; ++k) {
+    int32_t i = donated[k];
+    if (i < 0 || (arity && static_cast<size_t>(i) >= *arity))
+      return fail(TSL_INVALID_ARGUMENT,
+                  "tsl_module_get_function_donating: '" + std::string(name) +
+                      "' has no parameter " + std::to_string(i));
+    if (mask.size() <= static_cast<size_t>(i))
+      mask.resize(static_cast<size_t>(i) + 1, false);
+    mask[static_cast<size_t>(i)] = true;
+  }
+  for (size_t i = 0; i < mask.size(); ++i)
+    key += mask[i] ? " " + std::to_string(i) : "";
+  std::lock_guard<std::mutex> lock(module->mutex);
+  std::unique_ptr<tsl_function> &fn = module->functions[key];
+  if (!fn) {
+    fn = std::make_unique<tsl_function>();
+    tsl::rt::TableOptions options;
+    options.cacheLimit = module->cacheLimit;
+    options.donated = std::move(mask);
+    fn->table = std::make_unique<tsl::rt::FunctionTable>(
+        name, module->compiler.get(), options);
+    fn->device = module->device;
+  }
+  *out = fn.get();
+  return TSL_OK;
+}
+
 tsl_status tsl_function_call(tsl_function *fn, const tsl_arg *args,
                              int32_t nargs, tsl_tensor **outputs,
                              int32_t *noutputs) {

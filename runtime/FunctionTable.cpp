@@ -260,7 +260,9 @@ void LogFlags::setActive(const LogFlags *flags) {
 
 FunctionTable::FunctionTable(std::string name, CompilerHook *hook,
                              TableOptions options)
-    : name_(std::move(name)), hook_(hook), options_(options) {}
+    : name_(std::move(name)), hook_(hook), options_(options),
+      anyDonated_(std::find(options_.donated.begin(), options_.donated.end(),
+                            true) != options_.donated.end()) {}
 
 FunctionTable::~FunctionTable() {
   for (auto &chunk : callLog_)
@@ -475,8 +477,10 @@ bool FunctionTable::compileFor(std::span<const ArgRef> args,
   VariantCode code;
   auto start = std::chrono::steady_clock::now();
   std::vector<CallArg> owned; // what the hook may keep
-  for (const ArgRef &a : args)
-    owned.push_back(a.toCallArg());
+  for (size_t i = 0; i < args.size(); ++i) {
+    owned.push_back(args[i].toCallArg());
+    owned.back().donated = donates(i);
+  }
   if (!hook_->compile(name_, owned, dynamicDims_, allDynamic, code, error))
     return false;
   double ms = std::chrono::duration<double, std::milli>(
@@ -586,7 +590,48 @@ bool FunctionTable::call(const CallInput &in, Results &results, int &variant,
   countCall(chosen);
   variant = chosen;
   const VariantCode &v = *published_[chosen].load(std::memory_order_relaxed);
+  if (anyDonated_ && !checkDonated(v, in.args(), error))
+    return false;
   return run(v, in.args(), syms, results, error, stream);
+}
+
+bool FunctionTable::checkDonated(const VariantCode &v,
+                                 std::span<const ArgRef> args,
+                                 Error &error) const {
+  auto invalid = [&](ErrorKind kind, std::string message) {
+    error = {kind, std::move(message), {}};
+    return false;
+  };
+  if (options_.device)
+    return invalid(ErrorKind::Unsupported,
+                   "not supported: donated arguments of '" + name_ +
+                       "' on a GPU (donate on the CPU only)");
+  auto span = [&](const ArgRef &a) {
+    auto *p = static_cast<const char *>(a.data);
+    return std::pair{p,
+                     p + *tensorBytes(a.shape, a.rank, elementBytes(a.dtype))};
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!donates(i))
+      continue;
+    const std::string name = "argument '" + v.params[i].name + "'";
+    if (args[i].isInt)
+      return invalid(ErrorKind::InvalidArgument,
+                     name + " is donated but is an int");
+    auto [lo, hi] = span(args[i]);
+    for (size_t j = 0; j < args.size() && lo != hi; ++j) {
+      if (j == i || args[j].isInt)
+        continue;
+      auto [lo2, hi2] = span(args[j]);
+      if (lo < hi2 && lo2 < hi)
+        return invalid(ErrorKind::InvalidArgument,
+                       name + " is donated, but its memory is also argument '" +
+                           v.params[j].name +
+                           "': a call may overwrite a donated buffer, so it "
+                           "must be passed once");
+    }
+  }
+  return true;
 }
 
 int FunctionTable::selectOrCompile(const CallInput &in, Symbols &syms,
@@ -780,9 +825,12 @@ bool FunctionTable::collectOutputs(const VariantCode &v, void *const *buffers,
       results.items.push_back(out);
       continue;
     }
-    // A result the kernel allocated is handed over without a copy; one
-    // that aliases an argument (or another result) is copied.
-    if (buffers[r.value] && tsl_rt_context_take(ctx, buffers[r.value])) {
+    // A result the kernel allocated is handed over without a copy, and so
+    // is a donated argument's buffer (once); one that aliases another
+    // argument (or another result) is copied.
+    if (buffers[r.value] &&
+        (tsl_rt_context_take(ctx, buffers[r.value]) ||
+         takeDonated(v, buffers, buffers[r.value], results))) {
       out.data = buffers[r.value];
     } else {
       out.data = std::malloc(bytes ? bytes : 1);
@@ -796,18 +844,56 @@ bool FunctionTable::collectOutputs(const VariantCode &v, void *const *buffers,
     }
     results.items.push_back(out);
   }
-  if (ok)
+  if (ok) {
+    freeDonated(v, buffers, results);
     return true;
+  }
   error = {ErrorKind::Resource, message, {}};
   for (size_t i = 0; i < results.size(); ++i) {
     if (results.items[i].onDevice)
       GpuDevice::releaseHandedOver(results.items[i].data);
-    else
-      std::free(results.items[i].data);
+    else if (!isDonated(v, buffers, results.items[i].data))
+      std::free(results.items[i].data); // a donated one stays the caller's
   }
   results.items.clear();
   shapes.clear();
   return false;
+}
+
+} // namespace tsl::rt
+
+namespace tsl::rt {
+
+bool FunctionTable::isDonated(const VariantCode &v, void *const *buffers,
+                              const void *data) const {
+  for (size_t i = 0; anyDonated_ && i < v.params.size(); ++i)
+    if (donates(i) && buffers[v.params[i].value] == data)
+      return true;
+  return false;
+}
+
+bool FunctionTable::takeDonated(const VariantCode &v, void *const *buffers,
+                                const void *data, const Results &taken) const {
+  if (!isDonated(v, buffers, data))
+    return false;
+  for (size_t k = 0; k < taken.size(); ++k)
+    if (taken.items[k].data == data)
+      return false; // a second result in it is a copy
+  return true;
+}
+
+void FunctionTable::freeDonated(const VariantCode &v, void *const *buffers,
+                                const Results &results) const {
+  for (size_t i = 0; anyDonated_ && i < v.params.size(); ++i) {
+    if (!donates(i))
+      continue;
+    void *data = buffers[v.params[i].value];
+    bool handedOver = false;
+    for (size_t k = 0; k < results.size(); ++k)
+      handedOver |= results.items[k].data == data;
+    if (!handedOver)
+      std::free(data);
+  }
 }
 
 } // namespace tsl::rt

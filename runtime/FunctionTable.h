@@ -215,6 +215,13 @@ struct TableOptions {
   /// The GPU the variants run on (their buffers are its memory); null for
   /// CPU variants.
   std::shared_ptr<class GpuDevice> device;
+  /// The parameters (by index) whose buffers every call donates, as JAX's
+  /// donate_argnums: the argument's memory must be a malloc'd block (a
+  /// result of an earlier call) that the call takes over. On success it is
+  /// a result's memory (written in place) or freed; the caller must not
+  /// touch it again. On failure it stays the caller's, its contents
+  /// unspecified when the kernel ran. CPU tables only.
+  std::vector<bool> donated;
 };
 
 /// Which events to log to stderr
@@ -332,6 +339,24 @@ private:
   bool finishRun(const VariantCode &v, int32_t status, void *const *buffers,
                  Symbols &syms, tsl_rt_context *ctx, Results &results,
                  Error &error, void *stream) const;
+  /// Whether parameter \p i's buffer is donated (TableOptions::donated).
+  bool donates(size_t i) const {
+    return i < options_.donated.size() && options_.donated[i];
+  }
+  /// Checks the donated arguments of a call of \p v: tensors, on the CPU,
+  /// sharing no memory with another argument. False with \p error.
+  bool checkDonated(const VariantCode &v, std::span<const ArgRef> args,
+                    Error &error) const;
+  /// Whether \p data is a donated argument's buffer of a call of \p v.
+  bool isDonated(const VariantCode &v, void *const *buffers,
+                 const void *data) const;
+  /// Whether result memory \p data is a donated argument's buffer that no
+  /// result in \p taken has yet: the result takes it without a copy.
+  bool takeDonated(const VariantCode &v, void *const *buffers, const void *data,
+                   const Results &taken) const;
+  /// After a successful call: frees each donated buffer no result took.
+  void freeDonated(const VariantCode &v, void *const *buffers,
+                   const Results &results) const;
   /// Copies or hands over the results of a successful kernel run.
   bool collectOutputs(const VariantCode &v, void *const *buffers, Symbols &syms,
                       tsl_rt_context *ctx, Results &results, Error &error,
@@ -340,6 +365,7 @@ private:
   std::string name_;
   CompilerHook *hook_;
   TableOptions options_;
+  bool anyDonated_ = false; ///< some parameter is donated
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<VariantCode>> variants_; ///< owned; only grows
   /// Lock-free view for dispatch: variants are never removed, so readers

@@ -111,6 +111,9 @@ struct CallArg {
   int32_t dtype = 0;
   std::vector<int64_t> shape;
   const void *data = nullptr;
+  /// The table donates this argument's buffer (TableOptions::donated): the
+  /// compiler may write results into it.
+  bool donated = false;
 };
 
 /// One argument of a call as a view of the caller's memory: what the call

@@ -181,6 +181,9 @@ protected:
   std::vector<bool> &transposedOperand = plan.transposedOperand;
   std::vector<std::vector<ValueId>> &freeAfter = plan.freeAfter;
   std::vector<RowGroup> &rowGroups = plan.rowGroups;
+  ValueId resultBufferOf(ValueId v) const override {
+    return plan.writesInto[v];
+  }
   /// Plans the function for the target (planKernels) and sets `outlining`
   /// from the plan.
   void makePlan();

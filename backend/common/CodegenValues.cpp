@@ -359,6 +359,14 @@ Value *Emitter::allocateResult(const Operation &op, size_t i) {
   ValueId v = op.results[i];
   if (preallocated) // by a row group before its row loop, or by the host
     return bufs[v];
+  if (ValueId into = resultBufferOf(v); into != v) {
+    // The same pointer as the donated parameter's loads: LLVM sees each
+    // element read before it is written, and vectorizes with no overlap
+    // check.
+    bufs[v] = bufs[into] ? bufs[into] : loadBuffer(into);
+    b.CreateStore(bufs[v], bufferSlot(v));
+    return bufs[v];
+  }
   return allocate(v, product(dims(fn.type(v))));
 }
 

@@ -172,8 +172,15 @@ protected:
   /// when the allocation does.
   Value *allocateBytes(Value *bytes);
 
-  // --- loops (CodegenValues.cpp, CodegenLoops.cpp) -----------------------
+  /// The buffer result \p i of \p op is computed into: preallocated, a
+  /// donated parameter's (resultBufferOf), or freshly allocated.
   Value *allocateResult(const Operation &op, size_t i = 0);
+  /// The value whose buffer \p v is computed into: \p v itself (a fresh
+  /// buffer) unless the target's plan writes it into a donated parameter's
+  /// (KernelPlan::writesInto).
+  virtual ValueId resultBufferOf(ValueId v) const { return v; }
+
+  // --- loops (CodegenValues.cpp, CodegenLoops.cpp) -----------------------
   /// for (idx...) over \p extents, calling \p body with the indices: an
   /// op's outermost loop nest through parallelLoop (iterations
   /// must be independent and write disjoint data; \p work as there),

@@ -128,6 +128,17 @@ std::vector<int> lastReads(const Function &fn, const KernelPlan &plan,
   return last;
 }
 
+/// For each value, whether it is a donated tensor parameter (none on a
+/// target that launches kernels).
+std::vector<bool> donatedValues(const Function &fn, const KernelPlan &plan) {
+  std::vector<bool> donated(fn.values.size(), false);
+  if (!plan.caps.launchesKernels)
+    for (const Param &p : fn.params)
+      if (!p.isInt && p.donated)
+        donated[p.value] = true;
+  return donated;
+}
+
 /// KernelPlan::updateInPlace (its conditions are documented there).
 void planInPlaceUpdates(const Function &fn, KernelPlan &plan) {
   size_t n = fn.values.size();
@@ -140,6 +151,7 @@ void planInPlaceUpdates(const Function &fn, KernelPlan &plan) {
   std::vector<ValueId> self(n);
   for (ValueId v = 0; v < n; ++v)
     self[v] = v;
+  std::vector<bool> donated = donatedValues(fn, plan);
   // memory[v]: the value owning the memory v's elements are in (through
   // reshapes, slice views, in-place updates); owner[v] the same without
   // slice views (a view's memory is part of another buffer). groupLast[m]:
@@ -155,8 +167,10 @@ void planInPlaceUpdates(const Function &fn, KernelPlan &plan) {
     ValueId r = op.results[0], x = op.operands[0];
     if (op.code == OpCode::UpdateSlice) {
       ValueId base = memory[x];
-      bool ok = owner[x] == base && plan.producer[base] &&
-                !plan.computedElsewhere(*plan.producer[base]) &&
+      bool owned = plan.producer[base]
+                       ? !plan.computedElsewhere(*plan.producer[base])
+                       : donated[base];
+      bool ok = owner[x] == base && owned &&
                 plan.loopOfValue[base] == plan.loopOfOp[i] &&
                 memory[op.operands[1]] != base &&
                 groupLast[base] <= static_cast<int>(i);
@@ -293,13 +307,13 @@ void planFusion(const Function &fn, KernelPlan &plan) {
 /// Buffer lifetimes: each intermediate is freed after the last op that
 /// reads it (uses through fused trees count at the op whose loop reads
 /// them), so later allocations of the call can take its memory.
-void planFrees(const Function &fn, KernelPlan &plan) {
-  size_t n = fn.values.size();
-  std::vector<ValueId> root(n);
-  for (ValueId v = 0; v < n; ++v)
+/// For each value, the value owning its buffer: through views, in-place
+/// updates, and a loop's results (its carried buffers, which end_loop's
+/// results hand on after the loop).
+std::vector<ValueId> bufferRoots(const Function &fn, const KernelPlan &plan) {
+  std::vector<ValueId> root(fn.values.size());
+  for (ValueId v = 0; v < root.size(); ++v)
     root[v] = v;
-  // A loop's results are its carried buffers, which end_loop's results
-  // hand on after the loop.
   for (size_t i = 0; i < fn.ops.size(); ++i)
     if (fn.ops[i].code == OpCode::Loop) {
       const Operation &end = fn.ops[plan.partner[i]];
@@ -309,6 +323,12 @@ void planFrees(const Function &fn, KernelPlan &plan) {
   for (const Operation &op : fn.ops) // aliases of their operand's buffer
     if (plan.sharesOperandBuffer(op))
       root[op.results[0]] = root[op.operands[0]];
+  return root;
+}
+
+void planFrees(const Function &fn, KernelPlan &plan) {
+  size_t n = fn.values.size();
+  std::vector<ValueId> root = bufferRoots(fn, plan);
   std::vector<bool> pinned(n, false);
   for (const Param &p : fn.params)
     if (!p.isInt)
@@ -325,6 +345,53 @@ void planFrees(const Function &fn, KernelPlan &plan) {
     if (root[v] == v && !pinned[v] && !plan.inlined[v] &&
         !plan.transposedOperand[v] && last[v] >= 0 && plan.producer[v])
       plan.freeAfter[last[v]].push_back(v);
+}
+
+/// KernelPlan::writesInto (its conditions are documented there).
+void planDonatedResults(const Function &fn, KernelPlan &plan) {
+  size_t n = fn.values.size();
+  plan.writesInto.resize(n);
+  for (ValueId v = 0; v < n; ++v)
+    plan.writesInto[v] = v;
+  std::vector<bool> donated = donatedValues(fn, plan);
+  if (std::find(donated.begin(), donated.end(), true) == donated.end())
+    return;
+  std::vector<ValueId> root = bufferRoots(fn, plan);
+  std::vector<int> last = lastReads(fn, plan, root);
+  std::vector<bool> inRowGroup(fn.ops.size(), false), isResult(n, false);
+  for (const RowGroup &g : plan.rowGroups)
+    for (size_t i = g.begin; i < g.end; ++i)
+      inRowGroup[i] = true;
+  for (ValueId r : fn.results)
+    isResult[r] = true;
+  std::vector<bool> taken(n, false);
+  std::vector<ValueId> leaves;
+  for (size_t i = 0; i < fn.ops.size(); ++i) {
+    const Operation &op = fn.ops[i];
+    if (!isElementwiseOrScalar(op.code) || op.code == OpCode::Constant ||
+        op.code == OpCode::SymScalar || plan.computedElsewhere(op) ||
+        inRowGroup[i] || plan.loopOfOp[i] != -1 || !isResult[op.results[0]])
+      continue;
+    ValueId r = op.results[0];
+    leaves.clear();
+    for (ValueId o : op.operands)
+      plan.leaves(o, leaves);
+    // A donated parameter read here at the index written, and nowhere
+    // after: through another view it would be read at other indices.
+    for (ValueId p : leaves) {
+      if (!donated[p] || taken[p] || fn.type(p) != fn.type(r) ||
+          last[p] > static_cast<int>(i))
+        continue;
+      bool onlyItself =
+          std::all_of(leaves.begin(), leaves.end(),
+                      [&](ValueId l) { return root[l] != p || l == p; });
+      if (!onlyItself)
+        continue;
+      plan.writesInto[r] = p;
+      taken[p] = true;
+      break;
+    }
+  }
 }
 
 bool sameLead(const TensorType &t, const std::vector<SymExpr> &lead) {
@@ -496,6 +563,7 @@ KernelPlan planKernels(const Function &fn, const TargetCaps &caps) {
   planInPlaceUpdates(fn, plan);
   planFrees(fn, plan);
   planRowGroups(fn, plan);
+  planDonatedResults(fn, plan);
   return plan;
 }
 
@@ -674,6 +742,8 @@ private:
            expression(op);
     if (plan.fusedDepth[r] > 1)
       out += ", depth " + std::to_string(plan.fusedDepth[r]);
+    if (plan.writesInto[r] != r)
+      out += ", into donated " + names[plan.writesInto[r]] + "'s buffer";
     return out;
   }
 };

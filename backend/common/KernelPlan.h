@@ -91,12 +91,21 @@ struct KernelPlan {
   std::vector<bool> sliceView;
   /// update_slice ops that write their block into their operand's buffer
   /// instead of copying it: where the operand's buffer is owned (not a
-  /// parameter's, not a view), defined in the same loop body as the update
+  /// view; a parameter's only when donated, outside loops: a KV cache
+  /// appended to), defined in the same loop body as the update
   /// (or both outside every loop), and nothing reads its old content after
   /// the update (no later reader of it or of a view or reshape of it, no
   /// function result). `out[t] = h` in a loop then costs the block, not
   /// the whole tensor.
   std::vector<bool> updateInPlace;
+  /// For each value, the donated parameter (Param::donated) whose buffer it
+  /// is computed into instead of a fresh one; itself when none. Only
+  /// function results of elementwise ops lowered on their own, outside
+  /// loops and row groups, where the kernel reads the parameter at the very
+  /// index it writes (the same dims, no view) and nothing reads the
+  /// parameter's old contents after it: an optimizer's `w - lr * g` writes
+  /// into w's buffer. Never on a target whose kernels are launched (GPU).
+  std::vector<ValueId> writesInto;
   /// A reshape or a slice view: its result is an address in its operand's
   /// buffer, no computation.
   bool isView(const Operation &op) const {

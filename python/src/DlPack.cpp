@@ -261,6 +261,7 @@ template <typename M> struct Exported {
   M managed{};
   std::vector<int64_t> shape, strides;
   PyObject *owner = nullptr;
+  int *liveExports = nullptr; ///< in owner, decremented on release
 };
 
 template <typename M> void deleteExported(M *m) {
@@ -268,6 +269,8 @@ template <typename M> void deleteExported(M *m) {
   // Consumers may call this from any thread, with or without the GIL.
   if (Py_IsInitialized()) {
     PyGILState_STATE state = PyGILState_Ensure();
+    if (e->liveExports)
+      --*e->liveExports; // under the GIL, before owner may die
     Py_DECREF(e->owner);
     PyGILState_Release(state);
   }
@@ -292,7 +295,8 @@ template <typename M> void destroyCapsule(PyObject *capsule) {
 }
 
 template <typename M>
-nb::object makeCapsule(nb::handle owner, const tsl_tensor &view) {
+nb::object makeCapsule(nb::handle owner, const tsl_tensor &view,
+                       int *liveExports) {
   auto *e = new Exported<M>();
   e->shape.assign(view.shape, view.shape + view.ndim);
   e->strides.assign(view.ndim, 1);
@@ -305,6 +309,9 @@ nb::object makeCapsule(nb::handle owner, const tsl_tensor &view) {
   e->managed.deleter = &deleteExported<M>;
   e->owner = owner.ptr();
   Py_INCREF(e->owner);
+  e->liveExports = liveExports;
+  if (liveExports)
+    ++*liveExports;
   PyObject *capsule =
       PyCapsule_New(&e->managed, capsuleName<M>(), &destroyCapsule<M>);
   if (!capsule) {
@@ -317,9 +324,10 @@ nb::object makeCapsule(nb::handle owner, const tsl_tensor &view) {
 } // namespace
 
 nb::object exportCapsule(nb::handle owner, const tsl_tensor &view,
-                         bool versioned) {
+                         bool versioned, int *liveExports) {
   if (versioned) {
-    nb::object c = makeCapsule<DLManagedTensorVersioned>(owner, view);
+    nb::object c =
+        makeCapsule<DLManagedTensorVersioned>(owner, view, liveExports);
     auto *m = static_cast<DLManagedTensorVersioned *>(
         PyCapsule_GetPointer(c.ptr(), "dltensor_versioned"));
     m->major = 1;
@@ -327,7 +335,7 @@ nb::object exportCapsule(nb::handle owner, const tsl_tensor &view,
     m->flags = 0;
     return c;
   }
-  return makeCapsule<DLManagedTensor>(owner, view);
+  return makeCapsule<DLManagedTensor>(owner, view, liveExports);
 }
 
 } // namespace tsl::py

@@ -73,7 +73,9 @@ tsl_dtype dlpackDtype(int32_t dtype);
 /// keeps alive: the capsule holds a reference to it until the consumer
 /// calls the deleter (or the capsule dies unconsumed). Versioned
 /// ("dltensor_versioned", DLPack 1.0) when \p versioned, else "dltensor".
+/// \p liveExports (when set, owned by \p owner) counts the capsules whose
+/// consumers have not released them yet.
 nb::object exportCapsule(nb::handle owner, const tsl_tensor &view,
-                         bool versioned);
+                         bool versioned, int *liveExports = nullptr);
 
 } // namespace tsl::py

@@ -3,6 +3,10 @@
 #include "python/src/Tensor.h"
 #include "runtime/GpuDevice.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
 namespace tsl::py {
 
 using namespace nb::literals;
@@ -23,11 +27,12 @@ std::string joined(const std::vector<std::string> &names) {
 } // namespace
 
 Function::Function(std::shared_ptr<ModuleState> module, std::string name,
-                   std::vector<std::string> params)
+                   std::vector<std::string> params, std::vector<bool> donated)
     : module_(std::move(module)), name_(std::move(name)),
-      params_(std::move(params)) {
+      params_(std::move(params)), donated_(std::move(donated)) {
   rt::TableOptions options;
   options.device = module_->gpu;
+  options.donated = donated_;
   table_ =
       std::make_unique<rt::FunctionTable>(name_, module_->jit.get(), options);
 }
@@ -63,15 +68,86 @@ void Function::orderArgs(nb::handle args, nb::handle kwargs,
       badCall("missing argument '" + params_[i] + "' of " + signature());
 }
 
+/// A donated argument's memory as the call got it: a tsl.Tensor's (its
+/// own block, or a copy when exported), or a copy of another array.
+struct Function::DonatedArg {
+  Tensor *tensor = nullptr; ///< null: a copy of another array
+  void *data = nullptr;
+  bool copied = false;
+};
+
+Function *Function::donate(nb::args names) const {
+  if (module_->gpu)
+    raiseError(ErrorKind::Unsupported,
+               "error: not supported: donated arguments on the " +
+                   module_->backend + " backend (donate on the CPU)");
+  std::vector<bool> donated = donated_;
+  donated.resize(params_.size(), false);
+  for (nb::handle h : names) {
+    std::string name = nb::cast<std::string>(h);
+    auto it = std::find(params_.begin(), params_.end(), name);
+    if (it == params_.end())
+      badCall("'" + name_ + "(" + joined(params_) + ")' has no parameter '" +
+              name + "' to donate");
+    donated[static_cast<size_t>(it - params_.begin())] = true;
+  }
+  return new Function(module_, name_, params_, std::move(donated));
+}
+
+void Function::donateArg(size_t i, nb::handle obj, ImportedTensor &imported,
+                         rt::CallArg &arg,
+                         std::vector<DonatedArg> &donated) const {
+  std::string where = "argument '" + params_[i] + "' of '" + name_ + "'";
+  DonatedArg d;
+  if (nb::isinstance<Tensor>(obj)) {
+    d.tensor = nb::inst_ptr<Tensor>(obj);
+    arg.dtype = d.tensor->dtype();
+    arg.shape = d.tensor->shape();
+    d.data = d.tensor->donate(where, d.copied);
+  } else {
+    // Not ours to reuse: the call takes a copy.
+    if (!importTensor(obj, module_->placement, params_[i], imported, arg))
+      badCall(where + " is a " + std::string(Py_TYPE(obj.ptr())->tp_name) +
+              ": a donated argument must be a tensor");
+    size_t bytes = rt::elementBytes(arg.dtype);
+    for (int64_t s : arg.shape)
+      bytes *= static_cast<size_t>(s);
+    d.copied = true;
+    d.data = std::malloc(bytes ? bytes : 1);
+    if (d.data && bytes)
+      std::memcpy(d.data, arg.data, bytes);
+  }
+  if (!d.data)
+    raiseError(ErrorKind::Resource,
+               "error: out of memory copying donated " + where);
+  arg.data = d.data;
+  donated.push_back(d);
+}
+
 nb::object Function::call(nb::handle args, nb::handle kwargs) {
   size_t n = params_.size();
   std::vector<nb::handle> ordered(n);
   orderArgs(args, kwargs, ordered);
   std::vector<rt::CallArg> callArgs(n);
   std::vector<ImportedTensor> imported(n);
+  std::vector<DonatedArg> donated;
+  // A raise while gathering gives back what was donated so far.
+  struct GiveBack {
+    std::vector<DonatedArg> &donated;
+    bool called = false;
+    ~GiveBack() {
+      if (!called)
+        for (DonatedArg &d : donated)
+          d.tensor ? d.tensor->undonate(d.data, d.copied) : std::free(d.data);
+    }
+  } giveBack{donated};
   for (size_t i = 0; i < n; ++i) {
     PyObject *o = ordered[i].ptr();
     rt::CallArg &a = callArgs[i];
+    if (donates(i) && !PyLong_Check(o)) {
+      donateArg(i, ordered[i], imported[i], a, donated);
+      continue;
+    }
     // Python ints (and bool, an int) for int parameters; anything else with
     // __index__ (NumPy integer scalars) only when it is no tensor.
     bool isInt = PyLong_Check(o);
@@ -101,7 +177,8 @@ nb::object Function::call(nb::handle args, nb::handle kwargs) {
     nb::gil_scoped_release unlocked;
     ok = table_->call(callArgs, outputs, variant, error);
   }
-  imported.clear(); // releases the producers' memory (with the GIL)
+  giveBack.called = ok; // the table took the donated memory
+  imported.clear();     // releases the producers' memory (with the GIL)
   if (!ok)
     raiseError(error.kind,
                clangStyle(error, module_->name,
@@ -204,6 +281,17 @@ void bindFunction(nb::module_ &m) {
                    "The compiled variants (a list of tsl.Variant, in dispatch "
                    "order: the first whose guards hold serves a call), each "
                    "with its guards and how many calls it served.")
+      .def("donate", &Function::donate, nb::rv_policy::take_ownership,
+           "``fn.donate(\"w\", \"m\")``: this function with those "
+           "parameters' buffers donated to every call (JAX's "
+           "donate_argnames), in a variant table of its own. Results are "
+           "written into the donated memory where the compiler can (an "
+           "optimizer's ``w - lr * g``, a KV cache's ``update_slice``), so "
+           "a training step allocates no new weights. A donated tsl.Tensor "
+           "is consumed: reading it afterwards raises tsl.Error. A NumPy "
+           "array, or a tsl.Tensor a NumPy array or torch tensor still "
+           "reads, is copied first and left as it was. Raises tsl.Error for "
+           "an unknown name or a GPU module.")
       .def("guards", &Function::guards,
            "The guards, runtime assertions and result types of the variant "
            "compiled for example argument types, as ``tslc guards`` prints "
@@ -223,8 +311,13 @@ void bindFunction(nb::module_ &m) {
           },
           "Parameter names in order (calls may pass them as keywords).")
       .def("__repr__", [](const Function &f) {
+        std::vector<std::string> donated;
+        for (size_t i = 0; i < f.params().size(); ++i)
+          if (f.donates(i))
+            donated.push_back(f.params()[i]);
         return "<tsl.Function " + f.name() + "(" + joined(f.params()) +
-               ") of '" + f.module().name + "' on " + f.module().backend + ">";
+               ") of '" + f.module().name + "' on " + f.module().backend +
+               (donated.empty() ? "" : ", donating " + joined(donated)) + ">";
       });
 }
 

@@ -32,8 +32,19 @@ struct ModuleState {
 
 class Function {
 public:
+  /// The function \p name of \p module; calls donate the parameters
+  /// marked in \p donated (by index; see donate()).
   Function(std::shared_ptr<ModuleState> module, std::string name,
-           std::vector<std::string> params);
+           std::vector<std::string> params, std::vector<bool> donated = {});
+
+  /// `fn.donate("w", "m")`: the same function with those parameters'
+  /// buffers donated to each call (JAX's donate_argnames), in a variant
+  /// table of its own: a donated tsl.Tensor's memory becomes a result's
+  /// (an optimizer's update written in place) or is freed, and the tensor
+  /// raises tsl.Error when read again; a NumPy array (or a tsl.Tensor a
+  /// DLPack consumer still reads) is copied first and left as it was.
+  /// Raises tsl.Error for an unknown name or on a GPU module.
+  Function *donate(nb::args names) const;
 
   /// Calls the function: \p args (a tuple) and \p kwargs (a dict, or an
   /// invalid handle when there are none) by parameter name, tensors through
@@ -50,16 +61,24 @@ public:
 
   const std::string &name() const { return name_; }
   const std::vector<std::string> &params() const { return params_; }
+  /// Whether parameter \p i is donated.
+  bool donates(size_t i) const { return i < donated_.size() && donated_[i]; }
   const ModuleState &module() const { return *module_; }
 
 private:
   /// Puts positional and keyword arguments in parameter order.
   void orderArgs(nb::handle args, nb::handle kwargs,
                  std::vector<nb::handle> &ordered) const;
+  /// Sets \p arg to donated argument \p i (\p obj) in memory the call may
+  /// take over (DonatedArg remembers how to undo it).
+  struct DonatedArg;
+  void donateArg(size_t i, nb::handle obj, ImportedTensor &imported,
+                 rt::CallArg &arg, std::vector<DonatedArg> &donated) const;
 
   std::shared_ptr<ModuleState> module_;
   std::string name_;
   std::vector<std::string> params_;
+  std::vector<bool> donated_; ///< by parameter index (empty: none)
   std::unique_ptr<rt::FunctionTable> table_;
 };
 

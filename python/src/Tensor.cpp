@@ -4,6 +4,7 @@
 #include "runtime/GpuDevice.h"
 
 #include <cstdlib>
+#include <cstring>
 
 namespace tsl::py {
 
@@ -66,6 +67,46 @@ Tensor *Tensor::copyToHost() const {
   return new Tensor(std::move(host), nullptr, 0);
 }
 
+void *Tensor::donate(const std::string &where, bool &copied) {
+  checkNotDonated();
+  if (onCuda() || out_.onDevice)
+    raiseError(ErrorKind::Unsupported,
+               "error: not supported: donating a GPU tensor (" + where + ")");
+  void *data = out_.data;
+  copied = liveExports_ > 0;
+  if (copied) {
+    // A NumPy array or a torch tensor still reads the memory: the call
+    // takes a copy and the original stays theirs until they release it.
+    size_t bytes = nbytes();
+    data = std::malloc(bytes ? bytes : 1);
+    if (!data)
+      return nullptr;
+    if (bytes)
+      std::memcpy(data, out_.data, bytes);
+  } else {
+    out_.data = view_.data = nullptr;
+  }
+  donatedTo_ = where;
+  return data;
+}
+
+void Tensor::undonate(void *data, bool copied) {
+  if (copied)
+    std::free(data);
+  else
+    out_.data = view_.data = data;
+  donatedTo_.clear();
+}
+
+void Tensor::checkNotDonated() const {
+  if (donated())
+    raiseError(ErrorKind::InvalidArgument,
+               "error: this " + typeString() + " tensor was donated as " +
+                   donatedTo_ +
+                   " and holds no data any more: use that call's result "
+                   "(or call a function that does not donate it)");
+}
+
 void Tensor::orderConsumer(nb::handle stream) {
   // DLPack's stream numbers for CUDA: None is the legacy default stream
   // (1), 2 the per-thread default stream, -1 "no synchronization", 0 is
@@ -104,6 +145,7 @@ namespace {
 
 nb::object dlpack(Tensor &t, nb::object stream, nb::object maxVersion,
                   nb::object dlDevice, nb::object copy) {
+  t.checkNotDonated();
   const tsl_tensor &v = t.view();
   if (t.onCuda())
     t.orderConsumer(stream);
@@ -128,10 +170,11 @@ nb::object dlpack(Tensor &t, nb::object stream, nb::object maxVersion,
     nb::tuple mv = nb::cast<nb::tuple>(maxVersion);
     versioned = nb::len(mv) >= 1 && nb::cast<int>(mv[0]) >= 1;
   }
-  return exportCapsule(nb::find(&t), v, versioned);
+  return exportCapsule(nb::find(&t), v, versioned, t.liveExports());
 }
 
 nb::object toNumpy(Tensor &t, nb::object dtype, nb::object copy) {
+  t.checkNotDonated();
   if (t.dtype() == 5)
     raiseError(ErrorKind::Unsupported,
                "error: a bf16 tensor has no NumPy element type: read it with "
@@ -207,6 +250,7 @@ void bindTensor(nb::module_ &m) {
       .def(
           "cpu",
           [](Tensor &t) -> nb::object {
+            t.checkNotDonated();
             if (!t.onCuda())
               return nb::find(&t);
             return nb::cast(t.copyToHost(), nb::rv_policy::take_ownership);
@@ -235,9 +279,14 @@ void bindTensor(nb::module_ &m) {
       .def_prop_ro(
           "data_ptr",
           [](const Tensor &t) {
+            t.checkNotDonated();
             return reinterpret_cast<uintptr_t>(t.view().data);
           },
           "The address of the first element (host or device memory).")
+      .def_prop_ro("donated", &Tensor::donated,
+                   "Whether the tensor was donated to a call "
+                   "(tsl.Function.donate): its data is gone, and reading "
+                   "it raises tsl.Error.")
       .def("__len__",
            [](const Tensor &t) {
              if (t.shape().empty()) {
@@ -248,7 +297,7 @@ void bindTensor(nb::module_ &m) {
            })
       .def("__repr__", [](const Tensor &t) {
         return "tsl.Tensor(" + t.typeString() + ", device='" +
-               t.deviceString() + "')";
+               t.deviceString() + "'" + (t.donated() ? ", donated" : "") + ")";
       });
 }
 

@@ -47,10 +47,29 @@ public:
   /// Raises BufferError for stream 0, tsl.Error when the driver fails.
   void orderConsumer(nb::handle stream);
 
+  /// Hands the tensor's host memory to a call that donates it (to
+  /// \p where, "argument 'w' of 'step'"): its own block when no DLPack
+  /// consumer (a NumPy array, a torch tensor) still reads it, else a
+  /// malloc'd copy (\p copied), leaving the original to them. From now on
+  /// the tensor is donated: reading it raises tsl.Error. Raises tsl.Error
+  /// for a tensor donated before, or a CUDA tensor; null when a copy
+  /// cannot be allocated.
+  void *donate(const std::string &where, bool &copied);
+  /// Undoes donate() after a call that failed (\p data and \p copied as
+  /// it gave them).
+  void undonate(void *data, bool copied);
+  /// Raises tsl.Error when the tensor was donated (its data is gone).
+  void checkNotDonated() const;
+  bool donated() const { return !donatedTo_.empty(); }
+  /// The live-export counter exportCapsule keeps.
+  int *liveExports() { return &liveExports_; }
+
 private:
   rt::Output out_;
   std::shared_ptr<rt::GpuDevice> gpu_;
   tsl_tensor view_{};
+  std::string donatedTo_; ///< donate()'s where; empty while not donated
+  int liveExports_ = 0;   ///< DLPack capsules not released (under the GIL)
 };
 
 /// Registers tsl._tsl.Tensor.

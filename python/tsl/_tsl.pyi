@@ -45,6 +45,10 @@ class Tensor:
     @property
     def data_ptr(self) -> int:
         """The address of the first element (host or device memory)."""
+    @property
+    def donated(self) -> bool:
+        """Whether the tensor was donated to a call (Function.donate): its
+        data is gone, and reading it raises tsl.Error."""
     def __len__(self) -> int: ...
 
 class Function:
@@ -61,6 +65,12 @@ class Function:
     def variants(self) -> List["tsl.Variant"]:
         """The compiled variants in dispatch order, with their guards and
         how many calls each served."""
+    def donate(self, *names: str) -> "Function":
+        """This function with those parameters' buffers donated to every
+        call (JAX's donate_argnames): results are written into them where
+        possible, and a donated tsl.Tensor raises tsl.Error when read again.
+        NumPy arrays (and tensors a NumPy array still reads) are copied
+        first and left as they were. CPU modules only."""
     def guards(self, **example_types: Any) -> "tsl.GuardReport":
         """Guards, runtime assertions and result types for example argument
         types: ``fn.guards(x="f32[10]", k=3)``."""

@@ -187,12 +187,14 @@ void reportRunError(const RunError &error, SourceManager &sm,
 bool compileForArgs(ModuleLoader &loader, const std::string &path,
                     const std::string &fnName, const std::vector<ArgSpec> &args,
                     DiagnosticEngine &diags, Function &out, bool allDynamic,
-                    const PipelineOptions &pipeline) {
+                    const PipelineOptions &pipeline,
+                    const std::set<std::string> &donated) {
   const LoadedModule *module = loader.load(path);
   if (!module)
     return false;
   ElaborateOptions options;
   options.allDynamic = allDynamic;
+  options.donated = donated;
   options.pipeline = pipeline;
   options.examples.emplace();
   for (const ArgSpec &a : args) {

@@ -7,6 +7,7 @@
 #include "support/Diagnostics.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,14 +43,16 @@ void reportRunError(const RunError &error, SourceManager &sm,
 
 /// Loads \p path, elaborates \p fnName for the given arguments (every
 /// dimension dynamic when \p allDynamic; the IR pipeline as \p pipeline
-/// asks: the host's by default, nvptxTarget().pipelineOptions() for the GPU)
+/// asks: the host's by default, nvptxTarget().pipelineOptions() for the GPU;
+/// the parameters \p donated donated, ElaborateOptions::donated)
 /// and verifies the IR. Fails with a diagnostic on a load or elaboration error
 /// or an argument given twice.
 bool compileForArgs(ModuleLoader &loader, const std::string &path,
                     const std::string &fnName, const std::vector<ArgSpec> &args,
                     DiagnosticEngine &diags, Function &out,
                     bool allDynamic = false,
-                    const PipelineOptions &pipeline = {});
+                    const PipelineOptions &pipeline = {},
+                    const std::set<std::string> &donated = {});
 
 /// Arguments in the function's parameter order, for the interpreter.
 bool orderArgs(const Function &fn, const std::vector<ArgSpec> &args,

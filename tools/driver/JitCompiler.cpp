@@ -160,6 +160,8 @@ bool JitCompiler::compile(const std::string &function,
     ex.dtype = static_cast<DType>(args[i].dtype);
     ex.shape = args[i].shape;
     (*options.examples)[decl.params[i].name] = ex;
+    if (args[i].donated)
+      options.donated.insert(decl.params[i].name);
   }
   options.forceDynamic = dynamicDims;
   options.allDynamic = allDynamic;
@@ -715,7 +717,7 @@ std::string JitCompiler::cacheRequest(const std::string &function,
                     : "arg tensor " + std::to_string(a.dtype);
     for (int64_t d : a.shape)
       text += " " + std::to_string(d);
-    text += "\n";
+    text += a.donated ? " donated\n" : "\n";
   }
   for (const std::string &d : dynamicDims)
     text += "dynamic " + d + "\n";

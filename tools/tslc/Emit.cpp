@@ -154,12 +154,13 @@ bool elaborateAll(const Options &o, const std::vector<std::string> &names,
     return false;
   ElaborateOptions options;
   options.pipeline = pipeline;
+  options.donated = o.donatedParams();
   for (const std::string &name : names) {
     Function fn;
     bool ok = o.args.empty()
                   ? elaborateFunction(*in.source, name, options, diags, fn)
                   : compileForArgs(loader, o.files[0], name, args, diags, fn,
-                                   false, pipeline);
+                                   false, pipeline, options.donated);
     if (!ok)
       return false;
     out.functions.push_back(std::move(fn));
@@ -247,6 +248,9 @@ bool loadInput(const Options &o, bool host, bool gpu, SourceManager &sm,
 int cmdEmit(const Options &o, SourceManager &sm, DiagnosticEngine &diags) {
   if (o.files.size() != 1)
     return usageError("emit needs exactly one file");
+  if (!o.donate.empty() && (o.fn.empty() || isIrFile(o.files[0])))
+    return usageError("--donate needs --fn and a .tsl file (it names that "
+                      "function's parameters)");
   std::vector<const Stage *> stages;
   if (!selectStages(o, stages))
     return 1;

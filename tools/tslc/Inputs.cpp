@@ -9,6 +9,7 @@
 #include "ir/Verifier.h"
 
 #include <iostream>
+#include <sstream>
 
 namespace tsl {
 
@@ -48,7 +49,8 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
              value("-o", o.output) || value("--backend", o.backend) ||
              value("--calls", o.calls) || value("--target", o.target) ||
              value("--arch", o.arch) || value("--pass", o.passes) ||
-             value("--print-after", o.printAfter)) {
+             value("--print-after", o.printAfter) ||
+             value("--donate", o.donate)) {
       if (!error.empty())
         return false;
     } else if (value("--arg", v)) {
@@ -67,6 +69,15 @@ bool parseOptions(int argc, char **argv, Options &o, std::string &error) {
     }
   }
   return error.empty();
+}
+
+std::set<std::string> Options::donatedParams() const {
+  std::set<std::string> names;
+  std::stringstream list(donate);
+  for (std::string name; std::getline(list, name, ',');)
+    if (!name.empty())
+      names.insert(name);
+  return names;
 }
 
 void configure(ModuleLoader &loader, const Options &o) {
@@ -202,7 +213,8 @@ bool compileSelected(const Options &o, bool withData, SourceManager &sm,
   configure(loader, o);
   if (compileForArgs(
           loader, o.files[0], o.fn, args, diags, fn, o.allDynamic,
-          (targetsGpu(o) ? nvptxTarget() : cpuTarget()).pipelineOptions()))
+          (targetsGpu(o) ? nvptxTarget() : cpuTarget()).pipelineOptions(),
+          o.donatedParams()))
     return true;
   diags.finish();
   return false;

@@ -7,6 +7,7 @@
 #include "ir/Function.h"
 #include "tools/driver/Driver.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ struct Options {
   bool json = false;
   bool stats = false;
   bool allDynamic = false;
+  /// --donate: parameters of --fn whose buffers calls donate
+  /// (comma-separated; `emit` plans with them, Param::donated).
+  std::string donate;
+  /// The --donate names.
+  std::set<std::string> donatedParams() const;
 };
 
 /// Parses argv[1..]: the command, then flags and files in any order.

@@ -50,7 +50,9 @@ commands:
                                     GPU kernels for --arch sm_90, the default, or sm_80);
                                     -o writes a file; --print-after=PASS[,PASS...]|all
                                     prints the IR after those passes of the IR pipeline
-                                    to stderr (of the --target's pipeline)
+                                    to stderr (of the --target's pipeline); --donate=P[,P...]
+                                    (with --fn) plans as calls donating those parameters'
+                                    buffers do (results written into them)
   opt FILE.tslir --pass=PASS[,PASS...] [--fn NAME] [--print-after=...] [-o OUT]
                                     run IR passes in the order given on IR text and print
                                     the IR; opt --list-passes lists the passes

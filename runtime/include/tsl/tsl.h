@@ -139,6 +139,17 @@ public:
     out = Function(f);
     return s;
   }
+  /// The function with the parameters at \p donated (indices) donated:
+  /// tsl_module_get_function_donating's contract.
+  Status function(const std::string &name, const std::vector<int32_t> &donated,
+                  Function &out) const {
+    tsl_function *f = nullptr;
+    Status s = Status::fromC(tsl_module_get_function_donating(
+        m_, name.c_str(), donated.data(), static_cast<int32_t>(donated.size()),
+        &f));
+    out = Function(f);
+    return s;
+  }
 
 private:
   tsl_module *m_;

@@ -96,6 +96,25 @@ tsl_status tsl_module_load_aot(tsl_runtime *rt, const char *path,
 tsl_status tsl_module_get_function(tsl_module *module, const char *name,
                                    tsl_function **out);
 
+/* The function `name` with the parameters at indices donated[0..ndonated)
+ * donated, as JAX's donate_argnums: a handle of its own (its own variants,
+ * compiled to write results into those buffers: an optimizer step's new
+ * weights and moments in place of the old, a KV cache appended to without a
+ * copy). Every call then takes over each donated argument's buffer, which
+ * must be a whole malloc'd block (data with byte_offset 0), such as an
+ * output of an earlier call: on success it is one output's data (written in
+ * place) or freed, and the caller must not read, write or free it again; on
+ * failure it stays the caller's, its contents unspecified when the kernel
+ * ran. A donated argument sharing memory with another argument is
+ * TSL_INVALID_ARGUMENT. An index outside the parameters is
+ * TSL_INVALID_ARGUMENT, an int parameter's a compile error at the first
+ * call; GPU runtimes and AOT modules are TSL_UNSUPPORTED. */
+tsl_status tsl_module_get_function_donating(tsl_module *module,
+                                            const char *name,
+                                            const int32_t *donated,
+                                            int32_t ndonated,
+                                            tsl_function **out);
+
 /* Calls a function. On success *outputs points to *noutputs tensors the
  * runtime allocated (row-major, on the runtime's device); free them with
  * tsl_outputs_free. Tensor arguments must be on the runtime's device, with
