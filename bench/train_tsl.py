@@ -9,7 +9,8 @@ adam_m..., adam_v..., batch..., step, lr)`: the first call with the NumPy
 initial weights and zero moments compiles the step and runs it (a cold
 compile: TSL_CACHE_DIR=off unless set; bench/train.sh gives the cold run an
 empty cache directory and then runs again from it, the warm first step); every later call takes the previous
-call's results (tsl.Tensor, no copy) as its weights and moments. The first
+call's results (tsl.Tensor, no copy) as its weights and moments, donated
+(tsl.Function.donate: the update is written into their buffers). The first
 step's time includes tsl.load (parsing and checking the module). Prints the
 figures of bench/train_common.run."""
 import os
@@ -41,7 +42,10 @@ def main():
 
     def step(i):
         if not fns:  # loading (parse, check) counts in the first step, as compiling
-            fns.append(tsl.load(os.path.join(HERE, "train_models.tsl"))[f"{model}_step"])
+            fn = tsl.load(os.path.join(HERE, "train_models.tsl"))[f"{model}_step"]
+            # Weights and moments donated: Adam writes them in place, as
+            # torch.optim does (the first step's NumPy arrays are copied).
+            fns.append(fn.donate(*fn.parameters[:3 * n]))
         batch = data[(i - 1) % len(data)]
         out = fns[0](*state["w"], *state["m"], *state["v"], *batch, np.asarray(i, np.float32), lr)
         state["w"], state["m"], state["v"] = (list(out[1:1 + n]), list(out[1 + n:1 + 2 * n]),
