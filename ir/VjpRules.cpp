@@ -165,9 +165,12 @@ bool sigmoidRule(Rule &k) { // g r (1 - r)
   return k.set(0, b.mul(b.mul(g, r), b.sub(k.c(1), r)));
 }
 
+/// The mask reads the result (r > 0 exactly where a > 0, NaN neither):
+/// what a backward keeps is then relu's output, which its readers (a
+/// matmul's, a max-pool's gradient) keep anyway, not its input too.
 bool reluRule(Rule &k) {
   Builder &b = k.b;
-  return k.set(0, maskOr0(b, b.op(OpCode::Gt, {k.x(0), k.c(0)}), k.g()));
+  return k.set(0, maskOr0(b, b.op(OpCode::Gt, {k.r(), k.c(0)}), k.g()));
 }
 
 bool absRule(Rule &k) { // g sign(a), 0 at 0
@@ -641,7 +644,7 @@ constexpr VjpRule vjpSqrt{sqrtRule, Results};
 constexpr VjpRule vjpRsqrt{rsqrtRule, Results};
 constexpr VjpRule vjpTanh{tanhRule, Results};
 constexpr VjpRule vjpSigmoid{sigmoidRule, Results};
-constexpr VjpRule vjpRelu{reluRule, Operands};
+constexpr VjpRule vjpRelu{reluRule, Results};
 constexpr VjpRule vjpAbs{absRule, Operands};
 constexpr VjpRule vjpErf{erfRule, Operands};
 constexpr VjpRule vjpGelu{geluRule, Operands};
