@@ -8,6 +8,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <mutex>
 #include <new>
 #include <optional>
@@ -508,6 +511,14 @@ bool FunctionTable::compileFor(std::span<const ArgRef> args,
                  name_.c_str(), variants_.size(), ms);
   publish(std::make_shared<VariantCode>(std::move(code)));
   refreshDispatcher();
+#ifdef __GLIBC__
+  // The compiler's working memory (IR, LLVM modules, proofs) is free now:
+  // give it back to the OS. With the runtime's 1 GiB trim threshold
+  // (tsl_rt_context_create) glibc would keep it, and a process that
+  // compiled once would hold its compiler's peak for good. A compile takes
+  // 100 ms and more; this, a few.
+  malloc_trim(0);
+#endif
   return true;
 }
 
