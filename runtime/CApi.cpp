@@ -43,13 +43,6 @@ inline int32_t dtypeOf(tsl_dtype t) {
   return -1;
 }
 
-tsl_dtype dlpackOf(int32_t dtype) {
-  static const tsl_dtype table[] = {{6, 8, 1},  {0, 8, 1},  {0, 32, 1},
-                                    {0, 64, 1}, {2, 16, 1}, {4, 16, 1},
-                                    {2, 32, 1}, {2, 64, 1}};
-  return table[dtype];
-}
-
 /// The largest AOT module file read (a module holds code, not weights).
 constexpr size_t kMaxModuleBytes = size_t(1) << 30;
 
@@ -88,6 +81,13 @@ bool readRegularFile(const std::string &path, std::string &out,
 } // namespace
 
 namespace tsl::rt {
+
+tsl_dtype dlpackOf(int32_t dtype) {
+  static const tsl_dtype table[] = {{6, 8, 1},  {0, 8, 1},  {0, 32, 1},
+                                    {0, 64, 1}, {2, 16, 1}, {4, 16, 1},
+                                    {2, 32, 1}, {2, 64, 1}};
+  return table[dtype];
+}
 
 tsl_status fail(tsl_status status, std::string message) {
   lastError = std::move(message);
@@ -508,7 +508,7 @@ tsl_status tsl_function_call_on_stream(tsl_function *fn, const tsl_arg *args,
     t.data = r.data;
     t.device = r.onDevice ? fn->device : tsl_device{1, 0};
     t.ndim = static_cast<int32_t>(r.rank);
-    t.dtype = dlpackOf(r.dtype);
+    t.dtype = tsl::rt::dlpackOf(r.dtype);
     std::copy(outs.shape(i), outs.shape(i) + r.rank, t.shape);
   }
   *outputs = result;

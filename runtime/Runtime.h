@@ -23,6 +23,9 @@ using CompilerFactory = std::function<Expected<std::unique_ptr<CompilerHook>>(
 /// Installs the compiler used by tsl_module_load_source (the driver does).
 void setCompilerFactory(tsl_runtime *rt, CompilerFactory factory);
 
+/// The DLPack element type of element type code \p dtype (KernelAbi.h).
+tsl_dtype dlpackOf(int32_t dtype);
+
 /// Records the calling thread's last error and returns \p status.
 tsl_status fail(tsl_status status, std::string message);
 

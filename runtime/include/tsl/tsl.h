@@ -4,6 +4,7 @@
 
 #include "tsl/tsl_c.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -90,6 +91,43 @@ private:
   std::vector<int64_t> shape_;
 };
 
+/// A safetensors file of weights (tsl_weights_open): each tensor an Arg
+/// viewing the mapped file, valid while this object lives.
+class Weights {
+public:
+  static Status open(const std::string &path, Weights &out) {
+    tsl_weights *w = nullptr;
+    Status s = Status::fromC(tsl_weights_open(path.c_str(), &w));
+    out.w_.reset(w);
+    return s;
+  }
+  size_t size() const {
+    return static_cast<size_t>(tsl_weights_count(w_.get()));
+  }
+  /// The name of tensor \p i (in the header's order).
+  std::string name(size_t i) const {
+    const char *n = nullptr;
+    tsl_tensor t{};
+    tsl_weights_get(w_.get(), static_cast<int32_t>(i), &n, &t);
+    return n ? n : "";
+  }
+  /// The tensor named \p name as an argument; TSL_NOT_FOUND when none.
+  Status find(const std::string &name, Arg &out) const {
+    tsl_tensor t{};
+    Status s = Status::fromC(tsl_weights_find(w_.get(), name.c_str(), &t));
+    if (s.ok())
+      out = Arg::tensor(t.data, t.dtype,
+                        std::vector<int64_t>(t.shape, t.shape + t.ndim));
+    return s;
+  }
+
+private:
+  struct Close {
+    void operator()(tsl_weights *w) const { tsl_weights_close(w); }
+  };
+  std::unique_ptr<tsl_weights, Close> w_;
+};
+
 class Function {
 public:
   explicit Function(tsl_function *f = nullptr) : f_(f) {}
@@ -128,6 +166,47 @@ public:
 
 private:
   tsl_function *f_;
+};
+
+/// A function with some arguments fixed (weights loaded once): call() takes
+/// the others, in parameter order. Python's `fn.bind(**weights)`.
+class BoundFunction {
+public:
+  /// \p bound: (parameter index, argument) pairs; \p arity the function's
+  /// parameter count.
+  BoundFunction(Function f, std::vector<std::pair<size_t, Arg>> bound,
+                size_t arity)
+      : f_(f), slots_(arity) {
+    for (auto &[i, a] : bound)
+      if (i < arity) {
+        slots_[i] = std::move(a);
+        if (std::find(fixed_.begin(), fixed_.end(), i) == fixed_.end())
+          fixed_.push_back(i);
+      }
+  }
+  /// Calls with \p rest in the free parameters' order; a count other than
+  /// theirs is TSL_INVALID_ARGUMENT.
+  Status call(const std::vector<Arg> &rest, std::vector<Output> &outputs) {
+    std::vector<Arg> all = slots_;
+    size_t k = 0;
+    for (size_t i = 0; i < all.size(); ++i)
+      if (std::find(fixed_.begin(), fixed_.end(), i) == fixed_.end()) {
+        if (k == rest.size())
+          break;
+        all[i] = rest[k++];
+      }
+    if (k != rest.size() || k + fixed_.size() != all.size())
+      return {TSL_INVALID_ARGUMENT,
+              "the bound function takes " +
+                  std::to_string(all.size() - fixed_.size()) +
+                  " arguments, got " + std::to_string(rest.size())};
+    return f_.call(all, outputs);
+  }
+
+private:
+  Function f_;
+  std::vector<Arg> slots_;
+  std::vector<size_t> fixed_;
 };
 
 class Module {

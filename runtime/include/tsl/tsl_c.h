@@ -144,6 +144,26 @@ tsl_status tsl_function_call_on_stream(tsl_function *fn, const tsl_arg *args,
                                        tsl_tensor **outputs, int32_t *noutputs);
 void tsl_outputs_free(tsl_tensor *outputs, int32_t noutputs);
 
+/* Weights from a safetensors file (tsl/tsl_c.h's only file format): the
+ * file is mapped read-only and checked (a truncated file, a header that
+ * lies about sizes or offsets, malformed JSON or a dtype TSL lacks is
+ * TSL_INVALID_ARGUMENT naming the problem; a missing file TSL_NOT_FOUND);
+ * each tensor is then a view of the mapping (zero copy; a tensor stored
+ * misaligned for its element type is copied once), valid until
+ * tsl_weights_close, and can be passed straight to tsl_function_call. */
+typedef struct tsl_weights tsl_weights;
+tsl_status tsl_weights_open(const char *path, tsl_weights **out);
+void tsl_weights_close(tsl_weights *weights);
+/* The number of tensors (in the header's order). */
+int32_t tsl_weights_count(const tsl_weights *weights);
+/* Tensor `index`: its name (NUL-terminated) and a view of it (CPU, row-major;
+ * shape valid until close). TSL_INVALID_ARGUMENT for an index out of range. */
+tsl_status tsl_weights_get(const tsl_weights *weights, int32_t index,
+                           const char **name, tsl_tensor *out);
+/* The tensor named `name`; TSL_NOT_FOUND when there is none. */
+tsl_status tsl_weights_find(const tsl_weights *weights, const char *name,
+                            tsl_tensor *out);
+
 /* Installs the JIT compiler (defined in the tsl_driver library, not in the
  * runtime): tsl_module_load_source then compiles variants on demand. */
 tsl_status tsl_runtime_enable_jit(tsl_runtime *rt);
