@@ -260,7 +260,102 @@ PyType_Slot functionSlots[] = {{Py_tp_call, reinterpret_cast<void *>(callSlot)},
 
 } // namespace
 
+namespace {
+
+/// tsl.BoundFunction (fn.bind(**args)): the function with those arguments
+/// fixed; calls take the others, positionally in parameter order or by
+/// name.
+class BoundFunction {
+public:
+  BoundFunction(nb::object function, nb::dict bound,
+                std::vector<std::string> free)
+      : function_(std::move(function)), bound_(std::move(bound)),
+        free_(std::move(free)) {}
+
+  nb::object call(nb::args args, nb::kwargs kwargs) const {
+    Function &f = nb::cast<Function &>(function_);
+    auto signature = [&] {
+      return "'" + f.name() + "(" + joined(free_) +
+             ")' (bound: " + joined(boundNames()) + ")";
+    };
+    if (args.size() > free_.size())
+      badCall(signature() + " takes " + std::to_string(free_.size()) +
+              " arguments, got " + std::to_string(args.size()));
+    nb::dict merged;
+    for (auto [k, v] : bound_)
+      merged[k] = v;
+    for (size_t i = 0; i < args.size(); ++i)
+      merged[free_[i].c_str()] = args[i];
+    for (auto [k, v] : kwargs) {
+      if (bound_.contains(k))
+        badCall("argument '" + nb::cast<std::string>(k) + "' of " +
+                signature() + " is bound");
+      if (merged.contains(k))
+        badCall("argument '" + nb::cast<std::string>(k) + "' of " +
+                signature() + " is given twice");
+      merged[k] = v;
+    }
+    return f.call(nb::tuple(), merged);
+  }
+  std::vector<std::string> boundNames() const {
+    std::vector<std::string> names;
+    for (auto [k, v] : bound_)
+      names.push_back(nb::cast<std::string>(k));
+    return names;
+  }
+  const std::vector<std::string> &free() const { return free_; }
+  const nb::object &function() const { return function_; }
+
+private:
+  nb::object function_; ///< the tsl.Function
+  nb::dict bound_;
+  std::vector<std::string> free_;
+};
+
+/// fn.bind(**args) of the tsl.Function \p self.
+BoundFunction *bind(nb::handle_t<Function> self, nb::kwargs kwargs) {
+  const Function &f = nb::cast<const Function &>(self);
+  const std::vector<std::string> &params = f.params();
+  nb::dict bound;
+  for (auto [k, v] : kwargs) {
+    std::string name = nb::cast<std::string>(k);
+    if (std::find(params.begin(), params.end(), name) == params.end())
+      badCall("'" + f.name() + "(" + joined(params) + ")' has no parameter '" +
+              name + "' to bind");
+    bound[k] = v;
+  }
+  std::vector<std::string> free;
+  for (const std::string &p : params)
+    if (!bound.contains(p.c_str()))
+      free.push_back(p);
+  return new BoundFunction(nb::borrow(self), std::move(bound), std::move(free));
+}
+
+} // namespace
+
 void bindFunction(nb::module_ &m) {
+  nb::class_<BoundFunction>(
+      m, "BoundFunction",
+      "A tsl.Function with some arguments fixed (``fn.bind(**weights)``): "
+      "calling it passes the rest, positionally in the order of its "
+      "``parameters`` or by name.")
+      .def("__call__", &BoundFunction::call)
+      .def_prop_ro(
+          "parameters",
+          [](const BoundFunction &b) {
+            nb::list l;
+            for (const std::string &p : b.free())
+              l.append(p);
+            return nb::tuple(l);
+          },
+          "The parameters a call still passes, in order.")
+      .def_prop_ro("function", &BoundFunction::function,
+                   "The tsl.Function it calls.")
+      .def("__repr__", [](const BoundFunction &b) {
+        const Function &f = nb::cast<const Function &>(b.function());
+        return "<tsl.BoundFunction " + f.name() + "(" + joined(b.free()) +
+               "), bound: " + joined(b.boundNames()) + ">";
+      });
   nb::class_<Function>(
       m, "Function", nb::type_slots(functionSlots),
       "A function of a tsl.Module. Calling it runs the first compiled "
@@ -292,6 +387,11 @@ void bindFunction(nb::module_ &m) {
            "array, or a tsl.Tensor a NumPy array or torch tensor still "
            "reads, is copied first and left as it was. Raises tsl.Error for "
            "an unknown name or a GPU module.")
+      .def("bind", &bind, nb::rv_policy::take_ownership,
+           "``fn.bind(**args)``: a tsl.BoundFunction calling this function "
+           "with those arguments fixed (weights loaded once, "
+           "``m.main.bind(**tsl.load_weights(path))``); tsl.Error for a "
+           "name that is no parameter.")
       .def("guards", &Function::guards,
            "The guards, runtime assertions and result types of the variant "
            "compiled for example argument types, as ``tslc guards`` prints "

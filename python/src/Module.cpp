@@ -150,6 +150,7 @@ NB_MODULE(_tsl, m) {
   nb::set_leak_warnings(false);
   bindTensor(m);
   bindFunction(m);
+  bindWeights(m);
   nb::class_<Module>(m, "Module", "A loaded TSL module (see tsl.Module).")
       .def("function", &Module::function, "name"_a,
            "The tsl.Function NAME (the same object each time); tsl.Error of "

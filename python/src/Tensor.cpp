@@ -21,7 +21,14 @@ Tensor::Tensor(rt::Output out, std::shared_ptr<rt::GpuDevice> gpu,
   view_.shape = out_.shape.data();
 }
 
+Tensor::Tensor(rt::Output view, std::shared_ptr<const void> owner)
+    : Tensor(std::move(view), nullptr, 0) {
+  owner_ = std::move(owner);
+}
+
 Tensor::~Tensor() {
+  if (owner_)
+    return; // a view: the owner's memory
   if (out_.onDevice)
     rt::GpuDevice::releaseHandedOver(out_.data);
   else
@@ -73,7 +80,7 @@ void *Tensor::donate(const std::string &where, bool &copied) {
     raiseError(ErrorKind::Unsupported,
                "error: not supported: donating a GPU tensor (" + where + ")");
   void *data = out_.data;
-  copied = liveExports_ > 0;
+  copied = liveExports_ > 0 || owner_; // not ours to give away
   if (copied) {
     // A NumPy array or a torch tensor still reads the memory: the call
     // takes a copy and the original stays theirs until they release it.

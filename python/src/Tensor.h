@@ -22,6 +22,9 @@ public:
   /// device whose memory it is (kept alive), null for host memory; an
   /// emulator's memory is host memory and is shown as on the CPU.
   Tensor(rt::Output out, std::shared_ptr<rt::GpuDevice> gpu, int32_t deviceId);
+  /// A view of host memory \p owner keeps alive (a weights file's
+  /// mapping): never freed by the tensor, copied when donated.
+  Tensor(rt::Output view, std::shared_ptr<const void> owner);
   ~Tensor();
   Tensor(const Tensor &) = delete;
   Tensor &operator=(const Tensor &) = delete;
@@ -68,11 +71,15 @@ private:
   rt::Output out_;
   std::shared_ptr<rt::GpuDevice> gpu_;
   tsl_tensor view_{};
+  std::shared_ptr<const void> owner_; ///< set: a view, out_.data not ours
   std::string donatedTo_; ///< donate()'s where; empty while not donated
   int liveExports_ = 0;   ///< DLPack capsules not released (under the GIL)
 };
 
 /// Registers tsl._tsl.Tensor.
 void bindTensor(nb::module_ &m);
+
+/// Registers tsl._tsl.load_safetensors (python/src/Weights.cpp).
+void bindWeights(nb::module_ &m);
 
 } // namespace tsl::py

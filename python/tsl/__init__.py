@@ -34,11 +34,12 @@ from . import _tsl  # noqa: E402
 
 Function = _tsl.Function
 Tensor = _tsl.Tensor
+BoundFunction = _tsl.BoundFunction
 
 __all__ = [
-    "Check", "Diagnostic", "Error", "Expr", "Function", "GuardReport",
-    "Module", "Stats", "Tensor", "Variant", "compile", "load", "prove",
-    "set_logs", "simplify",
+    "BoundFunction", "Check", "Diagnostic", "Error", "Expr", "Function",
+    "GuardReport", "Module", "Stats", "Tensor", "Variant", "compile", "load",
+    "load_weights", "prove", "set_logs", "simplify",
 ]
 
 
@@ -280,6 +281,26 @@ def load(path: Union[str, "os.PathLike[str]"], backend: str = "cpu") -> Module:
     CPU arrays). Raises tsl.Error with the diagnostics when the file has
     errors or does not exist. Functions compile on their first call."""
     return Module(_tsl.load(os.fspath(path), backend))
+
+
+def load_weights(path: Union[str, "os.PathLike[str]"]) -> Dict[str, Any]:
+    """The tensors of a weights file as {name: tensor}, in the file's order.
+
+    ``.safetensors`` (what ``safetensors.torch.save_file`` and Hugging Face
+    write): tsl.Tensor views of the file mapped read-only, no copy, checked
+    first (a truncated file, a header that lies about sizes or offsets, or a
+    dtype TSL lacks raises tsl.Error). ``.npz`` (``numpy.savez``): NumPy
+    arrays read with numpy.load. Pass them to a function (``fn(**w)``) or
+    bind them once (``fn.bind(**w)``)."""
+    text = os.fspath(path)
+    if text.endswith(".npz"):
+        import numpy as np
+        with np.load(text, allow_pickle=False) as archive:
+            return {name: archive[name] for name in archive.files}
+    if text.endswith(".safetensors"):
+        return _tsl.load_safetensors(text)
+    raise Error(f"error: cannot tell the format of '{text}': weights files are "
+                ".safetensors or .npz", "invalid_argument")
 
 
 def compile(source: str, backend: str = "cpu", name: str = "<string>") -> Module:

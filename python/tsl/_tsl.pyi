@@ -71,6 +71,9 @@ class Function:
         possible, and a donated tsl.Tensor raises tsl.Error when read again.
         NumPy arrays (and tensors a NumPy array still reads) are copied
         first and left as they were. CPU modules only."""
+    def bind(self, **args: Any) -> "BoundFunction":
+        """This function with those arguments fixed (weights loaded once:
+        ``m.main.bind(**tsl.load_weights(path))``)."""
     def guards(self, **example_types: Any) -> "tsl.GuardReport":
         """Guards, runtime assertions and result types for example argument
         types: ``fn.guards(x="f32[10]", k=3)``."""
@@ -80,6 +83,23 @@ class Function:
     @property
     def parameters(self) -> Tuple[str, ...]:
         """Parameter names in order."""
+
+class BoundFunction:
+    """A Function with some arguments fixed (Function.bind)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Union[Tensor, Tuple[Tensor, ...], None]:
+        """Calls the function with the bound arguments and these (positional
+        in the order of ``parameters``, or by name)."""
+    @property
+    def parameters(self) -> Tuple[str, ...]:
+        """The parameters a call still passes, in order."""
+    @property
+    def function(self) -> Function:
+        """The Function it calls."""
+
+def load_safetensors(path: str) -> Dict[str, Tensor]:
+    """A safetensors file's tensors as views of the mapped file (use
+    tsl.load_weights)."""
 
 class Module:
     """The native module object behind tsl.Module."""
