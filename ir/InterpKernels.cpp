@@ -234,6 +234,13 @@ constexpr ScalarMath kMath<OpCode::Floor> = {
 template <>
 constexpr ScalarMath kMath<OpCode::Ceil> = {
     .unaryFloat = [](double x) { return std::ceil(x); }};
+template <>
+constexpr ScalarMath kMath<OpCode::Round> = {
+    .unaryFloat = [](double x) { // halves to even, whatever the FP mode
+      double r = std::round(x);  // halves away from zero
+      return std::fabs(x - std::trunc(x)) == 0.5 ? 2.0 * std::round(x / 2.0)
+                                                 : r;
+    }};
 
 /// The math of every op, indexed by OpCode.
 constexpr ScalarMath kMathTable[] = {

@@ -71,6 +71,10 @@ Emitter::ElementMath::unaryTable() {
   t[at(OpCode::Ceil)] = [](Emitter &e, DType, Value *x) -> Value * {
     return e.b.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
   };
+  // Halves to even, in any rounding mode (NVPTX: cvt.rni).
+  t[at(OpCode::Round)] = [](Emitter &e, DType, Value *x) -> Value * {
+    return e.b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x);
+  };
   t[at(OpCode::Tanh)] = [](Emitter &e, DType d, Value *x) -> Value * {
     return d == DType::F64 ? e.libm(MathFn::Tanh, d, x) : e.fastTanh(x);
   };

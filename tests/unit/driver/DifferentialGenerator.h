@@ -116,6 +116,7 @@ inline const Probe kProbes[] = {
     {"cos", Family::Float, "", "cos(tanh(e) * 3.0)", "f32[?, ?]"},
     {"floor", Family::Float, "", "floor(b * 0.5)", "f32[?, ?]"},
     {"ceil", Family::Float, "", "ceil(b * 0.5)", "f32[?, ?]"},
+    {"round", Family::Float, "", "round(b * 0.5)", "f32[?, ?]"},
     {"where", Family::Float, "", "where(b > x1, e, x2)", "f32[?, ?]"},
     {"cast", Family::Float, "", "cast(b, bf16)", "bf16[?, ?]"},
     {"constant", Family::Float, "", "e * 2.0", "f32[?, ?]"},

@@ -66,6 +66,8 @@ TEST(DifferentiateTable, ColumnIsTheSwitchItReplaced) {
        {DiffKind::NoGradient, "piecewise constant: its gradient is zero"}},
       {OpCode::Ceil,
        {DiffKind::NoGradient, "piecewise constant: its gradient is zero"}},
+      {OpCode::Round,
+       {DiffKind::NoGradient, "piecewise constant: its gradient is zero"}},
       {OpCode::Unique,
        {DiffKind::NotDifferentiable,
         "its result's size and order depend on the values"}},

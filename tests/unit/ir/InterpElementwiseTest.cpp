@@ -153,6 +153,7 @@ const std::vector<FloatCase> kFloatCases = {
     {"cos", {0.0, 1.0}, {}, {1.0, std::cos(1.0)}},
     {"floor", {-1.5, -0.0, 2.0, 0.75, kNaN}, {}, {-2.0, -0.0, 2.0, 0.0, kNaN}},
     {"ceil", {-1.5, -0.25, 2.0, 0.75, kNaN}, {}, {-1.0, -0.0, 2.0, 1.0, kNaN}},
+    {"round", {-2.5, -0.5, 1.5, 0.75, kNaN}, {}, {-2.0, -0.0, 2.0, 1.0, kNaN}},
 };
 
 TEST(InterpElementwise, IntegerMath) {
