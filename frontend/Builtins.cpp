@@ -412,6 +412,32 @@ bool unsqueeze(BuiltinCall &c) {
   return c.result(r);
 }
 
+/// squeeze(x, dim): \p x without axis \p dim, which must have size 1
+/// (numpy.squeeze; torch's leaves another size alone, which TSL refuses:
+/// the rank would depend on a value).
+bool squeeze(BuiltinCall &c) {
+  if (!c.bind({"x", "dim"}))
+    return false;
+  ValueId x, r;
+  int64_t axis;
+  if (!c.tensorArg(c.a[0], "x", x) || !c.el.asConstInt(*c.a[1], "dim", axis))
+    return false;
+  const TensorType &t = c.el.fn.type(x);
+  if (!c.el.normalizeAxis(axis, t.rank(), c.a[1]->range, axis))
+    return false;
+  std::vector<SymExpr> shape = t.dims;
+  if (!shape[axis].isConst(1))
+    return c.el.error(c.a[1]->range,
+                      "'squeeze' needs axis " + std::to_string(axis) +
+                          " of size 1, got " + shape[axis].str(),
+                      "reshape(x, [...]) removes an axis whose size a check "
+                      "or the type says is 1");
+  shape.erase(shape.begin() + axis);
+  if (!c.el.emit1(OpCode::Reshape, {x}, {{"shape", shape}}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
 /// stack(tensors, axis=0): the tensors, which must have one shape, joined
 /// along a new axis (torch.stack).
 bool stack(BuiltinCall &c) {
@@ -764,6 +790,7 @@ const std::map<std::string, Builtin, std::less<>> &builtinTable() {
         {"concat", {concat}},
         {"stack", {stack}},
         {"unsqueeze", {unsqueeze}},
+        {"squeeze", {squeeze}},
         {"clamp", {clamp}},
         {"pad", {pad}},
         {"arange", {arange}},

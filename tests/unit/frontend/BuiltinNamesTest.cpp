@@ -15,7 +15,7 @@ using namespace tsl;
 namespace {
 
 // frontend/Builtins.cpp's unaryBuiltins() and otherBuiltins() before the
-// table, and the hand-written builtins added since (issues 16 and 32).
+// table, and the hand-written builtins added since (issues 16, 32 and 35).
 const std::set<std::string> kOldNames = {
     "clamp",         "stack",         "unsqueeze",   "exp",
     "log",           "sqrt",          "rsqrt",       "tanh",
@@ -30,7 +30,8 @@ const std::set<std::string> kOldNames = {
     "topk",          "size",          "numel",       "argmin",
     "cumsum",        "cumprod",       "gather",      "sort",
     "argsort",       "scatter",       "scatter_add", "grad",
-    "vjp",           "stop_gradient", "index_add",   "masked_scatter"};
+    "vjp",           "stop_gradient", "index_add",   "masked_scatter",
+    "squeeze"};
 
 /// Checks \p source generically; the diagnostics as text, and \p fn the
 /// elaborated `f` when it succeeded.
