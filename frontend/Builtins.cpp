@@ -3,6 +3,7 @@
 // its handler; builtins that are exactly one op (Ops.def's Builtin column)
 // share two generic handlers, so adding such an op needs no code here.
 #include "frontend/ElaboratorImpl.h"
+#include "ir/Interpreter.h"
 
 #include <algorithm>
 
@@ -138,8 +139,29 @@ bool BuiltinCall::numberArg(const SemValue *v, Number &n) {
 /// Ops.def builtins of one operand: f(x).
 bool opOfOneTensor(BuiltinCall &c) {
   ValueId x, r;
-  if (!c.bind({"x"}) || !c.tensorArg(c.a[0], "x", x) ||
-      !c.el.emit1(c.op, {x}, {}, c.range, r))
+  if (!c.bind({"x"}))
+    return false;
+  // A float math op of a number is a number: `log(2.0)`, `sqrt(D)` for a
+  // static D (a dynamic size stays an error: it has no value yet).
+  const SemValue &a = *c.a[0];
+  std::optional<int64_t> whole;
+  if (a.kind == SemValue::Kind::Int && a.i.isConst())
+    whole = a.i.constValue();
+  if ((a.kind == SemValue::Kind::Float || whole) &&
+      opTraits(c.op).operands == DTypeRule::Float)
+    if (std::optional<double> v =
+            unaryFloatMath(c.op, whole ? static_cast<double>(*whole) : a.f)) {
+      c.out = SemValue::ofFloat(*v, c.range);
+      return true;
+    }
+  if (a.kind == SemValue::Kind::Int && !whole &&
+      opTraits(c.op).operands == DTypeRule::Float)
+    return c.el.error(a.range,
+                      "'" + c.name + "' of the size " + a.i.str() +
+                          ", whose value is known only when the function runs",
+                      "make it a tensor first: " + c.name + "(cast(" +
+                          a.i.str() + ", f32))");
+  if (!c.tensorArg(c.a[0], "x", x) || !c.el.emit1(c.op, {x}, {}, c.range, r))
     return false;
   return c.result(r);
 }

@@ -57,6 +57,10 @@ bool Elaborator::lookupName(const std::string &name, SourceRange range,
     out.range = range;
     return true;
   }
+  if (name == "inf" || name == "nan") { // numpy's and torch's constants
+    out = SemValue::ofFloat(name == "inf" ? HUGE_VAL : std::nan(""), range);
+    return true;
+  }
   if (isBuiltin(name)) {
     out.kind = SemValue::Kind::Builtin;
     out.s = name;

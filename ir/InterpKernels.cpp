@@ -985,6 +985,12 @@ static_assert(sizeof(kKernels) / sizeof(kKernels[0]) == kNumOps);
 
 } // namespace
 
+std::optional<double> unaryFloatMath(OpCode code, double x) {
+  if (static_cast<size_t>(code) >= kNumOps || !mathOf(code).unaryFloat)
+    return std::nullopt;
+  return (*mathOf(code).unaryFloat)(x);
+}
+
 bool runKernel(KernelContext &ctx) {
   if (static_cast<size_t>(ctx.op.code) >= kNumOps)
     return ctx.fail("no kernel");

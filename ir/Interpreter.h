@@ -36,6 +36,11 @@ bool bindArguments(const Function &fn, const std::vector<ArgValue> &args,
                    std::map<std::string, int64_t> &values, RunError &error);
 
 /// Runs \p fn. On success fills \p outputs (one per result).
+/// Elementwise unary op \p code of a float \p x, in double, as the
+/// interpreter computes it (constant folding of `log(2.0)`); nullopt for an
+/// op without float math.
+std::optional<double> unaryFloatMath(OpCode code, double x);
+
 bool interpret(const Function &fn, const std::vector<ArgValue> &args,
                std::vector<Tensor> &outputs, RunError &error);
 
