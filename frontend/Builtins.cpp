@@ -225,6 +225,71 @@ bool reduction(BuiltinCall &c) {
   return c.result(r);
 }
 
+/// var(x, axis?, keepdim?, correction=1) and std: torch's (the sum of
+/// squared deviations from the mean over n - correction; numpy's ddof=0 is
+/// correction=0); float tensors. n - correction <= 0 gives inf or nan, as
+/// in torch.
+bool variance(BuiltinCall &c) {
+  if (!c.bind({"x", "axis?", "keepdim?", "correction?"}))
+    return false;
+  ValueId x;
+  if (!c.tensorArg(c.a[0], "x", x))
+    return false;
+  const TensorType t = c.el.fn.type(x);
+  if (!isFloat(t.dtype))
+    return c.el.error(c.a[0]->range, "'" + c.name +
+                                         "' needs a floating-point tensor, "
+                                         "got " +
+                                         t.str());
+  std::vector<int64_t> axes;
+  if (c.a[1] && !c.el.asConstIntList(*c.a[1], "the axis", axes))
+    return false;
+  for (int64_t &ax : axes)
+    if (!c.el.normalizeAxis(ax, t.rank(), c.a[1]->range, ax))
+      return false;
+  bool keep = false;
+  int64_t correction = 1;
+  if (!c.boolArg(c.a[2], keep) ||
+      (c.a[3] && !c.el.asConstInt(*c.a[3], "the correction", correction)))
+    return false;
+  SymExpr n(1);
+  for (size_t i = 0; i < t.rank(); ++i)
+    if (axes.empty() || std::count(axes.begin(), axes.end(), int64_t(i)))
+      n = n * t.dims[i];
+  ValueId mean, squares, sum;
+  SemValue deviation;
+  if (!c.el.emit1(OpCode::ReduceMean, {x}, {{"axes", axes}, {"keepdim", true}},
+                  c.range, mean) ||
+      !c.el.tensorBinary(OpCode::Sub, SemValue::ofTensor(x, c.range),
+                         SemValue::ofTensor(mean, c.range), c.range,
+                         deviation) ||
+      !c.el.emit1(OpCode::Mul, {deviation.tensor, deviation.tensor}, {},
+                  c.range, squares) ||
+      !c.el.emit1(OpCode::ReduceSum, {squares},
+                  {{"axes", axes}, {"keepdim", keep}}, c.range, sum) ||
+      !c.el.tensorBinary(OpCode::Div, SemValue::ofTensor(sum, c.range),
+                         SemValue::ofInt(n - SymExpr(correction), c.range),
+                         c.range, c.out))
+    return false;
+  if (c.name == "std")
+    return c.el.emit1(OpCode::Sqrt, {c.out.tensor}, {}, c.range, sum) &&
+           c.result(sum);
+  return true;
+}
+
+/// masked_fill(x, mask, value): \p value where \p mask holds, else \p x
+/// (torch's masked_fill; the mask broadcasts).
+bool maskedFill(BuiltinCall &c) {
+  if (!c.bind({"x", "mask", "value"}))
+    return false;
+  ValueId x, mask, v, r;
+  if (!c.tensorArg(c.a[0], "x", x) || !c.tensorArg(c.a[1], "mask", mask) ||
+      !c.el.toTensor(*c.a[2], c.el.fn.type(x).dtype, c.a[2]->range, v) ||
+      !c.el.emit1(OpCode::Where, {mask, v, x}, {}, c.range, r))
+    return false;
+  return c.result(r);
+}
+
 /// max(a, b) with two tensors (or a tensor and a scalar) is elementwise;
 /// max(x), max(x, axis) and max(x, axis=k) reduce. On ints it is size
 /// min/max.
@@ -813,6 +878,9 @@ const std::map<std::string, Builtin, std::less<>> &builtinTable() {
         {"stack", {stack}},
         {"unsqueeze", {unsqueeze}},
         {"squeeze", {squeeze}},
+        {"var", {variance}},
+        {"std", {variance}},
+        {"masked_fill", {maskedFill}},
         {"clamp", {clamp}},
         {"pad", {pad}},
         {"arange", {arange}},

@@ -31,7 +31,7 @@ const std::set<std::string> kOldNames = {
     "cumsum",        "cumprod",       "gather",      "sort",
     "argsort",       "scatter",       "scatter_add", "grad",
     "vjp",           "stop_gradient", "index_add",   "masked_scatter",
-    "squeeze"};
+    "squeeze",       "var",           "std",         "masked_fill"};
 
 /// Checks \p source generically; the diagnostics as text, and \p fn the
 /// elaborated `f` when it succeeded.
