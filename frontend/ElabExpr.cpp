@@ -157,9 +157,32 @@ bool Elaborator::asConstInt(const SemValue &v, const std::string &what,
   if (!asInt(v, what, e))
     return false;
   if (!e.isConst())
-    return error(v.range, what + " must be a constant, got " + e.str());
+    return notConstant(e, v.range, what + " must be a constant, got ");
   out = e.constValue();
   return true;
+}
+
+bool Elaborator::notConstant(const SymExpr &e, SourceRange range,
+                             const std::string &message) {
+  // A function checked for every value (`tslc check`) has no values for its
+  // `int static` parameters: what needs them (a conv's stride) is checked
+  // per call, where they are constants. The rest of this function is too.
+  std::vector<std::string> names = e.symbols();
+  bool ints = !names.empty(), staticInts = ints && checkingAllSizes;
+  for (const std::string &name : names) {
+    const SymbolInfo *info = env.lookup(name);
+    ints &= info && info->isInt;
+    staticInts &= info && info->isInt && info->kind == DimKind::Static;
+  }
+  if (staticInts) {
+    stoppedUncheckable = true;
+    return false;
+  }
+  return error(range, message + e.str(),
+               ints ? "declare '" + names[0] +
+                          "' as 'int static': a constant in each compiled "
+                          "variant"
+                    : std::string());
 }
 
 bool Elaborator::asIntList(const SemValue &v, const std::string &what,
@@ -194,7 +217,7 @@ bool Elaborator::asConstIntList(const SemValue &v, const std::string &what,
     return false;
   for (const SymExpr &e : list) {
     if (!e.isConst())
-      return error(v.range, what + " must be constants, got " + e.str());
+      return notConstant(e, v.range, what + " must be constants, got ");
     out.push_back(e.constValue());
   }
   return true;

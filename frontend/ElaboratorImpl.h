@@ -205,8 +205,15 @@ public:
   /// (`tslc check`) rather than compiling a variant.
   bool checkingAllSizes = false;
   /// Set when checkSize stopped a `check` at a size that overflows for
-  /// some values only (a warning, not an error).
+  /// some values only (a warning, not an error), or notConstant at a value
+  /// only a call gives.
   bool stoppedUncheckable = false;
+  /// Reports that \p e is not a constant (\p message then its text), and
+  /// returns false; in a `check` where \p e depends only on `int static`
+  /// parameters (constants in every compiled variant), stops checking the
+  /// function quietly instead (stoppedUncheckable).
+  bool notConstant(const SymExpr &e, SourceRange range,
+                   const std::string &message);
   /// Reports a type of constant dims whose byte size leaves int64.
   bool checkStaticBytes(const TensorType &t, SourceRange range);
   bool requireCond(const SymCond &cond, SourceRange range,
