@@ -42,7 +42,7 @@ inline const char *const kModuleSource =
     "1.0);\n"
     "  let b = tanh(x) - sigmoid(y) * gelu(x) / (relu(x) + 1.0);\n"
     "  let d = pow(abs(x) + 0.5, erf(y)) + sin(x) * cos(y) + (-x) +\n"
-    "      floor(x) - ceil(y);\n"
+    "      floor(x) - ceil(y) + round(x);\n"
     "  let e = where(c, max(a, b), min(b, d));\n"
     "  let p = ((x < y) & (x <= 1.0)) | ((x > y) ^ (x >= 0.5));\n"
     "  let q = !((x == y) | (x != 0.0)) ^ c;\n"
