@@ -56,27 +56,33 @@ def test_first_calls_race_to_compile(m):
 
 def test_gil_released_during_calls():
     mod = tsl.compile(SLOW)
-    a = np.ones((400, 400), np.float32)
+    a = np.ones((1500, 1500), np.float32)  # a call of tens of milliseconds
     mod.work(a, a)  # compile first
     ticks = []
     stop = threading.Event()
+    started = threading.Event()
 
     def ticker():
+        started.set()
         while not stop.is_set():
-            ticks.append(1)
+            ticks.append(time.perf_counter())
             time.sleep(0.0005)
 
     t = threading.Thread(target=ticker)
     t.start()
+    started.wait()
     try:
-        start = time.perf_counter()
-        calls = 0
-        while time.perf_counter() - start < 0.3:
+        spans = []
+        for _ in range(3):
+            begin = time.perf_counter()
             mod.work(a, a)
-            calls += 1
+            spans.append((begin, time.perf_counter()))
     finally:
         stop.set()
         t.join()
-    # With the GIL held through each call the ticker would run only between
-    # calls; released, it keeps ticking during them.
-    assert len(ticks) > calls
+    # With the GIL held through a call the ticker could run only around it
+    # (a switch may fall between reading the clock and the call); released,
+    # it ticks in the middle of the calls too, whatever the machine's speed.
+    middle = [(b + (e - b) / 4, e - (e - b) / 4) for (b, e) in spans]
+    inside = [x for x in ticks for (b, e) in middle if b < x < e]
+    assert inside, f"no tick amid {len(spans)} calls ({len(ticks)} ticks)"
