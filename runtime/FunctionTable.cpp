@@ -871,10 +871,6 @@ bool FunctionTable::collectOutputs(const VariantCode &v, void *const *buffers,
   return false;
 }
 
-} // namespace tsl::rt
-
-namespace tsl::rt {
-
 bool FunctionTable::isDonated(const VariantCode &v, void *const *buffers,
                               const void *data) const {
   for (size_t i = 0; anyDonated_ && i < v.params.size(); ++i)

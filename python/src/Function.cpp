@@ -20,6 +20,14 @@ std::string joined(const std::vector<std::string> &names) {
   return s;
 }
 
+/// \p names as a Python tuple of str.
+nb::tuple namesTuple(const std::vector<std::string> &names) {
+  nb::list l;
+  for (const std::string &n : names)
+    l.append(n);
+  return nb::tuple(l);
+}
+
 [[noreturn]] void badCall(const std::string &message) {
   raiseError(ErrorKind::InvalidArgument, "error: " + message);
 }
@@ -342,12 +350,7 @@ void bindFunction(nb::module_ &m) {
       .def("__call__", &BoundFunction::call)
       .def_prop_ro(
           "parameters",
-          [](const BoundFunction &b) {
-            nb::list l;
-            for (const std::string &p : b.free())
-              l.append(p);
-            return nb::tuple(l);
-          },
+          [](const BoundFunction &b) { return namesTuple(b.free()); },
           "The parameters a call still passes, in order.")
       .def_prop_ro("function", &BoundFunction::function,
                    "The tsl.Function it calls.")
@@ -403,12 +406,7 @@ void bindFunction(nb::module_ &m) {
           "The function's name.")
       .def_prop_ro(
           "parameters",
-          [](const Function &f) {
-            nb::list l;
-            for (const std::string &p : f.params())
-              l.append(p);
-            return nb::tuple(l);
-          },
+          [](const Function &f) { return namesTuple(f.params()); },
           "Parameter names in order (calls may pass them as keywords).")
       .def("__repr__", [](const Function &f) {
         std::vector<std::string> donated;
